@@ -1,0 +1,180 @@
+//! Command-line interface: flags (clap derive) turned into a validated [`Config`], then dispatched.
+//!
+//! Exit codes: 0 success, 64 usage error (`EX_USAGE`), 1 anything else. Errors print as one line.
+
+use crate::commands;
+use crate::config::{Config, LaunchConfig, ListenPolicy};
+use crate::logging;
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `EX_USAGE` from sysexits.h: the command was used incorrectly.
+pub const EXIT_USAGE: u8 = 64;
+
+/// A transparent Chrome DevTools Protocol relay that records a privacy-safe evidence timeline.
+#[derive(Debug, Parser)]
+#[command(name = "cdp-relay", version, about, propagate_version = true)]
+pub struct Cli {
+    /// More log output on stderr (-v debug, -vv trace). `RUST_LOG` overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Relay an already running Chromium (started with --remote-debugging-port).
+    Serve(ServeArgs),
+    /// Start a headless Chromium with a fresh profile and relay it.
+    Launch(LaunchArgs),
+    /// Sanitize text (or JSON) from stdin to stdout, removing secrets and CDP ids.
+    Sanitize(commands::sanitize::SanitizeArgs),
+    /// Evidence journal tools for other producers.
+    Evidence(commands::evidence::EvidenceArgs),
+    /// List evidence runs.
+    Runs(commands::evidence::RunsArgs),
+    /// Delete old finalized evidence runs.
+    Prune(commands::evidence::PruneArgs),
+}
+
+/// Flags shared by `serve` and `launch`: where to listen and who may connect.
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// Address to listen on. Port 0 picks a free port; the endpoint is printed on stdout.
+    #[arg(long, default_value = "127.0.0.1:9223", value_name = "ADDR")]
+    pub listen: SocketAddr,
+
+    /// Also accept this Host name (besides IP literals, localhost and *.localhost). Repeatable.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_host: Vec<String>,
+
+    /// Accept websocket upgrades carrying this Origin (`*` for any). Repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+
+    /// Require this bearer token (Authorization: Bearer, or ?token=). Required off loopback.
+    #[arg(long, env = "CDP_RELAY_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+
+    /// Allow listening on a non-loopback address without a token.
+    #[arg(long)]
+    pub insecure_no_auth: bool,
+
+    /// Largest websocket message accepted in each direction, in bytes.
+    #[arg(long, default_value_t = crate::config::DEFAULT_MAX_MESSAGE_SIZE, value_name = "BYTES")]
+    pub max_message_size: usize,
+}
+
+/// Flags of `cdp-relay serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The browser's DevTools HTTP endpoint, e.g. http://127.0.0.1:9222.
+    #[arg(long, value_name = "URL")]
+    pub upstream: String,
+
+    #[command(flatten)]
+    pub relay: RelayArgs,
+}
+
+/// Flags of `cdp-relay launch`.
+#[derive(Debug, Args)]
+pub struct LaunchArgs {
+    /// Chromium executable. Default: $CDP_RELAY_BROWSER, then chromium, chromium-browser,
+    /// google-chrome, google-chrome-stable on PATH.
+    #[arg(long, value_name = "PATH")]
+    pub browser: Option<PathBuf>,
+
+    /// Show the browser window instead of running headless.
+    #[arg(long)]
+    pub headed: bool,
+
+    #[command(flatten)]
+    pub relay: RelayArgs,
+
+    /// Extra arguments passed to Chromium after `--`.
+    #[arg(last = true, value_name = "CHROMIUM_ARGS")]
+    pub extra_args: Vec<String>,
+}
+
+impl RelayArgs {
+    fn into_config(self, upstream: Option<String>) -> Result<Config, crate::Error> {
+        let policy = ListenPolicy::new(
+            self.listen,
+            self.allow_host,
+            self.allow_origin,
+            self.token,
+            self.insecure_no_auth,
+        )?;
+        Config::new(upstream.as_deref(), policy, self.max_message_size)
+    }
+}
+
+/// Parses the process arguments, runs the command, returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => 0,
+                _ => EXIT_USAGE,
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    logging::init(cli.verbose);
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            let usage = e
+                .downcast_ref::<crate::Error>()
+                .is_some_and(crate::Error::is_usage);
+            eprintln!("cdp-relay: {}", one_line(&e));
+            ExitCode::from(if usage { EXIT_USAGE } else { 1 })
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve(args) => {
+            let config = args.relay.into_config(Some(args.upstream))?;
+            crate::runtime()?.block_on(crate::serve::run_serve(config))
+        }
+        Command::Launch(args) => {
+            let config = args.relay.into_config(None)?;
+            let launch = LaunchConfig {
+                browser: args.browser,
+                headed: args.headed,
+                extra_args: args.extra_args,
+                browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
+            };
+            crate::runtime()?.block_on(crate::launcher::run_launch(config, launch))
+        }
+        Command::Sanitize(args) => commands::sanitize::run(args),
+        Command::Evidence(args) => commands::evidence::run_evidence(args),
+        Command::Runs(args) => commands::evidence::run_runs(args),
+        Command::Prune(args) => commands::evidence::run_prune(args),
+    }
+}
+
+/// The error chain on one line: `outer: cause: root cause`.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for (i, cause) in e.chain().enumerate() {
+        let s = cause.to_string();
+        if i > 0 {
+            if out.contains(&s) {
+                continue;
+            }
+            out.push_str(": ");
+        }
+        out.push_str(s.trim());
+    }
+    out.replace('\n', " ")
+}

@@ -1,0 +1,18 @@
+//! Logging to stderr through `tracing`. stdout is reserved for what the CLI promises.
+
+use tracing_subscriber::EnvFilter;
+
+/// Installs the stderr subscriber. `RUST_LOG` wins over `-v`.
+pub fn init(verbose: u8) {
+    let default = match verbose {
+        0 => "cdp_relay=info,cdp_evidence=info,warn",
+        1 => "cdp_relay=debug,cdp_evidence=debug,info",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

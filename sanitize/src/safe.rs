@@ -1,0 +1,193 @@
+//! Sanitized value types: the redaction boundary expressed as types.
+//!
+//! Every type here can only be built by this crate's sanitizers (or, for `SafeText`, from a
+//! `&'static str` written in our own source). Code outside the crate can read and serialize them,
+//! never construct them from runtime input, so a record made of these types cannot carry an
+//! unsanitized string. None of them implements `Deserialize`: a value read back from disk is plain
+//! data, not proof of sanitization.
+
+use serde::Serialize;
+use std::fmt;
+
+/// Free text that went through the text sanitizer (or is a literal from our own source code).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct SafeText(String);
+
+impl SafeText {
+    /// Crate-private: only sanitizers produce a `SafeText` from runtime data.
+    pub(crate) fn new(s: String) -> Self {
+        SafeText(s)
+    }
+
+    /// A compile-time literal (a tool name, a status word). Runtime strings cannot take this path.
+    pub fn literal(s: &'static str) -> Self {
+        SafeText(s.to_owned())
+    }
+
+    /// The sanitized text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Consumes the value, returning the sanitized text.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for SafeText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for SafeText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A URL reduced to what DESIGN §5 allows: origin and path, no userinfo, query or fragment;
+/// capability paths replaced by handles; `data:` URLs reduced to media type and size.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct SafeUrl(String);
+
+impl SafeUrl {
+    pub(crate) fn new(s: String) -> Self {
+        SafeUrl(s)
+    }
+
+    /// The sanitized URL text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Consumes the value, returning the sanitized URL text.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Debug for SafeUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for SafeUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A JSON value whose string leaves were all sanitized, structure intact.
+#[derive(Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct SafeJson(serde_json::Value);
+
+impl SafeJson {
+    pub(crate) fn new(v: serde_json::Value) -> Self {
+        SafeJson(v)
+    }
+
+    /// The sanitized value.
+    pub fn as_value(&self) -> &serde_json::Value {
+        &self.0
+    }
+
+    /// Consumes the value, returning the sanitized JSON.
+    pub fn into_value(self) -> serde_json::Value {
+        self.0
+    }
+}
+
+impl fmt::Debug for SafeJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+/// What kind of field received typed input. Unknown when the relay cannot tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum InputType {
+    /// The relay could not tell which field received the input.
+    Unknown,
+    /// Plain text field or editable content.
+    Text,
+    /// `type=password`.
+    Password,
+    /// A one-time code field (`autocomplete=one-time-code`, OTP-looking names).
+    OneTimeCode,
+    /// A payment field (card number, CVC, expiry).
+    Payment,
+    /// `type=email`.
+    Email,
+    /// `type=tel`.
+    Tel,
+    /// `type=number`.
+    Number,
+    /// `type=search`.
+    Search,
+    /// `type=url`.
+    Url,
+    /// A `textarea`.
+    Textarea,
+}
+
+impl InputType {
+    /// True for fields whose screen contents must never be captured (DESIGN §5).
+    pub fn is_sensitive(self) -> bool {
+        matches!(
+            self,
+            InputType::Password | InputType::OneTimeCode | InputType::Payment
+        )
+    }
+}
+
+/// Typed input reduced to its length in characters and the input type.
+/// It holds no text and cannot be built from anything that does except by counting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputSummary {
+    chars: u64,
+    input_type: InputType,
+}
+
+impl InputSummary {
+    /// Summarizes typed text: counts its characters, keeps nothing else.
+    pub fn of(text: &str, input_type: InputType) -> Self {
+        InputSummary {
+            chars: text.chars().count() as u64,
+            input_type,
+        }
+    }
+
+    /// Adds another burst of typing (e.g. consecutive key events) to this summary.
+    pub fn extend(&mut self, text: &str) {
+        self.chars = self.chars.saturating_add(text.chars().count() as u64);
+    }
+
+    /// Number of characters typed.
+    pub fn chars(&self) -> u64 {
+        self.chars
+    }
+
+    /// The field kind the text went to.
+    pub fn input_type(&self) -> InputType {
+        self.input_type
+    }
+}
