@@ -58,7 +58,12 @@ pub struct RelayArgs {
     pub allow_origin: Vec<String>,
 
     /// Require this bearer token (Authorization: Bearer, or ?token=). Required off loopback.
-    #[arg(long, env = "CDP_RELAY_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    #[arg(
+        long,
+        env = "CDP_RELAY_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
     pub token: Option<String>,
 
     /// Allow listening on a non-loopback address without a token.

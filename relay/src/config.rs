@@ -66,7 +66,9 @@ impl Upstream {
         };
         let url = Url::parse(&with_scheme).map_err(|_| bad("is not a URL"))?;
         if !matches!(url.scheme(), "http" | "ws") {
-            return Err(bad("must use http:// or ws:// (TLS upstreams are not supported)"));
+            return Err(bad(
+                "must use http:// or ws:// (TLS upstreams are not supported)",
+            ));
         }
         let host = match url.host() {
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
@@ -139,7 +141,7 @@ impl OriginPolicy {
     pub fn allows(&self, origin: &str) -> bool {
         self.any || {
             let o = origin.trim().trim_end_matches('/').to_ascii_lowercase();
-            self.allowed.iter().any(|a| *a == o)
+            self.allowed.contains(&o)
         }
     }
 }
@@ -253,7 +255,13 @@ mod tests {
         let u = Upstream::parse("ws://[::1]:9222/devtools/browser/abc").unwrap();
         assert_eq!(u.authority(), "[::1]:9222");
         assert_eq!(u.host_header(), "127.0.0.1:9222");
-        for bad in ["", "http://", "https://127.0.0.1:9222", "http://127.0.0.1", "::::"] {
+        for bad in [
+            "",
+            "http://",
+            "https://127.0.0.1:9222",
+            "http://127.0.0.1",
+            "::::",
+        ] {
             let e = Upstream::parse(bad).unwrap_err();
             assert!(e.is_usage(), "{bad}: {e}");
         }

@@ -1,7 +1,474 @@
-//! Browser launcher (being written).
-use crate::{Config, LaunchConfig};
-use std::process::ExitCode;
+//! `cdp-relay launch`: find a Chromium, start it on a fresh temporary profile with
+//! `--remote-debugging-port=0`, learn its port, and own its lifetime.
+//!
+//! The browser runs in its own process group so that shutdown reaches every helper process it
+//! spawned; the profile directory is removed only after the whole group is gone.
 
-pub(crate) async fn run_launch(_config: Config, _launch: LaunchConfig) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("launch is being written")
+use crate::config::{LaunchConfig, Upstream};
+use crate::Error;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStderr, Command};
+
+/// Names tried on PATH, in order, after `--browser` and `$CDP_RELAY_BROWSER`.
+pub const BROWSER_NAMES: [&str; 4] = [
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "google-chrome-stable",
+];
+/// How long a browser may take to open its DevTools port.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a browser gets to exit after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+/// Stderr lines kept to explain a failed start.
+const STDERR_TAIL: usize = 8;
+
+/// Resolves the executable: `--browser`, then `$CDP_RELAY_BROWSER`, then [`BROWSER_NAMES`] on `path`.
+pub fn find_browser(launch: &LaunchConfig, path: Option<OsString>) -> Result<PathBuf, Error> {
+    if let Some(explicit) = launch.browser.as_ref().or(launch.browser_env.as_ref()) {
+        if explicit.components().count() > 1 {
+            return if is_executable(explicit) {
+                Ok(explicit.clone())
+            } else {
+                Err(Error::BrowserNotFound {
+                    looked_for: format!("{} (not an executable file)", explicit.display()),
+                })
+            };
+        }
+        // A bare name is looked up on PATH like the defaults.
+        return search_path(explicit.as_os_str(), path.as_ref()).ok_or_else(|| {
+            Error::BrowserNotFound {
+                looked_for: format!("{} on PATH", explicit.display()),
+            }
+        });
+    }
+    BROWSER_NAMES
+        .iter()
+        .find_map(|name| search_path(name.as_ref(), path.as_ref()))
+        .ok_or_else(|| Error::BrowserNotFound {
+            looked_for: format!("{} on PATH", BROWSER_NAMES.join(", ")),
+        })
+}
+
+fn search_path(name: &std::ffi::OsStr, path: Option<&OsString>) -> Option<PathBuf> {
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The arguments the relay always passes, before the user's extra arguments (which win).
+pub fn browser_args(profile: &Path, headed: bool, as_root: bool) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "--remote-debugging-port=0".into(),
+        "--remote-debugging-address=127.0.0.1".into(),
+        {
+            let mut a = OsString::from("--user-data-dir=");
+            a.push(profile);
+            a
+        },
+        "--no-first-run".into(),
+        "--no-default-browser-check".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        "--disable-dev-shm-usage".into(),
+    ];
+    if !headed {
+        args.extend(["--headless".into(), "--disable-gpu".into()]);
+    }
+    if as_root {
+        // Chromium refuses to start as root with its sandbox on.
+        args.push("--no-sandbox".into());
+    }
+    args.push("about:blank".into());
+    args
+}
+
+/// A running browser on a temporary profile. Dropping it kills the process group and removes
+/// the profile; [`Browser::shutdown`] does the same gracefully.
+#[derive(Debug)]
+pub struct Browser {
+    child: Child,
+    pgid: Pid,
+    profile: Option<tempfile::TempDir>,
+    upstream: Upstream,
+    exe: PathBuf,
+}
+
+impl Browser {
+    /// Starts `exe` and waits until its DevTools port is open.
+    pub async fn launch(exe: &Path, launch: &LaunchConfig) -> Result<Browser, Error> {
+        let start_err = |reason: String| Error::BrowserStart {
+            path: exe.to_path_buf(),
+            reason,
+        };
+        let profile = tempfile::Builder::new()
+            .prefix("cdp-relay-profile-")
+            .tempdir()
+            .map_err(|e| start_err(format!("cannot create a temporary profile directory: {e}")))?;
+        let as_root = nix::unistd::geteuid().is_root();
+        let started = SystemTime::now();
+        let child = Command::new(exe)
+            .args(browser_args(profile.path(), launch.headed, as_root))
+            .args(&launch.extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| start_err(e.to_string()))?;
+        let pgid = match child.id() {
+            Some(id) => Pid::from_raw(id as i32),
+            None => return Err(start_err("exited immediately".into())),
+        };
+        let mut browser = Browser {
+            child,
+            pgid,
+            profile: Some(profile),
+            upstream: Upstream {
+                host: "127.0.0.1".into(),
+                port: 0,
+            },
+            exe: exe.to_path_buf(),
+        };
+        let stderr = browser.child.stderr.take();
+        match browser.wait_for_port(stderr, started).await {
+            Ok(port) => {
+                browser.upstream.port = port;
+                Ok(browser)
+            }
+            Err(reason) => {
+                browser.stop().await;
+                Err(start_err(reason))
+            }
+        }
+    }
+
+    /// Where the browser's DevTools server listens.
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
+    /// The temporary profile directory (removed at shutdown).
+    pub fn profile_dir(&self) -> Option<&Path> {
+        self.profile.as_ref().map(|p| p.path())
+    }
+
+    /// The process group id (the browser's pid).
+    pub fn pid(&self) -> u32 {
+        self.pgid.as_raw() as u32
+    }
+
+    /// Resolves when the browser's main process exits.
+    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.child.wait().await
+    }
+
+    /// SIGTERM to the group, SIGKILL after a grace period, then remove the profile.
+    pub async fn shutdown(mut self) {
+        self.stop().await;
+    }
+
+    async fn stop(&mut self) {
+        let _ = killpg(self.pgid, Signal::SIGTERM);
+        if tokio::time::timeout(STOP_GRACE, self.child.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("browser ignored SIGTERM for {STOP_GRACE:?}; killing it");
+        }
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        let _ = self.child.wait().await;
+        // Helpers (renderers, zygote) may outlive the main process by a moment.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while group_alive(self.pgid) && Instant::now() < deadline {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.remove_profile();
+    }
+
+    fn remove_profile(&mut self) {
+        if let Some(dir) = self.profile.take() {
+            let path = dir.path().to_path_buf();
+            if let Err(e) = dir.close() {
+                // A late writer can race the first attempt; one retry covers it.
+                if std::fs::remove_dir_all(&path).is_err() && path.exists() {
+                    tracing::warn!(path = %path.display(), error = %e, "could not remove the temporary profile");
+                }
+            }
+        }
+    }
+
+    /// Learns the port from the "DevTools listening on" stderr line, confirmed by a fresh
+    /// `DevToolsActivePort` file in the profile (a stale one survives a killed browser; ours is new).
+    async fn wait_for_port(
+        &mut self,
+        stderr: Option<ChildStderr>,
+        started: SystemTime,
+    ) -> Result<u16, String> {
+        let profile = self
+            .profile_dir()
+            .map(Path::to_path_buf)
+            .ok_or("no profile")?;
+        let mut lines = stderr.map(|s| BufReader::new(s).lines());
+        let mut tail: Vec<String> = Vec::new();
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        let mut poll = tokio::time::interval(Duration::from_millis(50));
+        loop {
+            tokio::select! {
+                line = async {
+                    match lines.as_mut() {
+                        Some(l) => l.next_line().await,
+                        None => std::future::pending().await,
+                    }
+                } => match line {
+                    Ok(Some(line)) => {
+                        if line.starts_with("DevTools listening on ") {
+                            if let Some(port) = read_active_port(&profile, started) {
+                                self.drain_stderr(lines.take());
+                                return Ok(port);
+                            }
+                        } else {
+                            if tail.len() == STDERR_TAIL {
+                                tail.remove(0);
+                            }
+                            tail.push(describe_line(&line));
+                        }
+                    }
+                    // stderr closed: the process is exiting; the exit arm reports it.
+                    Ok(None) | Err(_) => lines = None,
+                },
+                status = self.child.wait() => {
+                    let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                    let why = if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; its last output: {}", tail.join(" | "))
+                    };
+                    return Err(format!("exited ({status}) before opening its DevTools port{why}"));
+                }
+                _ = poll.tick() => {
+                    if let Some(port) = read_active_port(&profile, started) {
+                        self.drain_stderr(lines.take());
+                        return Ok(port);
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(format!(
+                            "did not open its DevTools port within {}s (extra arguments may conflict: check the ones after --)",
+                            START_TIMEOUT.as_secs()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps reading stderr so the browser never blocks on a full pipe. Lines are logged at
+    /// debug level only after dropping anything that could hold a capability URL.
+    fn drain_stderr(&self, lines: Option<tokio::io::Lines<BufReader<ChildStderr>>>) {
+        if let Some(mut lines) = lines {
+            tokio::spawn(async move {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::debug!(target: "cdp_relay::browser", "{}", describe_line(&line));
+                }
+            });
+        }
+    }
+
+    /// The executable this browser was started from.
+    pub fn exe(&self) -> &Path {
+        &self.exe
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if self.profile.is_some() {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+            let _ = self.child.start_kill();
+            // Give the kernel a moment to tear the group down before removing its files.
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while group_alive(self.pgid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            self.remove_profile();
+        }
+    }
+}
+
+/// True while any process of the group exists (zombies included).
+fn group_alive(pgid: Pid) -> bool {
+    killpg(pgid, None).is_ok()
+}
+
+/// Chromium's stderr, minus capability URLs (they grant control of the browser).
+fn describe_line(line: &str) -> String {
+    let line = line.trim();
+    let cut = line.find("/devtools/").unwrap_or(line.len());
+    let mut s: String = line[..cut].chars().take(300).collect();
+    if cut < line.len() {
+        s.push_str("[redacted:cdp-capability]");
+    }
+    s
+}
+
+/// Reads `DevToolsActivePort` (`<port>\n/devtools/browser/<id>`) if it was written after `since`.
+fn read_active_port(profile: &Path, since: SystemTime) -> Option<u16> {
+    let file = profile.join("DevToolsActivePort");
+    let modified = std::fs::metadata(&file).ok()?.modified().ok()?;
+    // Coarse filesystem timestamps can round down; allow a little slack.
+    if modified + Duration::from_secs(2) < since {
+        return None;
+    }
+    let text = std::fs::read_to_string(&file).ok()?;
+    let port: u16 = text.lines().next()?.trim().parse().ok()?;
+    (port != 0).then_some(port)
+}
+
+/// `cdp-relay launch`: start the browser, relay it, print the endpoint, and tear everything down
+/// on Ctrl-C, SIGTERM or browser exit.
+pub(crate) async fn run_launch(
+    mut config: crate::Config,
+    launch: LaunchConfig,
+) -> anyhow::Result<std::process::ExitCode> {
+    use std::process::ExitCode;
+    let exe = find_browser(&launch, std::env::var_os("PATH"))?;
+    let mut browser = Browser::launch(&exe, &launch).await?;
+    config.upstream = Some(browser.upstream().clone());
+    let relay = match crate::Relay::bind(config).await {
+        Ok(r) => r,
+        Err(e) => {
+            browser.shutdown().await;
+            return Err(e.into());
+        }
+    };
+    crate::serve::announce(&relay, browser.upstream());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let relay_task = tokio::spawn(relay.run_until(async {
+        let _ = stop_rx.await;
+    }));
+    let outcome = tokio::select! {
+        name = crate::signals::shutdown_signal() => {
+            tracing::info!("{name} received; shutting down");
+            None
+        }
+        status = browser.wait() => Some(status),
+    };
+    let _ = stop_tx.send(());
+    let _ = relay_task.await;
+    browser.shutdown().await;
+    match outcome {
+        None => Ok(ExitCode::SUCCESS),
+        Some(Ok(status)) if status.success() => {
+            tracing::info!("the browser exited; relay stopped");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Ok(status)) => {
+            anyhow::bail!("the browser exited unexpectedly ({status}); the relay stopped")
+        }
+        Some(Err(e)) => anyhow::bail!("lost track of the browser process: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exe_in(dir: &Path, name: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join(name);
+        std::fs::write(&p, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn finds_browsers_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = Some(dir.path().as_os_str().to_owned());
+        let none = LaunchConfig::default();
+        let e = find_browser(&none, path.clone()).unwrap_err();
+        assert!(e.to_string().contains("apt-get install chromium"), "{e}");
+        assert!(e.to_string().contains("--browser"), "{e}");
+
+        let chrome = exe_in(dir.path(), "google-chrome");
+        assert_eq!(find_browser(&none, path.clone()).unwrap(), chrome);
+        let chromium = exe_in(dir.path(), "chromium");
+        assert_eq!(find_browser(&none, path.clone()).unwrap(), chromium);
+
+        let env = LaunchConfig {
+            browser_env: Some("google-chrome".into()),
+            ..LaunchConfig::default()
+        };
+        assert_eq!(find_browser(&env, path.clone()).unwrap(), chrome);
+        let flag = LaunchConfig {
+            browser: Some(chromium.clone()),
+            browser_env: Some("google-chrome".into()),
+            ..LaunchConfig::default()
+        };
+        assert_eq!(find_browser(&flag, path.clone()).unwrap(), chromium);
+        let missing = LaunchConfig {
+            browser: Some(dir.path().join("nope")),
+            ..LaunchConfig::default()
+        };
+        assert!(find_browser(&missing, path).is_err());
+    }
+
+    #[test]
+    fn not_executable_is_not_a_browser() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("chromium"), "").unwrap();
+        let path = Some(dir.path().as_os_str().to_owned());
+        assert!(find_browser(&LaunchConfig::default(), path).is_err());
+    }
+
+    #[test]
+    fn args_are_headless_and_fresh() {
+        let args = browser_args(Path::new("/tmp/p"), false, true);
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.contains(&"--remote-debugging-port=0".to_string()));
+        assert!(args.contains(&"--user-data-dir=/tmp/p".to_string()));
+        assert!(args.contains(&"--headless".to_string()));
+        assert!(args.contains(&"--no-sandbox".to_string()));
+        let headed = browser_args(Path::new("/tmp/p"), true, false);
+        assert!(!headed
+            .iter()
+            .any(|a| a == "--headless" || a == "--no-sandbox"));
+    }
+
+    #[test]
+    fn stale_active_port_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("DevToolsActivePort");
+        std::fs::write(&file, "45678\n/devtools/browser/abc\n").unwrap();
+        let now = SystemTime::now();
+        assert_eq!(read_active_port(dir.path(), now), Some(45678));
+        let later = now + Duration::from_secs(60);
+        assert_eq!(read_active_port(dir.path(), later), None);
+        std::fs::write(&file, "garbage").unwrap();
+        assert_eq!(read_active_port(dir.path(), now), None);
+    }
+
+    #[test]
+    fn stderr_lines_lose_capability_urls() {
+        let l = describe_line("DevTools listening on ws://127.0.0.1:1/devtools/browser/abc-123");
+        assert!(!l.contains("abc-123"));
+        assert!(l.contains("[redacted:cdp-capability]"));
+    }
 }

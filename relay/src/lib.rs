@@ -20,16 +20,24 @@
 pub mod cli;
 mod commands;
 mod config;
+mod discovery;
 mod error;
 pub mod launcher;
 mod logging;
+mod policy;
 mod serve;
+mod signals;
+mod splice;
+mod stats;
+pub mod tap;
+mod upstream;
 
 pub use config::{
     Config, LaunchConfig, ListenPolicy, OriginPolicy, Token, Upstream, DEFAULT_MAX_MESSAGE_SIZE,
 };
 pub use error::Error;
 pub use serve::Relay;
+pub use stats::{Stats, StatsSnapshot};
 
 /// A multi-threaded tokio runtime for the CLI.
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {

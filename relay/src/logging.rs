@@ -1,5 +1,6 @@
 //! Logging to stderr through `tracing`. stdout is reserved for what the CLI promises.
 
+use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
 /// Installs the stderr subscriber. `RUST_LOG` wins over `-v`.
@@ -14,5 +15,6 @@ pub fn init(verbose: u8) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
