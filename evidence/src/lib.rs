@@ -1,1 +1,72 @@
-//! cdp-evidence: the on-disk run format (issue 4 fills this crate).
+//! cdp-evidence: the on-disk evidence run format shared by cdp-relay and other producers.
+//!
+//! ```text
+//! <root>/runs/<runId>/manifest.json        written atomically at create and at finalize only
+//! <root>/runs/<runId>/actions.jsonl        append-only journal, one JSON record per line
+//! <root>/runs/<runId>/actions.jsonl.lock   sidecar lock every writer holds (flock, exclusive)
+//! <root>/runs/<runId>/budget.json          artifact accounting, rewritten under the lock
+//! <root>/runs/<runId>/artifacts/           screenshots and other generated evidence
+//! <root>/sessions/<sessionId>.active       the session's active-run pointer
+//! <root>/sessions/<sessionId>.lock         lock held while joining or clearing the pointer
+//! ```
+//!
+//! The journal is the redaction boundary: a [`Record`] can only be built from `cdp_sanitize`
+//! types, so nothing unsanitized can be appended. Reading back gives plain [`StoredRecord`]s.
+//! The full contract for producers in other languages is `docs/evidence-format.md`.
+//!
+//! ```
+//! use cdp_evidence::{Action, EvidenceConfig, Record, RecordKind, Store, Totals};
+//! use cdp_sanitize::SafeText;
+//! # let tmp = tempfile::tempdir().unwrap();
+//! let store = Store::open(EvidenceConfig::at(tmp.path()))?;
+//! let run = store.join_session("demo", "relay")?;
+//! run.append(Record::new(
+//!     SafeText::literal("cdp"),
+//!     RecordKind::Action(Action::new(SafeText::literal("Page.reload"))),
+//! ))?;
+//! run.finalize(Totals::default())?;
+//! let journal = store.read_journal(run.id())?;
+//! assert_eq!(journal.records.len(), 3); // runStarted, the action, runFinalized
+//! # Ok::<(), cdp_evidence::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod bound;
+mod budget;
+mod error;
+mod ids;
+mod journal;
+mod manifest;
+mod paths;
+mod pointer;
+mod reader;
+mod record;
+mod retention;
+mod run;
+mod store;
+pub mod time;
+
+pub use error::Error;
+pub use ids::{validate_id, Source, MAX_ID_LEN};
+#[doc(hidden)]
+pub use journal::{TEST_HOOK_TORN_APPEND_ENV, TEST_HOOK_TORN_APPEND_READY};
+pub use manifest::{Manifest, ManifestTotals, RunStatus, Truncation, EVIDENCE_VERSION};
+pub use paths::{
+    ARTIFACTS_DIR, BUDGET_FILE, JOURNAL_FILE, LOCK_FILE, MANIFEST_FILE, POINTER_SUFFIX,
+    SESSION_LOCK_SUFFIX,
+};
+pub use reader::{
+    parse_journal, read_journal_from, CorruptLine, JournalRead, StoredRecord, TornTail,
+    MAX_LINE_BYTES,
+};
+pub use record::{
+    Action, ArtifactRef, Console, ConsoleLevel, CustomKind, Lifecycle, LifecycleEvent, Marker,
+    Point, Record, RecordKind, Status, BUILTIN_KINDS,
+};
+pub use retention::{PruneReport, RunInfo};
+pub use run::{ArtifactOutcome, Run, Totals};
+pub use store::{
+    EvidenceConfig, Store, DEFAULT_ARTIFACT_BUDGET_BYTES, DEFAULT_KEEP_FINALIZED_RUNS,
+    DEFAULT_MAX_RECORD_BYTES, DEFAULT_ROOT, MIN_MAX_RECORD_BYTES,
+};

@@ -1,0 +1,182 @@
+//! Ids: validation of everything that becomes a path component, and generation of run ids,
+//! action ids and random suffixes.
+//!
+//! An id is 1..=[`MAX_ID_LEN`] characters of `[A-Za-z0-9._-]` and does not start with `.`
+//! (so `.`, `..` and hidden sidecar names can never be produced from input). Validation never
+//! touches the filesystem.
+
+use crate::error::Error;
+use std::borrow::Cow;
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Longest session id, run id or source name accepted.
+pub const MAX_ID_LEN: usize = 128;
+
+/// Checks that `value` is a safe single path component (see the module docs).
+pub fn validate_id(what: &'static str, value: &str) -> Result<(), Error> {
+    let reason = if value.is_empty() {
+        "empty"
+    } else if value.len() > MAX_ID_LEN {
+        "too long"
+    } else if value.starts_with('.') {
+        "starts with '.'"
+    } else if !value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        "contains a character outside the allowed set"
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidId { what, reason })
+}
+
+/// The name of a producer (`relay`, `device`, `mcp`, ...), validated like an id.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Source(Cow<'static, str>);
+
+impl Source {
+    /// The relay itself.
+    pub const RELAY: Source = Source(Cow::Borrowed("relay"));
+    /// A mobile device layer.
+    pub const DEVICE: Source = Source(Cow::Borrowed("device"));
+    /// An MCP tool server.
+    pub const MCP: Source = Source(Cow::Borrowed("mcp"));
+    /// The `cdp-relay evidence append` command.
+    pub const CLI: Source = Source(Cow::Borrowed("cli"));
+
+    /// Validates a producer name.
+    pub fn new(name: &str) -> Result<Source, Error> {
+        validate_id("source", name)?;
+        Ok(Source(Cow::Owned(name.to_owned())))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl serde::Serialize for Source {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// 64 bits that differ between calls, processes and hosts. Not cryptographic: they only keep
+/// ids unique when two producers (e.g. in different PID namespaces) share a pid and a millisecond.
+pub(crate) fn random_u64() -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    h.write_u128(nanos);
+    h.write_u32(std::process::id());
+    h.write_u64(SEQUENCE.fetch_add(1, Ordering::Relaxed));
+    h.finish()
+}
+
+/// A new run id: `YYYYMMDDTHHMMSSmmmZ-<16 hex>`, e.g. `20261129T214301123Z-9f3c0a7e5b1d2c48`.
+/// Sorts by creation time; the suffix makes it unique.
+pub(crate) fn new_run_id(now: SystemTime) -> String {
+    format!("{}-{:016x}", crate::time::format_compact(now), random_u64())
+}
+
+/// A new action id: `<ms since epoch, 13 digits>-<pid, 10 digits>-<per-process sequence, 10
+/// digits>-<8 hex>`. Lexicographic order is time order across processes (to the millisecond) and
+/// append order within one process.
+pub(crate) fn new_action_id(now: SystemTime) -> String {
+    static ACTIONS: AtomicU64 = AtomicU64::new(0);
+    let seq = ACTIONS.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{:013}-{:010}-{:010}-{:08x}",
+        crate::time::unix_millis(now),
+        std::process::id(),
+        seq,
+        random_u64() as u32
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn accepts_safe_ids() {
+        for ok in ["a", "run-1", "A.b_c-9", "x..y", &"z".repeat(MAX_ID_LEN)] {
+            assert!(validate_id("session", ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn refuses_path_tricks_and_junk() {
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "../etc",
+            "a/b",
+            "/abs",
+            "a\\b",
+            "a b",
+            "a\0b",
+            "é",
+            "a\n",
+            &"z".repeat(MAX_ID_LEN + 1),
+        ] {
+            let err = validate_id("session", bad).unwrap_err();
+            assert!(matches!(err, Error::InvalidId { .. }), "{bad:?}");
+            // The message never repeats the input.
+            if bad.len() > 2 {
+                assert!(!err.to_string().contains(bad), "{bad:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn generated_ids_are_valid_unique_and_sorted() {
+        let t0 = UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_000);
+        let t1 = t0 + std::time::Duration::from_millis(1);
+        let run = new_run_id(t0);
+        validate_id("run", &run).unwrap();
+        assert!(run.starts_with("20231114T221320000Z-"), "{run}");
+        let ids: Vec<String> = (0..1000).map(|_| new_action_id(t0)).collect();
+        let unique: HashSet<&String> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len());
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(sorted, ids, "one process's ids sort in creation order");
+        assert!(new_action_id(t1) > ids[999]);
+        for id in &ids {
+            validate_id("action", id).unwrap();
+        }
+    }
+
+    #[test]
+    fn sources() {
+        assert_eq!(Source::new("device").unwrap(), Source::DEVICE);
+        assert!(Source::new("../x").is_err());
+        assert_eq!(serde_json::to_string(&Source::RELAY).unwrap(), "\"relay\"");
+    }
+}

@@ -1,0 +1,299 @@
+//! The journal's reader side: plain data back from `actions.jsonl`, whoever wrote it.
+//!
+//! A [`StoredRecord`] is not a [`crate::Record`]: it holds `String`s and JSON values, and is not
+//! proof of sanitization. Every line must be a JSON object with string `actionId` and `kind`;
+//! other fields are taken when they have the expected type and otherwise read as absent (a
+//! producer in another language may write `durationMs: 12.5`). Unknown kinds and unknown fields
+//! are kept. Exactly one unterminated final line is tolerated (a write in flight or a crashed
+//! writer) and reported as [`TornTail`]; every other bad line is reported as [`CorruptLine`],
+//! never silently skipped. Error reasons never quote line content.
+
+use serde_json::{Map, Value};
+use std::io::{self, BufRead};
+
+/// Lines longer than this are reported as corrupt without being buffered.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// A record as read back from a journal.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredRecord {
+    /// `actionId`.
+    pub action_id: String,
+    /// `kind` (built-in or producer-defined).
+    pub kind: String,
+    /// `source`.
+    pub source: Option<String>,
+    /// `tool`.
+    pub tool: Option<String>,
+    /// `sessionId`.
+    pub session_id: Option<String>,
+    /// `startedAt` as written.
+    pub started_at: Option<String>,
+    /// `startedAt` parsed to milliseconds since the Unix epoch.
+    pub started_at_ms: Option<u64>,
+    /// `durationMs` (fractions rounded).
+    pub duration_ms: Option<u64>,
+    /// `status` as written.
+    pub status: Option<String>,
+    /// `target`.
+    pub target: Option<Value>,
+    /// `artifacts`: paths relative to the run directory (not yet checked; see
+    /// [`crate::Store::artifact_path`]).
+    pub artifacts: Vec<String>,
+    /// `error`.
+    pub error: Option<String>,
+    /// `payload` (`null` when absent).
+    pub payload: Value,
+    /// `fieldsCut`: how many fields the writer cut to bound the record.
+    pub fields_cut: u64,
+    /// The whole object, for fields this version does not know.
+    pub raw: Map<String, Value>,
+}
+
+impl StoredRecord {
+    /// Builds a record from one parsed line; `Err` names what is missing.
+    pub fn from_value(value: Value) -> Result<StoredRecord, &'static str> {
+        let Value::Object(raw) = value else {
+            return Err("not a JSON object");
+        };
+        let s = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_owned);
+        let action_id = s("actionId").ok_or("missing string actionId")?;
+        let kind = s("kind").ok_or("missing string kind")?;
+        let started_at = s("startedAt");
+        let duration_ms = raw.get("durationMs").and_then(|v| {
+            v.as_u64().or_else(|| {
+                v.as_f64()
+                    .filter(|f| f.is_finite() && *f >= 0.0)
+                    .map(|f| f.round() as u64)
+            })
+        });
+        Ok(StoredRecord {
+            started_at_ms: started_at
+                .as_deref()
+                .and_then(crate::time::parse_rfc3339_millis),
+            action_id,
+            kind,
+            source: s("source"),
+            tool: s("tool"),
+            session_id: s("sessionId"),
+            started_at,
+            duration_ms,
+            status: s("status"),
+            target: raw.get("target").filter(|v| !v.is_null()).cloned(),
+            artifacts: raw
+                .get("artifacts")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            error: s("error"),
+            payload: raw.get("payload").cloned().unwrap_or(Value::Null),
+            fields_cut: raw.get("fieldsCut").and_then(Value::as_u64).unwrap_or(0),
+            raw,
+        })
+    }
+
+    /// The marker word (`runStarted`, `evidenceTruncated`, ...) when this is a marker record.
+    pub fn marker(&self) -> Option<&str> {
+        if self.kind != "marker" {
+            return None;
+        }
+        self.payload.get("marker").and_then(Value::as_str)
+    }
+}
+
+/// A line that is not a record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CorruptLine {
+    /// 1-based line number.
+    pub line: u64,
+    /// Byte offset of the line's start.
+    pub offset: u64,
+    /// Length in bytes, newline excluded.
+    pub len: u64,
+    /// Why (never the content).
+    pub reason: String,
+}
+
+/// An unterminated final line: a write in progress, or a writer that died mid-record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// Byte offset of the partial line.
+    pub offset: u64,
+    /// Its length.
+    pub len: u64,
+}
+
+/// Everything read from a journal.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JournalRead {
+    /// Records in file order.
+    pub records: Vec<StoredRecord>,
+    /// Bad complete lines.
+    pub corrupt: Vec<CorruptLine>,
+    /// The unterminated final line, if any (not a record, not corruption).
+    pub torn_tail: Option<TornTail>,
+}
+
+impl JournalRead {
+    /// True when every complete line was a record.
+    pub fn is_clean(&self) -> bool {
+        self.corrupt.is_empty()
+    }
+}
+
+/// Parses journal bytes. Never panics, whatever the bytes.
+pub fn parse_journal(bytes: &[u8]) -> JournalRead {
+    // Reading from a slice cannot fail.
+    read_journal_from(bytes).unwrap_or_default()
+}
+
+/// Parses a journal from a reader, line by line, with bounded memory per line.
+pub fn read_journal_from(mut input: impl BufRead) -> io::Result<JournalRead> {
+    let mut out = JournalRead::default();
+    let mut buf = Vec::new();
+    let mut offset = 0u64;
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        let (len, terminated, overflow) = read_line(&mut input, &mut buf)?;
+        if len == 0 && !terminated {
+            break;
+        }
+        line_no += 1;
+        let start = offset;
+        offset += len + u64::from(terminated);
+        if !terminated {
+            out.torn_tail = Some(TornTail { offset: start, len });
+            break;
+        }
+        let corrupt = |reason: String| CorruptLine {
+            line: line_no,
+            offset: start,
+            len,
+            reason,
+        };
+        if overflow {
+            out.corrupt
+                .push(corrupt(format!("line longer than {MAX_LINE_BYTES} bytes")));
+            continue;
+        }
+        match serde_json::from_slice::<Value>(&buf) {
+            Err(e) => out.corrupt.push(corrupt(format!(
+                "not valid JSON ({:?} error at column {})",
+                e.classify(),
+                e.column()
+            ))),
+            Ok(v) => match StoredRecord::from_value(v) {
+                Ok(r) => out.records.push(r),
+                Err(reason) => out.corrupt.push(corrupt(reason.to_owned())),
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// Reads up to and excluding the next `\n`, buffering at most [`MAX_LINE_BYTES`].
+/// Returns (length, terminated by `\n`, longer than the buffer limit).
+fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<(u64, bool, bool)> {
+    let mut len = 0u64;
+    let mut overflow = false;
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok((len, false, overflow));
+        }
+        let (part, found) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], true),
+            None => (chunk, false),
+        };
+        len += part.len() as u64;
+        if !overflow && buf.len() + part.len() <= MAX_LINE_BYTES {
+            buf.extend_from_slice(part);
+        } else {
+            overflow = true;
+            buf.clear();
+        }
+        let consumed = part.len() + usize::from(found);
+        input.consume(consumed);
+        if found {
+            return Ok((len, true, overflow));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str =
+        r#"{"actionId":"1","kind":"action","durationMs":12.6,"artifacts":["artifacts/x.png",3]}"#;
+    const B: &str = r#"{"actionId":"2","kind":"gesture","payload":{"dx":1},"custom":true}"#;
+
+    #[test]
+    fn reads_records_and_keeps_unknown_kinds_and_fields() {
+        let read = parse_journal(format!("{A}\n{B}\n").as_bytes());
+        assert!(read.is_clean());
+        assert_eq!(read.torn_tail, None);
+        assert_eq!(read.records.len(), 2);
+        assert_eq!(read.records[0].duration_ms, Some(13));
+        assert_eq!(read.records[0].artifacts, vec!["artifacts/x.png"]);
+        assert_eq!(read.records[1].kind, "gesture");
+        assert_eq!(read.records[1].payload["dx"], 1);
+        assert_eq!(read.records[1].raw["custom"], true);
+    }
+
+    #[test]
+    fn tolerates_one_torn_tail_only_at_the_end() {
+        let read = parse_journal(format!("{A}\n{{\"actionId\":\"2\",\"ki").as_bytes());
+        assert!(read.is_clean());
+        assert_eq!(read.records.len(), 1);
+        assert_eq!(
+            read.torn_tail,
+            Some(TornTail {
+                offset: A.len() as u64 + 1,
+                len: 19
+            })
+        );
+        // An unterminated line is never a record, even if it happens to be valid JSON.
+        let read = parse_journal(format!("{A}\n{B}").as_bytes());
+        assert_eq!(read.records.len(), 1);
+        assert!(read.torn_tail.is_some());
+    }
+
+    #[test]
+    fn reports_corruption_in_the_middle_without_content() {
+        let input =
+            format!("{A}\n{{\"secret\":\"hunter2\n\n[1]\n{{\"kind\":\"x\"}}\n\u{ff}\n{B}\n");
+        let read = parse_journal(input.as_bytes());
+        assert_eq!(read.records.len(), 2);
+        let lines: Vec<u64> = read.corrupt.iter().map(|c| c.line).collect();
+        assert_eq!(lines, vec![2, 3, 4, 5, 6]);
+        for c in &read.corrupt {
+            assert!(!c.reason.contains("hunter2"), "{}", c.reason);
+        }
+        assert_eq!(read.corrupt[0].offset, A.len() as u64 + 1);
+        assert_eq!(read.corrupt[3].reason, "missing string actionId");
+    }
+
+    #[test]
+    fn empty_input_is_an_empty_clean_journal() {
+        assert_eq!(parse_journal(b""), JournalRead::default());
+    }
+
+    #[test]
+    fn small_reader_buffers_give_the_same_result() {
+        let input = format!("{A}\n{B}\nbad\n{A}");
+        let whole = parse_journal(input.as_bytes());
+        let tiny = read_journal_from(io::BufReader::with_capacity(3, input.as_bytes())).unwrap();
+        assert_eq!(whole, tiny);
+    }
+}

@@ -1,0 +1,388 @@
+//! A run a producer has joined: appending records, storing artifacts, finalizing.
+//!
+//! Every write happens under the run lock (see [`crate::journal`]) and first checks the manifest,
+//! so nothing is added to a finalized or deleted run. Shared by threads (`&self`, `Send + Sync`)
+//! and, through the lock, by processes. A disabled run accepts everything and writes nothing.
+
+use crate::budget::BudgetState;
+use crate::error::Error;
+use crate::ids::{new_action_id, Source};
+use crate::journal::{Journal, Locked};
+use crate::manifest::{Manifest, ManifestTotals, RunStatus, Truncation};
+use crate::paths::{ensure_dir, no_follow, open_error, write_atomic, ARTIFACTS_DIR, MANIFEST_FILE};
+use crate::reader::parse_journal;
+use crate::record::{ArtifactRef, Marker, MarkerKind, Record, RecordKind};
+use crate::store::{EvidenceConfig, SessionLock};
+use cdp_sanitize::SafeText;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// What a producer reports when it finalizes a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Evidence the producer dropped (e.g. its bounded queue was full).
+    pub dropped_evidence: u64,
+    /// Redaction counts by rule name, from the producer's sanitizer.
+    pub redactions: BTreeMap<String, u64>,
+}
+
+/// Result of [`Run::store_artifact`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArtifactOutcome {
+    /// Stored; attach the reference to a record with [`Record::artifact`].
+    Stored(ArtifactRef),
+    /// Refused: the run's artifact budget is spent. The journal holds one `evidenceTruncated`
+    /// marker; keep recording metadata.
+    OverBudget,
+    /// Evidence is disabled; nothing was stored.
+    Disabled,
+}
+
+pub(crate) struct RunInner {
+    pub(crate) id: String,
+    pub(crate) session: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) source: Source,
+    pub(crate) config: Arc<EvidenceConfig>,
+    pub(crate) sessions: SessionLock,
+    pub(crate) journal: Journal,
+}
+
+/// A joined run. Cheap to clone; clones share the in-process lock.
+///
+/// When evidence is disabled, [`crate::Store::join_session`] returns a *disabled* run: appends
+/// and finalize succeed without doing anything, artifacts return [`ArtifactOutcome::Disabled`],
+/// [`Run::id`] is empty and [`Run::dir`] is the empty path — check [`Run::is_enabled`] before
+/// using the directory (e.g. to render a report).
+#[derive(Clone)]
+pub struct Run {
+    inner: Option<Arc<RunInner>>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.inner {
+            None => f.write_str("Run(disabled)"),
+            Some(i) => f
+                .debug_struct("Run")
+                .field("id", &i.id)
+                .field("session", &i.session)
+                .field("dir", &i.dir)
+                .finish(),
+        }
+    }
+}
+
+impl Run {
+    pub(crate) fn disabled() -> Run {
+        Run { inner: None }
+    }
+
+    /// Opens an existing run directory (the manifest must exist).
+    pub(crate) fn open(inner: RunInner) -> Run {
+        Run {
+            inner: Some(Arc::new(inner)),
+        }
+    }
+
+    /// False for the no-op run of a disabled store.
+    pub fn is_enabled(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// The run id (empty when disabled).
+    pub fn id(&self) -> &str {
+        self.inner.as_ref().map_or("", |i| &i.id)
+    }
+
+    /// The run directory (empty when disabled).
+    pub fn dir(&self) -> &Path {
+        self.inner.as_ref().map_or(Path::new(""), |i| &i.dir)
+    }
+
+    /// The session this run belongs to (empty when disabled).
+    pub fn session(&self) -> &str {
+        self.inner.as_ref().map_or("", |i| &i.session)
+    }
+
+    /// Appends one record: takes the run lock, refuses if the run is finalized, repairs a torn
+    /// tail, writes the bounded record as one line. Blocks only on the lock (other writers).
+    pub fn append(&self, record: Record) -> Result<(), Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(());
+        };
+        let locked = inner.journal.lock()?;
+        inner.running_manifest()?;
+        inner.repair(&locked)?;
+        inner.write(&locked, &record)
+    }
+
+    /// Stores an artifact within the run's budget. `stem` and `ext` name the file
+    /// (`artifacts/<n>-<stem>.<ext>`); they must be short `[a-z0-9_-]` words.
+    pub fn store_artifact(
+        &self,
+        stem: &'static str,
+        ext: &'static str,
+        bytes: &[u8],
+    ) -> Result<ArtifactOutcome, Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(ArtifactOutcome::Disabled);
+        };
+        check_word("artifact stem", stem)?;
+        check_word("artifact extension", ext)?;
+        let locked = inner.journal.lock()?;
+        let manifest = inner.running_manifest()?;
+        inner.repair(&locked)?;
+        inner.store_artifact(&locked, &manifest, stem, ext, bytes)
+    }
+
+    /// Finalizes the run: under the run lock, records `evidenceDropped` (if any) and
+    /// `runFinalized` markers, fsyncs the journal and rewrites the manifest as finalized with
+    /// totals; then clears the session pointer if it still points here. Idempotent: finalizing
+    /// a finalized run (from any producer) only clears a leftover pointer.
+    pub fn finalize(&self, totals: Totals) -> Result<(), Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(());
+        };
+        {
+            let locked = inner.journal.lock()?;
+            let manifest = inner.manifest()?;
+            if manifest.run_status() != Some(RunStatus::Finalized) {
+                inner.finalize_locked(&locked, manifest, &totals)?;
+            }
+        }
+        inner.sessions.clear_pointer_if(&inner.session, &inner.id)
+    }
+
+    /// Writes a marker record (used by the store when recovering a run).
+    pub(crate) fn append_marker(&self, kind: MarkerKind) -> Result<(), Error> {
+        self.append(Record::new(
+            SafeText::literal("cdp-evidence"),
+            RecordKind::Marker(Marker::internal(kind)),
+        ))
+    }
+}
+
+fn check_word(what: &'static str, word: &str) -> Result<(), Error> {
+    let ok = !word.is_empty()
+        && word.len() <= 32
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidId {
+            what,
+            reason: "must be 1-32 of a-z 0-9 _ -",
+        })
+    }
+}
+
+impl RunInner {
+    fn manifest_path(&self) -> PathBuf {
+        self.dir.join(MANIFEST_FILE)
+    }
+
+    fn manifest(&self) -> Result<Manifest, Error> {
+        Manifest::read(&self.manifest_path())?.ok_or_else(|| Error::RunNotFound {
+            run_id: self.id.clone(),
+            path: self.dir.clone(),
+        })
+    }
+
+    /// The manifest, or `RunFinalized` when another (or this) producer finalized the run.
+    fn running_manifest(&self) -> Result<Manifest, Error> {
+        let manifest = self.manifest()?;
+        if manifest.run_status() == Some(RunStatus::Finalized) {
+            return Err(Error::RunFinalized {
+                run_id: self.id.clone(),
+            });
+        }
+        Ok(manifest)
+    }
+
+    /// The budget is fixed by the run's creator (manifest), so every producer applies the same.
+    fn budget(&self, manifest: &Manifest) -> u64 {
+        manifest
+            .artifact_budget_bytes
+            .unwrap_or(self.config.artifact_budget_bytes)
+    }
+
+    fn marker(&self, kind: MarkerKind) -> Record {
+        Record::new(
+            SafeText::literal("cdp-evidence"),
+            RecordKind::Marker(Marker::internal(kind)),
+        )
+    }
+
+    /// Repairs a torn tail and, if anything was discarded, says so in the journal.
+    fn repair(&self, locked: &Locked<'_>) -> Result<(), Error> {
+        let discarded = locked.repair_tail()?;
+        if discarded > 0 {
+            let marker = self.marker(MarkerKind::JournalRepaired {
+                discarded_bytes: discarded,
+            });
+            self.write(locked, &marker)?;
+        }
+        Ok(())
+    }
+
+    fn write(&self, locked: &Locked<'_>, record: &Record) -> Result<(), Error> {
+        let now = SystemTime::now();
+        let value = record.to_value(new_action_id(now), &self.source, &self.session, now)?;
+        let line = crate::bound::to_bounded_line(value, self.config.max_record_bytes)?;
+        locked.write_line(&line)
+    }
+
+    fn store_artifact(
+        &self,
+        locked: &Locked<'_>,
+        manifest: &Manifest,
+        stem: &str,
+        ext: &str,
+        bytes: &[u8],
+    ) -> Result<ArtifactOutcome, Error> {
+        let budget = self.budget(manifest);
+        let mut state = BudgetState::load(&self.dir, || locked.read_all())?;
+        let len = bytes.len() as u64;
+        if !state.fits(len, budget) {
+            state.refused_artifacts += 1;
+            let first = !state.truncated;
+            state.truncated = true;
+            if first {
+                // Write the marker before saving the flag: a crash in between leaves a marker
+                // and an unset flag, which a rebuild from the journal corrects.
+                self.write(
+                    locked,
+                    &self.marker(MarkerKind::EvidenceTruncated {
+                        budget_bytes: budget,
+                        used_bytes: state.used_bytes,
+                        refused_bytes: len,
+                    }),
+                )?;
+            }
+            state.save(&self.dir)?;
+            return Ok(ArtifactOutcome::OverBudget);
+        }
+        let artifacts = self.dir.join(ARTIFACTS_DIR);
+        ensure_dir(&artifacts)?;
+        let before = state;
+        state.used_bytes += len;
+        // Reserve before writing: a crash mid-write over-counts, never under-counts.
+        for _ in 0..1000 {
+            state.artifacts += 1;
+            let name = format!("{:06}-{stem}.{ext}", state.artifacts);
+            let path = artifacts.join(&name);
+            let mut file =
+                match no_follow(OpenOptions::new().write(true).create_new(true)).open(&path) {
+                    Ok(f) => f,
+                    // Left by a producer that crashed after reserving: take the next number.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(open_error("cannot create artifact", &path, e)),
+                };
+            state.save(&self.dir)?;
+            if let Err(e) = file.write_all(bytes) {
+                drop(file);
+                let _ = fs::remove_file(&path);
+                let _ = before.save(&self.dir);
+                return Err(Error::io("cannot write artifact", &path, e));
+            }
+            return Ok(ArtifactOutcome::Stored(ArtifactRef::new(format!(
+                "{ARTIFACTS_DIR}/{name}"
+            ))));
+        }
+        Err(Error::io(
+            "no free artifact name in",
+            artifacts,
+            io::Error::from(io::ErrorKind::AlreadyExists),
+        ))
+    }
+
+    fn finalize_locked(
+        &self,
+        locked: &Locked<'_>,
+        manifest: Manifest,
+        totals: &Totals,
+    ) -> Result<(), Error> {
+        self.repair(locked)?;
+        if totals.dropped_evidence > 0 {
+            self.write(
+                locked,
+                &self.marker(MarkerKind::EvidenceDropped {
+                    count: totals.dropped_evidence,
+                }),
+            )?;
+        }
+        let journal = locked.read_all()?;
+        let read = parse_journal(&journal);
+        let budget = BudgetState::load(&self.dir, || Ok(journal.clone()))?;
+        let mut records = read.records.len() as u64;
+        let already = read
+            .records
+            .iter()
+            .any(|r| r.marker() == Some("runFinalized"));
+        if !already {
+            records += 1;
+            self.write(
+                locked,
+                &self.marker(MarkerKind::RunFinalized {
+                    pid: std::process::id(),
+                    records,
+                    artifact_bytes: budget.used_bytes,
+                    dropped_evidence: totals.dropped_evidence,
+                }),
+            )?;
+        }
+        locked.sync()?;
+
+        // Rewrite the manifest from its current object so fields written by others survive.
+        let budget_bytes = self.budget(&manifest);
+        let mut raw = manifest.raw;
+        let set = |raw: &mut serde_json::Map<String, Value>, k: &str, v: Value| {
+            raw.insert(k.to_owned(), v);
+        };
+        set(&mut raw, "status", RunStatus::Finalized.as_str().into());
+        set(
+            &mut raw,
+            "finalizedAt",
+            crate::time::format_rfc3339_millis(SystemTime::now()).into(),
+        );
+        set(
+            &mut raw,
+            "finalizedBy",
+            serde_json::json!({ "source": self.source.as_str(), "pid": std::process::id() }),
+        );
+        let manifest_totals = ManifestTotals {
+            records,
+            artifact_bytes: budget.used_bytes,
+            artifacts: budget.artifacts,
+            dropped_evidence: totals.dropped_evidence,
+            redactions: totals.redactions.clone(),
+        };
+        let truncation = Truncation {
+            artifacts_truncated: budget.truncated,
+            artifact_budget_bytes: budget_bytes,
+            refused_artifacts: budget.refused_artifacts,
+        };
+        set(
+            &mut raw,
+            "totals",
+            serde_json::to_value(manifest_totals).map_err(Error::Serialize)?,
+        );
+        set(
+            &mut raw,
+            "truncation",
+            serde_json::to_value(truncation).map_err(Error::Serialize)?,
+        );
+        let mut bytes = serde_json::to_vec_pretty(&raw).map_err(Error::Serialize)?;
+        bytes.push(b'\n');
+        write_atomic(&self.manifest_path(), &bytes)
+    }
+}
