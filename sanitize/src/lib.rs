@@ -1,9 +1,55 @@
-//! cdp-sanitize: pure privacy functions for cdp-relay (issue 3 fills in the engine).
+//! cdp-sanitize: the privacy functions of cdp-relay. Every string the project persists or
+//! prints goes through a [`Sanitizer`] first (DESIGN §5).
+//!
+//! - [`Sanitizer::text`] removes secrets from free text (cookies, authorization values, bearer
+//!   credentials, sensitive `name=value` pairs, JWTs, PEM keys, URL userinfo, query tokens,
+//!   well-known API key formats) and replaces CDP capability ids with stable per-run handles.
+//! - [`Sanitizer::url`] keeps origin + path; [`Sanitizer::json`] redacts by key and keeps
+//!   structure; [`Sanitizer::network_failure`] and [`InputSummary`] can only hold what DESIGN §5
+//!   allows.
+//! - Explicit secrets ([`Sanitizer::register_secret`]) become `${NAME}` in one left-to-right,
+//!   leftmost-longest pass that runs before the rules.
+//! - The result types ([`SafeText`], [`SafeUrl`], [`SafeJson`]) can only be built here, so a
+//!   record made of them has been sanitized by construction.
+//!
+//! ```
+//! use cdp_sanitize::Sanitizer;
+//!
+//! let s = Sanitizer::new();
+//! s.register_secret("PASSWORD", "hunter2").unwrap();
+//! let out = s.text("login hunter2 failed; Cookie: sid=31d4d96e407aad42");
+//! assert_eq!(out.as_str(), "login ${PASSWORD} failed; Cookie: [redacted:cookie]");
+//!
+//! let url = s.url("https://bob:pw@example.com/cb?code=abc#access_token=xyz");
+//! assert_eq!(url.as_str(), "https://example.com/cb");
+//!
+//! let page = s.text("ws://127.0.0.1:9222/devtools/page/8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1");
+//! assert!(page.as_str().starts_with("ws://127.0.0.1:9222/devtools/page/target:"));
+//! ```
 //!
 //! Pure: never does I/O, never logs its input.
 
 #![forbid(unsafe_code)]
 
+mod error;
+mod handles;
+mod json;
+mod keys;
+mod lines;
+mod network;
+mod rules;
 mod safe;
+mod sanitizer;
+mod secrets;
+mod summary;
+mod text;
+mod url;
 
+pub use error::SecretError;
+pub use lines::LineSanitizer;
+pub use network::{NetworkFailure, RawNetworkFailure};
+pub use rules::Rule;
 pub use safe::{InputSummary, InputType, SafeJson, SafeText, SafeUrl};
+pub use sanitizer::{Sanitizer, ERROR_MAX_CHARS, TEXT_MAX_CHARS};
+pub use summary::RedactionSummary;
+pub use url::URL_MAX_CHARS;

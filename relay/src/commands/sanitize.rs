@@ -1,16 +1,237 @@
-//! `cdp-relay sanitize`: stream stdin through cdp-sanitize to stdout (owned by the sanitize work).
+//! `cdp-relay sanitize`: stream stdin through cdp-sanitize to stdout.
+//!
+//! Text mode reads line by line with a cap on line length, so memory stays bounded whatever the
+//! input size, and output is flushed whenever input would block, so it works in a pipe that stays
+//! open. `--json` reads a stream of JSON documents (one document such as a HAR file, or JSON
+//! Lines) and writes each sanitized document on its own line. A closed stdout (`| head`) ends
+//! the command quietly with status 0.
 
+use anyhow::Context;
+use cdp_sanitize::{LineSanitizer, Sanitizer};
+use std::io::{self, BufRead, BufReader, BufWriter, ErrorKind, Write};
 use std::process::ExitCode;
+
+/// By default lines longer than 1 MiB are cut.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
 
 /// Flags of `cdp-relay sanitize`.
 #[derive(Debug, clap::Args)]
 pub struct SanitizeArgs {
-    /// Treat the input as JSON (one document, or one per line) and walk it structurally.
+    /// Treat the input as JSON (one document such as a HAR file, or one per line) and walk it
+    /// structurally; each document is written on one line.
     #[arg(long)]
     pub json: bool,
+
+    /// With --json, pretty-print each document instead of one per line.
+    #[arg(long, requires = "json")]
+    pub pretty: bool,
+
+    /// Replace the value of environment variable NAME with ${NAME} wherever it appears.
+    /// Repeatable. NAME must match [A-Z_][A-Z0-9_]*.
+    #[arg(long = "secret-env", value_name = "NAME")]
+    pub secret_env: Vec<String>,
+
+    /// In text mode, keep at most this many bytes of a line; the rest is dropped with a
+    /// visible marker.
+    #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES, value_name = "BYTES",
+          value_parser = clap::value_parser!(usize))]
+    pub max_line_bytes: usize,
+
+    /// Print the redaction summary (counts by rule, as JSON) on stderr at the end.
+    #[arg(long)]
+    pub summary: bool,
 }
 
 /// Runs `cdp-relay sanitize`.
-pub fn run(_args: SanitizeArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("sanitize is not built yet")
+pub fn run(args: SanitizeArgs) -> anyhow::Result<ExitCode> {
+    if args.max_line_bytes == 0 {
+        return Err(crate::Error::Usage("--max-line-bytes must be at least 1".into()).into());
+    }
+    let sanitizer = Sanitizer::new();
+    for name in &args.secret_env {
+        register_env(&sanitizer, name)?;
+    }
+    let stdin = io::stdin().lock();
+    let stdout = io::stdout().lock();
+    let result = if args.json {
+        json(&sanitizer, stdin, stdout, args.pretty)
+    } else {
+        text(&sanitizer, stdin, stdout, args.max_line_bytes)
+    };
+    match result {
+        Ok(()) => {}
+        Err(Failure::Output(e)) if e.kind() == ErrorKind::BrokenPipe => {
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(Failure::Output(e)) => return Err(e).context("cannot write stdout"),
+        Err(Failure::Input(e)) => return Err(e).context("cannot read stdin"),
+        Err(Failure::Json(e)) => return Err(anyhow::anyhow!("invalid JSON on stdin: {e}")),
+    }
+    if args.summary {
+        eprintln!("{}", serde_json::to_string(&sanitizer.summary())?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn register_env(sanitizer: &Sanitizer, name: &str) -> anyhow::Result<()> {
+    let usage = |msg: String| anyhow::Error::from(crate::Error::Usage(msg));
+    let Some(value) = std::env::var_os(name) else {
+        return Err(usage(format!(
+            "--secret-env {name}: environment variable {name} is not set"
+        )));
+    };
+    let Some(value) = value.to_str() else {
+        return Err(usage(format!(
+            "--secret-env {name}: the value of {name} is not valid UTF-8"
+        )));
+    };
+    match sanitizer.register_secret(name, value) {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            eprintln!(
+                "cdp-relay: warning: --secret-env {name}: the value is empty or already registered; nothing added"
+            );
+            Ok(())
+        }
+        Err(e) => Err(usage(format!("--secret-env {name}: {e}"))),
+    }
+}
+
+/// Where a failure came from: output errors decide the exit (a broken pipe is success).
+enum Failure {
+    Input(io::Error),
+    Output(io::Error),
+    Json(serde_json::Error),
+}
+
+/// Text mode: line by line, bounded memory.
+fn text(
+    sanitizer: &Sanitizer,
+    input: impl io::Read,
+    output: impl Write,
+    max_line_bytes: usize,
+) -> Result<(), Failure> {
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let mut writer = BufWriter::with_capacity(64 * 1024, output);
+    let mut lines = sanitizer.lines();
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        buf.clear();
+        let line = read_line_capped(&mut reader, &mut writer, &mut buf, max_line_bytes)?;
+        if buf.is_empty() && !line.newline && line.dropped_chars == 0 {
+            break; // end of input
+        }
+        write_line(&mut lines, &buf, &line, &mut writer).map_err(Failure::Output)?;
+        if !line.newline {
+            break;
+        }
+    }
+    writer.flush().map_err(Failure::Output)
+}
+
+/// What `read_line_capped` saw besides the kept bytes.
+struct LineInfo {
+    /// The line ended with `\n` (as opposed to end of input).
+    newline: bool,
+    /// Characters beyond the cap that were read and dropped.
+    dropped_chars: u64,
+}
+
+/// Reads one line into `buf`, keeping at most `max` bytes and counting the rest. Flushes
+/// `writer` before any read that could block, so output keeps up with a slow producer.
+fn read_line_capped(
+    reader: &mut BufReader<impl io::Read>,
+    writer: &mut impl Write,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> Result<LineInfo, Failure> {
+    let mut info = LineInfo {
+        newline: false,
+        dropped_chars: 0,
+    };
+    loop {
+        if reader.buffer().is_empty() {
+            writer.flush().map_err(Failure::Output)?;
+        }
+        let available = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Failure::Input(e)),
+        };
+        if available.is_empty() {
+            return Ok(info);
+        }
+        let (chunk, found) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], true),
+            None => (available, false),
+        };
+        let room = max.saturating_sub(buf.len());
+        let keep = chunk.len().min(room);
+        buf.extend_from_slice(&chunk[..keep]);
+        // Count characters, not bytes: continuation bytes (10xxxxxx) do not start one.
+        info.dropped_chars += chunk[keep..].iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
+        let consumed = chunk.len() + usize::from(found);
+        reader.consume(consumed);
+        if found {
+            info.newline = true;
+            return Ok(info);
+        }
+    }
+}
+
+fn write_line(
+    lines: &mut LineSanitizer<'_>,
+    buf: &[u8],
+    info: &LineInfo,
+    writer: &mut impl Write,
+) -> io::Result<()> {
+    let raw = String::from_utf8_lossy(buf);
+    let (kept, marker) = if info.dropped_chars > 0 {
+        // Cut where no secret can straddle the cut; everything after it is dropped too.
+        let cut = lines.safe_cut(&raw);
+        let dropped = raw[cut..].chars().count() as u64 + info.dropped_chars;
+        (&raw[..cut], Some(format!("…[truncated {dropped} chars]")))
+    } else {
+        (&raw[..], None)
+    };
+    let Some(clean) = lines.line(kept) else {
+        return Ok(()); // inside a private key block
+    };
+    writer.write_all(clean.as_str().as_bytes())?;
+    if let Some(marker) = marker {
+        writer.write_all(marker.as_bytes())?;
+    }
+    if info.newline {
+        writer.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// JSON mode: a stream of documents (whitespace- or newline-separated), each walked
+/// structurally and written on its own line. Memory is bounded by the largest document.
+fn json(
+    sanitizer: &Sanitizer,
+    input: impl io::Read,
+    output: impl Write,
+    pretty: bool,
+) -> Result<(), Failure> {
+    let reader = BufReader::with_capacity(64 * 1024, input);
+    let mut writer = BufWriter::with_capacity(64 * 1024, output);
+    let documents = serde_json::Deserializer::from_reader(reader).into_iter::<serde_json::Value>();
+    for document in documents {
+        let value = document.map_err(|e| match e.classify() {
+            serde_json::error::Category::Io => Failure::Input(io::Error::other(e)),
+            _ => Failure::Json(e),
+        })?;
+        let clean = sanitizer.json_capped(&value, usize::MAX);
+        let written = if pretty {
+            serde_json::to_writer_pretty(&mut writer, &clean)
+        } else {
+            serde_json::to_writer(&mut writer, &clean)
+        };
+        written.map_err(|e| Failure::Output(io::Error::from(e)))?;
+        writer.write_all(b"\n").map_err(Failure::Output)?;
+        writer.flush().map_err(Failure::Output)?;
+    }
+    writer.flush().map_err(Failure::Output)
 }

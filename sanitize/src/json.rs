@@ -1,0 +1,210 @@
+//! The JSON walker: redacts by key, keeps structure.
+//!
+//! - A string under a sensitive key (`password`, `Cookie`, `access_token`) becomes its rule's
+//!   marker; under an id-like key (`sessionId`) a CDP id becomes a handle and anything else a
+//!   marker. A sensitive key over an object or array redacts the string leaves below it, except
+//!   descriptive fields (`name`, `domain`, `path`, `expires`…), so a cookie list keeps its shape
+//!   and cookie names while every value goes.
+//! - `{"name": "Authorization", "value": "…"}` pairs (HAR headers, query strings, CDP
+//!   `Fetch` header entries) are judged by the sibling `name`.
+//! - Every other string is sanitized as text; keys are sanitized as text too (a CDP id used as a
+//!   key becomes a handle). Numbers, booleans and null are never changed: a count is never a
+//!   secret, so `inputTokens: 1234` survives whatever its key says.
+//! - Arrays keep their length, objects their keys (a key that sanitizes to an existing key gets
+//!   a ` #2` suffix rather than overwriting it).
+
+use crate::handles::is_protected;
+use crate::keys::{classify, KeyClass};
+use crate::rules::{is_cdp_id, Rule};
+use crate::Sanitizer;
+use serde_json::{Map, Value};
+
+/// Longest sanitized object key, in characters.
+const KEY_MAX_CHARS: usize = 256;
+
+/// Descriptive fields kept (as text) inside a redacted subtree.
+const DESCRIPTIVE_KEYS: &[&str] = &[
+    "domain",
+    "expires",
+    "httpOnly",
+    "name",
+    "partitionKey",
+    "path",
+    "priority",
+    "sameParty",
+    "sameSite",
+    "secure",
+    "session",
+    "size",
+    "sourcePort",
+    "sourceScheme",
+    "type",
+];
+
+/// What the keys above a value say about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctx {
+    Plain,
+    Redact(Rule),
+    IdLike(Rule),
+}
+
+/// Walks `v`, capping every string at `max_chars`.
+pub(crate) fn walk(s: &Sanitizer, v: &Value, max_chars: usize) -> Value {
+    walk_ctx(s, v, Ctx::Plain, max_chars)
+}
+
+fn walk_ctx(s: &Sanitizer, v: &Value, ctx: Ctx, max_chars: usize) -> Value {
+    match v {
+        Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
+        Value::String(text) => Value::String(string(s, text, ctx, max_chars)),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| walk_ctx(s, item, ctx, max_chars))
+                .collect(),
+        ),
+        Value::Object(map) => Value::Object(object(s, map, ctx, max_chars)),
+    }
+}
+
+fn object(
+    s: &Sanitizer,
+    map: &Map<String, Value>,
+    ctx: Ctx,
+    max_chars: usize,
+) -> Map<String, Value> {
+    // `{"name": "Cookie", "value": "…"}`: the value's meaning is in its sibling.
+    let pair_ctx = match map.get("name") {
+        Some(Value::String(name)) if map.contains_key("value") => key_ctx(classify(name)),
+        _ => None,
+    };
+    let mut out = Map::new();
+    for (key, value) in map {
+        let child = if key == "value" && pair_ctx.is_some() {
+            pair_ctx.unwrap_or(ctx)
+        } else {
+            match (ctx, key_ctx(classify(key))) {
+                (_, Some(own)) => own,
+                (Ctx::Redact(_) | Ctx::IdLike(_), None)
+                    if DESCRIPTIVE_KEYS.contains(&key.as_str())
+                        || classify(key) == KeyClass::Structural =>
+                {
+                    Ctx::Plain
+                }
+                (inherited, None) => inherited,
+            }
+        };
+        let walked = walk_ctx(s, value, child, max_chars);
+        insert_unique(
+            &mut out,
+            s.text_capped(key, KEY_MAX_CHARS).into_string(),
+            walked,
+        );
+    }
+    out
+}
+
+/// The context a key gives its value; `None` for keys that say nothing (inherit the parent's).
+fn key_ctx(class: KeyClass) -> Option<Ctx> {
+    match class {
+        KeyClass::Sensitive(rule) => Some(Ctx::Redact(rule)),
+        KeyClass::IdLike(rule) => Some(Ctx::IdLike(rule)),
+        KeyClass::Structural => Some(Ctx::Plain),
+        KeyClass::Plain => None,
+    }
+}
+
+/// Inserts without overwriting: a key that collides after sanitization gets ` #2`, ` #3`, …
+fn insert_unique(out: &mut Map<String, Value>, key: String, value: Value) {
+    if !out.contains_key(&key) {
+        out.insert(key, value);
+        return;
+    }
+    for n in 2.. {
+        let candidate = format!("{key} #{n}");
+        if !out.contains_key(&candidate) {
+            out.insert(candidate, value);
+            return;
+        }
+    }
+}
+
+fn string(s: &Sanitizer, text: &str, ctx: Ctx, max_chars: usize) -> String {
+    let (rule, id_like) = match ctx {
+        Ctx::Plain => return s.text_capped(text, max_chars).into_string(),
+        Ctx::Redact(rule) => (rule, false),
+        Ctx::IdLike(rule) => (rule, true),
+    };
+    if text.trim().is_empty() || is_protected(text) {
+        return text.to_owned();
+    }
+    if id_like && is_cdp_id(text) {
+        s.count(Rule::CdpId);
+        return s.handle(text).into_string();
+    }
+    s.count(rule);
+    if rule == Rule::Authorization {
+        // Keep the scheme word: "Bearer [redacted:authorization]".
+        if let Some((scheme, rest)) = text.split_once(' ') {
+            let scheme_ok = !scheme.is_empty()
+                && scheme.len() <= 32
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+            if scheme_ok && !rest.trim().is_empty() && !is_protected(rest.trim()) {
+                return format!("{scheme} {}", rule.marker());
+            }
+            if scheme_ok && is_protected(rest.trim()) {
+                return text.to_owned();
+            }
+        }
+    }
+    rule.marker().to_owned()
+}
+
+/// Keeps only the allowlisted fields of a CDP `TargetInfo` (or a `/json/list` entry): ids become
+/// handles, URLs are sanitized, the title is capped text, flags stay booleans. Everything else,
+/// including fields added by future Chromium versions, is dropped.
+pub(crate) fn target_info(s: &Sanitizer, v: &Value) -> Value {
+    const ID_KEYS: &[&str] = &[
+        "targetId",
+        "id",
+        "openerId",
+        "openerFrameId",
+        "browserContextId",
+        "parentId",
+        "parentFrameId",
+    ];
+    const URL_KEYS: &[&str] = &["url", "faviconUrl", "webSocketDebuggerUrl"];
+    const BOOL_KEYS: &[&str] = &["attached", "canAccessOpener"];
+    const WORD_KEYS: &[&str] = &["type", "subtype"];
+    let mut out = Map::new();
+    let Value::Object(map) = v else {
+        return Value::Object(out);
+    };
+    for (key, value) in map {
+        let k = key.as_str();
+        let kept = match value {
+            Value::String(text) if ID_KEYS.contains(&k) => {
+                Value::String(s.handle(text).into_string())
+            }
+            Value::String(text) if URL_KEYS.contains(&k) => {
+                Value::String(s.url(text).into_string())
+            }
+            Value::String(text) if WORD_KEYS.contains(&k) => {
+                Value::String(s.text_capped(text, 32).into_string())
+            }
+            Value::String(text) if k == "title" => {
+                Value::String(s.text_capped(text, 256).into_string())
+            }
+            Value::Bool(b) if BOOL_KEYS.contains(&k) => Value::Bool(*b),
+            _ => continue,
+        };
+        out.insert(key.clone(), kept);
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests;

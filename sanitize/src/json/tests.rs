@@ -1,0 +1,125 @@
+//! Unit tests of the JSON walker and the target-info allowlist.
+
+use crate::Sanitizer;
+use serde_json::json;
+
+#[test]
+fn redacts_by_key_and_keeps_structure() {
+    let s = Sanitizer::new();
+    let input = json!({
+        "user": "bob",
+        "password": "hunter2",
+        "inputTokens": 1234,
+        "usage": {"input_tokens": 10, "output_tokens": 20},
+        "tokenType": "Bearer",
+        "sessionCount": 3,
+        "hasPassword": true,
+        "access_token": {"value": "abc", "expires": 3600},
+        "note": "Cookie: sid=1",
+        "list": ["ok", "token=abc"],
+        "nothing": null,
+    });
+    let out = s.json(&input).into_value();
+    assert_eq!(
+        out,
+        json!({
+            "user": "bob",
+            "password": "[redacted:password]",
+            "inputTokens": 1234,
+            "usage": {"input_tokens": 10, "output_tokens": 20},
+            "tokenType": "Bearer",
+            "sessionCount": 3,
+            "hasPassword": true,
+            "access_token": {"value": "[redacted:token]", "expires": 3600},
+            "note": "Cookie: [redacted:cookie]",
+            "list": ["ok", "token=[redacted:token]"],
+            "nothing": null,
+        })
+    );
+}
+
+#[test]
+fn name_value_pairs_and_cookie_lists() {
+    let s = Sanitizer::new();
+    let har = json!({"headers": [
+        {"name": "Cookie", "value": "a=1; b=2"},
+        {"name": "Authorization", "value": "Bearer abc123"},
+        {"name": "Accept", "value": "text/html"}
+    ], "cookies": [{"name": "sid", "value": "s3cr3t", "domain": ".example.com", "path": "/", "httpOnly": true}]});
+    let out = s.json(&har).into_value();
+    assert_eq!(
+        out,
+        json!({"headers": [
+            {"name": "Cookie", "value": "[redacted:cookie]"},
+            {"name": "Authorization", "value": "Bearer [redacted:authorization]"},
+            {"name": "Accept", "value": "text/html"}
+        ], "cookies": [{"name": "sid", "value": "[redacted:session]", "domain": ".example.com", "path": "/", "httpOnly": true}]})
+    );
+}
+
+#[test]
+fn ids_become_handles_and_keys_are_sanitized() {
+    let s = Sanitizer::new();
+    let id = "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1";
+    let h = s.handle(id).into_string();
+    let out = s
+        .json(&json!({"sessionId": id, "targetId": id, id: 1, "frameId": "x"}))
+        .into_value();
+    assert_eq!(
+        out,
+        json!({"sessionId": h, "targetId": h, h.clone(): 1, "frameId": "x"})
+    );
+    let again = s.json(&out).into_value();
+    assert_eq!(again, out, "walking twice equals once");
+}
+
+#[test]
+fn colliding_keys_are_kept_apart() {
+    let s = Sanitizer::new();
+    s.register_secret("A", "alpha").expect("valid");
+    s.register_secret("A", "beta").expect("valid");
+    let out = s.json(&json!({"alpha": 1, "beta": 2})).into_value();
+    let obj = out.as_object().expect("object");
+    assert_eq!(obj.len(), 2);
+    assert!(
+        obj.contains_key("${A}") && obj.contains_key("${A} #2"),
+        "{out}"
+    );
+}
+
+#[test]
+fn target_info_is_allowlisted() {
+    let s = Sanitizer::new();
+    let id = "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1";
+    let info = json!({
+        "targetId": id,
+        "type": "page",
+        "title": "Inbox (3) — token=abc",
+        "url": "https://mail.example.com/u/0/?auth=xyz#inbox",
+        "attached": true,
+        "canAccessOpener": false,
+        "browserContextId": "A1B2C3D4E5F60718293A4B5C6D7E8F90",
+        "futureField": "secret stuff",
+        "webSocketDebuggerUrl": format!("ws://127.0.0.1:9222/devtools/page/{id}"),
+        "devtoolsFrontendUrl": format!("/devtools/inspector.html?ws=127.0.0.1:9222/devtools/page/{id}"),
+    });
+    let out = s.target_info(&info).into_value();
+    let h = s.handle(id).into_string();
+    assert_eq!(
+        out,
+        json!({
+            "targetId": h,
+            "type": "page",
+            "title": "Inbox (3) — token=[redacted:token]",
+            "url": "https://mail.example.com/u/0/",
+            "attached": true,
+            "canAccessOpener": false,
+            "browserContextId": s.handle("A1B2C3D4E5F60718293A4B5C6D7E8F90").into_string(),
+            "webSocketDebuggerUrl": format!("ws://127.0.0.1:9222/devtools/page/{h}"),
+        })
+    );
+    assert_eq!(
+        s.target_info(&json!("not an object")).into_value(),
+        json!({})
+    );
+}

@@ -1,0 +1,231 @@
+//! [`Sanitizer`]: one per evidence run; owns the handle key, the explicit secrets and the
+//! redaction counters, and is the only way to make the `Safe*` types from runtime data.
+
+use crate::handles::Handles;
+use crate::json;
+use crate::lines::LineSanitizer;
+use crate::network::{self, NetworkFailure, RawNetworkFailure};
+use crate::rules::Rule;
+use crate::secrets::Registry;
+use crate::summary::{Counters, RedactionSummary};
+use crate::text::{self, Ctx};
+use crate::url::sanitize_url;
+use crate::{SafeJson, SafeText, SafeUrl, SecretError};
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Default cap for free text ([`Sanitizer::text`], JSON strings), in characters.
+pub const TEXT_MAX_CHARS: usize = 4096;
+
+/// Cap for error strings ([`Sanitizer::error`]), in characters.
+pub const ERROR_MAX_CHARS: usize = 1024;
+
+/// The privacy engine of one evidence run. `Send + Sync`: share it as an `Arc` across tasks.
+///
+/// Every method is pure with respect to the outside world (no I/O, no logging); the only state
+/// is the per-run handle key, the explicit-secret registry (behind a `RwLock`; reads dominate)
+/// and the redaction counters (atomics).
+pub struct Sanitizer {
+    handles: Handles,
+    secrets: RwLock<Registry>,
+    counters: Counters,
+}
+
+impl fmt::Debug for Sanitizer {
+    /// Counts only: the registry's literals are never printed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sanitizer")
+            .field("secrets", &*self.registry())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Sanitizer {
+    fn default() -> Self {
+        Sanitizer::new()
+    }
+}
+
+impl Sanitizer {
+    /// A sanitizer with a fresh random handle key and no explicit secrets.
+    pub fn new() -> Sanitizer {
+        Sanitizer {
+            handles: Handles::new(),
+            secrets: RwLock::new(Registry::default()),
+            counters: Counters::default(),
+        }
+    }
+
+    // A panic while holding the lock cannot leave the registry half-updated in a way that
+    // matters (registration rebuilds the automaton last), so a poisoned lock is still used.
+    fn registry(&self) -> RwLockReadGuard<'_, Registry> {
+        self.secrets.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn registry_mut(&self) -> RwLockWriteGuard<'_, Registry> {
+        self.secrets.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sanitizes free text: explicit secrets, then every text rule, then the default cap
+    /// ([`TEXT_MAX_CHARS`]).
+    pub fn text(&self, s: &str) -> SafeText {
+        self.text_capped(s, TEXT_MAX_CHARS)
+    }
+
+    /// Like [`Sanitizer::text`] with a cap of `max_chars` characters (`usize::MAX` for none).
+    /// Pass the whole string: the cap is applied after redaction, so a secret that straddles the
+    /// cut cannot leave half of itself behind.
+    pub fn text_capped(&self, s: &str, max_chars: usize) -> SafeText {
+        SafeText::new(self.sanitize_str(s, max_chars).into_owned())
+    }
+
+    /// Sanitizes an error string (shorter cap: [`ERROR_MAX_CHARS`]).
+    pub fn error(&self, s: &str) -> SafeText {
+        self.text_capped(s, ERROR_MAX_CHARS)
+    }
+
+    /// Sanitizes a URL to origin + path (see the `url` module).
+    pub fn url(&self, s: &str) -> SafeUrl {
+        SafeUrl::new(sanitize_url(self, s))
+    }
+
+    /// Walks a JSON value, redacting by key and sanitizing every string (capped at
+    /// [`TEXT_MAX_CHARS`]); structure, numbers and booleans are kept.
+    pub fn json(&self, v: &serde_json::Value) -> SafeJson {
+        self.json_capped(v, TEXT_MAX_CHARS)
+    }
+
+    /// Like [`Sanitizer::json`] with every string capped at `max_chars` (`usize::MAX` for none).
+    pub fn json_capped(&self, v: &serde_json::Value, max_chars: usize) -> SafeJson {
+        SafeJson::new(json::walk(self, v, max_chars))
+    }
+
+    /// The stable per-run handle of a CDP id (`target:3fa9c1d2e4b5`). The same id (in any
+    /// letter case) always gives the same handle within this sanitizer; another sanitizer gives
+    /// an unrelated one. A handle passed in comes back unchanged.
+    pub fn handle(&self, id: &str) -> SafeText {
+        SafeText::new(self.handles.handle(id))
+    }
+
+    /// Keeps only allowlisted `TargetInfo` fields (see the `json` module).
+    pub fn target_info(&self, v: &serde_json::Value) -> SafeJson {
+        SafeJson::new(json::target_info(self, v))
+    }
+
+    /// Reduces a failed request to the fields DESIGN §5 allows.
+    pub fn network_failure(&self, raw: RawNetworkFailure<'_>) -> NetworkFailure {
+        network::network_failure(self, raw)
+    }
+
+    /// Registers an explicit secret: from now on `literal` (and its JSON-escaped and URL-encoded
+    /// spellings) reads `${NAME}` everywhere. `Ok(false)` when nothing was registered: the
+    /// literal is empty or whitespace-only, or already registered (the first name wins).
+    pub fn register_secret(&self, name: &str, literal: &str) -> Result<bool, SecretError> {
+        self.registry_mut().register(name, literal)
+    }
+
+    /// Echo protection for typed text: registers `literal` under a generated `TYPED_<n>` name if
+    /// it has at least four non-whitespace characters, so a page echoing it back (a console log,
+    /// an error message) is masked. Returns the name it is registered under.
+    pub fn register_typed(&self, literal: &str) -> Option<String> {
+        self.registry_mut().register_typed(literal)
+    }
+
+    /// A line-at-a-time sanitizer for streams (keeps state across lines for PEM key blocks).
+    pub fn lines(&self) -> LineSanitizer<'_> {
+        LineSanitizer::new(self)
+    }
+
+    /// Counts of everything redacted so far, by rule and by secret name.
+    pub fn summary(&self) -> RedactionSummary {
+        let registry = self.registry();
+        self.counters.snapshot(registry.counts())
+    }
+
+    /// The longest registered secret spelling, in bytes: a streaming caller that must cut input
+    /// keeps at least this much context so no literal straddles a cut unseen.
+    pub fn longest_secret_len(&self) -> usize {
+        self.registry().max_len()
+    }
+
+    pub(crate) fn count(&self, rule: Rule) {
+        self.counters.count(rule);
+    }
+
+    /// The text pipeline: explicit secrets first (a literal is replaced whole before any rule
+    /// can cut it into a marker), then the rules, then the cap.
+    pub(crate) fn sanitize_str<'a>(&self, s: &'a str, max_chars: usize) -> Cow<'a, str> {
+        let after_secrets = {
+            let registry = self.registry();
+            if registry.is_empty() {
+                Cow::Borrowed(s)
+            } else {
+                match registry.replace(s) {
+                    Cow::Borrowed(_) => Cow::Borrowed(s),
+                    Cow::Owned(o) => Cow::Owned(o),
+                }
+            }
+        };
+        let ctx = Ctx {
+            handles: &self.handles,
+            counters: &self.counters,
+        };
+        let rewritten = match text::apply_rules(&after_secrets, &ctx) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(o) => Some(o),
+        };
+        let after_rules = match rewritten {
+            Some(o) => Cow::Owned(o),
+            None => after_secrets,
+        };
+        text::cap(after_rules, max_chars, &self.counters)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn is_send_and_sync() {
+        assert_send_sync::<Sanitizer>();
+    }
+
+    #[test]
+    fn debug_and_summary_never_show_literals() {
+        let s = Sanitizer::new();
+        s.register_secret("PASSWORD", "hunter2")
+            .expect("valid name");
+        let out = s.text("login with hunter2, Cookie: sid=abc");
+        assert_eq!(
+            out.as_str(),
+            "login with ${PASSWORD}, Cookie: [redacted:cookie]"
+        );
+        let dbg = format!("{s:?}");
+        assert!(!dbg.contains("hunter2"), "{dbg}");
+        let summary = serde_json::to_string(&s.summary()).expect("serializes");
+        assert!(!summary.contains("hunter2"), "{summary}");
+        assert_eq!(
+            summary,
+            r#"{"total":2,"rules":{"cookie":1},"secrets":{"PASSWORD":1},"truncated":0}"#
+        );
+    }
+
+    #[test]
+    fn explicit_secrets_win_over_rules() {
+        let s = Sanitizer::new();
+        s.register_secret("API_TOKEN", "tok_live_1234567890")
+            .expect("valid");
+        assert_eq!(
+            s.text("Authorization: Bearer tok_live_1234567890").as_str(),
+            "Authorization: Bearer ${API_TOKEN}"
+        );
+        assert_eq!(
+            s.text("token=tok_live_1234567890").as_str(),
+            "token=${API_TOKEN}"
+        );
+    }
+}

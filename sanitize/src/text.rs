@@ -1,0 +1,413 @@
+//! The text engine: applies the rule table to a string in one left-to-right pass, then caps it.
+//!
+//! Pure: never does I/O, never logs its input. Output is a fixed point: running it again over
+//! its own output changes nothing, because markers, placeholders and handles are protected
+//! spans that no rule rewrites, and a value that already is one is left alone.
+
+use crate::handles::{
+    is_protected, protected_spans, truncated_prefix_len, truncation_marker, Handles,
+};
+use crate::keys::{classify, is_whole_line_header, KeyClass};
+use crate::rules::{find_at, is_cdp_id, may_match, Detector, Rule};
+use crate::summary::Counters;
+use regex::Captures;
+use std::borrow::Cow;
+
+/// What to do with one detector match.
+enum Action {
+    /// Not a secret after all: continue scanning at this byte offset.
+    Skip(usize),
+    /// Replace `start..end` with `with`, count `rule`, continue at `resume`.
+    Replace {
+        start: usize,
+        end: usize,
+        with: Cow<'static, str>,
+        rule: Rule,
+        resume: usize,
+    },
+}
+
+/// Everything a rule needs besides the text.
+pub(crate) struct Ctx<'s> {
+    pub(crate) handles: &'s Handles,
+    pub(crate) counters: &'s Counters,
+}
+
+/// Applies every text rule to `text`. Borrowed when nothing changed.
+pub(crate) fn apply_rules<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
+    if !may_match(text) {
+        return Cow::Borrowed(text);
+    }
+    let protected = protected_spans(text, &|_| true);
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut pos = 0;
+    while pos < text.len() {
+        let Some((detector, caps)) = find_at(text, pos) else {
+            break;
+        };
+        let Some(whole) = caps.get(0) else {
+            break;
+        };
+        let action = decide(detector, &caps, text, ctx);
+        let action = guard(action, detector, whole.start(), whole.end(), &protected);
+        match action {
+            Action::Skip(resume) => {
+                pos = next_boundary(text, resume.max(whole.start() + 1));
+            }
+            Action::Replace {
+                start,
+                end,
+                with,
+                rule,
+                resume,
+            } => {
+                out.push_str(&text[copied..start]);
+                out.push_str(&with);
+                copied = end;
+                pos = next_boundary(text, resume.max(end).max(whole.start() + 1));
+                ctx.counters.count(rule);
+            }
+        }
+    }
+    if copied == 0 && out.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+/// The smallest char boundary at or after `i` (clamped to the text).
+fn next_boundary(text: &str, mut i: usize) -> usize {
+    while i < text.len() && !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i.min(text.len())
+}
+
+/// Keeps protected spans intact. Token-like detectors (a JWT, an id) never touch one; value-like
+/// detectors leave a value that *is* one alone, redact a value that merely contains one, and
+/// stop a value where a protected span would be cut.
+fn guard(
+    action: Action,
+    detector: Detector,
+    match_start: usize,
+    match_end: usize,
+    protected: &[(usize, usize)],
+) -> Action {
+    let value_like = match detector {
+        Detector::Userinfo
+        | Detector::CdpCapability
+        | Detector::QueryParam
+        | Detector::KeyValue
+        | Detector::SchemeCredential => true,
+        Detector::PrivateKey | Detector::Jwt | Detector::KnownToken | Detector::CdpId => false,
+    };
+    let Action::Replace {
+        start,
+        mut end,
+        with,
+        rule,
+        resume,
+    } = action
+    else {
+        return action;
+    };
+    let overlapping =
+        |s: usize, e: usize| protected.iter().copied().find(|&(ps, pe)| ps < e && pe > s);
+    if !value_like {
+        return match overlapping(match_start, match_end) {
+            Some((_, pe)) => Action::Skip(pe),
+            None => Action::Replace {
+                start,
+                end,
+                with,
+                rule,
+                resume,
+            },
+        };
+    }
+    for &(ps, pe) in protected {
+        if pe <= start || ps >= end {
+            continue;
+        }
+        if ps <= start && pe >= end {
+            // The value is (inside) a placeholder, marker or handle: already safe.
+            return Action::Skip(pe.max(resume));
+        }
+        if ps < start {
+            return Action::Skip(pe);
+        }
+        if pe > end {
+            // A protected span starts inside the value and runs past it: stop before it.
+            end = ps;
+            break;
+        }
+    }
+    if end <= start {
+        return Action::Skip(resume);
+    }
+    Action::Replace {
+        start,
+        end,
+        with,
+        rule,
+        resume,
+    }
+}
+
+/// The per-detector decision.
+fn decide(detector: Detector, caps: &Captures<'_>, text: &str, ctx: &Ctx<'_>) -> Action {
+    let (whole_start, whole_end) = caps.get(0).map_or((0, 0), |m| (m.start(), m.end()));
+    let group = |name: &str| caps.name(name).map(|m| (m.start(), m.end()));
+    let replace_whole = |rule: Rule, with: Cow<'static, str>| Action::Replace {
+        start: whole_start,
+        end: whole_end,
+        with,
+        rule,
+        resume: whole_end,
+    };
+    match detector {
+        Detector::PrivateKey => replace_whole(Rule::PrivateKey, Rule::PrivateKey.marker().into()),
+        Detector::Jwt => replace_whole(Rule::Jwt, Rule::Jwt.marker().into()),
+        Detector::KnownToken => replace_whole(Rule::ApiKey, Rule::ApiKey.marker().into()),
+        Detector::CdpId => replace_whole(
+            Rule::CdpId,
+            ctx.handles.handle(&text[whole_start..whole_end]).into(),
+        ),
+        Detector::Userinfo => match group("userinfo_value") {
+            Some((s, e)) => Action::Replace {
+                start: s,
+                end: e,
+                with: Rule::Userinfo.marker().into(),
+                rule: Rule::Userinfo,
+                resume: whole_end,
+            },
+            None => Action::Skip(whole_end),
+        },
+        Detector::CdpCapability => match group("cdp_capability_id") {
+            Some((s, e)) if !is_protected(&text[s..e]) => Action::Replace {
+                start: s,
+                end: e,
+                with: ctx.handles.handle(&text[s..e]).into(),
+                rule: Rule::CdpCapability,
+                resume: e,
+            },
+            _ => Action::Skip(whole_end),
+        },
+        Detector::QueryParam => {
+            let (Some((ns, ne)), Some((vs, ve))) =
+                (group("query_param_name"), group("query_param_value"))
+            else {
+                return Action::Skip(whole_end);
+            };
+            let rule = match classify(&text[ns..ne]) {
+                KeyClass::Sensitive(rule) | KeyClass::IdLike(rule) => rule,
+                KeyClass::Plain => Rule::QueryToken,
+                KeyClass::Structural => return Action::Skip(vs),
+            };
+            redact_value(text, vs, ve, rule, whole_end)
+        }
+        Detector::KeyValue => {
+            let (Some((ns, ne)), Some((_, se)), Some((vs, ve))) = (
+                group("key_value_name"),
+                group("key_value_sep"),
+                group("key_value_value"),
+            ) else {
+                return Action::Skip(whole_end);
+            };
+            let name = &text[ns..ne];
+            let (rule, id_like) = match classify(name) {
+                KeyClass::Sensitive(rule) => (rule, false),
+                KeyClass::IdLike(rule) => (rule, true),
+                KeyClass::Plain | KeyClass::Structural => return Action::Skip(se),
+            };
+            let sep = caps.name("key_value_sep").map_or("", |m| m.as_str());
+            key_value(text, name, sep, (vs, ve), rule, id_like, ctx)
+        }
+        Detector::SchemeCredential => match group("scheme_credential_value") {
+            // `bearer sessionCount=3` is a key/value pair after a scheme word, not a token68.
+            Some((s, e))
+                if looks_like_credential(&text[s..e])
+                    && !text[e..].starts_with(|c: char| c.is_ascii_alphanumeric()) =>
+            {
+                Action::Replace {
+                    start: s,
+                    end: e,
+                    with: Rule::Bearer.marker().into(),
+                    rule: Rule::Bearer,
+                    resume: e,
+                }
+            }
+            Some((s, _)) => Action::Skip(s),
+            None => Action::Skip(whole_end),
+        },
+    }
+}
+
+/// Redacts a bare value (a query parameter).
+fn redact_value(text: &str, s: usize, e: usize, rule: Rule, resume: usize) -> Action {
+    let value = &text[s..e];
+    if value.trim().is_empty() || is_protected(value) {
+        return Action::Skip(resume);
+    }
+    Action::Replace {
+        start: s,
+        end: e,
+        with: rule.marker().into(),
+        rule,
+        resume,
+    }
+}
+
+/// `name=value`, `name: value`, `"name": "value"`: finds the value's inner span (inside quotes;
+/// to the end of the line for `Cookie:`/`Authorization:` headers; after the scheme word for
+/// authorization values) and redacts it.
+fn key_value(
+    text: &str,
+    name: &str,
+    sep: &str,
+    (vs, ve): (usize, usize),
+    rule: Rule,
+    id_like: bool,
+    ctx: &Ctx<'_>,
+) -> Action {
+    let value = &text[vs..ve];
+    let (mut start, mut end) = unquote(value);
+    start += vs;
+    end += vs;
+    let mut resume = ve;
+    let quoted = start != vs;
+    if !quoted && sep.contains(':') && !sep.contains('=') && is_whole_line_header(name) {
+        // Header form: `Cookie: a=1; b=2` — the value is the rest of the line.
+        let line_end = text[vs..].find(['\r', '\n']).map_or(text.len(), |i| vs + i);
+        end = vs + text[vs..line_end].trim_end().len();
+        resume = resume.max(end);
+    }
+    if rule == Rule::Authorization {
+        start = skip_scheme(text, start, end);
+    }
+    let inner = &text[start..end];
+    if inner.trim().is_empty() || is_protected(inner) {
+        return Action::Skip(resume);
+    }
+    let (with, rule): (Cow<'static, str>, Rule) = if id_like && is_cdp_id(inner) {
+        (ctx.handles.handle(inner).into(), Rule::CdpId)
+    } else {
+        (rule.marker().into(), rule)
+    };
+    Action::Replace {
+        start,
+        end,
+        with,
+        rule,
+        resume,
+    }
+}
+
+/// The inner span (relative to `value`) of a quoted value; the whole value when unquoted.
+fn unquote(value: &str) -> (usize, usize) {
+    let (open, close) = if value.starts_with("\\\"") {
+        (2, "\\\"")
+    } else if value.starts_with('"') {
+        (1, "\"")
+    } else if value.starts_with('\'') {
+        (1, "'")
+    } else {
+        return (0, value.len());
+    };
+    let body = &value[open..];
+    let closed = body.len() >= close.len()
+        && body.ends_with(close)
+        && !escaped_at(body, body.len() - close.len());
+    if closed {
+        (open, value.len() - close.len())
+    } else {
+        (open, value.len())
+    }
+}
+
+/// True when the character at byte `i` of `s` is preceded by an odd number of backslashes.
+fn escaped_at(s: &str, i: usize) -> bool {
+    s.as_bytes()[..i]
+        .iter()
+        .rev()
+        .take_while(|&&b| b == b'\\')
+        .count()
+        % 2
+        == 1
+}
+
+/// Skips an authorization scheme word (`Bearer `, `Basic `) so the marker replaces only the
+/// credential. A lone word is treated as the credential itself.
+fn skip_scheme(text: &str, start: usize, end: usize) -> usize {
+    let v = &text[start..end];
+    let word = v
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .unwrap_or(v.len());
+    let rest = &v[word..];
+    let gap = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    if word > 0 && gap > 0 && word + gap < v.len() && v.as_bytes()[0].is_ascii_alphabetic() {
+        start + word + gap
+    } else {
+        start
+    }
+}
+
+/// A word after `Bearer`/`Basic`/`Token` is a credential when it is long and random-looking,
+/// not prose ("Token expired", "Basic authentication").
+fn looks_like_credential(s: &str) -> bool {
+    let n = s.chars().count();
+    n >= 20
+        || (n >= 6
+            && s.bytes().any(|b| {
+                b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
+            }))
+}
+
+/// Caps `text` at `max_chars` characters with a visible marker. The cut never splits a
+/// protected span or a run of word characters (a cut inside a long hex string could otherwise
+/// leave exactly a CDP id-shaped prefix), and text that already ends with a truncation marker
+/// within the cap is left alone, so capping twice equals capping once.
+pub(crate) fn cap<'a>(text: Cow<'a, str>, max_chars: usize, counters: &Counters) -> Cow<'a, str> {
+    if text.len() <= max_chars {
+        return text;
+    }
+    let total = text.chars().count();
+    if total <= max_chars {
+        return text;
+    }
+    if let Some(prefix) = truncated_prefix_len(&text) {
+        if text[..prefix].chars().count() <= max_chars {
+            return text;
+        }
+    }
+    let mut cut = text
+        .char_indices()
+        .nth(max_chars)
+        .map_or(text.len(), |(i, _)| i);
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    let before_is_word = |i: usize| text[..i].chars().next_back().is_some_and(is_word);
+    if text[cut..].chars().next().is_some_and(is_word) && before_is_word(cut) {
+        cut = text[..cut].trim_end_matches(is_word).len();
+    }
+    for (ps, pe) in protected_spans(&text, &|_| true) {
+        if ps < cut && cut < pe {
+            cut = ps;
+            break;
+        }
+    }
+    // Stepping back over a protected span can land in a word run again.
+    if before_is_word(cut) && text[cut..].chars().next().is_some_and(is_word) {
+        cut = text[..cut].trim_end_matches(is_word).len();
+    }
+    let kept = text[..cut].chars().count();
+    counters.count_truncation();
+    let mut out = String::with_capacity(cut + 32);
+    out.push_str(&text[..cut]);
+    out.push_str(&truncation_marker(total - kept));
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests;

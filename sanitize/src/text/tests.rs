@@ -1,0 +1,223 @@
+//! Unit tests of the text engine: one block per detector, plus the fixed-point and cap rules.
+
+use crate::Sanitizer;
+
+fn clean(s: &Sanitizer, text: &str) -> String {
+    s.text_capped(text, usize::MAX).into_string()
+}
+
+#[test]
+fn clean_text_is_unchanged() {
+    let s = Sanitizer::new();
+    for text in [
+        "",
+        "GET /index.html 200 OK in 12ms",
+        "Uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+        "keyboard event code=KeyA state: ready",
+        "token expired, please log in again",
+        "Basic authentication required",
+        "tokenType=bearer sessionCount=3 inputTokens: 1234",
+        "投稿 ✓ — naïve café",
+    ] {
+        assert_eq!(clean(&s, text), text);
+    }
+}
+
+#[test]
+fn key_value_forms() {
+    let s = Sanitizer::new();
+    let cases = [
+        (
+            "password=hunter2 user=bob",
+            "password=[redacted:password] user=bob",
+        ),
+        ("password: hunter2", "password: [redacted:password]"),
+        (
+            r#"{"password": "hun ter2", "user": "bob"}"#,
+            r#"{"password": "[redacted:password]", "user": "bob"}"#,
+        ),
+        ("{'api_key': 'k-123'}", "{'api_key': '[redacted:api-key]'}"),
+        (
+            r#"{\"client_secret\":\"abc\"}"#,
+            r#"{\"client_secret\":\"[redacted:secret]\"}"#,
+        ),
+        ("db.password => 'x'", "db.password => '[redacted:password]'"),
+        (
+            r#"password="unterminated"#,
+            r#"password="[redacted:password]"#,
+        ),
+        (
+            "PHPSESSID=abc123; path=/",
+            "PHPSESSID=[redacted:session]; path=/",
+        ),
+        (
+            "csrftoken=xyz&otp=123456",
+            "csrftoken=[redacted:csrf]&otp=[redacted:otp]",
+        ),
+        (
+            "token_type=bearer&access_token=abc",
+            "token_type=bearer&access_token=[redacted:token]",
+        ),
+        ("password=", "password="),
+        (r#"password="""#, r#"password="""#),
+    ];
+    for (input, want) in cases {
+        assert_eq!(clean(&s, input), want, "{input}");
+    }
+}
+
+#[test]
+fn headers_take_the_rest_of_the_line() {
+    let s = Sanitizer::new();
+    assert_eq!(
+        clean(&s, "Cookie: a=1; sid=2\nAccept: */*"),
+        "Cookie: [redacted:cookie]\nAccept: */*"
+    );
+    assert_eq!(
+        clean(
+            &s,
+            "set-cookie: id=a3fWa; Expires=Wed, 21 Oct 2015 07:28:00 GMT; Secure\r\n"
+        ),
+        "set-cookie: [redacted:cookie]\r\n"
+    );
+    assert_eq!(
+        clean(&s, "Authorization: Bearer abc.def.ghi"),
+        "Authorization: Bearer [redacted:authorization]"
+    );
+    assert_eq!(
+        clean(&s, r#""authorization":"Basic dXNlcjpwYXNz""#),
+        r#""authorization":"Basic [redacted:authorization]""#
+    );
+    assert_eq!(
+        clean(&s, "Authorization: s3cr3t"),
+        "Authorization: [redacted:authorization]"
+    );
+}
+
+#[test]
+fn scheme_credentials_need_to_look_like_one() {
+    let s = Sanitizer::new();
+    assert_eq!(
+        clean(&s, "sent Bearer abc123xyz"),
+        "sent Bearer [redacted:bearer]"
+    );
+    assert_eq!(
+        clean(&s, "Token validation failed"),
+        "Token validation failed"
+    );
+    assert_eq!(clean(&s, "token f00dbabe12"), "token [redacted:bearer]");
+}
+
+#[test]
+fn capability_urls_and_ids_become_handles() {
+    let s = Sanitizer::new();
+    let id = "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1";
+    let h = s.handle(id).into_string();
+    assert_eq!(
+        clean(&s, &format!("ws://127.0.0.1:9222/devtools/page/{id}")),
+        format!("ws://127.0.0.1:9222/devtools/page/{h}")
+    );
+    assert_eq!(
+        clean(&s, &format!("targetId {id} again {id}")),
+        format!("targetId {h} again {h}")
+    );
+    assert_eq!(
+        clean(&s, &format!("sessionId: {id}")),
+        format!("sessionId: {h}")
+    );
+    assert_eq!(
+        clean(&s, "sessionId: abc-def"),
+        "sessionId: [redacted:session]"
+    );
+    // Not ids: other lengths, mixed case, part of a longer word.
+    for text in [
+        "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B",
+        "8e5b0e1c2f4d43a1b0b7a3f2e6D9C4B1",
+        "x_8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1",
+        "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1F",
+    ] {
+        assert_eq!(clean(&s, text), text);
+    }
+}
+
+#[test]
+fn tokens_keys_and_userinfo() {
+    let s = Sanitizer::new();
+    let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+    assert_eq!(clean(&s, &format!("got {jwt}.")), "got [redacted:jwt].");
+    assert_eq!(
+        clean(&s, "git clone https://user:ghp_pw@github.com/o/r"),
+        "git clone https://[redacted:userinfo]@github.com/o/r"
+    );
+    assert_eq!(
+        clean(&s, "key AKIAIOSFODNN7EXAMPLE here"),
+        "key [redacted:api-key] here"
+    );
+    assert_eq!(
+        clean(
+            &s,
+            "-----BEGIN PRIVATE KEY-----\nMIIEvQ\nabc+/=\n-----END PRIVATE KEY-----\nnext"
+        ),
+        "[redacted:private-key]\nnext"
+    );
+    assert_eq!(
+        clean(&s, "/cb?code=4%2F0Adeu5B&state=xyz&scope=email"),
+        "/cb?code=[redacted:query-token]&state=[redacted:query-token]&scope=email"
+    );
+}
+
+#[test]
+fn output_is_a_fixed_point() {
+    let s = Sanitizer::new();
+    s.register_secret("PASSWORD", "hunter2").expect("valid");
+    for text in [
+        "password=hunter2 Cookie: a=b",
+        "password=[redacted:jwt]hunter3",
+        "Authorization: Bearer ${TOKEN}",
+        "https://${USER}@host/ and https://a:b@host/",
+        "sessionId: 8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1",
+        "x ${ABCDEF0123456789ABCDEF0123456789} y",
+        "password=ab${PASSWORD}cd",
+    ] {
+        let once = clean(&s, text);
+        assert_eq!(clean(&s, &once), once, "{text}");
+    }
+}
+
+#[test]
+fn markers_in_input_are_not_rewritten() {
+    let s = Sanitizer::new();
+    assert_eq!(clean(&s, "password=${DB_PASS}"), "password=${DB_PASS}");
+    assert_eq!(
+        clean(&s, "Cookie: [redacted:cookie]"),
+        "Cookie: [redacted:cookie]"
+    );
+    assert_eq!(
+        clean(&s, "password=[redacted:jwt]hunter3"),
+        "password=[redacted:password]"
+    );
+}
+
+#[test]
+fn cap_marks_and_never_splits() {
+    let s = Sanitizer::new();
+    let out = s.text_capped("hello wonderful world", 10).into_string();
+    assert_eq!(out, "hello …[truncated 15 chars]");
+    assert_eq!(
+        s.text_capped(&out, 10).as_str(),
+        out,
+        "capping twice equals once"
+    );
+    let out = s.text_capped("ab ${PASSWORD} cd", 6).into_string();
+    assert_eq!(out, "ab …[truncated 14 chars]");
+    let hex = "0123456789abcdef".repeat(4);
+    let out = s.text_capped(&format!("x {hex}"), 34).into_string();
+    assert_eq!(out, "x …[truncated 64 chars]");
+    let out = s.text_capped("ééééé", 2).into_string();
+    assert_eq!(
+        out, "éé…[truncated 3 chars]",
+        "non-ASCII letters are cut on char boundaries"
+    );
+    assert_eq!(s.text_capped("short", 5).as_str(), "short");
+    assert_eq!(s.summary().truncated, 4);
+}

@@ -1,0 +1,170 @@
+//! The URL sanitizer: origin and path only (DESIGN §5).
+//!
+//! Userinfo, query and fragment are dropped, not masked: they are where credentials, OAuth codes
+//! and signed-URL signatures live. The path still goes through the text rules (capability paths
+//! `/devtools/page/<id>` become handles, a JWT or `;jsessionid=` in a path is redacted).
+//! `data:` URLs keep their media type and size; opaque URLs (`javascript:`, `mailto:`) keep only
+//! their scheme and size; unparseable input is cut at `?`/`#` and stripped of `user@`. The result
+//! always goes through the text rules and the length cap. Never panics.
+
+use crate::Sanitizer;
+use url::Url;
+
+/// Longest sanitized URL, in characters (before the truncation marker).
+pub const URL_MAX_CHARS: usize = 2048;
+
+/// Longest media type kept from a `data:` URL.
+const MEDIA_TYPE_MAX: usize = 100;
+
+/// Sanitizes one URL to `scheme://host[:port]/path`.
+pub(crate) fn sanitize_url(s: &Sanitizer, raw: &str) -> String {
+    let raw = raw.trim();
+    let out = if let Some(rest) = strip_prefix_ignore_case(raw, "data:") {
+        data_url(rest)
+    } else {
+        match Url::parse(raw) {
+            Ok(url) => parsed(s, &url),
+            Err(_) => unparsed(raw),
+        }
+    };
+    s.text_capped(&out, URL_MAX_CHARS).into_string()
+}
+
+fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
+}
+
+/// `data:image/png;base64,…` → `data:image/png;base64,…[1234 bytes]`.
+fn data_url(rest: &str) -> String {
+    let (meta, payload) = rest.split_once(',').unwrap_or((rest, ""));
+    let mut parts = meta.split(';');
+    let media_type = parts.next().unwrap_or("").trim();
+    let base64 = parts.any(|p| p.trim().eq_ignore_ascii_case("base64"));
+    let media_ok = media_type.len() <= MEDIA_TYPE_MAX
+        && media_type
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'+' | b'-' | b'.'));
+    let media_type = if media_ok {
+        media_type.to_ascii_lowercase()
+    } else {
+        "unknown".to_owned()
+    };
+    let encoding = if base64 { ";base64" } else { "" };
+    format!("data:{media_type}{encoding},…[{} bytes]", payload.len())
+}
+
+fn parsed(s: &Sanitizer, url: &Url) -> String {
+    let scheme = url.scheme();
+    if url.cannot_be_a_base() {
+        let body = url.path();
+        return match scheme {
+            // about:blank, about:srcdoc: the path is the whole meaning and carries no data.
+            "about" => format!("about:{body}"),
+            // blob:https://origin/<uuid>: the inner URL is sanitized like any other.
+            "blob" => format!("blob:{}", sanitize_url(s, body)),
+            _ => format!(
+                "{scheme}:…[{} bytes]",
+                url.as_str().len() - scheme.len() - 1
+            ),
+        };
+    }
+    let mut out = format!("{scheme}://");
+    if let Some(host) = url.host_str() {
+        out.push_str(host);
+    }
+    if let Some(port) = url.port() {
+        out.push(':');
+        out.push_str(&port.to_string());
+    }
+    out.push_str(url.path());
+    out
+}
+
+/// Best effort for text that is not an absolute URL (`/path?x`, `//host/p`, garbage).
+fn unparsed(raw: &str) -> String {
+    let cut = raw.find(['?', '#']).unwrap_or(raw.len());
+    let mut kept = &raw[..cut];
+    let mut prefix = "";
+    if let Some(i) = kept.find("//") {
+        let authority_end = kept[i + 2..].find('/').map_or(kept.len(), |j| i + 2 + j);
+        if let Some(at) = kept[i + 2..authority_end].rfind('@') {
+            prefix = &kept[..i + 2];
+            kept = &kept[i + 2 + at + 1..];
+        }
+    }
+    format!("{prefix}{kept}")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Sanitizer;
+
+    #[test]
+    fn keeps_origin_and_path_only() {
+        let s = Sanitizer::new();
+        let cases = [
+            (
+                "https://example.com/a/b?q=1#frag",
+                "https://example.com/a/b",
+            ),
+            (
+                "https://bob:hunter2@example.com:8443/x",
+                "https://example.com:8443/x",
+            ),
+            ("HTTP://EXAMPLE.com", "http://example.com/"),
+            ("about:blank", "about:blank"),
+            ("/relative/path?token=abc", "/relative/path"),
+            ("//bob:pw@cdn.example.com/x?y", "//cdn.example.com/x"),
+            ("", ""),
+            (
+                "data:image/png;base64,iVBORw0KGgo=",
+                "data:image/png;base64,…[12 bytes]",
+            ),
+            ("data:,hello", "data:,…[5 bytes]"),
+            (
+                "javascript:alert(document.cookie)",
+                "javascript:…[22 bytes]",
+            ),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(s.url(raw).as_str(), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn capability_paths_become_handles() {
+        let s = Sanitizer::new();
+        let id = "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1";
+        let out = s.url(&format!("ws://127.0.0.1:9222/devtools/page/{id}"));
+        let handle = s.handle(id);
+        assert_eq!(
+            out.as_str(),
+            format!("ws://127.0.0.1:9222/devtools/page/{}", handle.as_str())
+        );
+        let blob = s.url("blob:https://example.com/3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a44");
+        assert!(
+            blob.as_str()
+                .starts_with("blob:https://example.com/target:"),
+            "{blob}"
+        );
+    }
+
+    #[test]
+    fn hostile_input_does_not_panic() {
+        let s = Sanitizer::new();
+        for raw in [
+            "http://[::1",
+            "data:",
+            "://",
+            "é://ü",
+            "http://a@b@c/",
+            "\u{0}:\u{0}",
+        ] {
+            let _ = s.url(raw);
+        }
+        let long = format!("https://example.com/{}", "a/".repeat(5000));
+        assert!(s.url(&long).as_str().contains("…[truncated"));
+    }
+}
