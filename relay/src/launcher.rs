@@ -67,9 +67,15 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// The arguments the relay always passes, before the user's extra arguments (which win).
-pub fn browser_args(profile: &Path, headed: bool, as_root: bool) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec![
+/// The full argument list: the relay's defaults, minus any switch the user's extra arguments set
+/// themselves (theirs win, e.g. a fixed `--remote-debugging-port`), then the extra arguments.
+pub fn browser_args(
+    profile: &Path,
+    headed: bool,
+    as_root: bool,
+    extra: &[String],
+) -> Vec<OsString> {
+    let mut defaults: Vec<OsString> = vec![
         "--remote-debugging-port=0".into(),
         "--remote-debugging-address=127.0.0.1".into(),
         {
@@ -85,14 +91,41 @@ pub fn browser_args(profile: &Path, headed: bool, as_root: bool) -> Vec<OsString
         "--disable-dev-shm-usage".into(),
     ];
     if !headed {
-        args.extend(["--headless".into(), "--disable-gpu".into()]);
+        defaults.extend(["--headless".into(), "--disable-gpu".into()]);
     }
     if as_root {
         // Chromium refuses to start as root with its sandbox on.
-        args.push("--no-sandbox".into());
+        defaults.push("--no-sandbox".into());
     }
-    args.push("about:blank".into());
+    let overridden: Vec<&str> = extra.iter().filter_map(|a| switch_name(a)).collect();
+    let mut args: Vec<OsString> = defaults
+        .into_iter()
+        .filter(|d| {
+            !d.to_str()
+                .and_then(switch_name)
+                .is_some_and(|n| overridden.contains(&n))
+        })
+        .collect();
+    args.extend(extra.iter().map(OsString::from));
+    if !extra.iter().any(|a| !a.starts_with('-')) {
+        args.push("about:blank".into());
+    }
     args
+}
+
+/// `--name` of `--name=value` / `--name`; `None` for positional arguments.
+fn switch_name(arg: &str) -> Option<&str> {
+    arg.starts_with("--")
+        .then(|| arg.split('=').next().unwrap_or(arg))
+}
+
+/// The profile Chromium will use: the user's `--user-data-dir` if they gave one, else ours.
+fn effective_profile(extra: &[String], ours: &Path) -> PathBuf {
+    extra
+        .iter()
+        .rev()
+        .find_map(|a| a.strip_prefix("--user-data-dir="))
+        .map_or_else(|| ours.to_path_buf(), PathBuf::from)
 }
 
 /// A running browser on a temporary profile. Dropping it kills the process group and removes
@@ -120,8 +153,12 @@ impl Browser {
         let as_root = nix::unistd::geteuid().is_root();
         let started = SystemTime::now();
         let child = Command::new(exe)
-            .args(browser_args(profile.path(), launch.headed, as_root))
-            .args(&launch.extra_args)
+            .args(browser_args(
+                profile.path(),
+                launch.headed,
+                as_root,
+                &launch.extra_args,
+            ))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -144,7 +181,11 @@ impl Browser {
             exe: exe.to_path_buf(),
         };
         let stderr = browser.child.stderr.take();
-        match browser.wait_for_port(stderr, started).await {
+        let watched = effective_profile(
+            &launch.extra_args,
+            browser.profile_dir().unwrap_or(Path::new("")),
+        );
+        match browser.wait_for_port(stderr, &watched, started).await {
             Ok(port) => {
                 browser.upstream.port = port;
                 Ok(browser)
@@ -217,12 +258,9 @@ impl Browser {
     async fn wait_for_port(
         &mut self,
         stderr: Option<ChildStderr>,
+        profile: &Path,
         started: SystemTime,
     ) -> Result<u16, String> {
-        let profile = self
-            .profile_dir()
-            .map(Path::to_path_buf)
-            .ok_or("no profile")?;
         let mut lines = stderr.map(|s| BufReader::new(s).lines());
         let mut tail: Vec<String> = Vec::new();
         let deadline = tokio::time::Instant::now() + START_TIMEOUT;
@@ -236,8 +274,11 @@ impl Browser {
                     }
                 } => match line {
                     Ok(Some(line)) => {
+                        if line.contains("Cannot start http server for devtools") {
+                            return Err("could not open its DevTools port (is the port given with --remote-debugging-port in use?)".into());
+                        }
                         if line.starts_with("DevTools listening on ") {
-                            if let Some(port) = read_active_port(&profile, started) {
+                            if let Some(port) = read_active_port(profile, started) {
                                 self.drain_stderr(lines.take());
                                 return Ok(port);
                             }
@@ -261,7 +302,7 @@ impl Browser {
                     return Err(format!("exited ({status}) before opening its DevTools port{why}"));
                 }
                 _ = poll.tick() => {
-                    if let Some(port) = read_active_port(&profile, started) {
+                    if let Some(port) = read_active_port(profile, started) {
                         self.drain_stderr(lines.take());
                         return Ok(port);
                     }
@@ -437,7 +478,7 @@ mod tests {
 
     #[test]
     fn args_are_headless_and_fresh() {
-        let args = browser_args(Path::new("/tmp/p"), false, true);
+        let args = browser_args(Path::new("/tmp/p"), false, true, &[]);
         let args: Vec<String> = args
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -446,7 +487,8 @@ mod tests {
         assert!(args.contains(&"--user-data-dir=/tmp/p".to_string()));
         assert!(args.contains(&"--headless".to_string()));
         assert!(args.contains(&"--no-sandbox".to_string()));
-        let headed = browser_args(Path::new("/tmp/p"), true, false);
+        assert_eq!(args.last().map(String::as_str), Some("about:blank"));
+        let headed = browser_args(Path::new("/tmp/p"), true, false, &[]);
         assert!(!headed
             .iter()
             .any(|a| a == "--headless" || a == "--no-sandbox"));

@@ -1,1 +1,272 @@
-//! Shared fixtures for the end-to-end tests (being written).
+//! Fixtures for the end-to-end tests: a real headless Chromium, an in-process relay, the relay
+//! binary, a raw HTTP helper (so tests can send any Host), a small CDP client, the npm clients,
+//! and a scripted fake upstream for fault injection only.
+//!
+//! Every child process is killed on drop; every port is chosen by the OS.
+
+#![forbid(unsafe_code)]
+
+pub mod cdp;
+pub mod fake;
+pub mod http;
+pub mod site;
+
+use cdp_relay::launcher::Browser;
+use cdp_relay::{Config, LaunchConfig, ListenPolicy, Relay, Stats, DEFAULT_MAX_MESSAGE_SIZE};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Upper bound for anything a test waits on; a hang becomes a failure, not a stuck CI job.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Awaits `fut` or panics after [`TEST_TIMEOUT`] naming `what`.
+pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    // Boxed: debug-build test futures are large enough to overflow a test thread's stack.
+    match tokio::time::timeout(TEST_TIMEOUT, Box::pin(fut)).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out after {TEST_TIMEOUT:?} waiting for {what}"),
+    }
+}
+
+/// A headless Chromium on a fresh profile (the product's own launcher), killed on drop.
+pub struct Chromium {
+    browser: Option<Browser>,
+    port: u16,
+}
+
+impl Chromium {
+    /// Starts Debian's `chromium` (or `$CDP_RELAY_BROWSER`).
+    pub async fn start() -> Chromium {
+        Chromium::start_with(Vec::new()).await
+    }
+
+    /// Starts Chromium with extra command-line arguments.
+    pub async fn start_with(extra_args: Vec<String>) -> Chromium {
+        let launch = LaunchConfig {
+            browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
+            extra_args,
+            ..LaunchConfig::default()
+        };
+        let exe = cdp_relay::launcher::find_browser(&launch, std::env::var_os("PATH"))
+            .unwrap_or_else(|e| panic!("{e} (the end-to-end tests need a real Chromium)"));
+        let browser = Browser::launch(&exe, &launch)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let port = browser.upstream().port;
+        Chromium {
+            browser: Some(browser),
+            port,
+        }
+    }
+
+    /// The DevTools HTTP endpoint, `http://127.0.0.1:PORT`.
+    pub fn http(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The DevTools port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The browser's main pid (also its process group).
+    pub fn pid(&self) -> u32 {
+        self.browser.as_ref().map_or(0, |b| b.pid())
+    }
+
+    /// Kills the whole browser abruptly (SIGKILL to its process group) and waits for it.
+    pub async fn kill(&mut self) {
+        if let Some(mut b) = self.browser.take() {
+            let pgid = nix::unistd::Pid::from_raw(b.pid() as i32);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = b.wait().await;
+            b.shutdown().await;
+        }
+    }
+}
+
+/// An in-process relay in front of `upstream`, stopped on drop.
+pub struct RelayFixture {
+    endpoint: String,
+    addr: std::net::SocketAddr,
+    stats: Arc<Stats>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl RelayFixture {
+    /// Default policy (loopback, no token) on an OS-chosen port.
+    pub async fn start(upstream: &str) -> RelayFixture {
+        RelayFixture::start_with(upstream, |_| {}).await
+    }
+
+    /// Lets the test adjust the policy and limits before binding.
+    pub async fn start_with(upstream: &str, adjust: impl FnOnce(&mut Config)) -> RelayFixture {
+        let policy = ListenPolicy::loopback("127.0.0.1:0".parse().expect("addr"));
+        let mut config =
+            Config::new(Some(upstream), policy, DEFAULT_MAX_MESSAGE_SIZE).expect("config");
+        adjust(&mut config);
+        let relay = Relay::bind(config).await.expect("bind relay");
+        RelayFixture::run(relay)
+    }
+
+    /// Runs an already bound relay.
+    pub fn run(relay: Relay) -> RelayFixture {
+        let endpoint = relay.endpoint();
+        let addr = relay.local_addr();
+        let stats = relay.stats();
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(relay.run_until(async {
+            let _ = rx.await;
+        }));
+        RelayFixture {
+            endpoint,
+            addr,
+            stats,
+            stop: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn authority(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The relay's counters.
+    pub fn stats(&self) -> cdp_relay::StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    /// Asks the relay to stop and waits until it has.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = within("relay shutdown", task).await;
+        }
+    }
+}
+
+impl Drop for RelayFixture {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// The `cdp-relay` binary built by `cargo test --workspace` (it sits beside this test's `deps/`).
+pub fn relay_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir layout");
+    let bin = dir.join("cdp-relay");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it first (`cargo build -p cdp-relay`; `cargo test --workspace` does)",
+        bin.display()
+    );
+    bin
+}
+
+/// Directory of the npm client scripts, with `node_modules` installed.
+pub fn clients_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+    assert!(
+        dir.join("node_modules").join("playwright-core").is_dir()
+            && dir.join("node_modules").join("puppeteer-core").is_dir(),
+        "npm clients are not installed: run `npm ci --prefix {}`",
+        dir.display()
+    );
+    dir
+}
+
+/// Output of a finished client script.
+#[derive(Debug)]
+pub struct ClientRun {
+    /// Exit status success.
+    pub ok: bool,
+    /// Parsed last stdout line, when it was JSON.
+    pub report: Option<serde_json::Value>,
+    /// Captured stderr, for failure messages.
+    pub stderr: String,
+}
+
+/// Runs `node <script> <endpoint>` from `tests/clients` (killed if the test ends first).
+pub async fn run_node_client(script: &str, endpoint: &str) -> ClientRun {
+    let dir = clients_dir();
+    let child = tokio::process::Command::new("node")
+        .arg(script)
+        .arg(endpoint)
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn node (is Node.js installed?)");
+    let out = within(script, child.wait_with_output())
+        .await
+        .expect("node output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .and_then(|l| serde_json::from_str(l).ok());
+    ClientRun {
+        ok: out.status.success(),
+        report,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Processes (not zombies) whose command line mentions `needle`.
+pub fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if !String::from_utf8_lossy(&cmdline).contains(needle) {
+            continue;
+        }
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(false);
+        if !zombie {
+            found.push(pid);
+        }
+    }
+    found
+}
