@@ -123,14 +123,7 @@ impl RelayArgs {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => 0,
-                _ => EXIT_USAGE,
-            };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(e) => return usage_error(&e),
     };
     logging::init(cli.verbose);
     match run(cli.command) {
@@ -166,6 +159,38 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Runs(args) => commands::evidence::run_runs(args),
         Command::Prune(args) => commands::evidence::run_prune(args),
     }
+}
+
+/// Help and version go to stdout in full; a usage error is one line on stderr, exit 64.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::from(
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                EXIT_USAGE
+            } else {
+                0
+            },
+        );
+    }
+    // clap's first paragraph is the message; the rest is usage and tips.
+    let rendered = e.render().to_string();
+    let first = rendered
+        .split("\n\n")
+        .next()
+        .unwrap_or("invalid arguments")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let first = first.trim_start_matches("error: ");
+    eprintln!("cdp-relay: {first} (see cdp-relay --help)");
+    ExitCode::from(EXIT_USAGE)
 }
 
 /// The error chain on one line: `outer: cause: root cause`.

@@ -270,3 +270,78 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
     }
     found
 }
+
+/// A `cdp-relay` child process with piped stdout/stderr, killed on drop.
+pub struct RelayProcess {
+    /// The child.
+    pub child: tokio::process::Child,
+    /// The first stdout line (the endpoint), once read.
+    pub endpoint: String,
+    stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    stderr: Option<tokio::process::ChildStderr>,
+}
+
+impl RelayProcess {
+    /// Spawns `cdp-relay <args>` with `env` added, and waits for the endpoint line.
+    /// Panics with the process's stderr if it exits first.
+    pub async fn spawn(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> RelayProcess {
+        use tokio::io::AsyncBufReadExt;
+        let mut cmd = tokio::process::Command::new(relay_binary());
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn cdp-relay");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut stdout = tokio::io::BufReader::new(stdout).lines();
+        let stderr = child.stderr.take();
+        let line = within("the endpoint line", stdout.next_line()).await;
+        match line {
+            Ok(Some(endpoint)) => RelayProcess {
+                child,
+                endpoint,
+                stdout,
+                stderr,
+            },
+            _ => {
+                let mut err = String::new();
+                if let Some(mut e) = stderr {
+                    use tokio::io::AsyncReadExt;
+                    let _ = e.read_to_string(&mut err).await;
+                }
+                panic!("cdp-relay {args:?} printed no endpoint; stderr:\n{err}");
+            }
+        }
+    }
+
+    /// `127.0.0.1:PORT` of the endpoint.
+    pub fn authority(&self) -> String {
+        self.endpoint.trim_start_matches("http://").to_owned()
+    }
+
+    /// Sends `signal` to the relay process.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = self.child.id().expect("running") as i32;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("kill");
+    }
+
+    /// Waits for exit; returns (exit code, remaining stdout, all stderr).
+    pub async fn finish(mut self) -> (Option<i32>, String, String) {
+        use tokio::io::AsyncReadExt;
+        let mut rest = String::new();
+        while let Ok(Some(l)) = within("relay stdout", self.stdout.next_line()).await {
+            rest.push_str(&l);
+            rest.push('\n');
+        }
+        let mut err = String::new();
+        if let Some(mut e) = self.stderr.take() {
+            let _ = within("relay stderr", e.read_to_string(&mut err)).await;
+        }
+        let status = within("relay exit", self.child.wait()).await.expect("wait");
+        (status.code(), rest, err)
+    }
+}

@@ -176,8 +176,7 @@ async fn host_and_origin_policy_like_chrome() {
             .to_owned();
         let err = cdp_relay_tests::cdp::connect(&ws, &[("Origin", "http://evil.example")])
             .await
-            .err()
-            .expect("origin must be refused");
+            .expect_err("origin must be refused");
         assert_eq!(err, "HTTP 403");
         let refused = request(
             &auth,
@@ -202,8 +201,7 @@ async fn host_and_origin_policy_like_chrome() {
         // Host is checked on upgrades too.
         let err = cdp_relay_tests::cdp::connect(&ws, &[("Host", "evil.example")])
             .await
-            .err()
-            .expect("host must be refused");
+            .expect_err("host must be refused");
         assert_eq!(err, "HTTP 500");
         assert_eq!(relay.stats().upgrades_refused, 3);
     })

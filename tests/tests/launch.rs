@@ -1,0 +1,173 @@
+//! `cdp-relay launch` end to end: it starts a real Chromium on a fresh profile, relays it, and on
+//! every exit path (SIGTERM, Ctrl-C, the browser closing, the browser being killed, the browser
+//! failing to start) leaves no Chromium process and no profile directory behind.
+
+use cdp_relay_tests::cdp::Cdp;
+use cdp_relay_tests::http::get;
+use cdp_relay_tests::{processes_mentioning, relay_binary, within, RelayProcess};
+use nix::sys::signal::Signal;
+use serde_json::json;
+use std::path::Path;
+
+/// A private TMPDIR: the launcher creates its profile there, so leftovers are easy to find.
+struct Scratch(tempfile::TempDir);
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch(tempfile::tempdir().expect("tempdir"))
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    fn profiles(&self) -> Vec<String> {
+        std::fs::read_dir(self.path())
+            .expect("read scratch")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("cdp-relay-profile-"))
+            .collect()
+    }
+
+    fn assert_clean(&self) {
+        assert!(
+            self.profiles().is_empty(),
+            "profile left behind: {:?}",
+            self.profiles()
+        );
+        let needle = self.path().to_string_lossy().into_owned();
+        let procs = processes_mentioning(&needle);
+        assert!(procs.is_empty(), "orphan browser processes: {procs:?}");
+    }
+}
+
+async fn launch(scratch: &Scratch) -> RelayProcess {
+    RelayProcess::spawn(
+        &["launch", "--listen", "127.0.0.1:0"],
+        &[("TMPDIR", scratch.path().as_os_str())],
+    )
+    .await
+}
+
+#[tokio::test]
+async fn launch_serves_and_shuts_down_cleanly_on_signals() {
+    for signal in [Signal::SIGTERM, Signal::SIGINT] {
+        let scratch = Scratch::new();
+        let relay = launch(&scratch).await;
+        assert_eq!(
+            scratch.profiles().len(),
+            1,
+            "one fresh profile while running"
+        );
+        assert!(!processes_mentioning(&scratch.path().to_string_lossy()).is_empty());
+
+        let v = get(&relay.authority(), "/json/version").await.json();
+        let ws = v["webSocketDebuggerUrl"].as_str().expect("ws").to_owned();
+        assert!(
+            ws.starts_with(&format!("ws://{}/", relay.authority())),
+            "{ws}"
+        );
+        let list = get(&relay.authority(), "/json/list").await.json();
+        let page_ws = list
+            .as_array()
+            .and_then(|l| l.iter().find(|t| t["type"] == "page"))
+            .and_then(|t| t["webSocketDebuggerUrl"].as_str())
+            .expect("launch opens a page")
+            .to_owned();
+        let mut page = Cdp::connect(&page_ws).await;
+        let r = page
+            .call("Runtime.evaluate", json!({"expression": "2 + 2"}))
+            .await;
+        assert_eq!(r["result"]["value"], 4);
+
+        relay.signal(signal);
+        let closed = within("client close on shutdown", page.wait_close()).await;
+        let (code, rest, stderr) = relay.finish().await;
+        assert_eq!(code, Some(0), "{signal:?}: {stderr}");
+        assert!(
+            rest.is_empty(),
+            "stdout must hold only the endpoint: {rest}"
+        );
+        if let Some(f) = closed {
+            assert!([1001, 1011].contains(&u16::from(f.code)), "{f:?}");
+        }
+        scratch.assert_clean();
+    }
+}
+
+#[tokio::test]
+async fn browser_closing_itself_ends_the_relay_with_success() {
+    let scratch = Scratch::new();
+    let relay = launch(&scratch).await;
+    let v = get(&relay.authority(), "/json/version").await.json();
+    let mut browser = Cdp::connect(v["webSocketDebuggerUrl"].as_str().expect("ws")).await;
+    browser.call("Browser.close", json!({})).await;
+    let (code, _, stderr) = relay.finish().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    scratch.assert_clean();
+}
+
+#[tokio::test]
+async fn browser_killed_ends_the_relay_with_failure() {
+    let scratch = Scratch::new();
+    let relay = launch(&scratch).await;
+    for pid in processes_mentioning(&scratch.path().to_string_lossy()) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
+    let (code, _, stderr) = relay.finish().await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the browser exited unexpectedly"),
+        "{stderr}"
+    );
+    scratch.assert_clean();
+}
+
+#[tokio::test]
+async fn browser_that_fails_to_start_is_one_line_and_leaves_nothing() {
+    let scratch = Scratch::new();
+    let out = within(
+        "launch /bin/false",
+        tokio::process::Command::new(relay_binary())
+            .args([
+                "launch",
+                "--listen",
+                "127.0.0.1:0",
+                "--browser",
+                "/bin/false",
+            ])
+            .env("TMPDIR", scratch.path())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("failed to start"), "{stderr}");
+    scratch.assert_clean();
+}
+
+#[tokio::test]
+async fn missing_browser_says_how_to_get_one() {
+    let empty = tempfile::tempdir().expect("tempdir");
+    let out = within(
+        "launch without a browser",
+        tokio::process::Command::new(relay_binary())
+            .args(["launch", "--listen", "127.0.0.1:0"])
+            .env("PATH", empty.path())
+            .env_remove("CDP_RELAY_BROWSER")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("apt-get install chromium"), "{stderr}");
+    assert!(stderr.contains("--browser"), "{stderr}");
+}
