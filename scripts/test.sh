@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Every check CI runs, from a fresh machine: installs what is missing (Debian's chromium, the npm
+# test clients, the nightly toolchain and cargo-fuzz), then formatting, lints, the full test suite
+# against a real headless Chromium and real Playwright/Puppeteer, and a bounded fuzzing pass.
+#
+#   scripts/test.sh                 everything
+#   FUZZ_SECONDS=0 scripts/test.sh  skip fuzzing (default 20 s per target)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" -eq 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+step "prerequisites"
+if [ -z "${CDP_RELAY_BROWSER:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+  step "installing Debian's chromium"
+  apt_install chromium
+fi
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  step "installing Node.js"
+  apt_install nodejs npm
+fi
+if [ ! -d tests/clients/node_modules/playwright-core ] || [ ! -d tests/clients/node_modules/puppeteer-core ] \
+   || [ tests/clients/package-lock.json -nt tests/clients/node_modules/.package-lock.json ]; then
+  step "installing the npm test clients (playwright-core, puppeteer-core; no browser downloads)"
+  PUPPETEER_SKIP_DOWNLOAD=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+    npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
+fi
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo build (the end-to-end tests run the real binary)"
+cargo build --workspace --bins --locked
+
+step "cargo test"
+cargo test --workspace --locked
+
+if [ "$FUZZ_SECONDS" -gt 0 ]; then
+  step "fuzzing each target for ${FUZZ_SECONDS}s"
+  if ! rustup toolchain list | grep -q '^nightly'; then
+    rustup toolchain install nightly --profile minimal
+  fi
+  if ! command -v cargo-fuzz >/dev/null 2>&1; then
+    cargo install cargo-fuzz --locked
+  fi
+  log=$(mktemp)
+  for target in $(cd fuzz && cargo +nightly fuzz list); do
+    step "fuzz $target"
+    mkdir -p "fuzz/corpus/$target"
+    if ! (cd fuzz && cargo +nightly fuzz run "$target" "corpus/$target" -- \
+          -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048) >"$log" 2>&1; then
+      tail -n 60 "$log" >&2
+      echo "fuzz target $target failed; the reproducer is in fuzz/artifacts/$target" >&2
+      exit 1
+    fi
+    grep -E '^Done [0-9]+ runs' "$log" | tail -n 1 >&2 || true
+  done
+  rm -f "$log"
+fi
+
+step "all checks passed"
