@@ -169,20 +169,25 @@ impl Drop for RelayFixture {
     }
 }
 
-/// The `cdp-relay` binary built by `cargo test --workspace` (it sits beside this test's `deps/`).
+/// The `cdp-relay` binary of the same build profile: beside a test's `deps/` directory, or beside
+/// a binary such as `relay-bench`. `cargo test --workspace` and `scripts/test.sh` build it.
 pub fn relay_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target dir layout");
-    let bin = dir.join("cdp-relay");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build it first (`cargo build -p cdp-relay`; `cargo test --workspace` does)",
-        bin.display()
-    );
-    bin
+    let candidates: Vec<PathBuf> = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join("cdp-relay"))
+        .collect();
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "cdp-relay binary not found at {candidates:?}: build it first (`cargo build -p cdp-relay`, with --release for the benchmark)"
+            )
+        })
 }
 
 /// Directory of the npm client scripts, with `node_modules` installed.

@@ -1,0 +1,194 @@
+//! End-to-end relay benchmark: the same CDP workload against one real headless Chromium through
+//! three paths measured side by side in one run, interleaved round by round:
+//!
+//! * `direct`: straight to Chromium's DevTools port;
+//! * `relay`:  through the release `cdp-relay serve` binary;
+//! * `peer`:   through node-http-proxy (tests/clients/peer-proxy.mjs), the usual hand-rolled proxy.
+//!
+//! Run: `cargo build --release -p cdp-relay --bin cdp-relay && cargo run --release -p cdp-relay-tests --bin relay-bench`
+//! Options (env): `BENCH_ROUNDS` (default 10), `BENCH_RELAY_ARGS` (extra `serve` flags,
+//! e.g. `--no-evidence`), `BENCH_LABEL` (a name for the relay column).
+//! Prints a Markdown table for BENCHMARKS.md.
+
+use cdp_relay_tests::cdp::Cdp;
+use cdp_relay_tests::http::get;
+use cdp_relay_tests::{clients_dir, relay_binary, Chromium, RelayProcess};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
+use std::process::Stdio;
+use std::time::Instant;
+use tokio::io::AsyncBufReadExt;
+use tokio_tungstenite::tungstenite::Message;
+
+const SMALL_PER_ROUND: usize = 200;
+const LARGE_PER_ROUND: usize = 2;
+const PIPELINED_PER_ROUND: usize = 5000;
+const LARGE_EXPR: &str = "'x'.repeat(5 * 1024 * 1024)";
+
+#[derive(Default)]
+struct Samples {
+    small_us: Vec<f64>,
+    large_ms: Vec<f64>,
+    pipelined_per_s: Vec<f64>,
+}
+
+fn percentile(v: &[f64], p: f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((s.len() - 1) as f64 * p).round() as usize;
+    s[idx]
+}
+
+async fn page_ws(authority: &str) -> String {
+    let list = get(authority, "/json/list").await.json();
+    list.as_array()
+        .and_then(|l| l.iter().find(|t| t["type"] == "page"))
+        .and_then(|t| t["webSocketDebuggerUrl"].as_str())
+        .expect("page target")
+        .to_owned()
+}
+
+async fn round(url: &str, out: &mut Samples) {
+    let mut cdp = Cdp::connect(url).await;
+    // Warm up the connection and the V8 context.
+    for _ in 0..20 {
+        cdp.call("Runtime.evaluate", json!({"expression": "1"}))
+            .await;
+    }
+    for _ in 0..SMALL_PER_ROUND {
+        let t = Instant::now();
+        cdp.call("Runtime.evaluate", json!({"expression": "1"}))
+            .await;
+        out.small_us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    for _ in 0..LARGE_PER_ROUND {
+        let t = Instant::now();
+        let raw = cdp
+            .call_raw(
+                "Runtime.evaluate",
+                json!({"expression": LARGE_EXPR, "returnByValue": true}),
+                None,
+            )
+            .await;
+        assert!(raw.len() > 5 * 1024 * 1024);
+        out.large_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    // Pipelined: all commands written back to back, then every reply read.
+    let t = Instant::now();
+    let (mut tx, mut rx) = cdp.ws.split();
+    let writer = async {
+        for id in 0..PIPELINED_PER_ROUND {
+            let cmd = json!({"id": 1_000_000 + id, "method": "Runtime.evaluate", "params": {"expression": "1"}});
+            tx.feed(Message::text(cmd.to_string())).await.expect("send");
+        }
+        tx.flush().await.expect("flush");
+    };
+    let reader = async {
+        let mut replies = 0;
+        while replies < PIPELINED_PER_ROUND {
+            match rx.next().await {
+                Some(Ok(Message::Text(t))) if t.contains("\"id\":1") => replies += 1,
+                Some(Ok(_)) => {}
+                other => panic!("pipelined run broke: {other:?}"),
+            }
+        }
+    };
+    tokio::join!(writer, reader);
+    out.pipelined_per_s
+        .push(PIPELINED_PER_ROUND as f64 / t.elapsed().as_secs_f64());
+}
+
+struct Peer {
+    _child: tokio::process::Child,
+    authority: String,
+}
+
+async fn start_peer(chrome_http: &str) -> Peer {
+    let mut child = tokio::process::Command::new("node")
+        .arg("peer-proxy.mjs")
+        .arg(chrome_http)
+        .current_dir(clients_dir())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node peer-proxy.mjs");
+    let stdout = child.stdout.take().expect("stdout");
+    let line = tokio::io::BufReader::new(stdout)
+        .lines()
+        .next_line()
+        .await
+        .expect("peer output")
+        .expect("peer endpoint");
+    Peer {
+        _child: child,
+        authority: line.trim_start_matches("http://").to_owned(),
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let label = std::env::var("BENCH_LABEL").unwrap_or_else(|_| "relay".into());
+    let extra = std::env::var("BENCH_RELAY_ARGS").unwrap_or_default();
+    eprintln!("relay binary: {}", relay_binary().display());
+
+    let chrome = Chromium::start().await;
+    let mut args = vec!["serve", "--upstream", "", "--listen", "127.0.0.1:0"];
+    let upstream = chrome.http();
+    args[2] = &upstream;
+    args.extend(extra.split_whitespace());
+    let relay = RelayProcess::spawn(&args, &[]).await;
+    let peer = start_peer(&chrome.http()).await;
+
+    let direct_auth = format!("127.0.0.1:{}", chrome.port());
+    let direct_url = page_ws(&direct_auth).await;
+    let relay_url = page_ws(&relay.authority()).await;
+    let peer_url = direct_url.replace(&direct_auth, &peer.authority);
+
+    let paths = [
+        ("direct", direct_url),
+        (label.as_str(), relay_url),
+        ("peer", peer_url),
+    ];
+    let mut samples: Vec<Samples> = paths.iter().map(|_| Samples::default()).collect();
+    for r in 0..rounds {
+        // Rotate the order each round so no path always runs first (or last).
+        for k in 0..paths.len() {
+            let i = (r + k) % paths.len();
+            round(&paths[i].1, &mut samples[i]).await;
+        }
+        eprintln!("round {}/{rounds} done", r + 1);
+    }
+
+    let base = &samples[0];
+    let base_p50 = percentile(&base.small_us, 0.5);
+    let base_large = percentile(&base.large_ms, 0.5);
+    let base_pipe = percentile(&base.pipelined_per_s, 0.5);
+    println!(
+        "| path | small RTT p50 (µs) | p99 (µs) | vs direct | 5 MB result p50 (ms) | vs direct | pipelined (cmd/s) | vs direct |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for ((name, _), s) in paths.iter().zip(&samples) {
+        let p50 = percentile(&s.small_us, 0.5);
+        let large = percentile(&s.large_ms, 0.5);
+        let pipe = percentile(&s.pipelined_per_s, 0.5);
+        println!(
+            "| {name} | {p50:.0} | {:.0} | {:.2}× | {large:.1} | {:.2}× | {pipe:.0} | {:.2}× |",
+            percentile(&s.small_us, 0.99),
+            p50 / base_p50,
+            large / base_large,
+            pipe / base_pipe,
+        );
+    }
+    println!(
+        "\n{rounds} rounds × ({SMALL_PER_ROUND} sequential small, {LARGE_PER_ROUND} × 5 MB, {PIPELINED_PER_ROUND} pipelined) per path, order rotated per round."
+    );
+    // Keep the relay alive until every measurement is done.
+    drop(relay);
+}
