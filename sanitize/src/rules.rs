@@ -10,7 +10,7 @@
 //! or a detector is a compile error until every `match` handles it.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
-use regex::{Captures, Regex};
+use regex_automata::{meta, Anchored, Input, PatternID};
 use std::sync::LazyLock;
 
 /// One kind of redaction: the marker a reader sees and the counter in the summary.
@@ -152,23 +152,19 @@ impl Detector {
         Detector::CdpId,
     ];
 
-    /// The capture group wrapping this detector in the combined regex.
-    fn group(self) -> &'static str {
+    /// The named groups a detector reports (none for detectors that replace the whole match).
+    fn groups(self) -> &'static [&'static str] {
         match self {
-            Detector::PrivateKey => "private_key",
-            Detector::Jwt => "jwt",
-            Detector::KnownToken => "known_token",
-            Detector::Userinfo => "userinfo",
-            Detector::CdpCapability => "cdp_capability",
-            Detector::QueryParam => "query_param",
-            Detector::KeyValue => "key_value",
-            Detector::SchemeCredential => "scheme_credential",
-            Detector::CdpId => "cdp_id",
+            Detector::PrivateKey | Detector::Jwt | Detector::KnownToken | Detector::CdpId => &[],
+            Detector::Userinfo => &["userinfo_value"],
+            Detector::CdpCapability => &["cdp_capability_kind", "cdp_capability_id"],
+            Detector::QueryParam => &["query_param_name", "query_param_value"],
+            Detector::KeyValue => &["key_value_name", "key_value_sep", "key_value_value"],
+            Detector::SchemeCredential => &["scheme_credential_scheme", "scheme_credential_value"],
         }
     }
 
-    /// The pattern. Inner groups are named `<detector>_<part>` so they stay unique in the
-    /// combined regex. Word boundaries are ASCII (`(?-u:\b)`) so the lazy DFA never gives up on
+    /// The pattern. Inner groups are named `<detector>_<part>`. Word boundaries are ASCII (`(?-u:\b)`) so the lazy DFA never gives up on
     /// non-ASCII text.
     fn pattern(self) -> &'static str {
         match self {
@@ -253,7 +249,10 @@ impl Detector {
             Detector::SchemeCredential => {
                 r"(?x)
                 (?-u:\b)
-                (?P<scheme_credential_scheme>(?i:bearer|basic|token|digest|negotiate|ntlm))
+                # The usual spellings only (lower, Title, UPPER), so a literal search can pre-filter them.
+                (?P<scheme_credential_scheme>
+                    Bearer|bearer|BEARER|Basic|basic|BASIC|Token|token|TOKEN|Digest|digest|DIGEST
+                  | Negotiate|negotiate|NEGOTIATE|NTLM|ntlm)
                 [\x20\t]+
                 # token68 (RFC 7235): '=' only as trailing padding
                 (?P<scheme_credential_value>[A-Za-z0-9._~+/-]+=*)"
@@ -272,120 +271,345 @@ impl Detector {
     }
 }
 
-/// The combined regex: every detector as one alternative, so one left-to-right pass finds the
-/// leftmost match of any rule.
-static COMBINED: LazyLock<Regex> = LazyLock::new(|| {
-    let alternation: Vec<String> = Detector::ALL
-        .iter()
-        .map(|d| format!("(?P<{}>{})", d.group(), d.pattern()))
-        .collect();
+/// A detector match: which detector, where, and its inner groups.
+pub(crate) struct Hit {
+    pub(crate) detector: Detector,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    groups: Vec<Option<(usize, usize)>>,
+}
+
+impl Hit {
+    /// The byte span of one of the detector's named groups, if it participated.
+    pub(crate) fn group(&self, name: &str) -> Option<(usize, usize)> {
+        let i = self.detector.groups().iter().position(|g| *g == name)?;
+        self.groups.get(i).copied().flatten()
+    }
+}
+
+/// Every detector compiled twice: once together (one left-to-right search that reports which
+/// detector matched, leftmost-first in table order, like one big alternation) and once alone
+/// (anchored captures on the match only — far cheaper than captures over the combined NFA).
+struct Compiled {
+    all: meta::Regex,
+    each: Vec<meta::Regex>,
+}
+
+static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
+    let patterns: Vec<&str> = Detector::ALL.iter().map(|d| d.pattern()).collect();
     // The patterns are constants covered by tests; failing here is a bug in this file.
-    Regex::new(&alternation.join("|")).expect("the rule table compiles")
+    let all = meta::Regex::new_many(&patterns).expect("the rule table compiles");
+    let each = patterns
+        .iter()
+        .map(|p| meta::Regex::new(p).expect("each rule compiles"))
+        .collect();
+    Compiled { all, each }
 });
 
 /// Finds the leftmost detector match at or after `start`.
-pub(crate) fn find_at(text: &str, start: usize) -> Option<(Detector, Captures<'_>)> {
-    let caps = COMBINED.captures_at(text, start)?;
-    let detector = Detector::ALL
-        .iter()
-        .copied()
-        .find(|d| caps.name(d.group()).is_some())?;
-    Some((detector, caps))
+pub(crate) fn find_at(text: &str, start: usize) -> Option<Hit> {
+    let compiled = &*COMPILED;
+    let m = compiled.all.search(&Input::new(text).range(start..))?;
+    let index = m.pattern().as_usize();
+    let detector = *Detector::ALL.get(index)?;
+    let names = detector.groups();
+    let mut groups = Vec::new();
+    if !names.is_empty() {
+        let re = compiled.each.get(index)?;
+        let mut caps = re.create_captures();
+        // Anchored at the match start with the whole text as context, so look-around (\b)
+        // sees the same neighbours as the combined search did.
+        let input = Input::new(text).range(m.start()..).anchored(Anchored::Yes);
+        re.search_captures(&input, &mut caps);
+        let info = re.group_info();
+        groups = names
+            .iter()
+            .map(|name| {
+                info.to_index(PatternID::ZERO, name)
+                    .and_then(|i| caps.get_group(i))
+                    .map(|span| (span.start, span.end))
+            })
+            .collect();
+    }
+    Some(Hit {
+        detector,
+        start: m.start(),
+        end: m.end(),
+        groups,
+    })
 }
 
-/// Substrings at least one detector needs (ASCII case-insensitive). Text without any of them,
-/// and without a hex run that could be a CDP id, cannot match, so it skips the regex entirely.
-const TRIGGERS: &[&str] = &[
-    // key/value stems and scheme words
-    "pass",
-    "pwd",
-    "secret",
-    "token",
-    "cred",
-    "auth",
-    "cookie",
-    "sess",
-    "sid",
-    "csrf",
-    "xsrf",
-    "jwt",
-    "otp",
-    "mfa",
-    "2fa",
-    "pin",
-    "saml",
-    "verifier",
-    "signature",
-    "key",
-    "code",
-    "bearer",
-    "basic",
-    "digest",
-    "negotiate",
-    "ntlm",
-    // query-only names
-    "sig",
-    "state",
-    "ticket",
-    "hmac",
-    "nonce",
-    // JWT headers
-    "eyj",
-    "ewo",
-    "eyai",
-    "ew0k",
-    // URLs, capability paths, PEM
-    "://",
-    "/devtools/",
-    "-----begin",
-    // well-known token prefixes
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "xox",
-    "akia",
-    "asia",
-    "aiza",
-    "sk_live",
-    "sk_test",
-    "rk_live",
-    "rk_test",
-    "glpat-",
-    "npm_",
-    "sk-",
+/// Name stems of the key/value detector (lower case, as in its regex). A `=` or `:` whose name
+/// contains none of these cannot start a key/value match.
+const NAME_STEMS: &[&[u8]] = &[
+    b"pass",
+    b"pwd",
+    b"secret",
+    b"token",
+    b"cred",
+    b"auth",
+    b"cookie",
+    b"sess",
+    b"sid",
+    b"csrf",
+    b"xsrf",
+    b"jwt",
+    b"otp",
+    b"mfa",
+    b"2fa",
+    b"pin",
+    b"saml",
+    b"verifier",
+    b"signature",
+    b"key",
+    b"code",
+    b"bearer",
+];
+
+/// Query-parameter names the query detector needs at the *end* of a name before `=`, beyond
+/// those [`NAME_STEMS`] already covers.
+const QUERY_SUFFIXES: &[&[u8]] = &[b"sig", b"state", b"ticket", b"hmac", b"nonce"];
+
+/// Why a literal trigger matters: what must follow it for its detector to have a chance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trigger {
+    /// The detector can match right here (JWT header, PEM header, token prefix, capability path).
+    Strong,
+    /// An authorization scheme word: matters only if a blank follows.
+    Scheme,
+    /// `://`: matters only if userinfo (`…@`) follows.
+    Url,
+}
+
+/// Case-sensitive literals the other detectors need (their regexes are case-sensitive too, so a
+/// SIMD literal search can stand in for them).
+const TRIGGERS: &[(&str, Trigger)] = &[
+    ("eyJ", Trigger::Strong),
+    ("ewo", Trigger::Strong),
+    ("eyAi", Trigger::Strong),
+    ("ew0K", Trigger::Strong),
+    ("/devtools/", Trigger::Strong),
+    ("-----BEGIN ", Trigger::Strong),
+    ("://", Trigger::Url),
+    ("ghp_", Trigger::Strong),
+    ("gho_", Trigger::Strong),
+    ("ghu_", Trigger::Strong),
+    ("ghs_", Trigger::Strong),
+    ("ghr_", Trigger::Strong),
+    ("github_pat_", Trigger::Strong),
+    ("xox", Trigger::Strong),
+    ("AKIA", Trigger::Strong),
+    ("ASIA", Trigger::Strong),
+    ("AIza", Trigger::Strong),
+    ("sk_live_", Trigger::Strong),
+    ("sk_test_", Trigger::Strong),
+    ("rk_live_", Trigger::Strong),
+    ("rk_test_", Trigger::Strong),
+    ("glpat-", Trigger::Strong),
+    ("npm_", Trigger::Strong),
+    ("sk-", Trigger::Strong),
+    ("Bearer", Trigger::Scheme),
+    ("bearer", Trigger::Scheme),
+    ("BEARER", Trigger::Scheme),
+    ("Basic", Trigger::Scheme),
+    ("basic", Trigger::Scheme),
+    ("BASIC", Trigger::Scheme),
+    ("Token", Trigger::Scheme),
+    ("token", Trigger::Scheme),
+    ("TOKEN", Trigger::Scheme),
+    ("Digest", Trigger::Scheme),
+    ("digest", Trigger::Scheme),
+    ("DIGEST", Trigger::Scheme),
+    ("Negotiate", Trigger::Scheme),
+    ("negotiate", Trigger::Scheme),
+    ("NEGOTIATE", Trigger::Scheme),
+    ("NTLM", Trigger::Scheme),
+    ("ntlm", Trigger::Scheme),
 ];
 
 static TRIGGER_SET: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::Standard)
-        .build(TRIGGERS)
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(TRIGGERS.iter().map(|(t, _)| t))
         .expect("the trigger list compiles")
 });
 
-/// Cheap pre-filter: false means no detector can match `text`.
+/// Cheap pre-filter: false means no detector can match `text`, so clean text never reaches
+/// the regex. It mirrors each detector's necessary condition:
+/// - key/value and query parameters: a `=` or `:` whose name (before an optional closing quote
+///   and blanks) contains a [`NAME_STEMS`] stem — found from the separators, which are rare;
+/// - scheme credentials: a scheme word followed by a blank;
+/// - userinfo: `://` followed by `…@`;
+/// - JWT, PEM, token prefixes, capability paths: their literal prefix;
+/// - CDP ids: a run of 32 or more `[0-9A-Fa-f-]`.
 pub(crate) fn may_match(text: &str) -> bool {
-    has_id_candidate(text.as_bytes()) || TRIGGER_SET.is_match(text)
+    let b = text.as_bytes();
+    has_id_candidate(b) || has_sensitive_separator(b) || has_live_trigger(text)
 }
 
-/// True when `b` holds a run of 32 hex digits or 8 hex digits followed by '-' (a UUID start).
-fn has_id_candidate(b: &[u8]) -> bool {
-    let mut run = 0usize;
-    for &c in b {
-        if c.is_ascii_hexdigit() {
-            run += 1;
-            if run >= 32 {
-                return true;
-            }
-        } else {
-            if c == b'-' && run >= 8 {
-                return true;
-            }
-            run = 0;
+fn has_live_trigger(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut at = 0;
+    while let Some(m) = TRIGGER_SET.find(&text[at..]) {
+        let (start, end) = (at + m.start(), at + m.end());
+        let live = match TRIGGERS.get(m.pattern().as_usize()).map(|t| t.1) {
+            Some(Trigger::Strong) | None => true,
+            Some(Trigger::Scheme) => matches!(b.get(end), Some(b' ' | b'\t')),
+            Some(Trigger::Url) => userinfo_at(b, end),
+        };
+        if live {
+            return true;
         }
+        // Resume one byte later, not after the match: no trigger can hide another.
+        at = start + 1;
+        while at < text.len() && !text.is_char_boundary(at) {
+            at += 1;
+        }
+    }
+    false
+}
+
+/// The two separators; aho-corasick searches single bytes with a vectorized `memchr2`.
+static SEPARATORS: LazyLock<AhoCorasick> =
+    LazyLock::new(|| AhoCorasick::new(["=", ":"]).expect("two literals compile"));
+
+/// True when some `=` or `:` is preceded by a name that contains a sensitive stem.
+fn has_sensitive_separator(b: &[u8]) -> bool {
+    SEPARATORS
+        .find_iter(b)
+        .any(|m| sensitive_name_before(b, m.start()))
+}
+
+/// The name before a separator: blanks, an optional closing quote (maybe JSON-escaped), then
+/// `[A-Za-z0-9_.-]+`. Checked for a stem case-insensitively.
+fn sensitive_name_before(b: &[u8], sep: usize) -> bool {
+    let mut end = sep;
+    while end > 0 && matches!(b[end - 1], b' ' | b'\t') {
+        end -= 1;
+    }
+    if end > 0 && matches!(b[end - 1], b'"' | b'\'') {
+        end -= 1;
+        if end > 0 && b[end - 1] == b'\\' {
+            end -= 1;
+        }
+    }
+    let mut start = end;
+    while start > 0
+        && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'_' | b'.' | b'-'))
+    {
+        start -= 1;
+    }
+    let name = &b[start..end];
+    let set = &*STEM_TRIGRAMS;
+    name.windows(3).any(|w| set.contains(w))
+        || (b[sep] == b'='
+            && QUERY_SUFFIXES
+                .iter()
+                .any(|q| ends_with_ignore_case(name, q)))
+}
+
+fn ends_with_ignore_case(name: &[u8], suffix: &[u8]) -> bool {
+    name.len() >= suffix.len()
+        && name[name.len() - suffix.len()..]
+            .iter()
+            .zip(suffix)
+            .all(|(a, b)| a.to_ascii_lowercase() == *b)
+}
+
+/// The first three bytes of every [`NAME_STEMS`] entry, as a bitset over case-folded trigrams:
+/// a name contains a stem only if it contains one of these (an over-approximation is fine for
+/// a pre-filter, and a table lookup per byte is far cheaper than comparing every stem).
+static STEM_TRIGRAMS: LazyLock<TrigramSet> = LazyLock::new(|| {
+    let mut set = TrigramSet {
+        bits: vec![0u64; TrigramSet::SIZE / 64],
+    };
+    for stem in NAME_STEMS {
+        if let [a, b, c, ..] = stem {
+            set.insert([*a, *b, *c]);
+        }
+    }
+    set
+});
+
+struct TrigramSet {
+    bits: Vec<u64>,
+}
+
+impl TrigramSet {
+    /// 32 symbols per byte (letters case-folded, digits and everything else share slots).
+    const SIZE: usize = 32 * 32 * 32;
+
+    fn symbol(b: u8) -> usize {
+        match b {
+            b'a'..=b'z' => usize::from(b - b'a'),
+            b'A'..=b'Z' => usize::from(b - b'A'),
+            b'0'..=b'9' => 26 + usize::from(b - b'0') % 5,
+            _ => 31,
+        }
+    }
+
+    fn index(w: &[u8]) -> usize {
+        match w {
+            [a, b, c, ..] => Self::symbol(*a) << 10 | Self::symbol(*b) << 5 | Self::symbol(*c),
+            _ => 0,
+        }
+    }
+
+    fn insert(&mut self, w: [u8; 3]) {
+        let i = Self::index(&w);
+        if let Some(word) = self.bits.get_mut(i / 64) {
+            *word |= 1 << (i % 64);
+        }
+    }
+
+    fn contains(&self, w: &[u8]) -> bool {
+        let i = Self::index(w);
+        self.bits
+            .get(i / 64)
+            .is_some_and(|word| word & (1 << (i % 64)) != 0)
+    }
+}
+
+/// `user:pass@` right after `://` (the userinfo detector's character class).
+fn userinfo_at(b: &[u8], start: usize) -> bool {
+    let mut i = start;
+    while i < b.len()
+        && !b[i].is_ascii_whitespace()
+        && !matches!(
+            b[i],
+            b'/' | b'?' | b'#' | b'@' | b'"' | b'\'' | b'<' | b'>' | b'\\'
+        )
+    {
+        i += 1;
+    }
+    i > start && b.get(i) == Some(&b'@')
+}
+
+/// True when `b` holds a run of at least 32 bytes of `[0-9A-Fa-f-]`: every CDP id (32 hex
+/// digits, or a 36-byte UUID) is one. Strides 32 bytes at a time: a run of 32 must cover the
+/// probed byte, so a probe outside the class skips the whole window.
+fn has_id_candidate(b: &[u8]) -> bool {
+    const RUN: usize = 32;
+    let in_class = |c: u8| c.is_ascii_hexdigit() || c == b'-';
+    let mut probe = RUN - 1;
+    while probe < b.len() {
+        if !in_class(b[probe]) {
+            probe += RUN;
+            continue;
+        }
+        // Measure the run around the probe.
+        let mut start = probe;
+        while start > 0 && in_class(b[start - 1]) {
+            start -= 1;
+        }
+        let mut end = probe + 1;
+        while end < b.len() && in_class(b[end]) {
+            end += 1;
+        }
+        if end - start >= RUN {
+            return true;
+        }
+        probe = end + RUN;
     }
     false
 }
@@ -436,7 +660,34 @@ mod tests {
 
     #[test]
     fn prefilter_passes_what_detectors_need() {
-        assert!(!may_match("GET /index.html 200 OK in 12ms"));
+        for clean in [
+            "GET /index.html 200 OK in 12ms",
+            "GET https://example.com/a?b=c 404 (Not Found)",
+            "A cookie associated with a cross-site resource",
+            "Each child should have a unique \"key\" prop.",
+            "Basic",
+            "mapping the typing pass",
+            "Failed to load resource: the server responded with a status of 404 (Not Found)",
+            "Uncaught TypeError: Cannot read properties of undefined (reading 'map')",
+            "    at App (https://shop.example.com/static/js/main.4f9a1c2e.js:2:14523)",
+            r#"{"level":"info","time":"2024-05-01T12:00:03.120Z","msg":"done","status":200}"#,
+            "Access to fetch at 'https://api.example.com/v1/cart' from origin 'https://shop.example.com' has been blocked by CORS policy: No 'Access-Control-Allow-Origin' header is present.",
+            "Warning: Each child in a list should have a unique \"key\" prop.",
+            "[Violation] 'requestAnimationFrame' handler took 62ms",
+        ] {
+            assert!(!may_match(clean), "{clean}");
+        }
+        for dirty in [
+            "password=x",
+            "\"password\": \"x\"",
+            "{\\\"token\\\":1}",
+            "Token abc",
+            "https://u:p@h/",
+            "?code=1",
+            "x-----BEGIN ",
+        ] {
+            assert!(may_match(dirty), "{dirty}");
+        }
         assert!(may_match("Authorization: Bearer x"));
         assert!(may_match("id 8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1"));
         assert!(may_match("browser 3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a44"));
@@ -473,8 +724,34 @@ mod tests {
             ("8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1", Detector::CdpId),
         ];
         for (text, want) in cases {
-            let got = find_at(text, 0).map(|(d, _)| d);
+            let got = find_at(text, 0).map(|h| h.detector);
             assert_eq!(got, Some(want), "{text}");
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The pre-filter is sound: whenever it says "nothing here", no detector matches.
+        #[test]
+        fn prefilter_never_hides_a_match(parts in proptest::collection::vec(
+            prop_oneof![
+                proptest::sample::select(vec![
+                    "password", "Token", "token", "Bearer", "basic", "sid", "PHPSESSID", "otp",
+                    "api_key", "code", "state", "sig", "nonce", "secret", "x-Auth", "eyJhbGciOi",
+                    "ewogICJh", "://", "https://", "@", "/devtools/page/", "-----BEGIN ",
+                    "PRIVATE KEY-----", "ghp_", "AKIA", "sk-", "=", ":", "=>", "\"", "'", "\\",
+                    " ", "\t", "\n", "?", "&", "#", ";", ".", "-", "_", "abc", "é", "\u{a0}",
+                ]).prop_map(str::to_owned),
+                "[0-9a-fA-F-]{1,40}",
+                "[a-zA-Z0-9+/=_.-]{1,30}",
+            ],
+            0..12,
+        )) {
+            let text: String = parts.concat();
+            if !may_match(&text) {
+                prop_assert!(find_at(&text, 0).is_none(), "missed: {:?}", text);
+            }
         }
     }
 }

@@ -8,9 +8,8 @@ use crate::handles::{
     is_protected, protected_spans, truncated_prefix_len, truncation_marker, Handles,
 };
 use crate::keys::{classify, is_whole_line_header, KeyClass};
-use crate::rules::{find_at, is_cdp_id, may_match, Detector, Rule};
+use crate::rules::{find_at, is_cdp_id, may_match, Detector, Hit, Rule};
 use crate::summary::Counters;
-use regex::Captures;
 use std::borrow::Cow;
 
 /// What to do with one detector match.
@@ -43,17 +42,14 @@ pub(crate) fn apply_rules<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
     let mut copied = 0;
     let mut pos = 0;
     while pos < text.len() {
-        let Some((detector, caps)) = find_at(text, pos) else {
+        let Some(hit) = find_at(text, pos) else {
             break;
         };
-        let Some(whole) = caps.get(0) else {
-            break;
-        };
-        let action = decide(detector, &caps, text, ctx);
-        let action = guard(action, detector, whole.start(), whole.end(), &protected);
+        let action = decide(&hit, text, ctx);
+        let action = guard(action, hit.detector, hit.start, hit.end, &protected);
         match action {
             Action::Skip(resume) => {
-                pos = next_boundary(text, resume.max(whole.start() + 1));
+                pos = next_boundary(text, resume.max(hit.start + 1));
             }
             Action::Replace {
                 start,
@@ -65,7 +61,7 @@ pub(crate) fn apply_rules<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
                 out.push_str(&text[copied..start]);
                 out.push_str(&with);
                 copied = end;
-                pos = next_boundary(text, resume.max(end).max(whole.start() + 1));
+                pos = next_boundary(text, resume.max(end).max(hit.start + 1));
                 ctx.counters.count(rule);
             }
         }
@@ -157,9 +153,9 @@ fn guard(
 }
 
 /// The per-detector decision.
-fn decide(detector: Detector, caps: &Captures<'_>, text: &str, ctx: &Ctx<'_>) -> Action {
-    let (whole_start, whole_end) = caps.get(0).map_or((0, 0), |m| (m.start(), m.end()));
-    let group = |name: &str| caps.name(name).map(|m| (m.start(), m.end()));
+fn decide(hit: &Hit, text: &str, ctx: &Ctx<'_>) -> Action {
+    let (whole_start, whole_end) = (hit.start, hit.end);
+    let group = |name: &str| hit.group(name);
     let replace_whole = |rule: Rule, with: Cow<'static, str>| Action::Replace {
         start: whole_start,
         end: whole_end,
@@ -167,7 +163,7 @@ fn decide(detector: Detector, caps: &Captures<'_>, text: &str, ctx: &Ctx<'_>) ->
         rule,
         resume: whole_end,
     };
-    match detector {
+    match hit.detector {
         Detector::PrivateKey => replace_whole(Rule::PrivateKey, Rule::PrivateKey.marker().into()),
         Detector::Jwt => replace_whole(Rule::Jwt, Rule::Jwt.marker().into()),
         Detector::KnownToken => replace_whole(Rule::ApiKey, Rule::ApiKey.marker().into()),
@@ -209,7 +205,7 @@ fn decide(detector: Detector, caps: &Captures<'_>, text: &str, ctx: &Ctx<'_>) ->
             redact_value(text, vs, ve, rule, whole_end)
         }
         Detector::KeyValue => {
-            let (Some((ns, ne)), Some((_, se)), Some((vs, ve))) = (
+            let (Some((ns, ne)), Some((ss, se)), Some((vs, ve))) = (
                 group("key_value_name"),
                 group("key_value_sep"),
                 group("key_value_value"),
@@ -222,8 +218,7 @@ fn decide(detector: Detector, caps: &Captures<'_>, text: &str, ctx: &Ctx<'_>) ->
                 KeyClass::IdLike(rule) => (rule, true),
                 KeyClass::Plain | KeyClass::Structural => return Action::Skip(se),
             };
-            let sep = caps.name("key_value_sep").map_or("", |m| m.as_str());
-            key_value(text, name, sep, (vs, ve), rule, id_like, ctx)
+            key_value(text, name, &text[ss..se], (vs, ve), rule, id_like, ctx)
         }
         Detector::SchemeCredential => match group("scheme_credential_value") {
             // `bearer sessionCount=3` is a key/value pair after a scheme word, not a token68.
