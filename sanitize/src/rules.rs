@@ -124,6 +124,21 @@ impl Rule {
     }
 }
 
+/// Separator and value of the key/value detector, shared by its search and capture patterns.
+macro_rules! key_value_tail {
+    () => {
+        r#"
+        # Optional closing quote of a quoted key (also JSON-escaped), then = : => :=
+        (?P<key_value_sep>(?:\\?["'])?[\x20\t]*(?:=>|:=|[:=])[\x20\t]*)
+        (?P<key_value_value>
+            \\"(?:[^"\\\r\n]|\\[^"\r\n])*(?:\\")?    # \"value\" inside a JSON string
+          | "(?:[^"\\\r\n]|\\.)*"?                   # "value" (to end of line if unclosed)
+          | '(?:[^'\\\r\n]|\\.)*'?                   # 'value'
+          | (?:\$\{[A-Z_][A-Z0-9_]*\}|[^\s"'&;,<>(){}\\])+   # bare value; ${NAME} whole
+        )"#
+    };
+}
+
 /// One pattern of the combined text regex. The order is the alternation order, which breaks
 /// ties between detectors that match at the same position (leftmost-first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,6 +166,27 @@ impl Detector {
         Detector::SchemeCredential,
         Detector::CdpId,
     ];
+
+    /// The pattern used for captures, anchored at a match the combined search already found.
+    /// Usually the search pattern; the key/value name drops its stem alternation (the search
+    /// proved a stem is there, and the name always runs to the separator), which keeps the
+    /// capture step from backtracking through every way a stem could sit inside the name.
+    fn capture_pattern(self) -> &'static str {
+        match self {
+            Detector::KeyValue => concat!(
+                r"(?x)(?P<key_value_name>[A-Za-z0-9_.-]+)",
+                key_value_tail!()
+            ),
+            Detector::PrivateKey
+            | Detector::Jwt
+            | Detector::KnownToken
+            | Detector::Userinfo
+            | Detector::CdpCapability
+            | Detector::QueryParam
+            | Detector::SchemeCredential
+            | Detector::CdpId => self.pattern(),
+        }
+    }
 
     /// The named groups a detector reports (none for detectors that replace the whole match).
     fn groups(self) -> &'static [&'static str] {
@@ -228,7 +264,7 @@ impl Detector {
                 =
                 (?P<query_param_value>(?:\$\{[A-Z_][A-Z0-9_]*\}|[^\s"'&\#<>\\])+)"#
             }
-            Detector::KeyValue => {
+            Detector::KeyValue => concat!(
                 r#"(?x)
                 # A name containing a sensitive stem; keys.rs decides whether it really is one.
                 (?P<key_value_name>
@@ -236,16 +272,9 @@ impl Detector {
                     (?i:pass|pwd|secret|token|cred|auth|cookie|sess|sid|csrf|xsrf|jwt|otp|mfa|2fa
                         |pin|saml|verifier|signature|key|code|bearer)
                     [A-Za-z0-9_.-]*
-                )
-                # Optional closing quote of a quoted key (also JSON-escaped), then = : => :=
-                (?P<key_value_sep>(?:\\?["'])?[\x20\t]*(?:=>|:=|[:=])[\x20\t]*)
-                (?P<key_value_value>
-                    \\"(?:[^"\\\r\n]|\\[^"\r\n])*(?:\\")?    # \"value\" inside a JSON string
-                  | "(?:[^"\\\r\n]|\\.)*"?                   # "value" (to end of line if unclosed)
-                  | '(?:[^'\\\r\n]|\\.)*'?                   # 'value'
-                  | (?:\$\{[A-Z_][A-Z0-9_]*\}|[^\s"'&;,<>(){}\\])+   # bare value; ${NAME} whole
-                )"#
-            }
+                )"#,
+                key_value_tail!()
+            ),
             Detector::SchemeCredential => {
                 r"(?x)
                 (?-u:\b)
@@ -293,17 +322,23 @@ impl Hit {
 struct Compiled {
     all: meta::Regex,
     each: Vec<meta::Regex>,
+    /// Each search pattern alone: the fallback should a capture pattern ever disagree.
+    exact: Vec<meta::Regex>,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns: Vec<&str> = Detector::ALL.iter().map(|d| d.pattern()).collect();
     // The patterns are constants covered by tests; failing here is a bug in this file.
     let all = meta::Regex::new_many(&patterns).expect("the rule table compiles");
-    let each = patterns
+    let each = Detector::ALL
+        .iter()
+        .map(|d| meta::Regex::new(d.capture_pattern()).expect("each rule compiles"))
+        .collect();
+    let exact = patterns
         .iter()
         .map(|p| meta::Regex::new(p).expect("each rule compiles"))
         .collect();
-    Compiled { all, each }
+    Compiled { all, each, exact }
 });
 
 /// Finds the leftmost detector match at or after `start`.
@@ -315,12 +350,21 @@ pub(crate) fn find_at(text: &str, start: usize) -> Option<Hit> {
     let names = detector.groups();
     let mut groups = Vec::new();
     if !names.is_empty() {
-        let re = compiled.each.get(index)?;
-        let mut caps = re.create_captures();
         // Anchored at the match start with the whole text as context, so look-around (\b)
         // sees the same neighbours as the combined search did.
         let input = Input::new(text).range(m.start()..).anchored(Anchored::Yes);
+        let mut re = compiled.each.get(index)?;
+        let mut caps = re.create_captures();
         re.search_captures(&input, &mut caps);
+        if caps.get_match().map(|c| c.end()) != Some(m.end()) {
+            debug_assert!(
+                false,
+                "capture pattern of {detector:?} disagrees with the search"
+            );
+            re = compiled.exact.get(index)?;
+            caps = re.create_captures();
+            re.search_captures(&input, &mut caps);
+        }
         let info = re.group_info();
         groups = names
             .iter()
