@@ -51,7 +51,7 @@ pub use error::Error;
 pub use ids::{validate_id, Source, MAX_ID_LEN};
 #[doc(hidden)]
 pub use journal::{TEST_HOOK_TORN_APPEND_ENV, TEST_HOOK_TORN_APPEND_READY};
-pub use manifest::{Manifest, ManifestTotals, RunStatus, Truncation, EVIDENCE_VERSION};
+pub use manifest::{Manifest, ManifestTotals, Redactions, RunStatus, Truncation, EVIDENCE_VERSION};
 pub use paths::{
     ARTIFACTS_DIR, BUDGET_FILE, JOURNAL_FILE, LOCK_FILE, MANIFEST_FILE, POINTER_SUFFIX,
     SESSION_LOCK_SUFFIX,
@@ -62,7 +62,7 @@ pub use reader::{
 };
 pub use record::{
     Action, ArtifactRef, Console, ConsoleLevel, CustomKind, Lifecycle, LifecycleEvent, Marker,
-    Point, Record, RecordKind, Status, BUILTIN_KINDS,
+    Point, Record, RecordKind, Status, BUILTIN_KINDS, TARGET_FIELDS,
 };
 pub use retention::{PruneReport, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals};

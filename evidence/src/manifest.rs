@@ -60,8 +60,44 @@ pub struct ManifestTotals {
     pub artifacts: u64,
     /// Evidence the finalizing producer dropped (e.g. a full queue), as it reported.
     pub dropped_evidence: u64,
-    /// Redactions by rule name, as the finalizing producer's sanitizer counted them.
-    pub redactions: BTreeMap<String, u64>,
+    /// What the finalizing producer's sanitizer redacted, when it reported it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redactions: Option<Redactions>,
+}
+
+/// Redaction counts (the shape of `cdp_sanitize::RedactionSummary`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Redactions {
+    /// All replacements.
+    pub total: u64,
+    /// Per rule name (`jwt`, `cookie`, ...).
+    pub rules: BTreeMap<String, u64>,
+    /// Per explicit secret name (names only).
+    pub secrets: BTreeMap<String, u64>,
+    /// Texts cut at a length cap.
+    pub truncated: u64,
+}
+
+impl From<&cdp_sanitize::RedactionSummary> for Redactions {
+    fn from(s: &cdp_sanitize::RedactionSummary) -> Self {
+        Redactions {
+            total: s.total,
+            rules: s.rules.clone(),
+            secrets: s.secrets.clone(),
+            truncated: s.truncated,
+        }
+    }
+}
+
+fn counts(v: Option<&Value>) -> BTreeMap<String, u64> {
+    v.and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Budget outcome recorded at finalize.
@@ -184,12 +220,12 @@ impl Manifest {
                 redactions: t
                     .get("redactions")
                     .and_then(Value::as_object)
-                    .map(|m| {
-                        m.iter()
-                            .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                    .map(|r| Redactions {
+                        total: r.get("total").and_then(Value::as_u64).unwrap_or(0),
+                        rules: counts(r.get("rules")),
+                        secrets: counts(r.get("secrets")),
+                        truncated: r.get("truncated").and_then(Value::as_u64).unwrap_or(0),
+                    }),
             }
         });
         let truncation = raw
@@ -294,7 +330,11 @@ mod tests {
         out.finalized_at = Some("2024-01-01T00:00:01.000Z".into());
         out.totals = Some(ManifestTotals {
             records: 3,
-            redactions: [("jwt".to_owned(), 2)].into(),
+            redactions: Some(Redactions {
+                total: 2,
+                rules: [("jwt".to_owned(), 2)].into(),
+                ..Redactions::default()
+            }),
             ..ManifestTotals::default()
         });
         out.truncation = Some(Truncation {
@@ -306,7 +346,10 @@ mod tests {
         let m = Manifest::read(&path).unwrap().unwrap();
         assert_eq!(m.run_status(), Some(RunStatus::Finalized));
         assert_eq!(m.totals.as_ref().unwrap().records, 3);
-        assert_eq!(m.totals.as_ref().unwrap().redactions["jwt"], 2);
+        assert_eq!(
+            m.totals.as_ref().unwrap().redactions,
+            out.totals.unwrap().redactions
+        );
         assert_eq!(m.truncation, out.truncation);
     }
 

@@ -7,11 +7,7 @@
 
 use crate::error::Error;
 use crate::ids::{validate_id, Source};
-use cdp_sanitize::{InputSummary, SafeJson, SafeText, SafeUrl};
-// PENDING(sanitize): replaced by cdp_sanitize's target type and NetworkFailure when they land.
-type TargetSummary = SafeJson;
-#[derive(Clone, Debug, Serialize)]
-pub struct NetworkFailure {}
+use cdp_sanitize::{InputSummary, NetworkFailure, SafeJson, SafeText, SafeUrl};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::time::{Duration, SystemTime};
@@ -279,6 +275,25 @@ impl Marker {
     }
 }
 
+/// The `TargetInfo` fields a record's `target` may carry (ids are sanitizer handles).
+pub const TARGET_FIELDS: [&str; 15] = [
+    "targetId",
+    "id",
+    "type",
+    "subtype",
+    "title",
+    "url",
+    "faviconUrl",
+    "webSocketDebuggerUrl",
+    "attached",
+    "canAccessOpener",
+    "openerId",
+    "openerFrameId",
+    "browserContextId",
+    "parentId",
+    "parentFrameId",
+];
+
 /// Names of the kinds this crate defines; a [`CustomKind`] may not reuse them.
 pub const BUILTIN_KINDS: [&str; 5] = ["action", "network", "console", "lifecycle", "marker"];
 
@@ -383,7 +398,7 @@ pub struct Record {
     started_at: Option<SystemTime>,
     duration: Duration,
     status: Status,
-    target: Option<TargetSummary>,
+    target: Option<SafeJson>,
     artifacts: Vec<ArtifactRef>,
     error: Option<SafeText>,
 }
@@ -430,8 +445,9 @@ impl Record {
         self
     }
 
-    /// Allowlisted target metadata (the sanitizer keeps only allowlisted fields).
-    pub fn target(mut self, target: TargetSummary) -> Record {
+    /// Target metadata, as `Sanitizer::target_info` returns it. Only the allowlisted
+    /// `TargetInfo` fields ([`TARGET_FIELDS`]) are written; anything else is dropped.
+    pub fn target(mut self, target: SafeJson) -> Record {
         self.target = Some(target);
         self
     }
@@ -475,11 +491,13 @@ impl Record {
         let ms = u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX);
         m.insert("durationMs".into(), ms.into());
         m.insert("status".into(), self.status.as_str().into());
-        if let Some(target) = &self.target {
-            m.insert(
-                "target".into(),
-                serde_json::to_value(target).map_err(Error::Serialize)?,
-            );
+        if let Some(Value::Object(target)) = self.target.as_ref().map(SafeJson::as_value) {
+            let kept: Map<String, Value> = target
+                .iter()
+                .filter(|(k, _)| TARGET_FIELDS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            m.insert("target".into(), Value::Object(kept));
         }
         m.insert(
             "artifacts".into(),

@@ -8,14 +8,13 @@ use crate::budget::BudgetState;
 use crate::error::Error;
 use crate::ids::{new_action_id, Source};
 use crate::journal::{Journal, Locked};
-use crate::manifest::{Manifest, ManifestTotals, RunStatus, Truncation};
+use crate::manifest::{Manifest, ManifestTotals, Redactions, RunStatus, Truncation};
 use crate::paths::{ensure_dir, no_follow, open_error, write_atomic, ARTIFACTS_DIR, MANIFEST_FILE};
 use crate::reader::parse_journal;
 use crate::record::{ArtifactRef, Marker, MarkerKind, Record, RecordKind};
 use crate::store::{EvidenceConfig, SessionLock};
-use cdp_sanitize::SafeText;
+use cdp_sanitize::{RedactionSummary, SafeText};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -27,8 +26,8 @@ use std::time::SystemTime;
 pub struct Totals {
     /// Evidence the producer dropped (e.g. its bounded queue was full).
     pub dropped_evidence: u64,
-    /// Redaction counts by rule name, from the producer's sanitizer.
-    pub redactions: BTreeMap<String, u64>,
+    /// What the producer's sanitizer redacted (`Sanitizer::summary()`), if it has one.
+    pub redactions: Option<RedactionSummary>,
 }
 
 /// Result of [`Run::store_artifact`].
@@ -364,7 +363,7 @@ impl RunInner {
             artifact_bytes: budget.used_bytes,
             artifacts: budget.artifacts,
             dropped_evidence: totals.dropped_evidence,
-            redactions: totals.redactions.clone(),
+            redactions: totals.redactions.as_ref().map(Redactions::from),
         };
         let truncation = Truncation {
             artifacts_truncated: budget.truncated,

@@ -248,6 +248,33 @@ impl Store {
         })
     }
 
+    /// The session's active run, without creating or adopting anything: `None` when no pointer
+    /// names a running run. Used to finalize a session from another process.
+    pub fn active_run(&self, session: &str, source: &str) -> Result<Option<Run>, Error> {
+        if !self.config.enabled {
+            return Ok(None);
+        }
+        validate_id("session id", session)?;
+        let source = Source::new(source)?;
+        if !real_dir_exists(self.layout().root())?
+            || !real_dir_exists(&self.layout().sessions_dir())?
+        {
+            return Ok(None);
+        }
+        let _lock = self.sessions.lock(session)?;
+        let PointerState::Valid(p) = pointer::read(&self.layout().pointer(session)?)? else {
+            return Ok(None);
+        };
+        let dir = self.layout().run_dir(&p.run_id)?;
+        if !real_dir_exists(&dir)? {
+            return Ok(None);
+        }
+        match Manifest::read(&dir.join(MANIFEST_FILE))? {
+            Some(m) if !is_finished(&m) => self.open_run(&p.run_id, session, &source, &m).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// Creates (or finishes creating) `runs/<run_id>`: directory, artifacts directory, manifest,
     /// then the `runStarted` marker. The pointer already names it.
     fn create_run(&self, run_id: &str, session: &str, source: &Source) -> Result<Run, Error> {
