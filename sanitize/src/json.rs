@@ -76,19 +76,28 @@ fn object(
 ) -> Map<String, Value> {
     // `{"name": "Cookie", "value": "…"}`: the value's meaning is in its sibling.
     let pair_ctx = match map.get("name") {
-        Some(Value::String(name)) if map.contains_key("value") => key_ctx(classify(name)),
+        Some(Value::String(name)) if map.contains_key("value") => {
+            let clean = s.text_capped(name, max_chars);
+            key_ctx(strongest(classify(name), classify(clean.as_str())))
+        }
         _ => None,
     };
     let mut out = Map::new();
     for (key, value) in map {
+        let clean_key = s.text_capped(key, KEY_MAX_CHARS).into_string();
         let child = if key == "value" && pair_ctx.is_some() {
             pair_ctx.unwrap_or(ctx)
         } else {
-            match (ctx, key_ctx(classify(key))) {
+            // Judged on the raw key and on its sanitized form, whichever says more: the raw key
+            // knows `password` even if a registered literal rewrote part of it, and the
+            // sanitized key is what a second walk sees, so a second walk decides the same.
+            let class = strongest(classify(key), classify(&clean_key));
+            match (ctx, key_ctx(class)) {
                 (_, Some(own)) => own,
+                // Descriptive fields (a cookie's name, domain, path) stay readable inside a
+                // redacted subtree; judged on the sanitized key only, which can only redact more.
                 (Ctx::Redact(_) | Ctx::IdLike(_), None)
-                    if DESCRIPTIVE_KEYS.contains(&key.as_str())
-                        || classify(key) == KeyClass::Structural =>
+                    if DESCRIPTIVE_KEYS.contains(&clean_key.as_str()) =>
                 {
                     Ctx::Plain
                 }
@@ -96,13 +105,20 @@ fn object(
             }
         };
         let walked = walk_ctx(s, value, child, max_chars);
-        insert_unique(
-            &mut out,
-            s.text_capped(key, KEY_MAX_CHARS).into_string(),
-            walked,
-        );
+        insert_unique(&mut out, clean_key, walked);
     }
     out
+}
+
+/// The class that redacts more: sensitive (the raw key's own rule first) over structural over
+/// plain.
+fn strongest(raw: KeyClass, clean: KeyClass) -> KeyClass {
+    match (raw, clean) {
+        (KeyClass::Sensitive(_) | KeyClass::IdLike(_), _) => raw,
+        (_, KeyClass::Sensitive(_) | KeyClass::IdLike(_)) => clean,
+        (KeyClass::Structural, _) | (_, KeyClass::Structural) => KeyClass::Structural,
+        (KeyClass::Plain, KeyClass::Plain) => KeyClass::Plain,
+    }
 }
 
 /// The context a key gives its value; `None` for keys that say nothing (inherit the parent's).
@@ -136,7 +152,7 @@ fn string(s: &Sanitizer, text: &str, ctx: Ctx, max_chars: usize) -> String {
         Ctx::Redact(rule) => (rule, false),
         Ctx::IdLike(rule) => (rule, true),
     };
-    if text.trim().is_empty() || is_protected(text) {
+    if text.trim().is_empty() || is_protected(text) || is_scheme_and_protected(text) {
         return text.to_owned();
     }
     if id_like && is_cdp_id(text) {
@@ -147,20 +163,25 @@ fn string(s: &Sanitizer, text: &str, ctx: Ctx, max_chars: usize) -> String {
     if rule == Rule::Authorization {
         // Keep the scheme word: "Bearer [redacted:authorization]".
         if let Some((scheme, rest)) = text.split_once(' ') {
-            let scheme_ok = !scheme.is_empty()
-                && scheme.len() <= 32
-                && scheme
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-');
-            if scheme_ok && !rest.trim().is_empty() && !is_protected(rest.trim()) {
+            if is_scheme(scheme) && !rest.trim().is_empty() {
                 return format!("{scheme} {}", rule.marker());
-            }
-            if scheme_ok && is_protected(rest.trim()) {
-                return text.to_owned();
             }
         }
     }
     rule.marker().to_owned()
+}
+
+fn is_scheme(word: &str) -> bool {
+    !word.is_empty()
+        && word.len() <= 32
+        && word.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// `Bearer [redacted:authorization]`, `Basic ${TOKEN}`: already redacted, whatever the key says
+/// now (a second walk may classify a rewritten key differently).
+fn is_scheme_and_protected(text: &str) -> bool {
+    text.split_once(' ')
+        .is_some_and(|(scheme, rest)| is_scheme(scheme) && is_protected(rest.trim()))
 }
 
 /// Keeps only the allowlisted fields of a CDP `TargetInfo` (or a `/json/list` entry): ids become

@@ -134,7 +134,7 @@ const ID_SUFFIXES: &[&str] = &["id", "ids", "uuid", "guid"];
 
 /// Classifies a key (a JSON key, a header name, a `name=` in text, a query parameter name).
 pub(crate) fn classify(key: &str) -> KeyClass {
-    if !has_stem(key) {
+    if !has_stem(key) || is_file_name(key) {
         return KeyClass::Plain;
     }
     let words = split_words(key);
@@ -168,6 +168,16 @@ pub(crate) fn classify(key: &str) -> KeyClass {
         return KeyClass::Structural;
     }
     KeyClass::Sensitive(rule)
+}
+
+/// `auth.3f2a1c.js` in `at refresh (…/auth.3f2a1c.js:12:345)` is a file, not a secret's name.
+fn is_file_name(key: &str) -> bool {
+    const EXTENSIONS: &[&str] = &[
+        "cjs", "css", "go", "htm", "html", "java", "js", "json", "jsx", "map", "mjs", "php", "py",
+        "rb", "rs", "scss", "svelte", "ts", "tsx", "vue", "wasm",
+    ];
+    key.rsplit_once('.')
+        .is_some_and(|(stem, ext)| !stem.is_empty() && EXTENSIONS.contains(&ext))
 }
 
 /// True for header names whose value runs to the end of the line in `Name: value` form

@@ -149,19 +149,21 @@ pub(crate) enum Detector {
     Userinfo,
     CdpCapability,
     QueryParam,
+    NameValue,
     KeyValue,
     SchemeCredential,
     CdpId,
 }
 
 impl Detector {
-    const ALL: [Detector; 9] = [
+    const ALL: [Detector; 10] = [
         Detector::PrivateKey,
         Detector::Jwt,
         Detector::KnownToken,
         Detector::Userinfo,
         Detector::CdpCapability,
         Detector::QueryParam,
+        Detector::NameValue,
         Detector::KeyValue,
         Detector::SchemeCredential,
         Detector::CdpId,
@@ -183,6 +185,7 @@ impl Detector {
             | Detector::Userinfo
             | Detector::CdpCapability
             | Detector::QueryParam
+            | Detector::NameValue
             | Detector::SchemeCredential
             | Detector::CdpId => self.pattern(),
         }
@@ -196,6 +199,12 @@ impl Detector {
             Detector::CdpCapability => &["cdp_capability_kind", "cdp_capability_id"],
             Detector::QueryParam => &["query_param_name", "query_param_value"],
             Detector::KeyValue => &["key_value_name", "key_value_sep", "key_value_value"],
+            Detector::NameValue => &[
+                "name_value_json_name",
+                "name_value_json_value",
+                "name_value_html_name",
+                "name_value_html_value",
+            ],
             Detector::SchemeCredential => &["scheme_credential_scheme", "scheme_credential_value"],
         }
     }
@@ -263,6 +272,21 @@ impl Detector {
                 )
                 =
                 (?P<query_param_value>(?:\$\{[A-Z_][A-Z0-9_]*\}|[^\s"'&\#<>\\])+)"#
+            }
+            Detector::NameValue => {
+                r#"(?x)
+                # The secret's name is in a sibling field, not in front of the value.
+                (?:
+                    # JSON: {"name": "Cookie", "value": "…"} (HAR headers, CDP cookies)
+                    "name"[\x20\t]*:[\x20\t]*"(?P<name_value_json_name>[^"\\\r\n]{1,128})"
+                    [\x20\t]*,[\x20\t]*"value"[\x20\t]*:[\x20\t]*
+                    (?P<name_value_json_value>"(?:[^"\\\r\n]|\\.)*"?)
+                  | # HTML: <input type="hidden" name="csrf_token" value="…">, <meta name=… content=…>
+                    (?:name|NAME|Name)=["'](?P<name_value_html_name>[^"'<>\r\n]{1,128})["']
+                    (?:[\x20\t\r\n]+[A-Za-z-]{1,32}=(?:"[^"\r\n]*"|'[^'\r\n]*')){0,4}?
+                    [\x20\t\r\n]+(?:value|VALUE|Value|content|CONTENT|Content)=
+                    (?P<name_value_html_value>"[^"\r\n]*"?|'[^'\r\n]*'?)
+                )"#
             }
             Detector::KeyValue => concat!(
                 r#"(?x)
@@ -434,6 +458,10 @@ const TRIGGERS: &[(&str, Trigger)] = &[
     ("ew0K", Trigger::Strong),
     ("/devtools/", Trigger::Strong),
     ("-----BEGIN ", Trigger::Strong),
+    ("\"name\"", Trigger::Strong),
+    ("name=", Trigger::Strong),
+    ("NAME=", Trigger::Strong),
+    ("Name=", Trigger::Strong),
     ("://", Trigger::Url),
     ("ghp_", Trigger::Strong),
     ("gho_", Trigger::Strong),
@@ -764,6 +792,11 @@ mod tests {
             ("ws://h/devtools/page/ABC", Detector::CdpCapability),
             ("/cb?code=abc", Detector::QueryParam),
             ("password=abc", Detector::KeyValue),
+            (r#"{"name":"SID","value":"x"}"#, Detector::NameValue),
+            (
+                r#"<input name="csrf" type="hidden" value="x">"#,
+                Detector::NameValue,
+            ),
             ("Bearer abc123", Detector::SchemeCredential),
             ("8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1", Detector::CdpId),
         ];
@@ -784,6 +817,7 @@ mod tests {
                     "password", "Token", "token", "Bearer", "basic", "sid", "PHPSESSID", "otp",
                     "api_key", "code", "state", "sig", "nonce", "secret", "x-Auth", "eyJhbGciOi",
                     "ewogICJh", "://", "https://", "@", "/devtools/page/", "-----BEGIN ",
+                    "\"name\":\"sid\",", "\"value\":", "name=\"csrf\"", " value=", "content=",
                     "PRIVATE KEY-----", "ghp_", "AKIA", "sk-", "=", ":", "=>", "\"", "'", "\\",
                     " ", "\t", "\n", "?", "&", "#", ";", ".", "-", "_", "abc", "é", "\u{a0}",
                 ]).prop_map(str::to_owned),

@@ -1,7 +1,7 @@
 //! [`Sanitizer`]: one per evidence run; owns the handle key, the explicit secrets and the
 //! redaction counters, and is the only way to make the `Safe*` types from runtime data.
 
-use crate::handles::Handles;
+use crate::handles::{truncated_prefix_len, Handles};
 use crate::json;
 use crate::lines::LineSanitizer;
 use crate::network::{self, NetworkFailure, RawNetworkFailure};
@@ -171,15 +171,21 @@ impl Sanitizer {
             handles: &self.handles,
             counters: &self.counters,
         };
-        let rewritten = match text::apply_rules(&after_secrets, &ctx) {
+        // A truncation marker we appended earlier is not part of the text: no rule may read
+        // it as the rest of a value.
+        let body_end = truncated_prefix_len(&after_secrets).unwrap_or(after_secrets.len());
+        let rewritten = match text::apply_rules_fixpoint(&after_secrets[..body_end], &ctx) {
             Cow::Borrowed(_) => None,
-            Cow::Owned(o) => Some(o),
+            Cow::Owned(mut o) => {
+                o.push_str(&after_secrets[body_end..]);
+                Some(o)
+            }
         };
         let after_rules = match rewritten {
             Some(o) => Cow::Owned(o),
             None => after_secrets,
         };
-        text::cap(after_rules, max_chars, &self.counters)
+        text::cap(after_rules, max_chars, &ctx)
     }
 }
 

@@ -174,10 +174,10 @@ impl Registry {
                     continue;
                 };
                 out.push_str(&text[copied..start]);
-                if ends_inside_placeholder(&out) {
-                    // `${` + `${NAME}` would read as a nested placeholder: keep them apart.
-                    out.push(' ');
-                }
+                // `${` + `${NAME}` would read as a nested placeholder: the unclosed `${…` goes
+                // with the literal (dropping text, unlike inserting some, cannot create a new
+                // occurrence of another literal).
+                out.truncate(unclosed_placeholder_start(&out));
                 out.push_str("${");
                 out.push_str(name);
                 out.push('}');
@@ -196,11 +196,14 @@ impl Registry {
     }
 }
 
-/// True when `s` ends with `${` followed by name characters (an unclosed placeholder).
-fn ends_inside_placeholder(s: &str) -> bool {
+/// Where a trailing unclosed `${NAME…` starts in `s` (`s.len()` when there is none).
+fn unclosed_placeholder_start(s: &str) -> usize {
     let trimmed =
         s.trim_end_matches(|c: char| c == '_' || c.is_ascii_uppercase() || c.is_ascii_digit());
-    trimmed.ends_with("${")
+    match trimmed.strip_suffix("${") {
+        Some(before) => before.len(),
+        None => s.len(),
+    }
 }
 
 /// The literal and the other spellings it takes in logs: JSON-escaped (inside a logged JSON
@@ -267,7 +270,7 @@ mod tests {
     fn idempotent_and_never_nested() {
         let r = reg(&[("A", "SECRETX"), ("B", "x")]);
         let once = r.replace("${SECRETX} and x");
-        assert_eq!(once, "${ ${A}} and ${B}");
+        assert_eq!(once, "${A}} and ${B}");
         assert_eq!(r.replace(&once), once);
         assert!(!once.contains("${${"));
     }

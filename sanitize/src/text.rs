@@ -73,6 +73,27 @@ pub(crate) fn apply_rules<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
     Cow::Owned(out)
 }
 
+/// Rounds of [`apply_rules_fixpoint`] after the first; real text settles in one.
+const MAX_EXTRA_ROUNDS: usize = 4;
+
+/// Applies the rules until nothing changes. A replacement changes what its neighbours look
+/// like (a key block removed from between `https://x` and `user@` leaves `https://x…@`, a marker
+/// after `Bearer word+=` ends that word), and only a fixed point makes sanitizing twice equal
+/// sanitizing once. Borrowed when nothing changed.
+pub(crate) fn apply_rules_fixpoint<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
+    let mut current = match apply_rules(text, ctx) {
+        Cow::Borrowed(_) => return Cow::Borrowed(text),
+        Cow::Owned(o) => o,
+    };
+    for _ in 0..MAX_EXTRA_ROUNDS {
+        match apply_rules(&current, ctx) {
+            Cow::Borrowed(_) => break,
+            Cow::Owned(o) => current = o,
+        }
+    }
+    Cow::Owned(current)
+}
+
 /// The smallest char boundary at or after `i` (clamped to the text).
 fn next_boundary(text: &str, mut i: usize) -> usize {
     while i < text.len() && !text.is_char_boundary(i) {
@@ -91,13 +112,18 @@ fn guard(
     match_end: usize,
     protected: &[(usize, usize)],
 ) -> Action {
-    let value_like = match detector {
-        Detector::Userinfo
-        | Detector::CdpCapability
-        | Detector::QueryParam
-        | Detector::KeyValue
-        | Detector::SchemeCredential => true,
-        Detector::PrivateKey | Detector::Jwt | Detector::KnownToken | Detector::CdpId => false,
+    // Values with their own delimiters may contain a protected span whole (then the whole value
+    // goes) or stop before one; a token-like match touching one is not a secret of ours.
+    let delimited_value = match detector {
+        Detector::QueryParam | Detector::NameValue | Detector::KeyValue | Detector::Userinfo => {
+            true
+        }
+        Detector::CdpCapability
+        | Detector::SchemeCredential
+        | Detector::PrivateKey
+        | Detector::Jwt
+        | Detector::KnownToken
+        | Detector::CdpId => false,
     };
     let Action::Replace {
         start,
@@ -111,7 +137,7 @@ fn guard(
     };
     let overlapping =
         |s: usize, e: usize| protected.iter().copied().find(|&(ps, pe)| ps < e && pe > s);
-    if !value_like {
+    if !delimited_value {
         return match overlapping(match_start, match_end) {
             Some((_, pe)) => Action::Skip(pe),
             None => Action::Replace {
@@ -213,19 +239,52 @@ fn decide(hit: &Hit, text: &str, ctx: &Ctx<'_>) -> Action {
                 return Action::Skip(whole_end);
             };
             let name = &text[ns..ne];
+            // A header quoted as a whole (`-H "Cookie: a=1"`) ends at its closing quote.
+            let quote = text[..ns]
+                .chars()
+                .next_back()
+                .filter(|&c| c == '"' || c == '\'');
             let (rule, id_like) = match classify(name) {
                 KeyClass::Sensitive(rule) => (rule, false),
                 KeyClass::IdLike(rule) => (rule, true),
                 KeyClass::Plain | KeyClass::Structural => return Action::Skip(se),
             };
-            key_value(text, name, &text[ss..se], (vs, ve), rule, id_like, ctx)
+            let header = is_whole_line_header(name).then_some(quote);
+            let url_param = text[..ns].ends_with(['?', '&', '#', ';']);
+            let shape = ValueShape {
+                url_param,
+                header,
+                header_sep: text[ss..se].contains(':') && !text[ss..se].contains('='),
+                escapes: true,
+            };
+            key_value(text, shape, (vs, ve), (rule, id_like), ctx)
+        }
+        Detector::NameValue => {
+            let pair = group("name_value_json_name")
+                .zip(group("name_value_json_value"))
+                .or_else(|| group("name_value_html_name").zip(group("name_value_html_value")));
+            let Some(((ns, ne), (vs, ve))) = pair else {
+                return Action::Skip(whole_end);
+            };
+            let (rule, id_like) = match classify(&text[ns..ne]) {
+                KeyClass::Sensitive(rule) => (rule, false),
+                KeyClass::IdLike(rule) => (rule, true),
+                // Not a secret's name: scan the rest (the value may hold one) as usual.
+                KeyClass::Plain | KeyClass::Structural => return Action::Skip(ne),
+            };
+            // HTML attribute values have no backslash escapes; JSON ones do.
+            let shape = ValueShape {
+                url_param: false,
+                header: None,
+                header_sep: false,
+                escapes: group("name_value_json_value").is_some(),
+            };
+            key_value(text, shape, (vs, ve), (rule, id_like), ctx)
         }
         Detector::SchemeCredential => match group("scheme_credential_value") {
-            // `bearer sessionCount=3` is a key/value pair after a scheme word, not a token68.
-            Some((s, e))
-                if looks_like_credential(&text[s..e])
-                    && !text[e..].starts_with(|c: char| c.is_ascii_alphanumeric()) =>
-            {
+            // A token68 ends the header or is followed by a delimiter; `bearer sessionCount=3`
+            // or `Bearer /devtools/page/target:…` are something else after a scheme word.
+            Some((s, e)) if looks_like_credential(&text[s..e]) && ends_token(&text[e..]) => {
                 Action::Replace {
                     start: s,
                     end: e,
@@ -255,27 +314,52 @@ fn redact_value(text: &str, s: usize, e: usize, rule: Rule, resume: usize) -> Ac
     }
 }
 
+/// How to find the extent of a value, besides its quotes.
+struct ValueShape {
+    /// The name follows `?`, `&`, `#` or `;`: the value stops at the URL's next part.
+    url_param: bool,
+    /// `Some` for whole-line header names (`Cookie`, `Authorization`), holding the quote that
+    /// opened the header if it sits inside a quoted string.
+    header: Option<Option<char>>,
+    /// The separator was `:` (header style), not `=`.
+    header_sep: bool,
+    /// Backslash escapes apply inside quotes (JSON, JS), not in HTML attributes.
+    escapes: bool,
+}
+
 /// `name=value`, `name: value`, `"name": "value"`: finds the value's inner span (inside quotes;
 /// to the end of the line for `Cookie:`/`Authorization:` headers; after the scheme word for
 /// authorization values) and redacts it.
 fn key_value(
     text: &str,
-    name: &str,
-    sep: &str,
+    shape: ValueShape,
     (vs, ve): (usize, usize),
-    rule: Rule,
-    id_like: bool,
+    (rule, id_like): (Rule, bool),
     ctx: &Ctx<'_>,
 ) -> Action {
     let value = &text[vs..ve];
-    let (mut start, mut end) = unquote(value);
+    let (mut start, mut end) = unquote(value, shape.escapes);
     start += vs;
     end += vs;
     let mut resume = ve;
     let quoted = start != vs;
-    if !quoted && sep.contains(':') && !sep.contains('=') && is_whole_line_header(name) {
-        // Header form: `Cookie: a=1; b=2` — the value is the rest of the line.
-        let line_end = text[vs..].find(['\r', '\n']).map_or(text.len(), |i| vs + i);
+    if !quoted && shape.url_param {
+        // `;jsessionid=…?item=5`, `&token=…#frag`: a URL parameter ends where the URL's next
+        // part begins.
+        if let Some(i) = text[start..end].find(['?', '#']) {
+            end = start + i;
+        }
+    }
+    let header_quote = match shape.header {
+        Some(q) if !quoted && shape.header_sep => Some(q),
+        _ => None,
+    };
+    if let Some(quote) = header_quote {
+        // Header form: `Cookie: a=1; b=2` — the value is the rest of the line (or of the
+        // quoted string the whole header sits in).
+        let line_end = text[vs..]
+            .find(|c: char| c == '\r' || c == '\n' || Some(c) == quote)
+            .map_or(text.len(), |i| vs + i);
         end = vs + text[vs..line_end].trim_end().len();
         resume = resume.max(end);
     }
@@ -301,7 +385,7 @@ fn key_value(
 }
 
 /// The inner span (relative to `value`) of a quoted value; the whole value when unquoted.
-fn unquote(value: &str) -> (usize, usize) {
+fn unquote(value: &str, escapes: bool) -> (usize, usize) {
     let (open, close) = if value.starts_with("\\\"") {
         (2, "\\\"")
     } else if value.starts_with('"') {
@@ -314,7 +398,7 @@ fn unquote(value: &str) -> (usize, usize) {
     let body = &value[open..];
     let closed = body.len() >= close.len()
         && body.ends_with(close)
-        && !escaped_at(body, body.len() - close.len());
+        && !(escapes && escaped_at(body, body.len() - close.len()));
     if closed {
         (open, value.len() - close.len())
     } else {
@@ -349,6 +433,17 @@ fn skip_scheme(text: &str, start: usize, end: usize) -> usize {
     }
 }
 
+/// True when `rest` (the text after a credential) starts with the end of a token.
+fn ends_token(rest: &str) -> bool {
+    rest.chars().next().is_none_or(|c| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\'' | ',' | ';' | ')' | ']' | '}' | '>' | '<' | '!' | '?' | '`' | '|' | '\\'
+            )
+    })
+}
+
 /// A word after `Bearer`/`Basic`/`Token` is a credential when it is long and random-looking,
 /// not prose ("Token expired", "Basic authentication").
 fn looks_like_credential(s: &str) -> bool {
@@ -360,11 +455,16 @@ fn looks_like_credential(s: &str) -> bool {
             }))
 }
 
-/// Caps `text` at `max_chars` characters with a visible marker. The cut never splits a
-/// protected span or a run of word characters (a cut inside a long hex string could otherwise
-/// leave exactly a CDP id-shaped prefix), and text that already ends with a truncation marker
-/// within the cap is left alone, so capping twice equals capping once.
-pub(crate) fn cap<'a>(text: Cow<'a, str>, max_chars: usize, counters: &Counters) -> Cow<'a, str> {
+/// Caps `text` at `max_chars` characters with a visible marker (`…[truncated N chars]`, N
+/// counting the sanitized characters not shown).
+///
+/// The cut never splits a protected span or a run of word characters (a cut inside a long hex
+/// string could leave exactly a CDP-id-shaped prefix). Cutting can still change what a rule
+/// sees at the new end (`Bearer api_key:…` cut after `api_key` reads as a credential), so the
+/// kept part goes through the rules once more; if that makes it longer than the cap, it is cut
+/// again. The result is a fixed point: text that already ends with a truncation marker within
+/// the cap is left alone, and the kept part is already sanitized.
+pub(crate) fn cap<'a>(text: Cow<'a, str>, max_chars: usize, ctx: &Ctx<'_>) -> Cow<'a, str> {
     if text.len() <= max_chars {
         return text;
     }
@@ -377,31 +477,50 @@ pub(crate) fn cap<'a>(text: Cow<'a, str>, max_chars: usize, counters: &Counters)
             return text;
         }
     }
+    ctx.counters.count_truncation();
+    let mut kept: String = text[..cut_point(&text, max_chars)].to_owned();
+    // Each round shortens the kept part or ends; a handful of rounds always suffices in
+    // practice, and the last resort (nothing kept) is trivially a fixed point.
+    for _ in 0..8 {
+        let resanitized = apply_rules_fixpoint(&kept, ctx).into_owned();
+        if resanitized.chars().count() <= max_chars {
+            kept = resanitized;
+            return Cow::Owned(format!(
+                "{kept}{}",
+                truncation_marker(total.saturating_sub(kept.chars().count()))
+            ));
+        }
+        kept = resanitized[..cut_point(&resanitized, max_chars)].to_owned();
+    }
+    Cow::Owned(truncation_marker(total))
+}
+
+/// Byte offset at which to cut `text` to at most `max_chars` characters, stepping back out of
+/// protected spans and word runs.
+fn cut_point(text: &str, max_chars: usize) -> usize {
     let mut cut = text
         .char_indices()
         .nth(max_chars)
         .map_or(text.len(), |(i, _)| i);
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    let before_is_word = |i: usize| text[..i].chars().next_back().is_some_and(is_word);
-    if text[cut..].chars().next().is_some_and(is_word) && before_is_word(cut) {
+    let in_word_run = |i: usize| {
+        text[..i].chars().next_back().is_some_and(is_word)
+            && text[i..].chars().next().is_some_and(is_word)
+    };
+    if in_word_run(cut) {
         cut = text[..cut].trim_end_matches(is_word).len();
     }
-    for (ps, pe) in protected_spans(&text, &|_| true) {
+    for (ps, pe) in protected_spans(text, &|_| true) {
         if ps < cut && cut < pe {
             cut = ps;
             break;
         }
     }
     // Stepping back over a protected span can land in a word run again.
-    if before_is_word(cut) && text[cut..].chars().next().is_some_and(is_word) {
+    if in_word_run(cut) {
         cut = text[..cut].trim_end_matches(is_word).len();
     }
-    let kept = text[..cut].chars().count();
-    counters.count_truncation();
-    let mut out = String::with_capacity(cut + 32);
-    out.push_str(&text[..cut]);
-    out.push_str(&truncation_marker(total - kept));
-    Cow::Owned(out)
+    cut
 }
 
 #[cfg(test)]
