@@ -89,8 +89,13 @@ impl Layout {
 
     /// Creates the root, `runs/` and `sessions/` as needed, refusing symlinked subdirectories.
     pub(crate) fn ensure(&self) -> Result<(), Error> {
-        fs::create_dir_all(&self.root)
-            .map_err(|e| Error::io("cannot create evidence directory", &self.root, e))?;
+        if let Err(e) = fs::create_dir_all(&self.root) {
+            // create_dir_all reports "File exists" for a regular file; say what is wrong.
+            if self.root.exists() && !self.root.is_dir() {
+                return Err(Error::confinement(&self.root, "is not a directory"));
+            }
+            return Err(Error::io("cannot create evidence directory", &self.root, e));
+        }
         ensure_dir(&self.runs_dir())?;
         ensure_dir(&self.sessions_dir())
     }

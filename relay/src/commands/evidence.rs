@@ -1,30 +1,435 @@
-//! `cdp-relay evidence append`, `cdp-relay runs`, `cdp-relay prune` (owned by the evidence work).
+//! `cdp-relay evidence append|finalize`, `cdp-relay runs`, `cdp-relay prune`: the evidence
+//! journal for producers in other languages, and run housekeeping.
+//!
+//! `evidence append` reads one JSON record per line from stdin, sanitizes every string through
+//! `cdp_sanitize::Sanitizer` and appends through `cdp_evidence` (lock, torn-tail repair, bounded
+//! single write), so a Node or Swift producer never reimplements the lock. A bad line is reported
+//! on stderr by line number only — never its content, which may hold the very secrets this
+//! boundary exists to keep out — and skipped; the exit status is then 1.
+//! The input schema is in `docs/evidence-format.md` and in [`input`].
 
+mod input;
+
+use anyhow::Context as _;
+use cdp_evidence::{EvidenceConfig, Run, RunInfo, Store, Totals};
+use cdp_sanitize::Sanitizer;
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// Longest stdin line `evidence append` accepts; records are cut far below this anyway.
+const MAX_INPUT_LINE: usize = 16 * 1024 * 1024;
+
+/// Where the evidence root is.
+#[derive(Debug, clap::Args)]
+pub struct EvidenceDir {
+    /// Evidence root directory.
+    #[arg(
+        long = "evidence-dir",
+        env = "CDP_RELAY_EVIDENCE_DIR",
+        default_value = cdp_evidence::DEFAULT_ROOT,
+        value_name = "DIR"
+    )]
+    pub evidence_dir: PathBuf,
+}
 
 /// Flags of `cdp-relay evidence`.
 #[derive(Debug, clap::Args)]
-pub struct EvidenceArgs {}
+pub struct EvidenceArgs {
+    #[command(subcommand)]
+    pub command: EvidenceCommand,
+}
+
+/// `cdp-relay evidence` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum EvidenceCommand {
+    /// Append JSON records (one per line on stdin) to the session's active run, creating it if
+    /// needed. Prints the run id on stdout.
+    Append(AppendArgs),
+    /// Finalize the session's active run (another producer may still be using it).
+    Finalize(FinalizeArgs),
+}
+
+/// Flags of `cdp-relay evidence append`.
+#[derive(Debug, clap::Args)]
+pub struct AppendArgs {
+    #[command(flatten)]
+    pub dir: EvidenceDir,
+
+    /// Session whose active run receives the records (`[A-Za-z0-9._-]`, up to 128).
+    #[arg(long, value_name = "NAME")]
+    pub session: String,
+
+    /// Producer name recorded in each record's `source` unless the record names its own.
+    #[arg(long, default_value = "cli", value_name = "NAME")]
+    pub source: String,
+
+    /// Redact the value of this environment variable as `${NAME}` everywhere. Repeatable.
+    #[arg(long = "secret-env", value_name = "NAME")]
+    pub secret_env: Vec<String>,
+}
+
+/// Flags of `cdp-relay evidence finalize`.
+#[derive(Debug, clap::Args)]
+pub struct FinalizeArgs {
+    #[command(flatten)]
+    pub dir: EvidenceDir,
+
+    /// Session whose active run to finalize.
+    #[arg(long, value_name = "NAME")]
+    pub session: String,
+
+    /// Producer name recorded as the finalizer.
+    #[arg(long, default_value = "cli", value_name = "NAME")]
+    pub source: String,
+
+    /// Evidence the producer dropped, recorded in the manifest totals.
+    #[arg(long, default_value_t = 0, value_name = "COUNT")]
+    pub dropped: u64,
+}
 
 /// Flags of `cdp-relay runs`.
 #[derive(Debug, clap::Args)]
-pub struct RunsArgs {}
+pub struct RunsArgs {
+    #[command(flatten)]
+    pub dir: EvidenceDir,
+
+    /// Print a JSON array instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// Flags of `cdp-relay prune`.
 #[derive(Debug, clap::Args)]
-pub struct PruneArgs {}
+pub struct PruneArgs {
+    #[command(flatten)]
+    pub dir: EvidenceDir,
+
+    /// Finalized runs to keep (newest by start time). Running, active and legacy runs are
+    /// never deleted.
+    #[arg(long, default_value_t = cdp_evidence::DEFAULT_KEEP_FINALIZED_RUNS, value_name = "N")]
+    pub keep: usize,
+}
 
 /// Runs `cdp-relay evidence ...`.
-pub fn run_evidence(_args: EvidenceArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("evidence is not built yet")
+pub fn run_evidence(args: EvidenceArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        EvidenceCommand::Append(a) => append(a),
+        EvidenceCommand::Finalize(a) => finalize(a),
+    }
+}
+
+fn usage(msg: String) -> anyhow::Error {
+    crate::Error::Usage(msg).into()
+}
+
+fn open_store(dir: &EvidenceDir) -> anyhow::Result<Store> {
+    Store::open(EvidenceConfig::at(&dir.evidence_dir)).map_err(|e| usage(e.to_string()))
+}
+
+fn check_ids(session: &str, source: &str) -> anyhow::Result<()> {
+    cdp_evidence::validate_id("--session", session).map_err(|e| usage(e.to_string()))?;
+    cdp_evidence::validate_id("--source", source).map_err(|e| usage(e.to_string()))
+}
+
+fn dir_hint(dir: &EvidenceDir) -> String {
+    format!(
+        "evidence directory {} (set with --evidence-dir or CDP_RELAY_EVIDENCE_DIR)",
+        dir.evidence_dir.display()
+    )
+}
+
+fn append(args: AppendArgs) -> anyhow::Result<ExitCode> {
+    check_ids(&args.session, &args.source)?;
+    let sanitizer = Sanitizer::new();
+    for name in &args.secret_env {
+        let value = std::env::var(name).map_err(|_| {
+            usage(format!(
+                "--secret-env {name}: environment variable {name} is not set (or not UTF-8)"
+            ))
+        })?;
+        sanitizer
+            .register_secret(name, &value)
+            .map_err(|e| usage(format!("--secret-env {name}: {e}")))?;
+    }
+    let store = open_store(&args.dir)?;
+    let mut appender = Appender {
+        store: &store,
+        session: &args.session,
+        source: &args.source,
+        run: None,
+    };
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let mut line = Vec::new();
+    let (mut good, mut bad) = (0u64, 0u64);
+    for number in 1u64.. {
+        let Some(overflow) = read_line(&mut input, &mut line).context("cannot read stdin")? else {
+            break;
+        };
+        if overflow {
+            bad += 1;
+            eprintln!(
+                "cdp-relay: stdin line {number}: longer than {MAX_INPUT_LINE} bytes; skipped"
+            );
+            continue;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match input::parse_line(&line, &sanitizer) {
+            Ok(record) => {
+                appender
+                    .append(record)
+                    .with_context(|| dir_hint(&args.dir))?;
+                good += 1;
+            }
+            Err(reason) => {
+                bad += 1;
+                eprintln!("cdp-relay: stdin line {number}: {reason}; skipped");
+            }
+        }
+    }
+    if let Some(run) = &appender.run {
+        let mut out = io::stdout().lock();
+        writeln!(out, "{}", run.id()).context("cannot write to stdout")?;
+    }
+    if bad > 0 {
+        eprintln!(
+            "cdp-relay: appended {good} record(s), skipped {bad} bad line(s); fix the producer \
+             (see docs/evidence-format.md)"
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Joins lazily (no run is created for empty input) and re-joins once if another producer
+/// finalized the run mid-stream, so those records land in the session's next run.
+struct Appender<'a> {
+    store: &'a Store,
+    session: &'a str,
+    source: &'a str,
+    run: Option<Run>,
+}
+
+impl Appender<'_> {
+    fn run(&mut self) -> Result<&Run, cdp_evidence::Error> {
+        if self.run.is_none() {
+            self.run = Some(
+                self.store
+                    .join_session_transient(self.session, self.source)?,
+            );
+        }
+        Ok(self.run.as_ref().unwrap_or_else(|| unreachable!()))
+    }
+
+    fn append(&mut self, record: cdp_evidence::Record) -> Result<(), cdp_evidence::Error> {
+        match self.run()?.append(record.clone()) {
+            Err(cdp_evidence::Error::RunFinalized { .. }) => {
+                self.run = None;
+                self.run()?.append(record)
+            }
+            other => other,
+        }
+    }
+}
+
+/// Reads one line (without its `\n`) into `buf`, keeping at most [`MAX_INPUT_LINE`] bytes.
+/// `None` at end of input; `Some(true)` when the line was longer than the limit.
+fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<Option<bool>> {
+    buf.clear();
+    let mut overflow = false;
+    let mut any = false;
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(any.then_some(overflow));
+        }
+        any = true;
+        let (part, found) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], true),
+            None => (chunk, false),
+        };
+        if !overflow && buf.len() + part.len() <= MAX_INPUT_LINE {
+            buf.extend_from_slice(part);
+        } else {
+            overflow = true;
+            buf.clear();
+        }
+        let used = part.len() + usize::from(found);
+        input.consume(used);
+        if found {
+            return Ok(Some(overflow));
+        }
+    }
+}
+
+fn finalize(args: FinalizeArgs) -> anyhow::Result<ExitCode> {
+    check_ids(&args.session, &args.source)?;
+    let store = open_store(&args.dir)?;
+    let run = store
+        .active_run(&args.session, &args.source)
+        .with_context(|| dir_hint(&args.dir))?;
+    let Some(run) = run else {
+        eprintln!(
+            "cdp-relay: session {} has no active run in {}; nothing to finalize",
+            args.session,
+            store.root().display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
+    run.finalize(Totals {
+        dropped_evidence: args.dropped,
+        redactions: None,
+    })
+    .with_context(|| dir_hint(&args.dir))?;
+    writeln!(io::stdout().lock(), "{}", run.id()).context("cannot write to stdout")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `cdp-relay runs`.
-pub fn run_runs(_args: RunsArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("runs is not built yet")
+pub fn run_runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.dir)?;
+    let runs = store.list_runs().with_context(|| dir_hint(&args.dir))?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        let json = serde_json::to_string(&runs).context("cannot encode the run list")?;
+        writeln!(out, "{json}").context("cannot write to stdout")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if runs.is_empty() {
+        eprintln!("cdp-relay: no runs in {}", store.root().display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "{}", table(&runs)).context("cannot write to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status_word(r: &RunInfo) -> String {
+    let mut s = if r.legacy {
+        format!("legacy:{}", r.status)
+    } else {
+        r.status.clone()
+    };
+    if r.active {
+        s.push_str(",active");
+    }
+    if r.truncated {
+        s.push_str(",truncated");
+    }
+    s
+}
+
+/// The `runs` table: fixed columns, space-aligned, oldest first.
+fn table(runs: &[RunInfo]) -> String {
+    let rows: Vec<[String; 6]> = runs
+        .iter()
+        .map(|r| {
+            [
+                r.id.clone(),
+                status_word(r),
+                r.started_at.clone().unwrap_or_else(|| "-".to_owned()),
+                r.records.to_string(),
+                human_bytes(r.size_bytes),
+                r.session_id.clone().unwrap_or_else(|| "-".to_owned()),
+            ]
+        })
+        .collect();
+    let header = ["RUN", "STATUS", "STARTED", "RECORDS", "SIZE", "SESSION"];
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: [&str; 6]| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            // Numbers right-aligned, text left-aligned; no trailing spaces.
+            let padded = match i {
+                3 | 4 => format!("{cell:>w$}"),
+                5 => (*cell).to_owned(),
+                _ => format!("{cell:<w$}"),
+            };
+            if i > 0 {
+                s.push_str("  ");
+            }
+            s.push_str(&padded);
+        }
+        s
+    };
+    let mut out = vec![line(header)];
+    out.extend(
+        rows.iter()
+            .map(|r| line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]])),
+    );
+    out.join("\n")
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
 }
 
 /// Runs `cdp-relay prune`.
-pub fn run_prune(_args: PruneArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("prune is not built yet")
+pub fn run_prune(args: PruneArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(&args.dir)?;
+    let report = store
+        .prune_keeping(args.keep)
+        .with_context(|| dir_hint(&args.dir))?;
+    let mut out = io::stdout().lock();
+    for id in &report.removed {
+        writeln!(out, "removed {id}").context("cannot write to stdout")?;
+    }
+    writeln!(
+        out,
+        "pruned {} run(s), freed {}; kept {} finalized; left {} running/active and {} legacy run(s) alone",
+        report.removed.len(),
+        human_bytes(report.freed_bytes),
+        report.kept.len(),
+        report.skipped_active,
+        report.skipped_legacy,
+    )
+    .context("cannot write to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_bounded_lines() {
+        let mut input = io::Cursor::new(b"a\n\nbc".to_vec());
+        let mut buf = Vec::new();
+        assert_eq!(read_line(&mut input, &mut buf).unwrap(), Some(false));
+        assert_eq!(buf, b"a");
+        assert_eq!(read_line(&mut input, &mut buf).unwrap(), Some(false));
+        assert_eq!(buf, b"");
+        assert_eq!(read_line(&mut input, &mut buf).unwrap(), Some(false));
+        assert_eq!(buf, b"bc");
+        assert_eq!(read_line(&mut input, &mut buf).unwrap(), None);
+    }
+
+    #[test]
+    fn sizes_read_like_humans_write_them() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(100 * 1024 * 1024), "100.0 MiB");
+    }
 }
