@@ -514,3 +514,127 @@ impl Record {
         Ok(Value::Object(m))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cdp_sanitize::Sanitizer;
+    use std::time::UNIX_EPOCH;
+
+    fn value(r: &Record) -> Value {
+        let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
+        r.to_value("id-1".into(), &Source::RELAY, "sess", at)
+            .unwrap()
+    }
+
+    #[test]
+    fn envelope_and_defaults() {
+        let v = value(&Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Action(Action::new(SafeText::literal("Page.reload"))),
+        ));
+        assert_eq!(v["actionId"], "id-1");
+        assert_eq!(v["source"], "relay");
+        assert_eq!(v["tool"], "cdp");
+        assert_eq!(v["sessionId"], "sess");
+        assert_eq!(v["startedAt"], "2023-11-14T22:13:20.000Z");
+        assert_eq!(v["durationMs"], 0);
+        assert_eq!(v["status"], "ok");
+        assert_eq!(v["artifacts"], Value::Array(vec![]));
+        assert_eq!(v["kind"], "action");
+        assert_eq!(v["payload"], serde_json::json!({"method": "Page.reload"}));
+        assert!(v.get("target").is_none() && v.get("error").is_none());
+
+        let s = Sanitizer::new();
+        let failure = s.network_failure(cdp_sanitize::RawNetworkFailure {
+            method: "get",
+            url: "https://a.test/x?token=1",
+            status: Some(404),
+            ..Default::default()
+        });
+        let v = value(&Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Network(failure),
+        ));
+        assert_eq!(v["status"], "error", "network failures default to error");
+        assert_eq!(v["payload"]["status"], 404);
+        assert_eq!(v["payload"]["url"], "https://a.test/x");
+        let v = value(&Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Console(Console::new(ConsoleLevel::Assert, SafeText::literal("no"))),
+        ));
+        assert_eq!(v["status"], "info");
+        assert_eq!(v["payload"]["level"], "assert");
+    }
+
+    #[test]
+    fn markers_and_lifecycle_serialize_in_camel_case() {
+        let v = value(&Record::new(
+            SafeText::literal("cdp-evidence"),
+            RecordKind::Marker(Marker::internal(MarkerKind::OwnerRecovered {
+                previous_pid: 1,
+                pid: 2,
+            })),
+        ));
+        assert_eq!(
+            v["payload"],
+            serde_json::json!({"marker": "ownerRecovered", "previousPid": 1, "pid": 2})
+        );
+        let mut l = Lifecycle::new(LifecycleEvent::UpstreamLost, 7);
+        l.close_code = Some(1011);
+        let v = value(&Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Lifecycle(l),
+        ));
+        assert_eq!(
+            v["payload"],
+            serde_json::json!({"event": "upstreamLost", "connection": 7, "closeCode": 1011})
+        );
+    }
+
+    #[test]
+    fn target_keeps_only_allowlisted_fields() {
+        let s = Sanitizer::new();
+        // Even a SafeJson that did not come from target_info cannot smuggle other fields.
+        let target = s.json(&serde_json::json!({
+            "type": "page", "title": "Inbox", "attached": true, "cookies": "x", "nested": {"a": 1}
+        }));
+        let v = value(
+            &Record::new(
+                SafeText::literal("cdp"),
+                RecordKind::Action(Action::new(SafeText::literal("Target.attachToTarget"))),
+            )
+            .target(target),
+        );
+        assert_eq!(
+            v["target"],
+            serde_json::json!({"type": "page", "title": "Inbox", "attached": true})
+        );
+    }
+
+    #[test]
+    fn custom_kinds_are_validated() {
+        let s = Sanitizer::new();
+        let payload = || s.json(&serde_json::json!({"dx": 1}));
+        assert!(CustomKind::new("network", payload()).is_err());
+        assert!(CustomKind::new("../x", payload()).is_err());
+        let kind = CustomKind::new("gesture", payload()).unwrap();
+        let v = value(&Record::new(
+            SafeText::literal("adb"),
+            RecordKind::Custom(kind),
+        ));
+        assert_eq!(v["kind"], "gesture");
+        assert_eq!(v["payload"]["dx"], 1);
+        for status in [Status::Ok, Status::Error, Status::Interrupted, Status::Info] {
+            assert_eq!(Status::parse(status.as_str()), Some(status));
+        }
+    }
+
+    #[test]
+    fn runs_are_shareable_across_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<crate::Run>();
+        assert_send_sync::<crate::Store>();
+        assert_send_sync::<Record>();
+    }
+}
