@@ -115,6 +115,10 @@ impl SessionLock {
 
     /// Removes the session pointer if it still names `run_id` (finalize).
     pub(crate) fn clear_pointer_if(&self, session: &str, run_id: &str) -> Result<(), Error> {
+        // No sessions directory (removed by hand): there is no pointer to clear.
+        if !real_dir_exists(&self.layout.sessions_dir())? {
+            return Ok(());
+        }
         let _lock = self.lock(session)?;
         let path = self.layout.pointer(session)?;
         match pointer::read(&path)? {
