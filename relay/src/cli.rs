@@ -3,7 +3,7 @@
 //! Exit codes: 0 success, 64 usage error (`EX_USAGE`), 1 anything else. Errors print as one line.
 
 use crate::commands;
-use crate::config::{Config, LaunchConfig, ListenPolicy};
+use crate::config::{Config, EvidenceSettings, LaunchConfig, ListenPolicy};
 use crate::logging;
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
@@ -73,6 +73,53 @@ pub struct RelayArgs {
     /// Largest websocket message accepted in each direction, in bytes.
     #[arg(long, default_value_t = crate::config::DEFAULT_MAX_MESSAGE_SIZE, value_name = "BYTES")]
     pub max_message_size: usize,
+
+    #[command(flatten)]
+    pub evidence: EvidenceArgs,
+}
+
+/// Evidence flags shared by `serve` and `launch`.
+#[derive(Debug, Args)]
+pub struct EvidenceArgs {
+    /// Where evidence runs go.
+    #[arg(long, env = "CDP_RELAY_EVIDENCE_DIR", default_value = cdp_evidence::DEFAULT_ROOT, value_name = "DIR")]
+    pub evidence_dir: PathBuf,
+
+    /// Record nothing; only forward.
+    #[arg(long, conflicts_with_all = ["session", "no_screenshots", "secret_env"])]
+    pub no_evidence: bool,
+
+    /// Keep no screenshots (client captures and screencast frames) as artifacts.
+    #[arg(long)]
+    pub no_screenshots: bool,
+
+    /// Join this session's active run, shared with other producers (e.g. a device layer).
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+
+    /// Treat the value of environment variable NAME as a secret, shown as ${NAME}. Repeatable.
+    #[arg(long = "secret-env", value_name = "NAME")]
+    pub secret_env: Vec<String>,
+}
+
+impl EvidenceArgs {
+    fn into_settings(self) -> Result<EvidenceSettings, crate::Error> {
+        if self.no_evidence {
+            return Ok(EvidenceSettings::disabled());
+        }
+        let mut settings = EvidenceSettings {
+            enabled: true,
+            root: self.evidence_dir,
+            session: self.session,
+            screenshots: !self.no_screenshots,
+            secrets: Vec::new(),
+        };
+        for name in self.secret_env {
+            let value = std::env::var(&name).unwrap_or_default();
+            settings.add_secret(&name, value)?;
+        }
+        Ok(settings)
+    }
 }
 
 /// Flags of `cdp-relay serve`.
@@ -115,7 +162,9 @@ impl RelayArgs {
             self.token,
             self.insecure_no_auth,
         )?;
-        Config::new(upstream.as_deref(), policy, self.max_message_size)
+        let mut config = Config::new(upstream.as_deref(), policy, self.max_message_size)?;
+        config.evidence = self.evidence.into_settings()?;
+        Ok(config)
     }
 }
 

@@ -18,6 +18,8 @@ pub struct Config {
     pub policy: ListenPolicy,
     /// Largest websocket message accepted in each direction. By default, 256 MiB.
     pub max_message_size: usize,
+    /// Evidence recording. By default, on, under `./cdp-evidence`.
+    pub evidence: EvidenceSettings,
 }
 
 impl Config {
@@ -37,6 +39,7 @@ impl Config {
             upstream,
             policy,
             max_message_size,
+            evidence: EvidenceSettings::default(),
         })
     }
 }
@@ -229,6 +232,85 @@ impl ListenPolicy {
     }
 }
 
+/// A secret literal. Its `Debug` never prints the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretValue(String);
+
+impl SecretValue {
+    /// Wraps a literal.
+    pub fn new(literal: String) -> SecretValue {
+        SecretValue(literal)
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretValue(..)")
+    }
+}
+
+/// Evidence recording settings (DESIGN §4).
+#[derive(Debug, Clone)]
+pub struct EvidenceSettings {
+    /// Record evidence at all. By default, true; `--no-evidence` turns it off.
+    pub enabled: bool,
+    /// The evidence root. By default, `./cdp-evidence`.
+    pub root: PathBuf,
+    /// Join this session's active run (shared with other producers). By default, a new session.
+    pub session: Option<String>,
+    /// Keep screenshots as artifacts. By default, true; `--no-screenshots` turns them off.
+    pub screenshots: bool,
+    /// Explicit secrets, by name, registered before anything is recorded.
+    pub secrets: Vec<(String, SecretValue)>,
+}
+
+impl Default for EvidenceSettings {
+    fn default() -> Self {
+        EvidenceSettings {
+            enabled: true,
+            root: PathBuf::from(cdp_evidence::DEFAULT_ROOT),
+            session: None,
+            screenshots: true,
+            secrets: Vec::new(),
+        }
+    }
+}
+
+impl EvidenceSettings {
+    /// Evidence off: the relay only forwards.
+    pub fn disabled() -> EvidenceSettings {
+        EvidenceSettings {
+            enabled: false,
+            ..EvidenceSettings::default()
+        }
+    }
+
+    /// Adds an explicit secret after checking its name (`[A-Z_][A-Z0-9_]*`) and that it is not
+    /// empty.
+    pub fn add_secret(&mut self, name: &str, literal: String) -> Result<(), Error> {
+        let valid = name
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c == '_' || c.is_ascii_uppercase() || (i > 0 && c.is_ascii_digit()));
+        if name.is_empty() || !valid {
+            return Err(Error::Usage(format!(
+                "--secret-env {name:?}: secret names must match [A-Z_][A-Z0-9_]*"
+            )));
+        }
+        if literal.trim().is_empty() {
+            return Err(Error::Usage(format!(
+                "--secret-env {name}: the environment variable {name} is unset or empty; export it first"
+            )));
+        }
+        self.secrets.push((name.to_owned(), SecretValue(literal)));
+        Ok(())
+    }
+}
+
 /// What `launch` adds to [`Config`].
 #[derive(Debug, Clone, Default)]
 pub struct LaunchConfig {
@@ -295,6 +377,20 @@ mod tests {
         assert!(!t.matches("abc1234"));
         assert!(!t.matches(""));
         assert_eq!(format!("{t:?}"), "Token(..)");
+    }
+
+    #[test]
+    fn secret_settings() {
+        let mut e = EvidenceSettings::default();
+        assert!(e.add_secret("PASSWORD", "hunter2".into()).is_ok());
+        assert!(e.add_secret("_X1", "v".into()).is_ok());
+        for bad in ["", "password", "1X", "A-B"] {
+            assert!(e.add_secret(bad, "v".into()).is_err(), "{bad}");
+        }
+        let err = e.add_secret("EMPTY", "  ".into()).unwrap_err().to_string();
+        assert!(err.contains("unset or empty"), "{err}");
+        assert_eq!(format!("{:?}", e.secrets[0].1), "SecretValue(..)");
+        assert!(!format!("{e:?}").contains("hunter2"));
     }
 
     #[test]

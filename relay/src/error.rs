@@ -45,6 +45,13 @@ pub enum Error {
         reason: String,
     },
 
+    /// The evidence directory cannot be used; the relay forwards without evidence.
+    #[error("evidence is off: {reason} (fix the directory or pass --evidence-dir DIR; --no-evidence silences this)")]
+    Evidence {
+        /// What went wrong, naming the path.
+        reason: String,
+    },
+
     /// A filesystem or process error with the path it concerns.
     #[error("{context} {path}: {source}")]
     Io {

@@ -318,12 +318,13 @@ impl Browser {
     }
 
     /// Keeps reading stderr so the browser never blocks on a full pipe. Lines are logged at
-    /// debug level only after dropping anything that could hold a capability URL.
+    /// trace level (Chromium is chatty) only after dropping anything that could hold a
+    /// capability URL.
     fn drain_stderr(&self, lines: Option<tokio::io::Lines<BufReader<ChildStderr>>>) {
         if let Some(mut lines) = lines {
             tokio::spawn(async move {
                 while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::debug!(target: "cdp_relay::browser", "{}", describe_line(&line));
+                    tracing::trace!(target: "cdp_relay::browser", "{}", describe_line(&line));
                 }
             });
         }
@@ -355,15 +356,11 @@ fn group_alive(pgid: Pid) -> bool {
     killpg(pgid, None).is_ok()
 }
 
-/// Chromium's stderr, minus capability URLs (they grant control of the browser).
+/// Chromium's stderr made safe to log: capability URLs become handles, secrets are redacted.
 fn describe_line(line: &str) -> String {
-    let line = line.trim();
-    let cut = line.find("/devtools/").unwrap_or(line.len());
-    let mut s: String = line[..cut].chars().take(300).collect();
-    if cut < line.len() {
-        s.push_str("[redacted:cdp-capability]");
-    }
-    s
+    static SANITIZER: std::sync::LazyLock<cdp_sanitize::Sanitizer> =
+        std::sync::LazyLock::new(cdp_sanitize::Sanitizer::new);
+    SANITIZER.text_capped(line.trim(), 300).into_string()
 }
 
 /// Reads `DevToolsActivePort` (`<port>\n/devtools/browser/<id>`) if it was written after `since`.
@@ -389,9 +386,12 @@ pub(crate) async fn run_launch(
     let exe = find_browser(&launch, std::env::var_os("PATH"))?;
     let mut browser = Browser::launch(&exe, &launch).await?;
     config.upstream = Some(browser.upstream().clone());
-    let relay = match crate::Relay::bind(config).await {
+    let recorder = crate::serve::start_recorder(&config);
+    let handle = recorder.as_ref().map(|r| r.handle().clone());
+    let relay = match crate::Relay::bind_with_evidence(config, handle).await {
         Ok(r) => r,
         Err(e) => {
+            crate::serve::finish_recorder(recorder).await;
             browser.shutdown().await;
             return Err(e.into());
         }
@@ -410,6 +410,7 @@ pub(crate) async fn run_launch(
     };
     let _ = stop_tx.send(());
     let _ = relay_task.await;
+    crate::serve::finish_recorder(recorder).await;
     browser.shutdown().await;
     match outcome {
         None => Ok(ExitCode::SUCCESS),
@@ -509,8 +510,16 @@ mod tests {
 
     #[test]
     fn stderr_lines_lose_capability_urls() {
-        let l = describe_line("DevTools listening on ws://127.0.0.1:1/devtools/browser/abc-123");
-        assert!(!l.contains("abc-123"));
-        assert!(l.contains("[redacted:cdp-capability]"));
+        let id = "3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a44";
+        let l = describe_line(&format!(
+            "DevTools listening on ws://127.0.0.1:1/devtools/browser/{id}"
+        ));
+        assert!(!l.contains(id), "{l}");
+        assert!(
+            l.starts_with("DevTools listening on ws://127.0.0.1:1/devtools/browser/"),
+            "{l}"
+        );
+        let l = describe_line("CONSOLE: Authorization: Bearer abcdefghijklmnop1234");
+        assert!(!l.contains("abcdefghijklmnop1234"), "{l}");
     }
 }

@@ -24,7 +24,9 @@ mod discovery;
 mod error;
 pub mod launcher;
 mod logging;
+pub mod observer;
 mod policy;
+pub mod recorder;
 mod serve;
 mod signals;
 mod splice;
@@ -33,7 +35,8 @@ pub mod tap;
 mod upstream;
 
 pub use config::{
-    Config, LaunchConfig, ListenPolicy, OriginPolicy, Token, Upstream, DEFAULT_MAX_MESSAGE_SIZE,
+    Config, EvidenceSettings, LaunchConfig, ListenPolicy, OriginPolicy, SecretValue, Token,
+    Upstream, DEFAULT_MAX_MESSAGE_SIZE,
 };
 pub use error::Error;
 pub use serve::Relay;

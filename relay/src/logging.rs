@@ -8,7 +8,8 @@ pub fn init(verbose: u8) {
     let default = match verbose {
         0 => "cdp_relay=info,cdp_evidence=info,warn",
         1 => "cdp_relay=debug,cdp_evidence=debug,info",
-        _ => "trace",
+        // Dependencies stay at info: at trace, websocket libraries print whole frames.
+        _ => "cdp_relay=trace,cdp_evidence=trace,info",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()

@@ -4,6 +4,7 @@
 use crate::config::{Config, Upstream};
 use crate::discovery::{self, Endpoint, Rewrite};
 use crate::policy::{self, ClientAuthority, Rejection, TokenVia};
+use crate::recorder::{EvidenceHandle, Recorder};
 use crate::splice::{splice, SessionId};
 use crate::stats::Stats;
 use crate::tap::{Tap, TapEvent};
@@ -52,18 +53,26 @@ struct State {
     ws_config: WebSocketConfig,
     stats: Arc<Stats>,
     tap: Tap,
+    evidence: Option<EvidenceHandle>,
     local: SocketAddr,
     next_session: AtomicU64,
 }
 
 impl Relay {
-    /// Binds the listen address of `config`. `config.upstream` must be set.
+    /// Binds the listen address of `config` without evidence. `config.upstream` must be set.
     pub async fn bind(config: Config) -> Result<Relay, Error> {
-        Relay::bind_with_tap(config, Tap::disabled()).await
+        Relay::bind_with_evidence(config, None).await
     }
 
-    /// Like [`Relay::bind`], with frame copies offered to `tap`.
-    pub async fn bind_with_tap(config: Config, tap: Tap) -> Result<Relay, Error> {
+    /// Like [`Relay::bind`], with frame copies offered to a recorder's tap and its run served
+    /// by the status and secrets API.
+    pub async fn bind_with_evidence(
+        config: Config,
+        evidence: Option<EvidenceHandle>,
+    ) -> Result<Relay, Error> {
+        let tap = evidence
+            .as_ref()
+            .map_or_else(Tap::disabled, |e| e.tap.clone());
         let upstream = config
             .upstream
             .clone()
@@ -84,6 +93,7 @@ impl Relay {
             ws_config,
             stats: Arc::default(),
             tap,
+            evidence,
             local,
             next_session: AtomicU64::new(1),
         });
@@ -209,6 +219,10 @@ async fn handle(
     let path = req.uri().path().to_owned();
     if path == "/relay/v1/status" || path == "/relay/v1/status/" {
         return status_page(&state, req.method());
+    }
+    if let Some(name) = path.strip_prefix("/relay/v1/secrets/") {
+        let name = name.trim_end_matches('/').to_owned();
+        return register_secret(&state, req, &name).await;
     }
     let query = policy::strip_token_param(req.uri().query());
     let (upstream_path, kind) = match discovery::classify(&path) {
@@ -406,11 +420,20 @@ fn status_page(state: &State, method: &Method) -> Response<Body> {
             "cdp-relay: /relay/v1/status supports GET only",
         );
     }
+    let evidence = state.evidence.as_ref().map(|e| {
+        serde_json::json!({
+            "runId": e.run_id,
+            "runDir": e.run_dir,
+            "session": e.session,
+            "dropped": e.dropped(),
+        })
+    });
     let body = serde_json::json!({
         "relay": "cdp-relay",
         "version": env!("CARGO_PKG_VERSION"),
         "upstream": state.upstream.authority(),
-        "evidenceDropped": state.tap.dropped(),
+        "evidence": evidence,
+        "evidenceDropped": state.evidence.as_ref().map_or(0, EvidenceHandle::dropped),
         "stats": state.stats.snapshot(),
     });
     let mut resp = Response::new(Full::new(Bytes::from(body.to_string())));
@@ -419,6 +442,56 @@ fn status_page(state: &State, method: &Method) -> Response<Body> {
         HeaderValue::from_static("application/json; charset=UTF-8"),
     );
     resp
+}
+
+/// `PUT /relay/v1/secrets/<NAME>` with the literal as the body: from now on the literal reads
+/// `${NAME}` in all evidence of this run. The literal is never echoed or logged.
+async fn register_secret(state: &State, req: Request<Incoming>, name: &str) -> Response<Body> {
+    if req.method() != Method::PUT {
+        return text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "cdp-relay: register a secret with PUT /relay/v1/secrets/<NAME> and the literal as the body",
+        );
+    }
+    let Some(evidence) = &state.evidence else {
+        return text(
+            StatusCode::CONFLICT,
+            "cdp-relay: evidence is off, so there is nothing to protect a secret from",
+        );
+    };
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BODY)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "cdp-relay: secret too large (limit 1 MiB)",
+            )
+        }
+    };
+    let Ok(literal) = std::str::from_utf8(&body) else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "cdp-relay: the secret must be UTF-8 text",
+        );
+    };
+    if literal.trim().is_empty() {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "cdp-relay: an empty or whitespace-only secret is not registered",
+        );
+    }
+    match evidence.sanitizer.register_secret(name, literal) {
+        Ok(_) => {
+            tracing::info!("secret {name} registered for this run");
+            let mut r = Response::new(Full::new(Bytes::new()));
+            *r.status_mut() = StatusCode::NO_CONTENT;
+            r
+        }
+        Err(e) => text(StatusCode::BAD_REQUEST, &format!("cdp-relay: {e}")),
+    }
 }
 
 fn rejected<B>(state: &State, req: &Request<B>, r: Rejection) -> Response<Body> {
@@ -460,7 +533,9 @@ pub(crate) async fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         .clone()
         .ok_or_else(|| Error::Usage("serve needs --upstream".into()))?;
     upstream::probe(&upstream).await?;
-    let relay = Relay::bind(config).await?;
+    let recorder = start_recorder(&config);
+    let relay =
+        Relay::bind_with_evidence(config, recorder.as_ref().map(|r| r.handle().clone())).await?;
     announce(&relay, &upstream);
     let signal = crate::signals::shutdown_signal();
     relay
@@ -469,7 +544,45 @@ pub(crate) async fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
             tracing::info!("{name} received; shutting down");
         })
         .await;
+    finish_recorder(recorder).await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts evidence recording as configured. A directory that cannot be used turns evidence off
+/// with one warning: forwarding matters more.
+pub(crate) fn start_recorder(config: &Config) -> Option<Recorder> {
+    match Recorder::start(&config.evidence) {
+        Ok(Some(r)) => {
+            let h = r.handle();
+            tracing::info!(
+                "evidence: recording run {} in {}",
+                h.run_id,
+                h.run_dir.display()
+            );
+            Some(r)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!("{e}");
+            None
+        }
+    }
+}
+
+/// Finalizes the run (pending commands become interrupted) and says where it is.
+pub(crate) async fn finish_recorder(recorder: Option<Recorder>) {
+    let Some(recorder) = recorder else {
+        return;
+    };
+    if let Some(summary) = recorder.finish().await {
+        if summary.dropped > 0 {
+            tracing::warn!(
+                "evidence: {} pieces of evidence were dropped (queue full or write failures)",
+                summary.dropped
+            );
+        }
+        tracing::info!("evidence: run finalized in {}", summary.run_dir.display());
+    }
 }
 
 /// Prints the endpoint as the only stdout line, and a human note on stderr.

@@ -52,6 +52,12 @@ pub enum TapEvent {
         /// The payload, shared with the forwarded message.
         payload: Payload,
     },
+    /// Sent once by the recorder when the relay stops: the observer ends every open connection
+    /// (pending commands become interrupted) and stops reading.
+    Finish {
+        /// When the relay stopped.
+        at: SystemTime,
+    },
     /// A websocket session ended.
     Closed {
         /// Relay-local connection number.

@@ -96,9 +96,37 @@ pub struct RelayFixture {
     stats: Arc<Stats>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
+    recorder: Option<cdp_relay::recorder::Recorder>,
 }
 
 impl RelayFixture {
+    /// A relay recording evidence with `settings` (its recorder is finished by [`RelayFixture::stop`]).
+    pub async fn start_recording(
+        upstream: &str,
+        settings: cdp_relay::EvidenceSettings,
+    ) -> RelayFixture {
+        let policy = ListenPolicy::loopback("127.0.0.1:0".parse().expect("addr"));
+        let mut config =
+            Config::new(Some(upstream), policy, DEFAULT_MAX_MESSAGE_SIZE).expect("config");
+        config.evidence = settings;
+        let recorder = cdp_relay::recorder::Recorder::start(&config.evidence)
+            .expect("start recorder")
+            .expect("evidence enabled");
+        let relay = Relay::bind_with_evidence(config, Some(recorder.handle().clone()))
+            .await
+            .expect("bind relay");
+        let mut fixture = RelayFixture::run(relay);
+        fixture.recorder = Some(recorder);
+        fixture
+    }
+
+    /// The recorder's run directory, when recording.
+    pub fn run_dir(&self) -> Option<PathBuf> {
+        self.recorder
+            .as_ref()
+            .map(|r| r.handle().run_dir().to_path_buf())
+    }
+
     /// Default policy (loopback, no token) on an OS-chosen port.
     pub async fn start(upstream: &str) -> RelayFixture {
         RelayFixture::start_with(upstream, |_| {}).await
@@ -129,6 +157,7 @@ impl RelayFixture {
             stats,
             stop: Some(tx),
             task: Some(task),
+            recorder: None,
         }
     }
 
@@ -147,13 +176,17 @@ impl RelayFixture {
         self.stats.snapshot()
     }
 
-    /// Asks the relay to stop and waits until it has.
-    pub async fn stop(mut self) {
+    /// Asks the relay to stop and waits until it has; a recorder then finalizes its run.
+    pub async fn stop(mut self) -> Option<cdp_relay::recorder::RecorderSummary> {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
         if let Some(task) = self.task.take() {
             let _ = within("relay shutdown", task).await;
+        }
+        match self.recorder.take() {
+            Some(r) => within("recorder finish", r.finish()).await,
+            None => None,
         }
     }
 }

@@ -18,6 +18,10 @@ pub struct Route {
     pub headers: Vec<String>,
     /// Body.
     pub body: String,
+    /// Answer only requests carrying exactly this `Authorization` value; others get 401.
+    pub require_authorization: Option<String>,
+    /// Never answer (the client has to give up or abort).
+    pub hang: bool,
 }
 
 impl Route {
@@ -28,6 +32,34 @@ impl Route {
             content_type,
             headers: Vec::new(),
             body: body.into(),
+            require_authorization: None,
+            hang: false,
+        }
+    }
+
+    /// A response with another status.
+    pub fn status(mut self, status: u16) -> Route {
+        self.status = status;
+        self
+    }
+
+    /// Adds a header line (`Name: value`).
+    pub fn header(mut self, line: impl Into<String>) -> Route {
+        self.headers.push(line.into());
+        self
+    }
+
+    /// Requires an `Authorization` header with this exact value.
+    pub fn authorized_by(mut self, value: impl Into<String>) -> Route {
+        self.require_authorization = Some(value.into());
+        self
+    }
+
+    /// A route that never answers.
+    pub fn hanging() -> Route {
+        Route {
+            hang: true,
+            ..Route::ok("text/plain", "")
         }
     }
 }
@@ -72,14 +104,35 @@ impl Site {
                         .next()
                         .unwrap_or("/")
                         .to_owned();
-                    let route = routes.get(path.as_str()).cloned().unwrap_or(Route {
-                        status: 404,
-                        content_type: "text/plain",
-                        headers: Vec::new(),
-                        body: "not found".into(),
-                    });
+                    let mut route = routes
+                        .get(path.as_str())
+                        .cloned()
+                        .unwrap_or_else(|| Route::ok("text/plain", "not found").status(404));
+                    if route.hang {
+                        // Hold the connection open until the client gives up.
+                        let _ = tcp.read(&mut buf).await;
+                        return;
+                    }
+                    if let Some(want) = &route.require_authorization {
+                        let got = text.lines().find_map(|l| {
+                            let (n, v) = l.split_once(':')?;
+                            n.trim()
+                                .eq_ignore_ascii_case("authorization")
+                                .then(|| v.trim().to_owned())
+                        });
+                        if got.as_deref() != Some(want.as_str()) {
+                            route = Route::ok("text/plain", "unauthorized").status(401);
+                        }
+                    }
+                    let reason = match route.status {
+                        200 => "OK",
+                        401 => "Unauthorized",
+                        404 => "Not Found",
+                        500 => "Internal Server Error",
+                        _ => "Status",
+                    };
                     let mut resp = format!(
-                        "HTTP/1.1 {} X\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+                        "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
                         route.status,
                         route.content_type,
                         route.body.len()

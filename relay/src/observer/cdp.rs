@@ -1,0 +1,314 @@
+//! The few CDP shapes the observer reads, as borrowed serde structs. Everything else in a message
+//! is skipped by the parser without being materialized.
+
+use serde::Deserialize;
+use std::borrow::Cow;
+
+type Str<'a> = Cow<'a, str>;
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct Url<'a> {
+    #[serde(borrow)]
+    pub(crate) url: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct MouseEvent<'a> {
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Str<'a>,
+    pub(crate) x: f64,
+    pub(crate) y: f64,
+    #[serde(borrow)]
+    pub(crate) button: Str<'a>,
+    pub(crate) click_count: u32,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct TouchPoint {
+    pub(crate) x: f64,
+    pub(crate) y: f64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct TouchEvent<'a> {
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Str<'a>,
+    pub(crate) touch_points: Vec<TouchPoint>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct KeyEvent<'a> {
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) key: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) text: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct InsertText<'a> {
+    #[serde(borrow)]
+    pub(crate) text: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct SetAttribute<'a> {
+    #[serde(borrow)]
+    pub(crate) name: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) value: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct FileInput<'a> {
+    #[serde(borrow)]
+    pub(crate) files: Vec<Str<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct Evaluate<'a> {
+    #[serde(borrow)]
+    pub(crate) expression: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) function_declaration: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct TargetId<'a> {
+    #[serde(borrow)]
+    pub(crate) target_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) url: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct Screenshot<'a> {
+    #[serde(borrow)]
+    pub(crate) format: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct Data<'a> {
+    #[serde(borrow)]
+    pub(crate) data: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct Request<'a> {
+    #[serde(borrow)]
+    pub(crate) url: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) method: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct RequestWillBeSent<'a> {
+    #[serde(borrow)]
+    pub(crate) request_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) request: Request<'a>,
+    #[serde(borrow, rename = "type")]
+    pub(crate) resource_type: Option<Str<'a>>,
+    pub(crate) timestamp: f64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct Response<'a> {
+    pub(crate) status: u16,
+    #[serde(borrow)]
+    pub(crate) status_text: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) url: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ResponseReceived<'a> {
+    #[serde(borrow)]
+    pub(crate) request_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) response: Response<'a>,
+    #[serde(borrow, rename = "type")]
+    pub(crate) resource_type: Option<Str<'a>>,
+    pub(crate) timestamp: f64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct CorsStatus<'a> {
+    #[serde(borrow)]
+    pub(crate) cors_error: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct LoadingFailed<'a> {
+    #[serde(borrow)]
+    pub(crate) request_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) error_text: Str<'a>,
+    pub(crate) canceled: bool,
+    #[serde(borrow)]
+    pub(crate) blocked_reason: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub(crate) cors_error_status: Option<CorsStatus<'a>>,
+    #[serde(borrow, rename = "type")]
+    pub(crate) resource_type: Option<Str<'a>>,
+    pub(crate) timestamp: f64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct RequestId<'a> {
+    #[serde(borrow)]
+    pub(crate) request_id: Str<'a>,
+}
+
+/// A `Runtime.RemoteObject`, reduced to what makes console text.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct RemoteObject<'a> {
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Str<'a>,
+    pub(crate) value: Option<serde_json::Value>,
+    #[serde(borrow)]
+    pub(crate) unserializable_value: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub(crate) description: Option<Str<'a>>,
+}
+
+impl RemoteObject<'_> {
+    /// How DevTools would print this argument.
+    pub(crate) fn display(&self) -> String {
+        match &self.value {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Null) => "null".into(),
+            Some(v @ (serde_json::Value::Bool(_) | serde_json::Value::Number(_))) => v.to_string(),
+            _ => self
+                .unserializable_value
+                .as_deref()
+                .or(self.description.as_deref())
+                .unwrap_or(&self.kind)
+                .to_owned(),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct CallFrame<'a> {
+    #[serde(borrow)]
+    pub(crate) url: Str<'a>,
+    pub(crate) line_number: u32,
+    pub(crate) column_number: u32,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct StackTrace<'a> {
+    #[serde(borrow)]
+    pub(crate) call_frames: Vec<CallFrame<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ConsoleApiCalled<'a> {
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) args: Vec<RemoteObject<'a>>,
+    #[serde(borrow)]
+    pub(crate) stack_trace: Option<StackTrace<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ExceptionDetails<'a> {
+    #[serde(borrow)]
+    pub(crate) text: Str<'a>,
+    pub(crate) line_number: u32,
+    pub(crate) column_number: u32,
+    #[serde(borrow)]
+    pub(crate) url: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub(crate) exception: Option<RemoteObject<'a>>,
+    #[serde(borrow)]
+    pub(crate) stack_trace: Option<StackTrace<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ExceptionThrown<'a> {
+    #[serde(borrow)]
+    pub(crate) exception_details: ExceptionDetails<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct LogEntry<'a> {
+    #[serde(borrow)]
+    pub(crate) level: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) text: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) url: Option<Str<'a>>,
+    pub(crate) line_number: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct EntryAdded<'a> {
+    #[serde(borrow)]
+    pub(crate) entry: LogEntry<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct Frame<'a> {
+    #[serde(borrow)]
+    pub(crate) parent_id: Option<Str<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct FrameNavigated<'a> {
+    #[serde(borrow)]
+    pub(crate) frame: Frame<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct AttachedToTarget<'a> {
+    #[serde(borrow)]
+    pub(crate) session_id: Str<'a>,
+    pub(crate) target_info: serde_json::Value,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct TargetInfoChanged {
+    pub(crate) target_info: serde_json::Value,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct SessionRef<'a> {
+    #[serde(borrow)]
+    pub(crate) session_id: Str<'a>,
+}

@@ -1,0 +1,131 @@
+//! Parses just enough of a CDP message to route it: `id`, `method`, `sessionId`, and the raw
+//! `params` / `result` / `error`, borrowed from the frame without copying.
+//!
+//! Anything that does not parse (not JSON, wrong types, a huge id, nesting past serde_json's
+//! recursion limit) is `None`: the frame was forwarded as is and the observer ignores it.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+
+/// Largest message the observer parses. Bigger ones are forwarded and counted, not inspected;
+/// screenshots are well below this.
+pub(crate) const MAX_PARSED_BYTES: usize = 64 * 1024 * 1024;
+
+/// One CDP message, borrowed from the frame text.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Frame<'a> {
+    #[serde(default)]
+    pub(crate) id: Option<u64>,
+    #[serde(default, borrow)]
+    pub(crate) method: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "sessionId")]
+    pub(crate) session_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub(crate) params: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub(crate) result: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub(crate) error: Option<&'a RawValue>,
+}
+
+impl<'a> Frame<'a> {
+    /// `None` for anything that is not a CDP message object.
+    pub(crate) fn parse(text: &'a str) -> Option<Frame<'a>> {
+        if text.len() > MAX_PARSED_BYTES {
+            return None;
+        }
+        serde_json::from_str(text).ok()
+    }
+
+    /// The params parsed into `T`; `None` when absent or of another shape.
+    pub(crate) fn params<T: Deserialize<'a>>(&self) -> Option<T> {
+        serde_json::from_str(self.params?.get()).ok()
+    }
+
+    /// The result parsed into `T`.
+    pub(crate) fn result<T: Deserialize<'a>>(&self) -> Option<T> {
+        serde_json::from_str(self.result?.get()).ok()
+    }
+
+    /// The error message of an error reply (raw: sanitize before keeping it).
+    pub(crate) fn error_message(&self) -> Option<String> {
+        #[derive(Deserialize)]
+        struct E {
+            #[serde(default)]
+            message: String,
+        }
+        let e: E = serde_json::from_str(self.error?.get()).ok()?;
+        Some(e.message)
+    }
+
+    /// The method, if any.
+    pub(crate) fn method(&self) -> Option<&str> {
+        self.method.as_deref()
+    }
+
+    /// The flattened session, if any.
+    pub(crate) fn session(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_response_event() {
+        let c = Frame::parse(
+            r#"{"id":7,"method":"Page.navigate","params":{"url":"https://a/"},"sessionId":"S1"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.id, c.method(), c.session()),
+            (Some(7), Some("Page.navigate"), Some("S1"))
+        );
+        #[derive(Deserialize)]
+        struct P<'a> {
+            #[serde(borrow)]
+            url: Cow<'a, str>,
+        }
+        assert_eq!(c.params::<P>().unwrap().url, "https://a/");
+
+        let r = Frame::parse(r#"{"id":7,"error":{"code":-32000,"message":"Cannot navigate"}}"#)
+            .unwrap();
+        assert_eq!(r.error_message().as_deref(), Some("Cannot navigate"));
+        assert!(r.method.is_none());
+
+        let e = Frame::parse(r#"{"method":"Runtime.consoleAPICalled","params":{}}"#).unwrap();
+        assert_eq!(e.id, None);
+    }
+
+    #[test]
+    fn malformed_input_is_ignored() {
+        for bad in [
+            "",
+            "null",
+            "[1,2]",
+            "{\"id\":-1}",
+            "{\"id\":1e400}",
+            "{\"id\":18446744073709551616}",
+            "{\"id\":\"7\"}",
+            "{\"method\":7}",
+            "{\"id\":1",
+        ] {
+            assert!(Frame::parse(bad).is_none(), "{bad}");
+        }
+        // Deep nesting is skipped as raw text, never recursed into; reading it fails cleanly.
+        let deep = format!(
+            "{{\"params\":{}{}}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        if let Some(f) = Frame::parse(&deep) {
+            assert!(f.params::<serde_json::Value>().is_none());
+        }
+        // Escaped strings still come out right (borrowed or owned).
+        let f = Frame::parse(r#"{"method":"A.\u0062"}"#).unwrap();
+        assert_eq!(f.method(), Some("A.b"));
+    }
+}

@@ -1,0 +1,474 @@
+//! Observer unit tests: scripted frames in, journal records out (through a real evidence run, so
+//! what is asserted is what a reader would see).
+
+use super::*;
+use cdp_evidence::{EvidenceConfig, Store, StoredRecord};
+use std::time::UNIX_EPOCH;
+use tokio_tungstenite::tungstenite::Utf8Bytes;
+
+struct RunSink(cdp_evidence::Run);
+
+impl Sink for RunSink {
+    fn record(&mut self, record: Record) {
+        self.0.append(record).expect("append");
+    }
+    fn artifact(
+        &mut self,
+        stem: &'static str,
+        ext: &'static str,
+        bytes: &[u8],
+    ) -> Option<ArtifactRef> {
+        match self.0.store_artifact(stem, ext, bytes).expect("artifact") {
+            cdp_evidence::ArtifactOutcome::Stored(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    store: Store,
+    run_id: String,
+    observer: Observer<RunSink>,
+    sanitizer: Arc<Sanitizer>,
+}
+
+const PAGE: &str = "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1";
+
+fn t(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms)
+}
+
+impl Harness {
+    fn new(opts: ObserverOptions) -> Harness {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(EvidenceConfig::at(dir.path())).expect("store");
+        let run = store.join_session("unit", "relay").expect("run");
+        let run_id = run.id().to_owned();
+        let sanitizer = Arc::new(Sanitizer::new());
+        let observer = Observer::new(sanitizer.clone(), RunSink(run), opts);
+        Harness {
+            _dir: dir,
+            store,
+            run_id,
+            observer,
+            sanitizer,
+        }
+    }
+
+    fn open(&mut self, conn: u64, path: &str, ms: u64) {
+        self.observer.handle(TapEvent::Opened {
+            conn,
+            path: path.to_owned(),
+            at: t(ms),
+        });
+    }
+
+    fn send(&mut self, conn: u64, ms: u64, json: serde_json::Value) {
+        self.frame(conn, Direction::ToBrowser, ms, &json.to_string());
+    }
+
+    fn recv(&mut self, conn: u64, ms: u64, json: serde_json::Value) {
+        self.frame(conn, Direction::ToClient, ms, &json.to_string());
+    }
+
+    fn frame(&mut self, conn: u64, dir: Direction, ms: u64, text: &str) {
+        self.observer.handle(TapEvent::Frame {
+            conn,
+            dir,
+            at: t(ms),
+            payload: Payload::Text(Utf8Bytes::from(text.to_owned())),
+        });
+    }
+
+    fn close(&mut self, conn: u64, how: SessionEnd, ms: u64) {
+        self.observer.handle(TapEvent::Closed {
+            conn,
+            how,
+            at: t(ms),
+        });
+    }
+
+    fn records(&self) -> Vec<StoredRecord> {
+        self.store
+            .read_journal(&self.run_id)
+            .expect("journal")
+            .records
+    }
+
+    fn of_kind(&self, kind: &str) -> Vec<StoredRecord> {
+        self.records()
+            .into_iter()
+            .filter(|r| r.kind == kind)
+            .collect()
+    }
+
+    fn actions(&self, method: &str) -> Vec<StoredRecord> {
+        self.of_kind("action")
+            .into_iter()
+            .filter(|r| r.payload["method"] == method)
+            .collect()
+    }
+
+    fn journal_text(&self) -> String {
+        let path = self
+            .store
+            .run_dir(&self.run_id)
+            .expect("dir")
+            .join("actions.jsonl");
+        std::fs::read_to_string(path).expect("journal text")
+    }
+}
+
+#[test]
+fn same_ids_on_two_sessions_correlate_separately() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(
+        1,
+        "/devtools/browser/3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a44",
+        0,
+    );
+    for (sid, target) in [
+        ("SA", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+        ("SB", "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"),
+    ] {
+        h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": sid, "targetInfo": {"targetId": target, "type": "page", "url": "https://example.com/a?token=x", "title": "t"}, "waitingForDebugger": false}}));
+    }
+    h.send(1, 10, json!({"id": 1, "method": "Page.navigate", "sessionId": "SA", "params": {"url": "https://a.example/x?q=1"}}));
+    h.send(1, 20, json!({"id": 1, "method": "Page.navigate", "sessionId": "SB", "params": {"url": "https://b.example/y"}}));
+    h.recv(
+        1,
+        50,
+        json!({"id": 1, "sessionId": "SB", "result": {"frameId": "F"}}),
+    );
+    h.recv(1, 110, json!({"id": 1, "sessionId": "SA", "error": {"code": -32000, "message": "Cannot navigate to invalid URL"}}));
+    let navs = h.actions("Page.navigate");
+    assert_eq!(navs.len(), 2);
+    let b = navs
+        .iter()
+        .find(|r| r.payload["url"] == "https://b.example/y")
+        .expect("b");
+    assert_eq!(b.status.as_deref(), Some("ok"));
+    assert_eq!(b.duration_ms, Some(30));
+    let a = navs
+        .iter()
+        .find(|r| r.payload["url"] == "https://a.example/x")
+        .expect("a, without its query");
+    assert_eq!(a.status.as_deref(), Some("error"));
+    assert_eq!(a.duration_ms, Some(100));
+    assert!(a
+        .error
+        .as_deref()
+        .unwrap_or_default()
+        .contains("Cannot navigate"));
+    // Targets are described by handle, never by raw id.
+    let text = h.journal_text();
+    assert!(
+        !text.contains("AAAAAAAAAAAAAAAA") && !text.contains("3c8f9c3e"),
+        "{text}"
+    );
+    assert!(
+        a.target
+            .as_ref()
+            .is_some_and(|t| t.to_string().contains("target:")),
+        "{:?}",
+        a.target
+    );
+}
+
+#[test]
+fn error_reply_without_session_falls_back_to_the_id() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/x", 0);
+    h.send(
+        1,
+        10,
+        json!({"id": 7, "method": "Page.reload", "sessionId": "GONE"}),
+    );
+    h.recv(
+        1,
+        15,
+        json!({"id": 7, "error": {"code": -32001, "message": "Session with given id not found."}}),
+    );
+    let r = h.actions("Page.reload");
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].status.as_deref(), Some("error"));
+}
+
+#[test]
+fn typing_is_one_step_with_length_only_and_echoes_are_masked() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let typed = "s3cr3t-Pass!";
+    let mut id = 1;
+    for (i, ch) in typed.chars().enumerate() {
+        let ms = 100 + i as u64 * 50;
+        h.send(1, ms, json!({"id": id, "method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", "key": ch.to_string(), "text": ch.to_string()}}));
+        h.recv(1, ms + 2, json!({"id": id, "result": {}}));
+        id += 1;
+        h.send(1, ms + 5, json!({"id": id, "method": "Input.dispatchKeyEvent", "params": {"type": "keyUp", "key": ch.to_string()}}));
+        h.recv(1, ms + 6, json!({"id": id, "result": {}}));
+        id += 1;
+    }
+    h.send(1, 2000, json!({"id": id, "method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", "key": "Enter", "text": "\r"}}));
+    h.recv(1, 2001, json!({"id": id, "result": {}}));
+    h.recv(1, 2100, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": format!("login failed for {typed}")}], "executionContextId": 1, "timestamp": 1.0}}));
+
+    let typing = h.actions("type");
+    assert_eq!(typing.len(), 1, "{typing:?}");
+    assert_eq!(typing[0].payload["input"]["chars"], typed.chars().count());
+    assert_eq!(typing[0].payload["input"]["inputType"], "unknown");
+    assert_eq!(typing[0].status.as_deref(), Some("ok"));
+    let press = h.actions("press");
+    assert_eq!(press.len(), 1);
+    assert_eq!(press[0].payload["detail"]["key"], "Enter");
+    let console = h.of_kind("console");
+    assert_eq!(console.len(), 1);
+    let text = console[0].payload["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("login failed for ${TYPED_"), "{text}");
+    assert!(!h.journal_text().contains(typed));
+}
+
+#[test]
+fn insert_text_and_set_value_count_as_typing() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(
+        1,
+        10,
+        json!({"id": 1, "method": "Input.insertText", "params": {"text": "hello wörld"}}),
+    );
+    h.recv(1, 11, json!({"id": 1, "result": {}}));
+    h.send(1, 5000, json!({"id": 2, "method": "DOM.setAttributeValue", "params": {"nodeId": 4, "name": "value", "value": "0tp-123456"}}));
+    h.recv(1, 5001, json!({"id": 2, "result": {}}));
+    h.close(1, SessionEnd::ClientClosed, 6000);
+    let typing = h.actions("type");
+    assert_eq!(
+        typing.len(),
+        2,
+        "a gap longer than typing_gap splits bursts"
+    );
+    assert_eq!(typing[0].payload["input"]["chars"], 11);
+    assert_eq!(typing[1].payload["input"]["chars"], 10);
+    let text = h.journal_text();
+    assert!(
+        !text.contains("hello") && !text.contains("0tp-123456"),
+        "{text}"
+    );
+}
+
+#[test]
+fn network_failures_join_url_method_and_type() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.recv(1, 10, json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R1", "request": {"url": "https://api.example/v1/data?access_token=abc123", "method": "POST", "headers": {"Authorization": "Bearer zzz"}}, "type": "Fetch", "timestamp": 100.0, "wallTime": 1.0}}));
+    h.recv(1, 20, json!({"method": "Network.loadingFailed", "params": {"requestId": "R1", "timestamp": 100.25, "type": "Fetch", "errorText": "net::ERR_CONNECTION_REFUSED", "canceled": false}}));
+    h.recv(1, 30, json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R2", "request": {"url": "https://example.com/missing#frag", "method": "GET"}, "type": "Document", "timestamp": 101.0}}));
+    h.recv(1, 40, json!({"method": "Network.responseReceived", "params": {"requestId": "R2", "timestamp": 101.5, "type": "Document", "response": {"url": "https://example.com/missing", "status": 404, "statusText": "Not Found", "headers": {"Set-Cookie": "sid=1"}}}}));
+    h.recv(1, 41, json!({"method": "Network.loadingFinished", "params": {"requestId": "R2", "timestamp": 101.6}}));
+    // A request that succeeds and one that is canceled.
+    h.recv(1, 50, json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R3", "request": {"url": "https://example.com/ok", "method": "GET"}, "type": "Script", "timestamp": 102.0}}));
+    h.recv(1, 51, json!({"method": "Network.responseReceived", "params": {"requestId": "R3", "timestamp": 102.1, "response": {"url": "https://example.com/ok", "status": 200, "statusText": "OK"}}}));
+    h.recv(1, 60, json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R4", "request": {"url": "https://example.com/slow", "method": "GET"}, "type": "XHR", "timestamp": 103.0}}));
+    h.recv(1, 70, json!({"method": "Network.loadingFailed", "params": {"requestId": "R4", "timestamp": 103.01, "errorText": "net::ERR_ABORTED", "canceled": true}}));
+
+    let net = h.of_kind("network");
+    assert_eq!(net.len(), 3, "{net:?}");
+    let refused = &net[0].payload;
+    assert_eq!(refused["method"], "POST");
+    assert_eq!(refused["url"], "https://api.example/v1/data");
+    assert_eq!(refused["resourceType"], "Fetch");
+    assert_eq!(refused["durationMs"], 250);
+    assert!(refused["errorText"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("ERR_CONNECTION_REFUSED"));
+    let missing = &net[1].payload;
+    assert_eq!(missing["status"], 404);
+    assert_eq!(missing["url"], "https://example.com/missing");
+    assert_eq!(missing["method"], "GET");
+    assert_eq!(net[2].payload["url"], "https://example.com/slow");
+    let text = h.journal_text();
+    for leak in ["abc123", "Bearer", "zzz", "sid=1", "frag"] {
+        assert!(!text.contains(leak), "{leak} leaked: {text}");
+    }
+}
+
+#[test]
+fn console_errors_exceptions_and_log_entries() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+    h.recv(1, 10, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "token"}, {"type": "string", "value": jwt}, {"type": "number", "value": 42}], "stackTrace": {"callFrames": [{"url": "https://app.example/main.js?v=1", "lineNumber": 9, "columnNumber": 4, "functionName": "f", "scriptId": "1"}]}}}));
+    h.recv(1, 11, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "log", "args": [{"type": "string", "value": "not evidence"}]}}));
+    h.recv(1, 12, json!({"method": "Runtime.exceptionThrown", "params": {"timestamp": 1.0, "exceptionDetails": {"exceptionId": 1, "text": "Uncaught", "lineNumber": 0, "columnNumber": 7, "url": "https://app.example/boom.js", "exception": {"type": "object", "description": "Error: session=abcdef0123456789 expired\n    at boom.js:1:8"}}}}));
+    h.recv(1, 13, json!({"method": "Log.entryAdded", "params": {"entry": {"source": "network", "level": "error", "text": "Failed to load resource: 500", "url": "https://app.example/api?key=1", "timestamp": 1.0}}}));
+    h.recv(1, 14, json!({"method": "Log.entryAdded", "params": {"entry": {"source": "other", "level": "verbose", "text": "x", "timestamp": 1.0}}}));
+    let c = h.of_kind("console");
+    assert_eq!(c.len(), 3, "{c:?}");
+    assert_eq!(c[0].payload["level"], "error");
+    assert_eq!(c[0].payload["url"], "https://app.example/main.js");
+    assert_eq!(c[0].payload["line"], 10);
+    assert_eq!(c[0].payload["column"], 5);
+    assert!(c[0].payload["text"]
+        .as_str()
+        .unwrap_or_default()
+        .ends_with("42"));
+    assert_eq!(c[1].payload["level"], "exception");
+    assert_eq!(c[2].payload["url"], "https://app.example/api");
+    let text = h.journal_text();
+    assert!(
+        !text.contains(jwt) && !text.contains("abcdef0123456789"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unanswered_commands_are_interrupted_at_close() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(
+        1,
+        10,
+        json!({"id": 1, "method": "Page.navigate", "params": {"url": "https://slow.example/"}}),
+    );
+    h.send(
+        1,
+        20,
+        json!({"id": 2, "method": "Input.insertText", "params": {"text": "abcd"}}),
+    );
+    h.close(1, SessionEnd::BrowserLost, 500);
+    let navs = h.actions("Page.navigate");
+    assert_eq!(navs[0].status.as_deref(), Some("interrupted"));
+    assert_eq!(navs[0].duration_ms, Some(490));
+    assert_eq!(h.actions("type")[0].status.as_deref(), Some("interrupted"));
+    let life: Vec<_> = h
+        .of_kind("lifecycle")
+        .iter()
+        .map(|r| r.payload["event"].clone())
+        .collect();
+    assert_eq!(life, vec![json!("clientConnected"), json!("upstreamLost")]);
+}
+
+#[test]
+fn pending_timeout_interrupts() {
+    let mut h = Harness::new(ObserverOptions {
+        pending_timeout: Duration::from_secs(30),
+        ..ObserverOptions::default()
+    });
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(1, 0, json!({"id": 1, "method": "Page.reload"}));
+    h.recv(
+        1,
+        60_000,
+        json!({"method": "Page.loadEventFired", "params": {}}),
+    );
+    assert_eq!(
+        h.actions("Page.reload")[0].status.as_deref(),
+        Some("interrupted")
+    );
+    // A late answer finds nothing and records nothing twice.
+    h.recv(1, 61_000, json!({"id": 1, "result": {}}));
+    assert_eq!(h.actions("Page.reload").len(), 1);
+}
+
+const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+#[test]
+fn screenshots_are_withheld_after_typing_until_navigation() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(
+        1,
+        10,
+        json!({"id": 1, "method": "Page.captureScreenshot", "params": {}}),
+    );
+    h.recv(1, 20, json!({"id": 1, "result": {"data": PNG_1X1}}));
+    h.send(
+        1,
+        30,
+        json!({"id": 2, "method": "Input.insertText", "params": {"text": "secret"}}),
+    );
+    h.recv(1, 31, json!({"id": 2, "result": {}}));
+    h.send(
+        1,
+        40,
+        json!({"id": 3, "method": "Page.captureScreenshot", "params": {"format": "jpeg"}}),
+    );
+    h.recv(1, 50, json!({"id": 3, "result": {"data": PNG_1X1}}));
+    h.recv(1, 60, json!({"method": "Page.frameNavigated", "params": {"frame": {"id": "F", "url": "https://x/", "loaderId": "L"}, "type": "Navigation"}}));
+    h.send(
+        1,
+        70,
+        json!({"id": 4, "method": "Page.captureScreenshot", "params": {}}),
+    );
+    h.recv(1, 80, json!({"id": 4, "result": {"data": PNG_1X1}}));
+    let shots = h.actions("Page.captureScreenshot");
+    assert_eq!(shots.len(), 3);
+    assert_eq!(shots[0].artifacts.len(), 1);
+    assert!(shots[1].artifacts.is_empty(), "withheld after typing");
+    assert_eq!(
+        shots[1].payload["detail"]["screenshotWithheld"],
+        "typing since the last navigation"
+    );
+    assert_eq!(
+        shots[2].artifacts.len(),
+        1,
+        "allowed again after navigation"
+    );
+    let path = h
+        .store
+        .artifact_path(&h.run_id, &shots[0].artifacts[0])
+        .expect("confined");
+    assert_eq!(std::fs::read(path).expect("artifact")[1..4], *b"PNG");
+}
+
+#[test]
+fn screencast_frames_are_sampled_and_can_be_switched_off() {
+    for screenshots in [true, false] {
+        let mut h = Harness::new(ObserverOptions {
+            screenshots,
+            ..ObserverOptions::default()
+        });
+        h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+        for i in 0..10u64 {
+            h.recv(1, i * 500, json!({"method": "Page.screencastFrame", "params": {"data": PNG_1X1, "sessionId": i, "metadata": {}}}));
+        }
+        let frames = h.actions("Page.screencastFrame");
+        // 0 .. 4.5 s at one frame per 2 s: 0, 2, 4 s.
+        assert_eq!(frames.len(), if screenshots { 3 } else { 0 });
+    }
+}
+
+#[test]
+fn malformed_and_hostile_frames_are_ignored() {
+    let mut h = Harness::new(ObserverOptions {
+        max_pending: 8,
+        ..ObserverOptions::default()
+    });
+    h.open(1, "/devtools/page/P", 0);
+    for bad in [
+        "",
+        "{",
+        "[]",
+        "null",
+        "{\"id\":1e999}",
+        "{\"id\":-5,\"method\":\"Page.reload\"}",
+        "{\"id\":1,\"method\":\"Page.navigate\",\"params\":{\"url\":7}}",
+        "{\"method\":\"Network.loadingFailed\",\"params\":[]}",
+        "{\"method\":\"Runtime.consoleAPICalled\",\"params\":{\"type\":\"error\",\"args\":\"x\"}}",
+    ] {
+        h.frame(1, Direction::ToBrowser, 1, bad);
+        h.frame(1, Direction::ToClient, 1, bad);
+    }
+    // Frames for unknown connections are ignored too.
+    h.send(99, 2, json!({"id": 1, "method": "Page.reload"}));
+    // The pending table is bounded.
+    for id in 0..20 {
+        h.send(1, 3, json!({"id": id, "method": "Page.reload"}));
+    }
+    assert_eq!(h.observer.dropped(), 12);
+    h.observer.finish(t(10));
+    assert_eq!(h.actions("Page.reload").len(), 8);
+    let _ = &h.sanitizer;
+}

@@ -1,0 +1,258 @@
+//! The evidence pipeline behind the taps: a bounded queue, and one dedicated thread that runs the
+//! observer and writes its records into an evidence run.
+//!
+//! Everything here is off the hot path. The queue is filled with `try_send` (a full queue drops
+//! and counts); the thread does the parsing, sanitizing and file I/O. A failing writer (disk full,
+//! permissions) is logged once and counted; forwarding never notices.
+
+use crate::config::EvidenceSettings;
+use crate::observer::{Observer, ObserverOptions, Sink};
+use crate::tap::{Tap, TapEvent};
+use cdp_evidence::{ArtifactOutcome, ArtifactRef, EvidenceConfig, Record, Run, Store, Totals};
+use cdp_sanitize::Sanitizer;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio::sync::mpsc;
+
+/// Tap events buffered between the hot path and the recorder thread. Beyond this, evidence is
+/// dropped (and counted), never traffic.
+pub const QUEUE_CAPACITY: usize = 16 * 1024;
+
+/// What the relay's HTTP side needs from a running recorder.
+#[derive(Clone)]
+pub struct EvidenceHandle {
+    pub(crate) tap: Tap,
+    pub(crate) sanitizer: Arc<Sanitizer>,
+    pub(crate) run_id: String,
+    pub(crate) run_dir: PathBuf,
+    pub(crate) session: String,
+    pub(crate) failures: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for EvidenceHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EvidenceHandle")
+            .field("run_id", &self.run_id)
+            .field("run_dir", &self.run_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EvidenceHandle {
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The run directory.
+    pub fn run_dir(&self) -> &std::path::Path {
+        &self.run_dir
+    }
+
+    /// Evidence lost so far: queue overflow plus failed writes.
+    pub fn dropped(&self) -> u64 {
+        self.tap.dropped() + self.failures.load(Ordering::Relaxed)
+    }
+}
+
+/// What the recorder thread reports when it stops.
+#[derive(Debug, Clone)]
+pub struct RecorderSummary {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Evidence dropped (queue overflow, observer limits, failed writes).
+    pub dropped: u64,
+    /// Records the sink failed to write.
+    pub failed_writes: u64,
+}
+
+/// A running recorder. Stop it with [`Recorder::finish`] to finalize the run.
+pub struct Recorder {
+    handle: EvidenceHandle,
+    tx: mpsc::Sender<TapEvent>,
+    thread: Option<std::thread::JoinHandle<RecorderSummary>>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("handle", &self.handle)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// Opens (or joins) the session's run and starts the recorder thread. `Ok(None)` when
+    /// evidence is disabled. An evidence directory that cannot be written is reported by the
+    /// caller, which keeps forwarding without evidence.
+    pub fn start(settings: &EvidenceSettings) -> Result<Option<Recorder>, crate::Error> {
+        if !settings.enabled {
+            return Ok(None);
+        }
+        let sanitizer = Arc::new(Sanitizer::new());
+        for (name, secret) in &settings.secrets {
+            // Names were validated when the settings were built.
+            let _ = sanitizer.register_secret(name, secret.expose());
+        }
+        let off = |e: &dyn std::fmt::Display| crate::Error::Evidence {
+            reason: e.to_string(),
+        };
+        let store = Store::open(EvidenceConfig::at(&settings.root)).map_err(|e| off(&e))?;
+        let session = settings
+            .session
+            .clone()
+            .unwrap_or_else(default_session_name);
+        let run = store.join_session(&session, "relay").map_err(|e| off(&e))?;
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let tap = Tap::new(tx.clone());
+        let failures = Arc::new(AtomicU64::new(0));
+        let handle = EvidenceHandle {
+            tap: tap.clone(),
+            sanitizer: sanitizer.clone(),
+            run_id: run.id().to_owned(),
+            run_dir: run.dir().to_path_buf(),
+            session,
+            failures: failures.clone(),
+        };
+        let opts = ObserverOptions {
+            screenshots: settings.screenshots,
+            ..ObserverOptions::default()
+        };
+        let thread = std::thread::Builder::new()
+            .name("cdp-relay-recorder".into())
+            .spawn(move || record(rx, run, sanitizer, opts, tap, failures))
+            .map_err(|e| off(&format!("cannot start the recorder thread: {e}")))?;
+        Ok(Some(Recorder {
+            handle,
+            tx,
+            thread: Some(thread),
+        }))
+    }
+
+    /// The handle the relay serves the status and secrets API with.
+    pub fn handle(&self) -> &EvidenceHandle {
+        &self.handle
+    }
+
+    /// Stops recording: open connections' pending commands become interrupted, the run is
+    /// finalized with its totals. Waits for the queue to drain.
+    pub async fn finish(mut self) -> Option<RecorderSummary> {
+        let _ = self
+            .tx
+            .send(TapEvent::Finish {
+                at: SystemTime::now(),
+            })
+            .await;
+        let thread = self.thread.take()?;
+        tokio::task::spawn_blocking(move || thread.join().ok())
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        // Not finished explicitly (an error path): still finalize, without waiting.
+        if self.thread.is_some() {
+            let _ = self.tx.try_send(TapEvent::Finish {
+                at: SystemTime::now(),
+            });
+        }
+    }
+}
+
+/// `relay-<unix ms>-<pid>`: unique per relay start, sortable, a valid session id.
+fn default_session_name() -> String {
+    let ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    format!("relay-{ms}-{}", std::process::id())
+}
+
+/// The recorder thread.
+fn record(
+    mut rx: mpsc::Receiver<TapEvent>,
+    run: Run,
+    sanitizer: Arc<Sanitizer>,
+    opts: ObserverOptions,
+    tap: Tap,
+    failures: Arc<AtomicU64>,
+) -> RecorderSummary {
+    let sink = RunSink {
+        run: run.clone(),
+        failures: failures.clone(),
+        warned: false,
+    };
+    let mut observer = Observer::new(sanitizer.clone(), sink, opts);
+    let mut finished_at = None;
+    while let Some(event) = rx.blocking_recv() {
+        if let TapEvent::Finish { at } = event {
+            finished_at = Some(at);
+            break;
+        }
+        observer.handle(event);
+    }
+    observer.finish(finished_at.unwrap_or_else(SystemTime::now));
+    let failed = failures.load(Ordering::Relaxed);
+    let dropped = tap.dropped() + observer.dropped() + failed;
+    let totals = Totals {
+        dropped_evidence: dropped,
+        redactions: sanitizer.summary().rules,
+    };
+    if let Err(e) = run.finalize(totals) {
+        tracing::warn!("evidence: could not finalize run {}: {e}", run.id());
+    }
+    RecorderSummary {
+        run_dir: run.dir().to_path_buf(),
+        dropped,
+        failed_writes: failed,
+    }
+}
+
+/// Writes observer output into an evidence run.
+struct RunSink {
+    run: Run,
+    failures: Arc<AtomicU64>,
+    warned: bool,
+}
+
+impl RunSink {
+    fn failed(&mut self, what: &str, e: &cdp_evidence::Error) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        if !self.warned {
+            self.warned = true;
+            // Evidence errors name paths and OS errors, never record contents.
+            tracing::warn!(
+                "evidence: cannot {what} ({e}); the relay keeps forwarding, evidence for this run is incomplete"
+            );
+        }
+    }
+}
+
+impl Sink for RunSink {
+    fn record(&mut self, record: Record) {
+        if let Err(e) = self.run.append(record) {
+            self.failed("append to the journal", &e);
+        }
+    }
+
+    fn artifact(
+        &mut self,
+        stem: &'static str,
+        ext: &'static str,
+        bytes: &[u8],
+    ) -> Option<ArtifactRef> {
+        match self.run.store_artifact(stem, ext, bytes) {
+            Ok(ArtifactOutcome::Stored(a)) => Some(a),
+            Ok(_) => None,
+            Err(e) => {
+                self.failed("store an artifact", &e);
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! The privacy proof of DESIGN §5: a real Playwright session through the relay plants cookies,
+//! an Authorization header, query-string tokens, a JWT, a session id, an API key, a typed password
+//! and one-time code, and CDP ids; then every byte of the run directory and of the relay's stderr
+//! is searched for them. Zero hits — and the journal still says what happened.
+
+use cdp_evidence::{EvidenceConfig, Store, StoredRecord};
+use cdp_relay_tests::http::get;
+use cdp_relay_tests::site::{Route, Site};
+use cdp_relay_tests::{run_node_client, within, Chromium, RelayProcess};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+
+const PASSWORD: &str = "Pl4nted-Passw0rd!x";
+const USER: &str = "alice.planted@example.com";
+const OTP: &str = "493817";
+const QUERY_TOKEN: &str = "qtok_7Hq2LmZ9vX4pR8sT";
+const BEARER: &str = "bearer_Zk81PqW3nV6yT0aB";
+const COOKIE: &str = "ck_Q9wE2rT5yU8iO1pA";
+const SESSION_ID: &str = "sid_M4nB7vC0xZ3lK6jH";
+const API_KEY: &str = "sk_live_Planted51bE8dF2gH6jK9";
+const ENV_SECRET: &str = "env_Secret_Vb29Xq77";
+// A real-looking HS256 JWT ({"sub":"planted"}).
+const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJwbGFudGVkIiwiaWF0IjoxNzAwMDAwMDAwfQ.4pcPyMD09olPSyXnrXCjTwXyr4BsezdI1AVTmud2fU4";
+
+fn login_page() -> String {
+    format!(
+        r#"<!doctype html><title>Sign in</title>
+<form action="/welcome" method="get">
+  <input id="user" name="user" type="email" autocomplete="username">
+  <input id="password" name="password" type="password" autocomplete="current-password">
+  <input id="otp" name="otp" type="text" inputmode="numeric" autocomplete="one-time-code">
+  <button id="submit" type="submit">Sign in</button>
+</form>
+<script>console.warn("login page for {ENV_SECRET}");</script>"#
+    )
+}
+
+fn site_routes() -> HashMap<&'static str, Route> {
+    let mut r = HashMap::new();
+    r.insert("/login", Route::ok("text/html", login_page()));
+    r.insert(
+        "/welcome",
+        Route::ok("text/html", "<title>Welcome</title><h1>hi</h1>")
+            .header(format!("Set-Cookie: session={COOKIE}; Path=/"))
+            .header("Set-Cookie: theme=dark; Path=/"),
+    );
+    r.insert("/boom", Route::ok("text/plain", "boom").status(500));
+    r.insert("/hang", Route::hanging());
+    r.insert(
+        "/api/private",
+        Route::ok("application/json", "{\"ok\":true}").authorized_by(format!("Bearer {BEARER}")),
+    );
+    r
+}
+
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// Every file under `dir`, recursively, as (path, bytes).
+fn all_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.display().to_string(), std::fs::read(&p).expect("read")));
+            }
+        }
+    }
+    out
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// The network failure of the `GET` (not a CORS preflight) whose URL ends with `path`.
+fn network<'a>(records: &'a [StoredRecord], path: &str) -> Option<&'a Value> {
+    records
+        .iter()
+        .filter(|r| r.kind == "network")
+        .map(|r| &r.payload)
+        .find(|p| p["method"] == "GET" && p["url"].as_str().is_some_and(|u| u.ends_with(path)))
+}
+
+#[tokio::test]
+async fn planted_secrets_never_reach_disk_or_stderr() {
+    within("the sweep", async {
+        let site = Site::start(site_routes()).await;
+        let port = site.origin.rsplit(':').next().expect("port").to_owned();
+        let other_origin = format!("http://localhost:{port}");
+        let chrome =
+            Chromium::start_with(vec!["--host-resolver-rules=MAP *.invalid ~NOTFOUND".into()])
+                .await;
+        let evidence = tempfile::tempdir().expect("tempdir");
+        let relay = RelayProcess::spawn(
+            &[
+                "-vv",
+                "serve",
+                "--upstream",
+                &chrome.http(),
+                "--listen",
+                "127.0.0.1:0",
+                "--evidence-dir",
+                &evidence.path().to_string_lossy(),
+                "--session",
+                "sweep",
+                "--secret-env",
+                "SWEEP_ENV_SECRET",
+            ],
+            &[("SWEEP_ENV_SECRET", std::ffi::OsStr::new(ENV_SECRET))],
+        )
+        .await;
+
+        // CDP capability ids, straight from the browser.
+        let direct = format!("127.0.0.1:{}", chrome.port());
+        let mut cdp_ids: Vec<String> = Vec::new();
+        let version = get(&direct, "/json/version").await.json();
+        if let Some(id) = version["webSocketDebuggerUrl"]
+            .as_str()
+            .and_then(|u| u.rsplit('/').next())
+        {
+            cdp_ids.push(id.to_owned());
+        }
+
+        let cfg = json!({
+            "endpoint": relay.endpoint,
+            "site": site.origin,
+            "otherOrigin": other_origin,
+            "refused": format!("http://127.0.0.1:{}", closed_port()),
+            "user": USER, "password": PASSWORD, "otp": OTP,
+            "queryToken": QUERY_TOKEN, "bearer": BEARER, "jwt": JWT,
+            "sessionId": SESSION_ID, "apiKey": API_KEY,
+        });
+        let run = run_node_client("sweep.mjs", &cfg.to_string()).await;
+        assert!(run.ok, "sweep.mjs failed:\n{}", run.stderr);
+        let report = run.report.expect("sweep report");
+        assert_eq!(report["statuses"]["notFound"], 404, "{report}");
+        assert_eq!(report["statuses"]["authorized"], 200, "{report}");
+
+        for t in get(&direct, "/json/list")
+            .await
+            .json()
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(id) = t["id"].as_str() {
+                cdp_ids.push(id.to_owned());
+            }
+        }
+        let status = get(&relay.authority(), "/relay/v1/status").await.json();
+        let run_id = status["evidence"]["runId"]
+            .as_str()
+            .expect("run id")
+            .to_owned();
+        relay.signal(nix::sys::signal::Signal::SIGTERM);
+        let (code, _, stderr) = relay.finish().await;
+        assert_eq!(code, Some(0), "{stderr}");
+
+        // What happened is on record.
+        let store = Store::open(EvidenceConfig::at(evidence.path())).expect("store");
+        let journal = store.read_journal(&run_id).expect("journal");
+        assert!(journal.corrupt.is_empty(), "{:?}", journal.corrupt);
+        let records = journal.records;
+        let manifest = store.read_manifest(&run_id).expect("manifest");
+        assert_eq!(manifest.status.as_deref(), Some("finalized"));
+
+        let typed: Vec<u64> = records
+            .iter()
+            .filter(|r| r.kind == "action" && r.payload["method"] == "type")
+            .filter_map(|r| r.payload["input"]["chars"].as_u64())
+            .collect();
+        for len in [USER.len(), PASSWORD.len(), OTP.len()] {
+            assert!(
+                typed.contains(&(len as u64)),
+                "typed lengths {typed:?} lack {len}"
+            );
+        }
+        let expect_net = [
+            ("/missing", Some(404), None),
+            ("/boom", Some(500), None),
+            ("/x", None, Some("ERR_CONNECTION_REFUSED")),
+            ("/y", None, Some("ERR_NAME_NOT_RESOLVED")),
+            ("/hang", None, Some("ERR_ABORTED")),
+            ("/cors", None, Some("CORS")),
+        ];
+        for (path, status, error) in expect_net {
+            let n =
+                network(&records, path).unwrap_or_else(|| panic!("no network record for {path}"));
+            assert_eq!(n["resourceType"], "Fetch", "{path}: {n}");
+            if let Some(s) = status {
+                assert_eq!(n["status"], s, "{path}: {n}");
+            }
+            if let Some(e) = error {
+                assert!(
+                    n["errorText"].as_str().unwrap_or_default().contains(e),
+                    "{path}: {n}"
+                );
+            }
+        }
+        assert!(network(&records, "/nowhere").is_none());
+        let dns = network(&records, "/y").expect("dns");
+        assert_eq!(dns["url"], "http://nowhere.invalid/y");
+
+        let consoles: Vec<&Value> = records
+            .iter()
+            .filter(|r| r.kind == "console")
+            .map(|r| &r.payload)
+            .collect();
+        let texts: Vec<&str> = consoles.iter().filter_map(|c| c["text"].as_str()).collect();
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("token expired") && t.contains("[redacted:jwt]")),
+            "{texts:?}"
+        );
+        assert!(
+            texts.iter().any(|t| t.contains("key in use: ${API_KEY}")),
+            "{texts:?}"
+        );
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("login page for ${SWEEP_ENV_SECRET}")),
+            "{texts:?}"
+        );
+        assert!(
+            consoles.iter().any(|c| c["level"] == "exception"),
+            "{consoles:?}"
+        );
+        assert!(
+            consoles.iter().any(|c| c["level"] == "assert"),
+            "{consoles:?}"
+        );
+
+        let shots: Vec<&StoredRecord> = records
+            .iter()
+            .filter(|r| r.kind == "action" && r.payload["method"] == "Page.captureScreenshot")
+            .collect();
+        assert_eq!(shots.len(), 3, "{shots:?}");
+        assert_eq!(shots.iter().filter(|r| !r.artifacts.is_empty()).count(), 2);
+        assert!(
+            shots[1].artifacts.is_empty(),
+            "the screenshot after typing must be withheld"
+        );
+
+        // And nothing planted is anywhere.
+        let mut planted: Vec<(&str, String)> = vec![
+            ("password", PASSWORD.into()),
+            ("user", USER.into()),
+            ("otp", OTP.into()),
+            ("query token", QUERY_TOKEN.into()),
+            ("bearer", BEARER.into()),
+            ("cookie", COOKIE.into()),
+            ("session id", SESSION_ID.into()),
+            ("api key", API_KEY.into()),
+            ("env secret", ENV_SECRET.into()),
+            ("jwt", JWT.into()),
+            (
+                "jwt payload",
+                JWT.split('.').nth(1).unwrap_or_default().into(),
+            ),
+        ];
+        for id in &cdp_ids {
+            planted.push(("cdp id", id.clone()));
+            planted.push(("cdp id (lowercase)", id.to_ascii_lowercase()));
+        }
+        assert!(cdp_ids.len() >= 2, "{cdp_ids:?}");
+        let files = all_files(evidence.path());
+        assert!(files.len() >= 4, "{files:?}");
+        for (what, secret) in &planted {
+            for (path, bytes) in &files {
+                assert!(!contains(bytes, secret), "{what} found in {path}");
+            }
+            assert!(
+                !stderr.contains(secret.as_str()),
+                "{what} found in the relay's stderr"
+            );
+        }
+        // The sweep is only as good as its coverage: the relay did log and record plenty.
+        assert!(stderr.lines().count() > 5, "{stderr}");
+        assert!(records.len() > 30, "{}", records.len());
+    })
+    .await;
+}
