@@ -386,16 +386,18 @@ pub(crate) async fn run_launch(
     let exe = find_browser(&launch, std::env::var_os("PATH"))?;
     let mut browser = Browser::launch(&exe, &launch).await?;
     config.upstream = Some(browser.upstream().clone());
-    let recorder = crate::serve::start_recorder(&config);
-    let handle = recorder.as_ref().map(|r| r.handle().clone());
-    let relay = match crate::Relay::bind_with_evidence(config, handle).await {
+    let evidence = config.evidence.clone();
+    let mut relay = match crate::Relay::bind(config).await {
         Ok(r) => r,
         Err(e) => {
-            crate::serve::finish_recorder(recorder).await;
             browser.shutdown().await;
             return Err(e.into());
         }
     };
+    let recorder = crate::serve::start_recorder(&evidence);
+    if let Some(r) = &recorder {
+        relay = relay.with_evidence(r.handle().clone());
+    }
     crate::serve::announce(&relay, browser.upstream());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let relay_task = tokio::spawn(relay.run_until(async {

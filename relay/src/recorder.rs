@@ -201,7 +201,7 @@ fn record(
     let dropped = tap.dropped() + observer.dropped() + failed;
     let totals = Totals {
         dropped_evidence: dropped,
-        redactions: sanitizer.summary().rules,
+        redactions: Some(sanitizer.summary()),
     };
     if let Err(e) = run.finalize(totals) {
         tracing::warn!("evidence: could not finalize run {}: {e}", run.id());

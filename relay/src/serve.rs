@@ -61,18 +61,6 @@ struct State {
 impl Relay {
     /// Binds the listen address of `config` without evidence. `config.upstream` must be set.
     pub async fn bind(config: Config) -> Result<Relay, Error> {
-        Relay::bind_with_evidence(config, None).await
-    }
-
-    /// Like [`Relay::bind`], with frame copies offered to a recorder's tap and its run served
-    /// by the status and secrets API.
-    pub async fn bind_with_evidence(
-        config: Config,
-        evidence: Option<EvidenceHandle>,
-    ) -> Result<Relay, Error> {
-        let tap = evidence
-            .as_ref()
-            .map_or_else(Tap::disabled, |e| e.tap.clone());
         let upstream = config
             .upstream
             .clone()
@@ -92,8 +80,8 @@ impl Relay {
             upstream,
             ws_config,
             stats: Arc::default(),
-            tap,
-            evidence,
+            tap: Tap::disabled(),
+            evidence: None,
             local,
             next_session: AtomicU64::new(1),
         });
@@ -102,6 +90,16 @@ impl Relay {
             local,
             state,
         })
+    }
+
+    /// Offers frame copies to a recorder's tap and serves its run in the status and secrets API.
+    /// Call before [`Relay::run_until`] (the relay is not shared before it runs).
+    pub fn with_evidence(mut self, evidence: EvidenceHandle) -> Relay {
+        if let Some(state) = Arc::get_mut(&mut self.state) {
+            state.tap = evidence.tap.clone();
+            state.evidence = Some(evidence);
+        }
+        self
     }
 
     /// The bound address (the real port when 0 was asked for).
@@ -533,9 +531,13 @@ pub(crate) async fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
         .clone()
         .ok_or_else(|| Error::Usage("serve needs --upstream".into()))?;
     upstream::probe(&upstream).await?;
-    let recorder = start_recorder(&config);
-    let relay =
-        Relay::bind_with_evidence(config, recorder.as_ref().map(|r| r.handle().clone())).await?;
+    let evidence = config.evidence.clone();
+    let mut relay = Relay::bind(config).await?;
+    // Bound first: a relay that cannot listen leaves no evidence run behind.
+    let recorder = start_recorder(&evidence);
+    if let Some(r) = &recorder {
+        relay = relay.with_evidence(r.handle().clone());
+    }
     announce(&relay, &upstream);
     let signal = crate::signals::shutdown_signal();
     relay
@@ -550,8 +552,8 @@ pub(crate) async fn run_serve(config: Config) -> anyhow::Result<ExitCode> {
 
 /// Starts evidence recording as configured. A directory that cannot be used turns evidence off
 /// with one warning: forwarding matters more.
-pub(crate) fn start_recorder(config: &Config) -> Option<Recorder> {
-    match Recorder::start(&config.evidence) {
+pub(crate) fn start_recorder(settings: &crate::EvidenceSettings) -> Option<Recorder> {
+    match Recorder::start(settings) {
         Ok(Some(r)) => {
             let h = r.handle();
             tracing::info!(

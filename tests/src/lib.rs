@@ -112,9 +112,10 @@ impl RelayFixture {
         let recorder = cdp_relay::recorder::Recorder::start(&config.evidence)
             .expect("start recorder")
             .expect("evidence enabled");
-        let relay = Relay::bind_with_evidence(config, Some(recorder.handle().clone()))
+        let relay = Relay::bind(config)
             .await
-            .expect("bind relay");
+            .expect("bind relay")
+            .with_evidence(recorder.handle().clone());
         let mut fixture = RelayFixture::run(relay);
         fixture.recorder = Some(recorder);
         fixture
@@ -317,6 +318,8 @@ pub struct RelayProcess {
     pub endpoint: String,
     stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
     stderr: Option<tokio::process::ChildStderr>,
+    /// Default evidence root, so no test writes into the source tree.
+    _evidence: tempfile::TempDir,
 }
 
 impl RelayProcess {
@@ -324,7 +327,9 @@ impl RelayProcess {
     /// Panics with the process's stderr if it exits first.
     pub async fn spawn(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> RelayProcess {
         use tokio::io::AsyncBufReadExt;
+        let evidence = tempfile::tempdir().expect("evidence tempdir");
         let mut cmd = tokio::process::Command::new(relay_binary());
+        cmd.env("CDP_RELAY_EVIDENCE_DIR", evidence.path());
         cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -344,6 +349,7 @@ impl RelayProcess {
                 endpoint,
                 stdout,
                 stderr,
+                _evidence: evidence,
             },
             _ => {
                 let mut err = String::new();
