@@ -12,7 +12,7 @@ use cdp_evidence::{ArtifactOutcome, ArtifactRef, EvidenceConfig, Record, Run, St
 use cdp_sanitize::Sanitizer;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 use tokio::sync::mpsc;
 
@@ -25,30 +25,42 @@ pub const QUEUE_CAPACITY: usize = 16 * 1024;
 pub struct EvidenceHandle {
     pub(crate) tap: Tap,
     pub(crate) sanitizer: Arc<Sanitizer>,
-    pub(crate) run_id: String,
-    pub(crate) run_dir: PathBuf,
+    /// The run being written; changes if another producer finalizes it under us.
+    current: Arc<Mutex<CurrentRun>>,
     pub(crate) session: String,
     pub(crate) failures: Arc<AtomicU64>,
+}
+
+#[derive(Debug, Clone)]
+struct CurrentRun {
+    id: String,
+    dir: PathBuf,
 }
 
 impl std::fmt::Debug for EvidenceHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EvidenceHandle")
-            .field("run_id", &self.run_id)
-            .field("run_dir", &self.run_dir)
+            .field("run", &self.current())
             .finish_non_exhaustive()
     }
 }
 
 impl EvidenceHandle {
-    /// The run id.
-    pub fn run_id(&self) -> &str {
-        &self.run_id
+    fn current(&self) -> CurrentRun {
+        self.current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
-    /// The run directory.
-    pub fn run_dir(&self) -> &std::path::Path {
-        &self.run_dir
+    /// The id of the run being written.
+    pub fn run_id(&self) -> String {
+        self.current().id
+    }
+
+    /// The directory of the run being written.
+    pub fn run_dir(&self) -> PathBuf {
+        self.current().dir
     }
 
     /// Evidence lost so far: queue overflow plus failed writes.
@@ -108,13 +120,24 @@ impl Recorder {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let tap = Tap::new(tx.clone());
         let failures = Arc::new(AtomicU64::new(0));
+        let current = Arc::new(Mutex::new(CurrentRun {
+            id: run.id().to_owned(),
+            dir: run.dir().to_path_buf(),
+        }));
         let handle = EvidenceHandle {
             tap: tap.clone(),
             sanitizer: sanitizer.clone(),
-            run_id: run.id().to_owned(),
-            run_dir: run.dir().to_path_buf(),
-            session,
+            current: current.clone(),
+            session: session.clone(),
             failures: failures.clone(),
+        };
+        let sink = RunSink {
+            store,
+            session,
+            run,
+            current,
+            failures,
+            warned: false,
         };
         let opts = ObserverOptions {
             screenshots: settings.screenshots,
@@ -122,7 +145,7 @@ impl Recorder {
         };
         let thread = std::thread::Builder::new()
             .name("cdp-relay-recorder".into())
-            .spawn(move || record(rx, run, sanitizer, opts, tap, failures))
+            .spawn(move || record(rx, sink, sanitizer, opts, tap))
             .map_err(|e| off(&format!("cannot start the recorder thread: {e}")))?;
         Ok(Some(Recorder {
             handle,
@@ -176,17 +199,11 @@ fn default_session_name() -> String {
 /// The recorder thread.
 fn record(
     mut rx: mpsc::Receiver<TapEvent>,
-    run: Run,
+    sink: RunSink,
     sanitizer: Arc<Sanitizer>,
     opts: ObserverOptions,
     tap: Tap,
-    failures: Arc<AtomicU64>,
 ) -> RecorderSummary {
-    let sink = RunSink {
-        run: run.clone(),
-        failures: failures.clone(),
-        warned: false,
-    };
     let mut observer = Observer::new(sanitizer.clone(), sink, opts);
     let mut finished_at = None;
     while let Some(event) = rx.blocking_recv() {
@@ -197,17 +214,23 @@ fn record(
         observer.handle(event);
     }
     observer.finish(finished_at.unwrap_or_else(SystemTime::now));
-    let failed = failures.load(Ordering::Relaxed);
+    let sink = observer.sink();
+    let failed = sink.failures.load(Ordering::Relaxed);
     let dropped = tap.dropped() + observer.dropped() + failed;
     let totals = Totals {
         dropped_evidence: dropped,
         redactions: Some(sanitizer.summary()),
     };
-    if let Err(e) = run.finalize(totals) {
-        tracing::warn!("evidence: could not finalize run {}: {e}", run.id());
+    if let Err(e) = sink.run.finalize(totals) {
+        tracing::warn!("evidence: could not finalize run {}: {e}", sink.run.id());
+    }
+    // Retention: keep the newest finalized runs; running and legacy runs are never touched.
+    match sink.store.prune() {
+        Ok(report) => tracing::debug!("evidence: retention: {report:?}"),
+        Err(e) => tracing::warn!("evidence: retention could not prune old runs: {e}"),
     }
     RecorderSummary {
-        run_dir: run.dir().to_path_buf(),
+        run_dir: sink.run.dir().to_path_buf(),
         dropped,
         failed_writes: failed,
     }
@@ -215,7 +238,10 @@ fn record(
 
 /// Writes observer output into an evidence run.
 struct RunSink {
+    store: Store,
+    session: String,
     run: Run,
+    current: Arc<Mutex<CurrentRun>>,
     failures: Arc<AtomicU64>,
     warned: bool,
 }
@@ -231,12 +257,46 @@ impl RunSink {
             );
         }
     }
+
+    /// Another producer finalized the run: continue in the session's next run.
+    fn rejoin(&mut self) -> bool {
+        match self.store.join_session(&self.session, "relay") {
+            Ok(run) => {
+                tracing::info!(
+                    "evidence: run {} was finalized by another producer; continuing in run {}",
+                    self.run.id(),
+                    run.id()
+                );
+                *self.current.lock().unwrap_or_else(PoisonError::into_inner) = CurrentRun {
+                    id: run.id().to_owned(),
+                    dir: run.dir().to_path_buf(),
+                };
+                self.run = run;
+                true
+            }
+            Err(e) => {
+                self.failed("join the session's next run", &e);
+                false
+            }
+        }
+    }
+}
+
+fn finalized(e: &cdp_evidence::Error) -> bool {
+    matches!(e, cdp_evidence::Error::RunFinalized { .. })
 }
 
 impl Sink for RunSink {
     fn record(&mut self, record: Record) {
-        if let Err(e) = self.run.append(record) {
-            self.failed("append to the journal", &e);
+        let retry = record.clone();
+        match self.run.append(record) {
+            Ok(()) => {}
+            Err(e) if finalized(&e) && self.rejoin() => {
+                if let Err(e) = self.run.append(retry) {
+                    self.failed("append to the journal", &e);
+                }
+            }
+            Err(e) => self.failed("append to the journal", &e),
         }
     }
 
@@ -246,7 +306,11 @@ impl Sink for RunSink {
         ext: &'static str,
         bytes: &[u8],
     ) -> Option<ArtifactRef> {
-        match self.run.store_artifact(stem, ext, bytes) {
+        let mut outcome = self.run.store_artifact(stem, ext, bytes);
+        if matches!(&outcome, Err(e) if finalized(e)) && self.rejoin() {
+            outcome = self.run.store_artifact(stem, ext, bytes);
+        }
+        match outcome {
             Ok(ArtifactOutcome::Stored(a)) => Some(a),
             Ok(_) => None,
             Err(e) => {

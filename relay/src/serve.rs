@@ -420,8 +420,8 @@ fn status_page(state: &State, method: &Method) -> Response<Body> {
     }
     let evidence = state.evidence.as_ref().map(|e| {
         serde_json::json!({
-            "runId": e.run_id,
-            "runDir": e.run_dir,
+            "runId": e.run_id(),
+            "runDir": e.run_dir(),
             "session": e.session,
             "dropped": e.dropped(),
         })
@@ -558,8 +558,8 @@ pub(crate) fn start_recorder(settings: &crate::EvidenceSettings) -> Option<Recor
             let h = r.handle();
             tracing::info!(
                 "evidence: recording run {} in {}",
-                h.run_id,
-                h.run_dir.display()
+                h.run_id(),
+                h.run_dir().display()
             );
             Some(r)
         }
