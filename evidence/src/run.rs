@@ -122,6 +122,26 @@ impl Run {
         inner.write(&locked, &record)
     }
 
+    /// Appends records in order under one lock: one finalized check and one tail repair for the
+    /// whole batch, each record still its own single write. What a busy producer uses to keep
+    /// up. On error, the records before the failing one are in the journal; the count of those
+    /// is in the `Ok` of a successful call only.
+    pub fn append_all(&self, records: &[Record]) -> Result<usize, Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(0);
+        };
+        if records.is_empty() {
+            return Ok(0);
+        }
+        let locked = inner.journal.lock()?;
+        inner.running_manifest()?;
+        inner.repair(&locked)?;
+        for record in records {
+            inner.write(&locked, record)?;
+        }
+        Ok(records.len())
+    }
+
     /// Stores an artifact within the run's budget. `stem` and `ext` name the file
     /// (`artifacts/<n>-<stem>.<ext>`); they must be short `[a-z0-9_-]` words.
     pub fn store_artifact(

@@ -557,3 +557,27 @@ fn listing_shows_status_records_and_size() {
         ("finalized", 2, false)
     );
 }
+
+#[test]
+fn append_all_writes_a_batch_in_order_and_respects_finalize() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_at(tmp.path());
+    let run = store.join_session("batch", "relay").unwrap();
+    let batch: Vec<Record> = (0..50).map(|n| action("Runtime.evaluate", n)).collect();
+    assert_eq!(run.append_all(&batch).unwrap(), 50);
+    assert_eq!(run.append_all(&[]).unwrap(), 0);
+    let journal = store.read_journal(run.id()).unwrap();
+    let sizes: Vec<u64> = journal
+        .records
+        .iter()
+        .filter(|r| r.kind == "action")
+        .filter_map(|r| r.payload["bytes"].as_u64())
+        .collect();
+    assert_eq!(sizes, (0..50).collect::<Vec<_>>());
+    run.finalize(Totals::default()).unwrap();
+    let refused = run.append_all(&batch).unwrap_err();
+    assert!(matches!(refused, Error::RunFinalized { .. }), "{refused}");
+    let disabled = Store::open(EvidenceConfig::disabled()).unwrap();
+    let noop = disabled.join_session("batch", "relay").unwrap();
+    assert_eq!(noop.append_all(&batch).unwrap(), 0);
+}

@@ -138,6 +138,7 @@ impl Recorder {
             current,
             failures,
             warned: false,
+            buffer: Vec::with_capacity(BATCH),
         };
         let opts = ObserverOptions {
             screenshots: settings.screenshots,
@@ -206,7 +207,19 @@ fn record(
 ) -> RecorderSummary {
     let mut observer = Observer::new(sanitizer.clone(), sink, opts);
     let mut finished_at = None;
-    while let Some(event) = rx.blocking_recv() {
+    loop {
+        let event = match rx.try_recv() {
+            Ok(event) => event,
+            // Caught up: write what is buffered before waiting for more.
+            Err(mpsc::error::TryRecvError::Empty) => {
+                observer.sink_mut().flush();
+                match rx.blocking_recv() {
+                    Some(event) => event,
+                    None => break,
+                }
+            }
+            Err(mpsc::error::TryRecvError::Disconnected) => break,
+        };
         if let TapEvent::Finish { at } = event {
             finished_at = Some(at);
             break;
@@ -214,6 +227,7 @@ fn record(
         observer.handle(event);
     }
     observer.finish(finished_at.unwrap_or_else(SystemTime::now));
+    observer.sink_mut().flush();
     let sink = observer.sink();
     let failed = sink.failures.load(Ordering::Relaxed);
     let dropped = tap.dropped() + observer.dropped() + failed;
@@ -236,7 +250,11 @@ fn record(
     }
 }
 
-/// Writes observer output into an evidence run.
+/// Records written per journal lock when the recorder is busy.
+const BATCH: usize = 256;
+
+/// Writes observer output into an evidence run, in batches: one lock per batch when busy, and
+/// everything written as soon as the queue is drained.
 struct RunSink {
     store: Store,
     session: String,
@@ -244,11 +262,28 @@ struct RunSink {
     current: Arc<Mutex<CurrentRun>>,
     failures: Arc<AtomicU64>,
     warned: bool,
+    buffer: Vec<Record>,
 }
 
 impl RunSink {
-    fn failed(&mut self, what: &str, e: &cdp_evidence::Error) {
-        self.failures.fetch_add(1, Ordering::Relaxed);
+    /// Appends the buffered records.
+    fn flush(&mut self) {
+        if self.buffer.is_empty() {
+            return;
+        }
+        let mut outcome = self.run.append_all(&self.buffer);
+        if matches!(&outcome, Err(e) if finalized(e)) && self.rejoin() {
+            outcome = self.run.append_all(&self.buffer);
+        }
+        if let Err(e) = outcome {
+            let lost = self.buffer.len() as u64;
+            self.failed("append to the journal", &e, lost);
+        }
+        self.buffer.clear();
+    }
+
+    fn failed(&mut self, what: &str, e: &cdp_evidence::Error, lost: u64) {
+        self.failures.fetch_add(lost, Ordering::Relaxed);
         if !self.warned {
             self.warned = true;
             // Evidence errors name paths and OS errors, never record contents.
@@ -275,7 +310,7 @@ impl RunSink {
                 true
             }
             Err(e) => {
-                self.failed("join the session's next run", &e);
+                self.failed("join the session's next run", &e, 0);
                 false
             }
         }
@@ -288,15 +323,9 @@ fn finalized(e: &cdp_evidence::Error) -> bool {
 
 impl Sink for RunSink {
     fn record(&mut self, record: Record) {
-        let retry = record.clone();
-        match self.run.append(record) {
-            Ok(()) => {}
-            Err(e) if finalized(&e) && self.rejoin() => {
-                if let Err(e) = self.run.append(retry) {
-                    self.failed("append to the journal", &e);
-                }
-            }
-            Err(e) => self.failed("append to the journal", &e),
+        self.buffer.push(record);
+        if self.buffer.len() >= BATCH {
+            self.flush();
         }
     }
 
@@ -306,6 +335,8 @@ impl Sink for RunSink {
         ext: &'static str,
         bytes: &[u8],
     ) -> Option<ArtifactRef> {
+        // Keep the journal in order: earlier records before anything the artifact store writes.
+        self.flush();
         let mut outcome = self.run.store_artifact(stem, ext, bytes);
         if matches!(&outcome, Err(e) if finalized(e)) && self.rejoin() {
             outcome = self.run.store_artifact(stem, ext, bytes);
@@ -314,7 +345,7 @@ impl Sink for RunSink {
             Ok(ArtifactOutcome::Stored(a)) => Some(a),
             Ok(_) => None,
             Err(e) => {
-                self.failed("store an artifact", &e);
+                self.failed("store an artifact", &e, 1);
                 None
             }
         }

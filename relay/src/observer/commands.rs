@@ -55,6 +55,36 @@ const NAMED_KEYS: [&str; 30] = [
     "Meta",
 ];
 
+/// Every method [`classify`] may turn into evidence; the rest are skipped unparsed.
+const EVIDENCE: [&str; 21] = [
+    "Page.navigate",
+    "Page.reload",
+    "Page.navigateToHistoryEntry",
+    "Page.stopLoading",
+    "Page.startScreencast",
+    "Page.stopScreencast",
+    "Page.printToPDF",
+    "Page.captureScreenshot",
+    "Input.dispatchMouseEvent",
+    "Input.dispatchTouchEvent",
+    "Input.dispatchKeyEvent",
+    "Input.insertText",
+    "DOM.setAttributeValue",
+    "DOM.setFileInputFiles",
+    "Runtime.evaluate",
+    "Runtime.callFunctionOn",
+    "Target.createTarget",
+    "Target.closeTarget",
+    "Target.attachToTarget",
+    "Target.activateTarget",
+    "Browser.close",
+];
+
+/// True if `method` can be evidence.
+pub(crate) fn is_evidence(method: &str) -> bool {
+    EVIDENCE.contains(&method)
+}
+
 /// Classifies `method`; `None` for commands that are not evidence (most of them).
 pub(crate) fn classify(method: &str, frame: &Frame<'_>, s: &Sanitizer) -> Option<Command> {
     let named = |m: &'static str| Action::new(SafeText::literal(m));

@@ -70,6 +70,44 @@ impl<'a> Frame<'a> {
     }
 }
 
+/// What a frame's first bytes say, in the shapes Chromium and CDP clients write.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Leading<'a> {
+    /// `{"method":"X"…`: an event.
+    Method(&'a str),
+    /// `{"id":N,"method":"X"…`: a command.
+    IdMethod(&'a str),
+    /// `{"id":N,` followed by anything but `"method"`: a response.
+    Id(u64),
+    /// Any other shape.
+    Unknown,
+}
+
+/// Reads the leading `"method"` / `"id"` without parsing the frame.
+pub(crate) fn leading(text: &str) -> Leading<'_> {
+    if let Some(rest) = text.strip_prefix("{\"method\":\"") {
+        return quoted(rest).map_or(Leading::Unknown, Leading::Method);
+    }
+    let Some(rest) = text.strip_prefix("{\"id\":") else {
+        return Leading::Unknown;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let Ok(id) = rest[..digits].parse::<u64>() else {
+        return Leading::Unknown;
+    };
+    match rest[digits..].strip_prefix(",\"method\":\"") {
+        Some(m) => quoted(m).map_or(Leading::Unknown, Leading::IdMethod),
+        None if rest[digits..].starts_with(',') => Leading::Id(id),
+        None => Leading::Unknown,
+    }
+}
+
+/// The text up to the closing quote, if it has no escapes (method names never do).
+fn quoted(s: &str) -> Option<&str> {
+    let end = s.find(['"', '\\'])?;
+    (s.as_bytes()[end] == b'"').then(|| &s[..end])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +136,31 @@ mod tests {
 
         let e = Frame::parse(r#"{"method":"Runtime.consoleAPICalled","params":{}}"#).unwrap();
         assert_eq!(e.id, None);
+    }
+
+    #[test]
+    fn leading_bytes() {
+        assert_eq!(
+            leading(r#"{"method":"Page.lifecycleEvent","params":{}}"#),
+            Leading::Method("Page.lifecycleEvent")
+        );
+        assert_eq!(
+            leading(r#"{"id":12,"method":"Page.navigate","params":{}}"#),
+            Leading::IdMethod("Page.navigate")
+        );
+        assert_eq!(leading(r#"{"id":12,"result":{}}"#), Leading::Id(12));
+        for other in [
+            r#"{ "method":"A"}"#,
+            r#"{"method":"A\u0062"}"#,
+            r#"{"id":"1","result":{}}"#,
+            r#"{"id":1}"#,
+            r#"{"id":99999999999999999999,"result":{}}"#,
+            r#"{"method":"unterminated"#,
+            r#"{"sessionId":"S","id":1,"method":"Page.navigate"}"#,
+            "",
+        ] {
+            assert_eq!(leading(other), Leading::Unknown, "{other}");
+        }
     }
 
     #[test]

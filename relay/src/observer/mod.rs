@@ -72,6 +72,22 @@ impl Default for ObserverOptions {
     }
 }
 
+/// Events the observer reads; every other event is skipped unparsed.
+const EVENTS: [&str; 12] = [
+    "Network.requestWillBeSent",
+    "Network.responseReceived",
+    "Network.loadingFailed",
+    "Network.loadingFinished",
+    "Runtime.consoleAPICalled",
+    "Runtime.exceptionThrown",
+    "Log.entryAdded",
+    "Page.frameNavigated",
+    "Page.screencastFrame",
+    "Target.attachedToTarget",
+    "Target.detachedFromTarget",
+    "Target.targetInfoChanged",
+];
+
 /// The tool name on every record the relay writes.
 const TOOL: &str = "cdp";
 
@@ -146,6 +162,11 @@ impl<S: Sink> Observer<S> {
         &self.sink
     }
 
+    /// The sink, e.g. to flush it.
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.sink
+    }
+
     /// Consumes one tap event.
     pub fn handle(&mut self, event: TapEvent) {
         match event {
@@ -157,6 +178,9 @@ impl<S: Sink> Observer<S> {
                 payload: Payload::Text(text),
             } => {
                 self.sweep(at);
+                if self.skippable(conn, dir, text.as_str()) {
+                    return;
+                }
                 if let Some(frame) = Frame::parse(text.as_str()) {
                     match dir {
                         Direction::ToBrowser => self.command(conn, &frame, at),
@@ -168,6 +192,21 @@ impl<S: Sink> Observer<S> {
             TapEvent::Frame { .. } => {}
             TapEvent::Closed { conn, how, at } => self.closed(conn, how, at),
             TapEvent::Finish { at } => self.finish(at),
+        }
+    }
+
+    /// Decides from the first bytes alone that a frame cannot matter, so the common case (events
+    /// nobody records, replies nobody waits for) costs no parse. Chromium and the usual clients
+    /// put `"method"` or `"id"` first; any other shape is parsed in full.
+    fn skippable(&self, conn: u64, dir: Direction, text: &str) -> bool {
+        match (dir, frame::leading(text)) {
+            (Direction::ToClient, frame::Leading::Method(m)) => !EVENTS.contains(&m),
+            (Direction::ToClient, frame::Leading::Id(id)) => self
+                .conns
+                .get(&conn)
+                .is_none_or(|c| c.pending.len() <= 64 && !c.pending.keys().any(|(_, i)| *i == id)),
+            (Direction::ToBrowser, frame::Leading::IdMethod(m)) => !commands::is_evidence(m),
+            _ => false,
         }
     }
 
