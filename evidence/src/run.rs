@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 /// What a producer reports when it finalizes a run.
@@ -51,6 +51,8 @@ pub(crate) struct RunInner {
     pub(crate) config: Arc<EvidenceConfig>,
     pub(crate) sessions: SessionLock,
     pub(crate) journal: Journal,
+    /// (device, inode) of the manifest last read as running. See [`RunInner::ensure_running`].
+    pub(crate) seen_running: Mutex<Option<(u64, u64)>>,
 }
 
 /// A joined run. Cheap to clone; clones share the in-process lock.
@@ -117,7 +119,7 @@ impl Run {
             return Ok(());
         };
         let locked = inner.journal.lock()?;
-        inner.running_manifest()?;
+        inner.ensure_running()?;
         inner.repair(&locked)?;
         inner.write(&locked, &record)
     }
@@ -134,7 +136,7 @@ impl Run {
             return Ok(0);
         }
         let locked = inner.journal.lock()?;
-        inner.running_manifest()?;
+        inner.ensure_running()?;
         inner.repair(&locked)?;
         for record in records {
             inner.write(&locked, record)?;
@@ -214,6 +216,26 @@ impl RunInner {
             run_id: self.id.clone(),
             path: self.dir.clone(),
         })
+    }
+
+    /// `RunFinalized` when the run was finalized. The manifest is only ever replaced by rename (at
+    /// create and at finalize), so while it is the same file that was last read as running, it
+    /// still says running: appends cost a `stat`, not a read and a parse.
+    fn ensure_running(&self) -> Result<(), Error> {
+        use std::os::unix::fs::MetadataExt;
+        let path = self.manifest_path();
+        let file = fs::symlink_metadata(&path).ok().map(|m| (m.dev(), m.ino()));
+        let mut seen = self
+            .seen_running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if file.is_some() && *seen == file {
+            return Ok(());
+        }
+        *seen = None;
+        self.running_manifest()?;
+        *seen = file;
+        Ok(())
     }
 
     /// The manifest, or `RunFinalized` when another (or this) producer finalized the run.

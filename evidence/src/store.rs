@@ -320,6 +320,7 @@ impl Store {
             source: source.clone(),
             config: Arc::clone(&self.config),
             sessions: self.sessions.clone(),
+            seen_running: std::sync::Mutex::new(None),
         }))
     }
 

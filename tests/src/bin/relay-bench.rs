@@ -2,12 +2,13 @@
 //! three paths measured side by side in one run, interleaved round by round:
 //!
 //! * `direct`: straight to Chromium's DevTools port;
-//! * `relay`:  through the release `cdp-relay serve` binary;
+//! * `relay`:  through the release `cdp-relay serve` binary, recording evidence;
+//! * `relay --no-evidence`: the same binary forwarding only;
 //! * `peer`:   through node-http-proxy (tests/clients/peer-proxy.mjs), the usual hand-rolled proxy.
 //!
 //! Run: `cargo build --release -p cdp-relay --bin cdp-relay && cargo run --release -p cdp-relay-tests --bin relay-bench`
-//! Options (env): `BENCH_ROUNDS` (default 10), `BENCH_RELAY_ARGS` (extra `serve` flags,
-//! e.g. `--no-evidence`), `BENCH_LABEL` (a name for the relay column).
+//! Options (env): `BENCH_ROUNDS` (default 10), `BENCH_RELAY_ARGS` (extra `serve` flags for both
+//! relays).
 //! Prints a Markdown table for BENCHMARKS.md.
 
 use cdp_relay_tests::cdp::Cdp;
@@ -134,27 +135,34 @@ async fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
-    let label = std::env::var("BENCH_LABEL").unwrap_or_else(|_| "relay".into());
     let extra = std::env::var("BENCH_RELAY_ARGS").unwrap_or_default();
     eprintln!("relay binary: {}", relay_binary().display());
 
     let chrome = Chromium::start().await;
-    let mut args = vec!["serve", "--upstream", "", "--listen", "127.0.0.1:0"];
     let upstream = chrome.http();
-    args[2] = &upstream;
+    let evidence = tempfile::tempdir().expect("evidence dir");
+    let evidence_dir = evidence.path().to_string_lossy().into_owned();
+    let mut args = vec!["serve", "--upstream", &upstream, "--listen", "127.0.0.1:0"];
     args.extend(extra.split_whitespace());
-    let relay = RelayProcess::spawn(&args, &[]).await;
+    let mut recording = args.clone();
+    recording.extend(["--evidence-dir", &evidence_dir]);
+    let relay = RelayProcess::spawn(&recording, &[]).await;
+    let mut forwarding = args.clone();
+    forwarding.push("--no-evidence");
+    let plain = RelayProcess::spawn(&forwarding, &[]).await;
     let peer = start_peer(&chrome.http()).await;
 
     let direct_auth = format!("127.0.0.1:{}", chrome.port());
     let direct_url = page_ws(&direct_auth).await;
     let relay_url = page_ws(&relay.authority()).await;
+    let plain_url = page_ws(&plain.authority()).await;
     let peer_url = direct_url.replace(&direct_auth, &peer.authority);
 
     let paths = [
         ("direct", direct_url),
-        (label.as_str(), relay_url),
-        ("peer", peer_url),
+        ("cdp-relay (evidence on)", relay_url),
+        ("cdp-relay --no-evidence", plain_url),
+        ("peer: node-http-proxy", peer_url),
     ];
     let mut samples: Vec<Samples> = paths.iter().map(|_| Samples::default()).collect();
     for r in 0..rounds {
@@ -189,6 +197,6 @@ async fn main() {
     println!(
         "\n{rounds} rounds × ({SMALL_PER_ROUND} sequential small, {LARGE_PER_ROUND} × 5 MB, {PIPELINED_PER_ROUND} pipelined) per path, order rotated per round."
     );
-    // Keep the relay alive until every measurement is done.
-    drop(relay);
+    // Keep the relays alive until every measurement is done.
+    drop((relay, plain));
 }
