@@ -251,8 +251,10 @@ impl Detector {
             }
             Detector::Userinfo => {
                 r#"(?x)
-                [A-Za-z][A-Za-z0-9+.-]*://
-                (?P<userinfo_value>[^\s/?\#@"'<>\\]+)
+                # scheme://user:pass@ or protocol-relative //user:pass@
+                (?:[A-Za-z][A-Za-z0-9+.-]*:)?//
+                # Up to the *last* '@' of the authority, as URL parsers read it.
+                (?P<userinfo_value>[^\s/?\#"'<>\\]+)
                 @"#
             }
             Detector::CdpCapability => {
@@ -445,7 +447,7 @@ enum Trigger {
     Strong,
     /// An authorization scheme word: matters only if a blank follows.
     Scheme,
-    /// `://`: matters only if userinfo (`…@`) follows.
+    /// `//`: matters only if userinfo (`…@`) follows.
     Url,
 }
 
@@ -462,7 +464,7 @@ const TRIGGERS: &[(&str, Trigger)] = &[
     ("name=", Trigger::Strong),
     ("NAME=", Trigger::Strong),
     ("Name=", Trigger::Strong),
-    ("://", Trigger::Url),
+    ("//", Trigger::Url),
     ("ghp_", Trigger::Strong),
     ("gho_", Trigger::Strong),
     ("ghu_", Trigger::Strong),
@@ -511,7 +513,7 @@ static TRIGGER_SET: LazyLock<AhoCorasick> = LazyLock::new(|| {
 /// - key/value and query parameters: a `=` or `:` whose name (before an optional closing quote
 ///   and blanks) contains a [`NAME_STEMS`] stem — found from the separators, which are rare;
 /// - scheme credentials: a scheme word followed by a blank;
-/// - userinfo: `://` followed by `…@`;
+/// - userinfo: `//` followed by `…@`;
 /// - JWT, PEM, token prefixes, capability paths: their literal prefix;
 /// - CDP ids: a run of 32 or more `[0-9A-Fa-f-]`.
 pub(crate) fn may_match(text: &str) -> bool {
@@ -642,19 +644,23 @@ impl TrigramSet {
     }
 }
 
-/// `user:pass@` right after `://` (the userinfo detector's character class).
+/// `user:pass@` right after `//`: a run of the userinfo detector's class (which includes `@`,
+/// the last one ends the userinfo) holding an `@` after its first byte.
 fn userinfo_at(b: &[u8], start: usize) -> bool {
     let mut i = start;
     while i < b.len()
         && !b[i].is_ascii_whitespace()
         && !matches!(
             b[i],
-            b'/' | b'?' | b'#' | b'@' | b'"' | b'\'' | b'<' | b'>' | b'\\'
+            b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>' | b'\\'
         )
     {
+        if b[i] == b'@' && i > start {
+            return true;
+        }
         i += 1;
     }
-    i > start && b.get(i) == Some(&b'@')
+    false
 }
 
 /// True when `b` holds a run of at least 32 bytes of `[0-9A-Fa-f-]`: every CDP id (32 hex
@@ -816,7 +822,7 @@ mod tests {
                 proptest::sample::select(vec![
                     "password", "Token", "token", "Bearer", "basic", "sid", "PHPSESSID", "otp",
                     "api_key", "code", "state", "sig", "nonce", "secret", "x-Auth", "eyJhbGciOi",
-                    "ewogICJh", "://", "https://", "@", "/devtools/page/", "-----BEGIN ",
+                    "ewogICJh", "://", "//", "https://", "@", "/devtools/page/", "-----BEGIN ",
                     "\"name\":\"sid\",", "\"value\":", "name=\"csrf\"", " value=", "content=",
                     "PRIVATE KEY-----", "ghp_", "AKIA", "sk-", "=", ":", "=>", "\"", "'", "\\",
                     " ", "\t", "\n", "?", "&", "#", ";", ".", "-", "_", "abc", "é", "\u{a0}",

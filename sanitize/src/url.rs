@@ -82,19 +82,26 @@ fn parsed(s: &Sanitizer, url: &Url) -> String {
     out
 }
 
-/// Best effort for text that is not an absolute URL (`/path?x`, `//host/p`, garbage).
+/// Best effort for text that is not an absolute URL (`/path?x`, `//host/p`, garbage): cut at
+/// the first `?` or `#`, and after every `//` drop everything up to the last `@` of what reads
+/// as an authority there.
 fn unparsed(raw: &str) -> String {
     let cut = raw.find(['?', '#']).unwrap_or(raw.len());
-    let mut kept = &raw[..cut];
-    let mut prefix = "";
-    if let Some(i) = kept.find("//") {
-        let authority_end = kept[i + 2..].find('/').map_or(kept.len(), |j| i + 2 + j);
-        if let Some(at) = kept[i + 2..authority_end].rfind('@') {
-            prefix = &kept[..i + 2];
-            kept = &kept[i + 2 + at + 1..];
-        }
+    let mut rest = &raw[..cut];
+    let mut out = String::with_capacity(rest.len());
+    while let Some(i) = rest.find("//") {
+        let (head, tail) = rest.split_at(i + 2);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c == '/' || c.is_whitespace())
+            .unwrap_or(tail.len());
+        rest = match tail[..end].rfind('@') {
+            Some(at) => &tail[at + 1..],
+            None => tail,
+        };
     }
-    format!("{prefix}{kept}")
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]

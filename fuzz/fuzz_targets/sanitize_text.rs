@@ -1,0 +1,134 @@
+//! Fuzzes the text sanitizer with explicit secrets registered.
+//!
+//! Input layout: up to three literals, each terminated by a NUL byte, then one cap byte, then
+//! the text. Properties: no panic; the output is a fixed point; no registered literal survives
+//! outside the markers the sanitizer emits; no nested placeholder unless the input had one; the
+//! cap holds.
+
+#![no_main]
+
+use cdp_sanitize::Sanitizer;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mut rest = data;
+    let mut literals = Vec::new();
+    while literals.len() < 3 {
+        let Some(nul) = rest.iter().position(|&b| b == 0) else {
+            break;
+        };
+        literals.push(String::from_utf8_lossy(&rest[..nul]).into_owned());
+        rest = &rest[nul + 1..];
+    }
+    let (cap, text) = match rest.split_first() {
+        Some((&c, text)) if c < 128 => (usize::from(c), text),
+        Some((_, text)) => (usize::MAX, text),
+        None => (usize::MAX, rest),
+    };
+    let input = String::from_utf8_lossy(text);
+
+    let s = Sanitizer::new();
+    let mut registered = Vec::new();
+    for (i, literal) in literals.iter().enumerate() {
+        if let Ok(true) = s.register_secret(&format!("FUZZ_{i}"), literal) {
+            registered.push(literal.as_str());
+        }
+    }
+
+    let once = s.text_capped(&input, cap).into_string();
+    let twice = s.text_capped(&once, cap).into_string();
+    assert_eq!(once, twice, "not a fixed point for {input:?}");
+
+    for segment in unprotected_segments(&once) {
+        for literal in &registered {
+            // A literal spelled with marker syntax cannot be told apart from our own output.
+            if looks_like_marker_syntax(literal) {
+                continue;
+            }
+            assert!(
+                !segment.contains(literal),
+                "literal {literal:?} survived in {once:?} (input {input:?})"
+            );
+        }
+    }
+    if !input.contains("${${") {
+        assert!(!once.contains("${${"), "nested placeholder in {once:?}");
+    }
+    if cap != usize::MAX {
+        assert!(
+            once.chars().count() <= cap + 40,
+            "cap {cap} exceeded: {once:?}"
+        );
+    }
+    let _ = s.error(&input);
+    let _ = s.summary();
+});
+
+fn looks_like_marker_syntax(literal: &str) -> bool {
+    [
+        "$",
+        "{",
+        "}",
+        "[",
+        "]",
+        "…",
+        "redacted",
+        "target:",
+        "truncated",
+    ]
+    .iter()
+    .any(|m| literal.contains(m))
+}
+
+/// Text outside `${NAME}`, `[redacted:rule]`, `target:<12 hex>` and `…[truncated N chars]`.
+fn unprotected_segments(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut last = 0;
+    let mut i = 0;
+    while i < s.len() {
+        if let Some(len) = protected_len(&s[i..]) {
+            out.push(&s[last..i]);
+            i += len;
+            last = i;
+        } else {
+            i += s[i..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    out.push(&s[last..]);
+    out
+}
+
+fn protected_len(s: &str) -> Option<usize> {
+    if let Some(rest) = s.strip_prefix("${") {
+        let name = rest
+            .bytes()
+            .take_while(|b| *b == b'_' || b.is_ascii_uppercase() || b.is_ascii_digit())
+            .count();
+        let first_ok = rest
+            .bytes()
+            .next()
+            .is_some_and(|b| b == b'_' || b.is_ascii_uppercase());
+        return (first_ok && rest[name..].starts_with('}')).then_some(2 + name + 1);
+    }
+    if let Some(rest) = s.strip_prefix("[redacted:") {
+        let name = rest
+            .bytes()
+            .take_while(|b| *b == b'-' || b.is_ascii_lowercase())
+            .count();
+        return (name > 0 && rest[name..].starts_with(']')).then_some(10 + name + 1);
+    }
+    if let Some(rest) = s.strip_prefix("target:") {
+        let hex = rest
+            .bytes()
+            .take_while(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            .count();
+        return (hex == 12).then_some(7 + 12);
+    }
+    if let Some(rest) = s.strip_prefix("…[truncated ") {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let tail = " chars]";
+        return (digits > 0 && rest[digits..].starts_with(tail))
+            .then_some("…[truncated ".len() + digits + tail.len());
+    }
+    None
+}
