@@ -59,7 +59,10 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
   for target in $(cd fuzz && cargo +nightly fuzz list); do
     step "fuzz $target"
     mkdir -p "fuzz/corpus/$target"
-    if ! (cd fuzz && cargo +nightly fuzz run "$target" "corpus/$target" -- \
+    # Committed seeds (fuzz/seeds/<target>) start the search from realistic inputs.
+    seeds=()
+    if [ -d "fuzz/seeds/$target" ]; then seeds=("seeds/$target"); fi
+    if ! (cd fuzz && cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
           -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048) >"$log" 2>&1; then
       tail -n 60 "$log" >&2
       echo "fuzz target $target failed; the reproducer is in fuzz/artifacts/$target" >&2
