@@ -276,6 +276,25 @@ pub async fn run_node_client(script: &str, endpoint: &str) -> ClientRun {
     }
 }
 
+/// The `webSocketDebuggerUrl` of the first page target listed at `authority`.
+pub async fn page_ws(authority: &str) -> String {
+    let list = http::get(authority, "/json/list").await.json();
+    list.as_array()
+        .and_then(|l| l.iter().find(|t| t["type"] == "page"))
+        .and_then(|t| t["webSocketDebuggerUrl"].as_str())
+        .unwrap_or_else(|| panic!("no page target at {authority}: {list}"))
+        .to_owned()
+}
+
+/// The browser `webSocketDebuggerUrl` from `/json/version` at `authority`.
+pub async fn browser_ws(authority: &str) -> String {
+    let v = http::get(authority, "/json/version").await.json();
+    v["webSocketDebuggerUrl"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no browser websocket at {authority}: {v}"))
+        .to_owned()
+}
+
 /// Processes (not zombies) whose command line mentions `needle`.
 pub fn processes_mentioning(needle: &str) -> Vec<u32> {
     let mut found = Vec::new();
@@ -360,6 +379,21 @@ impl RelayProcess {
                 panic!("cdp-relay {args:?} printed no endpoint; stderr:\n{err}");
             }
         }
+    }
+
+    /// `cdp-relay serve --upstream <upstream> --listen 127.0.0.1:0 <extra...>`.
+    pub async fn serve(upstream: &str, extra: &[&str]) -> RelayProcess {
+        let mut args = vec!["serve", "--upstream", upstream, "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        RelayProcess::spawn(&args, &[]).await
+    }
+
+    /// SIGTERM, then waits for a clean exit (code 0); returns stderr.
+    pub async fn stop(self) -> String {
+        self.signal(nix::sys::signal::Signal::SIGTERM);
+        let (code, _, stderr) = self.finish().await;
+        assert_eq!(code, Some(0), "relay did not exit cleanly:\n{stderr}");
+        stderr
     }
 
     /// `127.0.0.1:PORT` of the endpoint.

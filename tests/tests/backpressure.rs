@@ -27,17 +27,7 @@ fn rss_kib(pid: u32) -> u64 {
 async fn slow_reader_slows_the_writer_and_memory_stays_bounded() {
     within("backpressure", async {
         let fake = FakeUpstream::start(HttpMode::DevTools, Script::Flood(MESSAGE)).await;
-        let relay = RelayProcess::spawn(
-            &[
-                "serve",
-                "--upstream",
-                &fake.http(),
-                "--listen",
-                "127.0.0.1:0",
-            ],
-            &[],
-        )
-        .await;
+        let relay = RelayProcess::serve(&fake.http(), &[]).await;
         let pid = relay.child.id().expect("pid");
         let baseline = rss_kib(pid);
         let mut ws = connect(

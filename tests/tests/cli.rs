@@ -143,17 +143,7 @@ async fn port_in_use_is_one_line() {
 async fn serve_prints_exactly_the_endpoint_and_stops_on_signals() {
     let chrome = Chromium::start().await;
     for signal in [Signal::SIGTERM, Signal::SIGINT] {
-        let relay = RelayProcess::spawn(
-            &[
-                "serve",
-                "--upstream",
-                &chrome.http(),
-                "--listen",
-                "127.0.0.1:0",
-            ],
-            &[],
-        )
-        .await;
+        let relay = RelayProcess::serve(&chrome.http(), &[]).await;
         assert!(
             relay.endpoint.starts_with("http://127.0.0.1:"),
             "{}",

@@ -5,7 +5,7 @@
 use cdp_evidence::{EvidenceConfig, Store};
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::http::get;
-use cdp_relay_tests::{relay_binary, within, Chromium, RelayProcess};
+use cdp_relay_tests::{page_ws, relay_binary, within, Chromium, RelayProcess};
 use serde_json::json;
 use std::process::Stdio;
 use tokio::io::AsyncWriteExt;
@@ -20,19 +20,9 @@ async fn relay_and_cli_share_a_run_without_losing_records() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().to_string_lossy().into_owned();
         let chrome = Chromium::start().await;
-        let relay = RelayProcess::spawn(
-            &[
-                "serve",
-                "--upstream",
-                &chrome.http(),
-                "--listen",
-                "127.0.0.1:0",
-                "--evidence-dir",
-                &root,
-                "--session",
-                "shared",
-            ],
-            &[],
+        let relay = RelayProcess::serve(
+            &chrome.http(),
+            &["--evidence-dir", &root, "--session", "shared"],
         )
         .await;
         let status = get(&relay.authority(), "/relay/v1/status").await.json();
@@ -75,13 +65,7 @@ async fn relay_and_cli_share_a_run_without_losing_records() {
                 child.wait_with_output().await.expect("append output")
             }));
         }
-        let list = get(&relay.authority(), "/json/list").await.json();
-        let page = list
-            .as_array()
-            .and_then(|l| l.iter().find(|t| t["type"] == "page"))
-            .and_then(|t| t["webSocketDebuggerUrl"].as_str())
-            .expect("page")
-            .to_owned();
+        let page = page_ws(&relay.authority()).await;
         let mut cdp = Cdp::connect(&page).await;
         for i in 0..EVALUATIONS {
             let r = cdp
@@ -106,9 +90,7 @@ async fn relay_and_cli_share_a_run_without_losing_records() {
             );
         }
         drop(cdp);
-        relay.signal(nix::sys::signal::Signal::SIGTERM);
-        let (code, _, stderr) = relay.finish().await;
-        assert_eq!(code, Some(0), "{stderr}");
+        relay.stop().await;
 
         let store = Store::open(EvidenceConfig::at(dir.path())).expect("store");
         let journal = store.read_journal(&run_id).expect("journal");
@@ -179,19 +161,9 @@ async fn relay_continues_in_a_new_run_when_another_producer_finalizes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().to_string_lossy().into_owned();
         let chrome = Chromium::start().await;
-        let relay = RelayProcess::spawn(
-            &[
-                "serve",
-                "--upstream",
-                &chrome.http(),
-                "--listen",
-                "127.0.0.1:0",
-                "--evidence-dir",
-                &root,
-                "--session",
-                "handover",
-            ],
-            &[],
+        let relay = RelayProcess::serve(
+            &chrome.http(),
+            &["--evidence-dir", &root, "--session", "handover"],
         )
         .await;
         let first = get(&relay.authority(), "/relay/v1/status").await.json()["evidence"]["runId"]
@@ -222,20 +194,12 @@ async fn relay_continues_in_a_new_run_when_another_producer_finalizes() {
             String::from_utf8_lossy(&out.stderr)
         );
 
-        let list = get(&relay.authority(), "/json/list").await.json();
-        let page = list
-            .as_array()
-            .and_then(|l| l.iter().find(|t| t["type"] == "page"))
-            .and_then(|t| t["webSocketDebuggerUrl"].as_str())
-            .expect("page")
-            .to_owned();
+        let page = page_ws(&relay.authority()).await;
         let mut cdp = Cdp::connect(&page).await;
         cdp.call("Runtime.evaluate", json!({"expression": "1"}))
             .await;
         drop(cdp);
-        relay.signal(nix::sys::signal::Signal::SIGTERM);
-        let (code, _, stderr) = relay.finish().await;
-        assert_eq!(code, Some(0), "{stderr}");
+        let stderr = relay.stop().await;
         assert!(!stderr.contains("evidence: cannot"), "{stderr}");
 
         let store = Store::open(EvidenceConfig::at(dir.path())).expect("store");

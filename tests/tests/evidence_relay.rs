@@ -8,7 +8,7 @@ use cdp_relay::EvidenceSettings;
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::fake::{FakeUpstream, HttpMode, Script};
 use cdp_relay_tests::http::{get, request};
-use cdp_relay_tests::{within, Chromium, RelayFixture, RelayProcess};
+use cdp_relay_tests::{page_ws, within, Chromium, RelayFixture, RelayProcess};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
@@ -18,15 +18,6 @@ fn settings(root: &std::path::Path) -> EvidenceSettings {
         root: root.to_path_buf(),
         ..EvidenceSettings::default()
     }
-}
-
-async fn page_ws(authority: &str) -> String {
-    let v = get(authority, "/json/list").await.json();
-    v.as_array()
-        .and_then(|l| l.iter().find(|t| t["type"] == "page"))
-        .and_then(|t| t["webSocketDebuggerUrl"].as_str())
-        .expect("page")
-        .to_owned()
 }
 
 #[tokio::test]
@@ -182,17 +173,9 @@ async fn unusable_evidence_dir_keeps_forwarding() {
         std::fs::write(&file, "not a directory").expect("write");
         let chrome = Chromium::start().await;
         let bad_root = file.join("evidence");
-        let relay = RelayProcess::spawn(
-            &[
-                "serve",
-                "--upstream",
-                &chrome.http(),
-                "--listen",
-                "127.0.0.1:0",
-                "--evidence-dir",
-                &bad_root.to_string_lossy(),
-            ],
-            &[],
+        let relay = RelayProcess::serve(
+            &chrome.http(),
+            &["--evidence-dir", &bad_root.to_string_lossy()],
         )
         .await;
         let mut page = Cdp::connect(&page_ws(&relay.authority()).await).await;
@@ -203,9 +186,7 @@ async fn unusable_evidence_dir_keeps_forwarding() {
         let status = get(&relay.authority(), "/relay/v1/status").await.json();
         assert!(status["evidence"].is_null(), "{status}");
         drop(page);
-        relay.signal(nix::sys::signal::Signal::SIGTERM);
-        let (code, _, stderr) = relay.finish().await;
-        assert_eq!(code, Some(0), "{stderr}");
+        let stderr = relay.stop().await;
         let warnings: Vec<&str> = stderr
             .lines()
             .filter(|l| l.contains("evidence is off"))
@@ -221,19 +202,8 @@ async fn a_failing_writer_is_reported_once_and_forwarding_goes_on() {
         let dir = tempfile::tempdir().expect("tempdir");
         let chrome = Chromium::start().await;
         let root = dir.path().join("evidence");
-        let relay = RelayProcess::spawn(
-            &[
-                "serve",
-                "--upstream",
-                &chrome.http(),
-                "--listen",
-                "127.0.0.1:0",
-                "--evidence-dir",
-                &root.to_string_lossy(),
-            ],
-            &[],
-        )
-        .await;
+        let relay =
+            RelayProcess::serve(&chrome.http(), &["--evidence-dir", &root.to_string_lossy()]).await;
         // The evidence disappears under the relay (a full or unmounted disk looks the same).
         std::fs::remove_dir_all(&root).expect("remove evidence");
         let mut page = Cdp::connect(&page_ws(&relay.authority()).await).await;
@@ -247,9 +217,7 @@ async fn a_failing_writer_is_reported_once_and_forwarding_goes_on() {
             assert_eq!(r["result"]["value"], i * 2);
         }
         drop(page);
-        relay.signal(nix::sys::signal::Signal::SIGTERM);
-        let (code, _, stderr) = relay.finish().await;
-        assert_eq!(code, Some(0), "{stderr}");
+        let stderr = relay.stop().await;
         let warnings = stderr
             .lines()
             .filter(|l| l.contains("evidence: cannot"))
@@ -265,27 +233,16 @@ async fn no_evidence_writes_nothing() {
         let dir = tempfile::tempdir().expect("tempdir");
         let chrome = Chromium::start().await;
         let root = dir.path().join("evidence");
-        let relay = RelayProcess::spawn(
-            &[
-                "serve",
-                "--upstream",
-                &chrome.http(),
-                "--listen",
-                "127.0.0.1:0",
-                "--evidence-dir",
-                &root.to_string_lossy(),
-                "--no-evidence",
-            ],
-            &[],
+        let relay = RelayProcess::serve(
+            &chrome.http(),
+            &["--evidence-dir", &root.to_string_lossy(), "--no-evidence"],
         )
         .await;
         let mut page = Cdp::connect(&page_ws(&relay.authority()).await).await;
         page.call("Page.navigate", json!({"url": "about:blank#x"}))
             .await;
         drop(page);
-        relay.signal(nix::sys::signal::Signal::SIGTERM);
-        let (code, _, stderr) = relay.finish().await;
-        assert_eq!(code, Some(0), "{stderr}");
+        relay.stop().await;
         assert!(!root.exists(), "--no-evidence created {}", root.display());
     })
     .await;

@@ -4,23 +4,9 @@
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::http::get;
 use cdp_relay_tests::site::{Route, Site};
-use cdp_relay_tests::{within, Chromium, RelayFixture};
+use cdp_relay_tests::{browser_ws, page_ws, within, Chromium, RelayFixture};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-
-async fn browser_ws(relay: &RelayFixture) -> String {
-    let v = get(&relay.authority(), "/json/version").await.json();
-    v["webSocketDebuggerUrl"].as_str().expect("ws").to_owned()
-}
-
-async fn first_page_ws(relay: &RelayFixture) -> String {
-    let v = get(&relay.authority(), "/json/list").await.json();
-    v.as_array()
-        .and_then(|l| l.iter().find(|t| t["type"] == "page"))
-        .and_then(|t| t["webSocketDebuggerUrl"].as_str())
-        .expect("a page target")
-        .to_owned()
-}
 
 #[tokio::test]
 async fn page_and_browser_websockets_through_the_relay() {
@@ -28,7 +14,7 @@ async fn page_and_browser_websockets_through_the_relay() {
         let chrome = Chromium::start().await;
         let relay = RelayFixture::start(&chrome.http()).await;
 
-        let mut page = Cdp::connect(&first_page_ws(&relay).await).await;
+        let mut page = Cdp::connect(&page_ws(&relay.authority()).await).await;
         let r = page
             .call(
                 "Runtime.evaluate",
@@ -40,7 +26,7 @@ async fn page_and_browser_websockets_through_the_relay() {
             .unwrap_or_default()
             .contains("Chrome"));
 
-        let mut browser = Cdp::connect(&browser_ws(&relay).await).await;
+        let mut browser = Cdp::connect(&browser_ws(&relay.authority()).await).await;
         let created = browser
             .call("Target.createTarget", json!({"url": "about:blank"}))
             .await;
@@ -95,12 +81,12 @@ async fn worker_targets_are_relayed_too() {
         let site = Site::start(routes).await;
         let chrome = Chromium::start().await;
         let relay = RelayFixture::start(&chrome.http()).await;
-        let mut page = Cdp::connect(&first_page_ws(&relay).await).await;
+        let mut page = Cdp::connect(&page_ws(&relay.authority()).await).await;
         page.call("Page.enable", json!({})).await;
         page.call("Page.navigate", json!({"url": format!("{}/", site.origin)}))
             .await;
         // Wait for the worker target by asking the browser (an event, not a sleep).
-        let mut browser = Cdp::connect(&browser_ws(&relay).await).await;
+        let mut browser = Cdp::connect(&browser_ws(&relay.authority()).await).await;
         browser
             .call("Target.setDiscoverTargets", json!({"discover": true}))
             .await;
@@ -160,7 +146,7 @@ async fn five_megabyte_result_is_byte_identical_to_direct() {
         let relay = RelayFixture::start(&chrome.http()).await;
         let params = json!({"expression": FIVE_MB_EXPR, "returnByValue": true});
 
-        let relayed_ws = first_page_ws(&relay).await;
+        let relayed_ws = page_ws(&relay.authority()).await;
         let direct_ws =
             relayed_ws.replace(&relay.authority(), &format!("127.0.0.1:{}", chrome.port()));
         let mut direct = Cdp::connect(&direct_ws).await;
@@ -187,8 +173,8 @@ async fn many_concurrent_clients() {
     within("concurrent clients", async {
         let chrome = Chromium::start().await;
         let relay = RelayFixture::start(&chrome.http()).await;
-        let page_ws = first_page_ws(&relay).await;
-        let browser_ws = browser_ws(&relay).await;
+        let page_ws = page_ws(&relay.authority()).await;
+        let browser_ws = browser_ws(&relay.authority()).await;
         let mut tasks = Vec::new();
         for client in 0..24u64 {
             let url = if client % 2 == 0 {
@@ -230,7 +216,10 @@ async fn browser_killed_mid_session_closes_clients_and_relay_stays_up() {
         let mut chrome = Chromium::start().await;
         let relay = RelayFixture::start(&chrome.http()).await;
         let mut clients = Vec::new();
-        for url in [first_page_ws(&relay).await, browser_ws(&relay).await] {
+        for url in [
+            page_ws(&relay.authority()).await,
+            browser_ws(&relay.authority()).await,
+        ] {
             let mut c = Cdp::connect(&url).await;
             c.call("Browser.getVersion", json!({})).await;
             clients.push(c);

@@ -511,28 +511,24 @@ impl<S: Sink> Observer<S> {
                 }
             }
             "Network.responseReceived" => {
-                if let Some(p) = frame.params::<cdp::ResponseReceived>() {
-                    let failure = self
-                        .conns
-                        .get_mut(&conn)
-                        .and_then(|c| c.requests.response(&key, &p, &self.sanitizer));
-                    if let Some((failure, started)) = failure {
-                        let target = self.target_for(conn, &key);
-                        self.emit_network(failure, started.unwrap_or(at), target);
-                    }
-                }
+                let failure = match (
+                    frame.params::<cdp::ResponseReceived>(),
+                    self.conns.get_mut(&conn),
+                ) {
+                    (Some(p), Some(c)) => c.requests.response(&key, &p, &self.sanitizer),
+                    _ => None,
+                };
+                self.emit_network(conn, &key, failure, at);
             }
             "Network.loadingFailed" => {
-                if let Some(p) = frame.params::<cdp::LoadingFailed>() {
-                    let failure = self
-                        .conns
-                        .get_mut(&conn)
-                        .and_then(|c| c.requests.failed(&key, &p, &self.sanitizer));
-                    if let Some((failure, started)) = failure {
-                        let target = self.target_for(conn, &key);
-                        self.emit_network(failure, started.unwrap_or(at), target);
-                    }
-                }
+                let failure = match (
+                    frame.params::<cdp::LoadingFailed>(),
+                    self.conns.get_mut(&conn),
+                ) {
+                    (Some(p), Some(c)) => c.requests.failed(&key, &p, &self.sanitizer),
+                    _ => None,
+                };
+                self.emit_network(conn, &key, failure, at);
             }
             "Network.loadingFinished" => {
                 if let (Some(p), Some(c)) =
@@ -722,19 +718,23 @@ impl<S: Sink> Observer<S> {
 
     fn emit_network(
         &mut self,
-        failure: cdp_sanitize::NetworkFailure,
-        started: SystemTime,
-        target: Option<SafeJson>,
+        conn: u64,
+        key: &Option<Box<str>>,
+        failure: Option<network::Failure>,
+        at: SystemTime,
     ) {
+        let Some((failure, started)) = failure else {
+            return;
+        };
         let duration = failure
             .duration_ms()
             .map(Duration::from_millis)
             .unwrap_or_default();
         let mut r = Record::new(SafeText::literal(TOOL), RecordKind::Network(failure))
-            .started_at(started)
+            .started_at(started.unwrap_or(at))
             .duration(duration)
             .status(Status::Error);
-        if let Some(t) = target {
+        if let Some(t) = self.target_for(conn, key) {
             r = r.target(t);
         }
         self.emit(r);

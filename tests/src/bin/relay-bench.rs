@@ -12,8 +12,7 @@
 //! Prints a Markdown table for BENCHMARKS.md.
 
 use cdp_relay_tests::cdp::Cdp;
-use cdp_relay_tests::http::get;
-use cdp_relay_tests::{clients_dir, relay_binary, Chromium, RelayProcess};
+use cdp_relay_tests::{clients_dir, page_ws, relay_binary, Chromium, RelayProcess};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
 use std::process::Stdio;
@@ -41,15 +40,6 @@ fn percentile(v: &[f64], p: f64) -> f64 {
     }
     let idx = ((s.len() - 1) as f64 * p).round() as usize;
     s[idx]
-}
-
-async fn page_ws(authority: &str) -> String {
-    let list = get(authority, "/json/list").await.json();
-    list.as_array()
-        .and_then(|l| l.iter().find(|t| t["type"] == "page"))
-        .and_then(|t| t["webSocketDebuggerUrl"].as_str())
-        .expect("page target")
-        .to_owned()
 }
 
 async fn round(url: &str, out: &mut Samples) {
