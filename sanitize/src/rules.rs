@@ -447,8 +447,6 @@ enum Trigger {
     Strong,
     /// An authorization scheme word: matters only if a blank follows.
     Scheme,
-    /// `//`: matters only if userinfo (`…@`) follows.
-    Url,
 }
 
 /// Case-sensitive literals the other detectors need (their regexes are case-sensitive too, so a
@@ -464,7 +462,6 @@ const TRIGGERS: &[(&str, Trigger)] = &[
     ("name=", Trigger::Strong),
     ("NAME=", Trigger::Strong),
     ("Name=", Trigger::Strong),
-    ("//", Trigger::Url),
     ("ghp_", Trigger::Strong),
     ("gho_", Trigger::Strong),
     ("ghu_", Trigger::Strong),
@@ -513,12 +510,12 @@ static TRIGGER_SET: LazyLock<AhoCorasick> = LazyLock::new(|| {
 /// - key/value and query parameters: a `=` or `:` whose name (before an optional closing quote
 ///   and blanks) contains a [`NAME_STEMS`] stem — found from the separators, which are rare;
 /// - scheme credentials: a scheme word followed by a blank;
-/// - userinfo: `//` followed by `…@`;
+/// - userinfo: an `@` ending a non-empty run that starts right after `//`;
 /// - JWT, PEM, token prefixes, capability paths: their literal prefix;
 /// - CDP ids: a run of 32 or more `[0-9A-Fa-f-]`.
 pub(crate) fn may_match(text: &str) -> bool {
     let b = text.as_bytes();
-    has_id_candidate(b) || has_sensitive_separator(b) || has_live_trigger(text)
+    has_id_candidate(b) || has_sensitive_separator(b) || has_userinfo(b) || has_live_trigger(text)
 }
 
 fn has_live_trigger(text: &str) -> bool {
@@ -529,7 +526,6 @@ fn has_live_trigger(text: &str) -> bool {
         let live = match TRIGGERS.get(m.pattern().as_usize()).map(|t| t.1) {
             Some(Trigger::Strong) | None => true,
             Some(Trigger::Scheme) => matches!(b.get(end), Some(b' ' | b'\t')),
-            Some(Trigger::Url) => userinfo_at(b, end),
         };
         if live {
             return true;
@@ -644,24 +640,27 @@ impl TrigramSet {
     }
 }
 
-/// `user:pass@` right after `//`: a run of the userinfo detector's class (which includes `@`,
-/// the last one ends the userinfo) holding an `@` after its first byte.
-fn userinfo_at(b: &[u8], start: usize) -> bool {
-    let mut i = start;
-    while i < b.len()
-        && !b[i].is_ascii_whitespace()
-        && !matches!(
-            b[i],
-            b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>' | b'\\'
-        )
-    {
-        if b[i] == b'@' && i > start {
-            return true;
+/// Some `//…@`: an `@` (rare in console text, found with `memchr`) whose run of userinfo
+/// characters (the detector's class: no blank, `/`, `?`, `#`, quote, `<`, `>`, `\`) starts
+/// right after `//` and is not empty.
+fn has_userinfo(b: &[u8]) -> bool {
+    let userinfo_byte = |c: u8| {
+        !c.is_ascii_whitespace()
+            && !matches!(c, b'/' | b'?' | b'#' | b'"' | b'\'' | b'<' | b'>' | b'\\')
+    };
+    AT_SIGN.find_iter(b).any(|m| {
+        let at = m.start();
+        let mut start = at;
+        while start > 0 && userinfo_byte(b[start - 1]) {
+            start -= 1;
         }
-        i += 1;
-    }
-    false
+        start < at && start >= 2 && &b[start - 2..start] == b"//"
+    })
 }
+
+/// `@`, searched with aho-corasick's single-byte (`memchr`) path.
+static AT_SIGN: LazyLock<AhoCorasick> =
+    LazyLock::new(|| AhoCorasick::new(["@"]).expect("one literal compiles"));
 
 /// True when `b` holds a run of at least 32 bytes of `[0-9A-Fa-f-]`: every CDP id (32 hex
 /// digits, or a 36-byte UUID) is one. Strides 32 bytes at a time: a run of 32 must cover the

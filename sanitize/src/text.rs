@@ -34,13 +34,20 @@ pub(crate) struct Ctx<'s> {
 
 /// Applies every text rule to `text`. Borrowed when nothing changed.
 pub(crate) fn apply_rules<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
+    apply_rules_once(text, ctx).0
+}
+
+/// One left-to-right pass. Also says whether a replacement may have joined its neighbours
+/// into something a rule could now match (see [`may_bridge`]).
+fn apply_rules_once<'a>(text: &'a str, ctx: &Ctx<'_>) -> (Cow<'a, str>, bool) {
     if !may_match(text) {
-        return Cow::Borrowed(text);
+        return (Cow::Borrowed(text), false);
     }
     let protected = protected_spans(text, &|_| true);
     let mut out = String::new();
     let mut copied = 0;
     let mut pos = 0;
+    let mut bridged = false;
     while pos < text.len() {
         let Some(hit) = find_at(text, pos) else {
             break;
@@ -58,6 +65,7 @@ pub(crate) fn apply_rules<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
                 rule,
                 resume,
             } => {
+                bridged |= may_bridge(text, start, end);
                 out.push_str(&text[copied..start]);
                 out.push_str(&with);
                 copied = end;
@@ -67,10 +75,23 @@ pub(crate) fn apply_rules<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
         }
     }
     if copied == 0 && out.is_empty() {
-        return Cow::Borrowed(text);
+        return (Cow::Borrowed(text), false);
     }
     out.push_str(&text[copied..]);
-    Cow::Owned(out)
+    (Cow::Owned(out), bridged)
+}
+
+/// True when replacing `start..end` may let a rule see its neighbours as one token: the span
+/// held a token boundary (a blank, `/`, `?`, `#`, a quote, `<`, `>`, `\`) that the marker does
+/// not, and the span is not itself fenced off by blanks, quotes or the text's ends. Replacing a
+/// key block in `https://x-----BEGIN … KEY-----user@h` leaves `https://x[…]user@h`, which reads
+/// as userinfo; replacing a cookie header's value up to the end of its line cannot join anything.
+fn may_bridge(text: &str, start: usize, end: usize) -> bool {
+    let breaks =
+        |c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '\\');
+    let fence = |c: Option<char>| c.is_none_or(|c| c.is_whitespace() || matches!(c, '"' | '\''));
+    text[start..end].contains(breaks)
+        && !(fence(text[..start].chars().next_back()) && fence(text[end..].chars().next()))
 }
 
 /// Rounds of [`apply_rules_fixpoint`] after the first; real text settles in one.
@@ -81,14 +102,22 @@ const MAX_EXTRA_ROUNDS: usize = 4;
 /// after `Bearer word+=` ends that word), and only a fixed point makes sanitizing twice equal
 /// sanitizing once. Borrowed when nothing changed.
 pub(crate) fn apply_rules_fixpoint<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
-    let mut current = match apply_rules(text, ctx) {
-        Cow::Borrowed(_) => return Cow::Borrowed(text),
-        Cow::Owned(o) => o,
+    let (mut current, mut bridged) = match apply_rules_once(text, ctx) {
+        (Cow::Borrowed(_), _) => return Cow::Borrowed(text),
+        (Cow::Owned(o), bridged) => (o, bridged),
     };
+    // Another round only when a replacement could have joined its neighbours: elsewhere the
+    // text around every marker is what the first round already judged.
     for _ in 0..MAX_EXTRA_ROUNDS {
-        match apply_rules(&current, ctx) {
-            Cow::Borrowed(_) => break,
-            Cow::Owned(o) => current = o,
+        if !bridged {
+            break;
+        }
+        match apply_rules_once(&current, ctx) {
+            (Cow::Borrowed(_), _) => break,
+            (Cow::Owned(o), b) => {
+                current = o;
+                bridged = b;
+            }
         }
     }
     Cow::Owned(current)
