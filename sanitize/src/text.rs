@@ -32,12 +32,8 @@ pub(crate) struct Ctx<'s> {
     pub(crate) counters: &'s Counters,
 }
 
-/// Applies every text rule to `text`. Borrowed when nothing changed.
-pub(crate) fn apply_rules<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
-    apply_rules_once(text, ctx).0
-}
-
-/// One left-to-right pass. Also says whether a replacement may have joined its neighbours
+/// Applies every text rule to `text` in one left-to-right pass (borrowed when nothing changed),
+/// and says whether a replacement may have joined its neighbours
 /// into something a rule could now match (see [`may_bridge`]).
 fn apply_rules_once<'a>(text: &'a str, ctx: &Ctx<'_>) -> (Cow<'a, str>, bool) {
     if !may_match(text) {
