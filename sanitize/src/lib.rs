@@ -37,6 +37,7 @@ mod json;
 mod keys;
 mod lines;
 mod network;
+mod prefilter;
 mod rules;
 mod safe;
 mod sanitizer;

@@ -8,7 +8,8 @@ use crate::handles::{
     is_protected, protected_spans, truncated_prefix_len, truncation_marker, Handles,
 };
 use crate::keys::{classify, is_whole_line_header, KeyClass};
-use crate::rules::{find_at, is_cdp_id, may_match, Detector, Hit, Rule};
+use crate::prefilter::may_match;
+use crate::rules::{find_at, is_cdp_id, Detector, Hit, Rule};
 use crate::summary::Counters;
 use std::borrow::Cow;
 
