@@ -87,6 +87,44 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // The JSON walker on HAR-like entries (headers, cookies, query strings, a body).
+    let entry = serde_json::json!({
+        "startedDateTime": "2024-05-01T12:00:03.120Z",
+        "time": 87.5,
+        "request": {
+            "method": "POST",
+            "url": "https://api.example.com/v1/login?next=%2Fhome&token=abc123",
+            "headers": [
+                {"name": "Host", "value": "api.example.com"},
+                {"name": "Cookie", "value": "_ga=GA1.2.1234567890.1700000000; sessionid=q7k2m9x4"},
+                {"name": "Authorization", "value": "Bearer ya29.a0AfH6SMBx3kQ_Zt8"},
+                {"name": "Accept", "value": "application/json"},
+                {"name": "User-Agent", "value": "Mozilla/5.0 (X11; Linux x86_64) Chrome/124.0"}
+            ],
+            "queryString": [{"name": "next", "value": "/home"}, {"name": "token", "value": "abc123"}],
+            "cookies": [{"name": "sessionid", "value": "q7k2m9x4", "path": "/", "httpOnly": true}],
+            "postData": {"mimeType": "application/json", "text": "{\"email\":\"a@b.c\",\"password\":\"hunter2\"}"},
+            "headersSize": 512,
+            "bodySize": 44
+        },
+        "response": {
+            "status": 401,
+            "statusText": "Unauthorized",
+            "headers": [{"name": "Content-Type", "value": "application/json"}],
+            "content": {"size": 64, "mimeType": "application/json", "text": "{\"error\":\"invalid_credentials\",\"retryAfter\":30}"}
+        },
+        "timings": {"send": 0.2, "wait": 80.1, "receive": 7.2}
+    });
+    let entries = serde_json::Value::Array(vec![entry; 1000]);
+    let bytes = serde_json::to_vec(&entries).map_or(0, |v| v.len());
+    let mut group = c.benchmark_group("json");
+    group.throughput(Throughput::Bytes(bytes as u64));
+    let s = Sanitizer::new();
+    group.bench_function("har-entries", |b| {
+        b.iter(|| black_box(s.json_capped(black_box(&entries), usize::MAX)))
+    });
+    group.finish();
 }
 
 criterion_group! {

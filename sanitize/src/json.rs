@@ -78,7 +78,12 @@ fn object(
     let pair_ctx = match map.get("name") {
         Some(Value::String(name)) if map.contains_key("value") => {
             let clean = s.text_capped(name, max_chars);
-            key_ctx(strongest(classify(name), classify(clean.as_str())))
+            let class = if clean.as_str() == name {
+                classify(name)
+            } else {
+                strongest(classify(name), classify(clean.as_str()))
+            };
+            key_ctx(class)
         }
         _ => None,
     };
@@ -91,13 +96,17 @@ fn object(
             // Judged on the raw key and on its sanitized form, whichever says more: the raw key
             // knows `password` even if a registered literal rewrote part of it, and the
             // sanitized key is what a second walk sees, so a second walk decides the same.
-            let class = strongest(classify(key), classify(&clean_key));
+            let class = if clean_key == *key {
+                classify(key)
+            } else {
+                strongest(classify(key), classify(&clean_key))
+            };
             match (ctx, key_ctx(class)) {
                 (_, Some(own)) => own,
                 // Descriptive fields (a cookie's name, domain, path) stay readable inside a
                 // redacted subtree; judged on the sanitized key only, which can only redact more.
                 (Ctx::Redact(_) | Ctx::IdLike(_), None)
-                    if DESCRIPTIVE_KEYS.contains(&clean_key.as_str()) =>
+                    if DESCRIPTIVE_KEYS.binary_search(&clean_key.as_str()).is_ok() =>
                 {
                     Ctx::Plain
                 }

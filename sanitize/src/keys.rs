@@ -44,11 +44,11 @@ const STRUCTURAL_SUFFIXES: &[&str] = &[
     "enabled",
     "encoding",
     "endpoint",
+    "exists",
     "expiration",
     "expired",
     "expires",
     "expiry",
-    "exists",
     "field",
     "flow",
     "format",
@@ -130,7 +130,7 @@ const STRUCTURAL_PREFIXES: &[&str] = &[
 ];
 
 /// Last words that make a key an identifier.
-const ID_SUFFIXES: &[&str] = &["id", "ids", "uuid", "guid"];
+const ID_SUFFIXES: &[&str] = &["guid", "id", "ids", "uuid"];
 
 /// Classifies a key (a JSON key, a header name, a `name=` in text, a query parameter name).
 pub(crate) fn classify(key: &str) -> KeyClass {
@@ -158,12 +158,12 @@ pub(crate) fn classify(key: &str) -> KeyClass {
     let (Some(first), Some(last)) = (words.first(), words.last()) else {
         return KeyClass::Plain;
     };
-    if multi && ID_SUFFIXES.contains(&last.as_str()) {
+    if multi && ID_SUFFIXES.binary_search(&last.as_str()).is_ok() {
         return KeyClass::IdLike(rule);
     }
     if multi
-        && (STRUCTURAL_SUFFIXES.contains(&last.as_str())
-            || STRUCTURAL_PREFIXES.contains(&first.as_str()))
+        && (STRUCTURAL_SUFFIXES.binary_search(&last.as_str()).is_ok()
+            || STRUCTURAL_PREFIXES.binary_search(&first.as_str()).is_ok())
     {
         return KeyClass::Structural;
     }
@@ -172,13 +172,15 @@ pub(crate) fn classify(key: &str) -> KeyClass {
 
 /// `auth.3f2a1c.js` in `at refresh (…/auth.3f2a1c.js:12:345)` is a file, not a secret's name.
 fn is_file_name(key: &str) -> bool {
-    const EXTENSIONS: &[&str] = &[
-        "cjs", "css", "go", "htm", "html", "java", "js", "json", "jsx", "map", "mjs", "php", "py",
-        "rb", "rs", "scss", "svelte", "ts", "tsx", "vue", "wasm",
-    ];
     key.rsplit_once('.')
-        .is_some_and(|(stem, ext)| !stem.is_empty() && EXTENSIONS.contains(&ext))
+        .is_some_and(|(stem, ext)| !stem.is_empty() && FILE_EXTENSIONS.binary_search(&ext).is_ok())
 }
+
+/// Extensions of files that show up in stack traces and logs (sorted).
+const FILE_EXTENSIONS: &[&str] = &[
+    "cjs", "css", "go", "htm", "html", "java", "js", "json", "jsx", "map", "mjs", "php", "py",
+    "rb", "rs", "scss", "svelte", "ts", "tsx", "vue", "wasm",
+];
 
 /// True for header names whose value runs to the end of the line in `Name: value` form
 /// (`Cookie`, `Set-Cookie`, `Authorization`, `Proxy-Authorization`).
@@ -196,36 +198,10 @@ pub(crate) fn is_whole_line_header(name: &str) -> bool {
     )
 }
 
-/// Cheap gate: every sensitive word contains one of these.
+/// Cheap gate: every sensitive word contains a key/value stem, so a key without one of the
+/// stems' trigrams (the pre-filter's table) is plain without splitting it into words.
 fn has_stem(key: &str) -> bool {
-    const STEMS: &[&str] = &[
-        "pass",
-        "pwd",
-        "pin",
-        "secret",
-        "token",
-        "cred",
-        "auth",
-        "cookie",
-        "sess",
-        "sid",
-        "csrf",
-        "xsrf",
-        "jwt",
-        "otp",
-        "mfa",
-        "2fa",
-        "saml",
-        "verifier",
-        "signature",
-        "key",
-        "code",
-        "bearer",
-        "one",
-        "time",
-    ];
-    let lower = key.to_ascii_lowercase();
-    STEMS.iter().any(|s| lower.contains(s))
+    crate::prefilter::has_stem_trigram(key.as_bytes())
 }
 
 /// The rule a single word (with the word before it) points at.
@@ -244,10 +220,10 @@ fn word_rule(w: &str, prev: Option<&str>) -> Option<Rule> {
                 "backup",
                 "mfa",
                 "otp",
+                "time",
             ]
             .iter()
             .any(|p| pair(p)))
-        || (w == "time" && pair("one"))
     {
         return Some(Rule::Otp);
     }
@@ -356,6 +332,18 @@ pub(crate) fn split_words(key: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn word_tables_are_sorted_for_binary_search() {
+        for table in [
+            STRUCTURAL_SUFFIXES,
+            STRUCTURAL_PREFIXES,
+            ID_SUFFIXES,
+            FILE_EXTENSIONS,
+        ] {
+            assert!(table.windows(2).all(|w| w[0] < w[1]), "{table:?}");
+        }
+    }
 
     #[test]
     fn splits_words() {

@@ -168,12 +168,18 @@ fn sensitive_name_before(b: &[u8], sep: usize) -> bool {
         start -= 1;
     }
     let name = &b[start..end];
-    let set = &*STEM_TRIGRAMS;
-    name.windows(3).any(|w| set.contains(w))
+    has_stem_trigram(name)
         || (b[sep] == b'='
             && QUERY_SUFFIXES
                 .iter()
                 .any(|q| ends_with_ignore_case(name, q)))
+}
+
+/// True when `name` contains the first three letters of a key/value stem (case-insensitive):
+/// a necessary condition for the name to be a secret's name.
+pub(crate) fn has_stem_trigram(name: &[u8]) -> bool {
+    let set = &*STEM_TRIGRAMS;
+    name.windows(3).any(|w| set.contains(w))
 }
 
 fn ends_with_ignore_case(name: &[u8], suffix: &[u8]) -> bool {

@@ -4,6 +4,12 @@ use crate::Sanitizer;
 use serde_json::json;
 
 #[test]
+fn descriptive_keys_are_sorted_for_binary_search() {
+    let keys = super::DESCRIPTIVE_KEYS;
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+}
+
+#[test]
 fn redacts_by_key_and_keeps_structure() {
     let s = Sanitizer::new();
     let input = json!({
