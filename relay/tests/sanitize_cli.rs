@@ -205,7 +205,12 @@ fn invalid_json_is_one_line_without_echoing_input() {
     let (code, out, err) =
         Sanitize::spawn(&["--json"], &[]).run(b"{\"ok\":1}\n{\"password\": \"hunter2\" oops}\n");
     assert_eq!(code, 1, "{err}");
-    assert_eq!(out, "{\"ok\":1}\n", "documents before the error are kept");
+    // Documents are streamed: the one that turns out invalid is cut where the error was found.
+    assert!(
+        out.starts_with("{\"ok\":1}\n"),
+        "documents before the error are kept: {out}"
+    );
+    assert!(!out.contains("hunter2"), "{out}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.contains("invalid JSON on stdin") && err.contains("line 2"),
@@ -335,6 +340,101 @@ fn fifty_megabytes_stream_with_bounded_memory() {
             "peak RSS {peak_kib} KiB for 50 MB of input"
         );
     }
+}
+
+/// A 30 MB HAR file is one JSON document: it is streamed, not loaded, so memory stays far below
+/// its size; and a reader that goes away ends the command quietly in JSON mode too.
+#[test]
+fn a_big_har_document_streams_with_bounded_memory() {
+    const ENTRIES: usize = 90_000;
+    let entry = serde_json::json!({
+        "request": {
+            "method": "POST",
+            "url": "https://api.example.com/login?token=abc123",
+            "headers": [{"name": "Cookie", "value": "sessionid=q7k2m9x4"}, {"name": "Accept", "value": "*/*"}],
+            "postData": {"text": "{\"password\":\"hunter2\"}"}
+        },
+        "response": {"status": 401, "content": {"text": "invalid credentials, please retry later"}},
+        "time": 87.5
+    })
+    .to_string();
+    let mut p = Sanitize::spawn(&["--json"], &[]);
+    let pid = p.child.id();
+    let mut stdin = p.child.stdin.take().expect("stdin");
+    let writer = thread::spawn(move || {
+        let mut doc = Vec::with_capacity(1 << 20);
+        doc.extend_from_slice(b"{\"log\":{\"version\":\"1.2\",\"entries\":[");
+        for i in 0..ENTRIES {
+            if i > 0 {
+                doc.push(b',');
+            }
+            doc.extend_from_slice(entry.as_bytes());
+            if doc.len() > 1 << 20 {
+                if stdin.write_all(&doc).is_err() {
+                    return;
+                }
+                doc.clear();
+            }
+        }
+        doc.extend_from_slice(b"]}}");
+        let _ = stdin.write_all(&doc);
+    });
+    let mut stdout = p.child.stdout.take().expect("stdout");
+    let mut out = Vec::new();
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut peak_kib = 0;
+    loop {
+        let n = stdout.read(&mut chunk).expect("read");
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&chunk[..n]);
+        peak_kib = peak_kib.max(peak_rss_kib(pid).unwrap_or(0));
+    }
+    writer.join().expect("writer");
+    assert!(p.child.wait().expect("wait").success());
+    let text = String::from_utf8(out).expect("UTF-8");
+    assert!(text.len() > 25_000_000, "{} bytes", text.len());
+    for secret in ["q7k2m9x4", "abc123", "hunter2"] {
+        assert!(!text.contains(secret), "{secret} survived");
+    }
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(v["log"]["entries"].as_array().map(Vec::len), Some(ENTRIES));
+    if cfg!(target_os = "linux") {
+        assert!(peak_kib > 0, "could not read the child's memory");
+        assert!(
+            peak_kib < 64 * 1024,
+            "peak RSS {peak_kib} KiB for a 30 MB document"
+        );
+    }
+
+    // Closing the output early: quiet success, as in text mode.
+    let mut p = Sanitize::spawn(&["--json"], &[]);
+    let mut stdin = p.child.stdin.take().expect("stdin");
+    let feeder = thread::spawn(move || {
+        let _ = stdin.write_all(b"[");
+        for _ in 0..200_000 {
+            if stdin.write_all(b"{\"token\":\"abc\"},").is_err() {
+                return;
+            }
+        }
+        let _ = stdin.write_all(b"1]");
+    });
+    let mut stdout = p.child.stdout.take().expect("stdout");
+    let mut first = [0u8; 64];
+    stdout.read_exact(&mut first).expect("some output");
+    drop(stdout);
+    let status = p.child.wait().expect("wait");
+    let _ = feeder.join();
+    let mut err = String::new();
+    let _ = p
+        .child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "quiet: {err}");
 }
 
 /// Peak resident set size of a process (Linux `VmHWM`), in KiB.

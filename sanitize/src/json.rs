@@ -43,7 +43,7 @@ const DESCRIPTIVE_KEYS: &[&str] = &[
 
 /// What the keys above a value say about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ctx {
+pub(crate) enum Ctx {
     Plain,
     Redact(Rule),
     IdLike(Rule),
@@ -54,7 +54,7 @@ pub(crate) fn walk(s: &Sanitizer, v: &Value, max_chars: usize) -> Value {
     walk_ctx(s, v, Ctx::Plain, max_chars)
 }
 
-fn walk_ctx(s: &Sanitizer, v: &Value, ctx: Ctx, max_chars: usize) -> Value {
+pub(crate) fn walk_ctx(s: &Sanitizer, v: &Value, ctx: Ctx, max_chars: usize) -> Value {
     match v {
         Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
         Value::String(text) => Value::String(string(s, text, ctx, max_chars)),
@@ -75,48 +75,65 @@ fn object(
     max_chars: usize,
 ) -> Map<String, Value> {
     // `{"name": "Cookie", "value": "…"}`: the value's meaning is in its sibling.
-    let pair_ctx = match map.get("name") {
-        Some(Value::String(name)) if map.contains_key("value") => {
-            let clean = s.text_capped(name, max_chars);
-            let class = if clean.as_str() == name {
-                classify(name)
-            } else {
-                strongest(classify(name), classify(clean.as_str()))
-            };
-            key_ctx(class)
-        }
+    let pair = match map.get("name") {
+        Some(Value::String(name)) if map.contains_key("value") => pair_ctx(s, name, max_chars),
         _ => None,
     };
     let mut out = Map::new();
     for (key, value) in map {
-        let clean_key = s.text_capped(key, KEY_MAX_CHARS).into_string();
-        let child = if key == "value" && pair_ctx.is_some() {
-            pair_ctx.unwrap_or(ctx)
-        } else {
-            // Judged on the raw key and on its sanitized form, whichever says more: the raw key
-            // knows `password` even if a registered literal rewrote part of it, and the
-            // sanitized key is what a second walk sees, so a second walk decides the same.
-            let class = if clean_key == *key {
-                classify(key)
-            } else {
-                strongest(classify(key), classify(&clean_key))
-            };
-            match (ctx, key_ctx(class)) {
-                (_, Some(own)) => own,
-                // Descriptive fields (a cookie's name, domain, path) stay readable inside a
-                // redacted subtree; judged on the sanitized key only, which can only redact more.
-                (Ctx::Redact(_) | Ctx::IdLike(_), None)
-                    if DESCRIPTIVE_KEYS.binary_search(&clean_key.as_str()).is_ok() =>
-                {
-                    Ctx::Plain
-                }
-                (inherited, None) => inherited,
-            }
+        let clean_key = clean_key(s, key);
+        let child = match pair {
+            Some(pair) if key == "value" => pair,
+            _ => child_ctx(ctx, key, &clean_key),
         };
         let walked = walk_ctx(s, value, child, max_chars);
-        insert_unique(&mut out, clean_key, walked);
+        let key = unique_key(clean_key, |k| out.contains_key(k));
+        out.insert(key, walked);
     }
     out
+}
+
+/// An object key, sanitized as text.
+pub(crate) fn clean_key(s: &Sanitizer, key: &str) -> String {
+    s.text_capped(key, KEY_MAX_CHARS).into_string()
+}
+
+/// The context a `{"name": …, "value": …}` pair's name gives its value, if the name is a
+/// secret's (judged on the raw and the sanitized name, like keys).
+pub(crate) fn pair_ctx(s: &Sanitizer, name: &str, max_chars: usize) -> Option<Ctx> {
+    let clean = s.text_capped(name, max_chars);
+    let class = if clean.as_str() == name {
+        classify(name)
+    } else {
+        strongest(classify(name), classify(clean.as_str()))
+    };
+    match key_ctx(class) {
+        Some(Ctx::Plain) | None => None,
+        redacting => redacting,
+    }
+}
+
+/// The context of a value under `key`, inside a value in context `parent`.
+pub(crate) fn child_ctx(parent: Ctx, key: &str, clean_key: &str) -> Ctx {
+    // Judged on the raw key and on its sanitized form, whichever says more: the raw key knows
+    // `password` even if a registered literal rewrote part of it, and the sanitized key is what a
+    // second walk sees, so a second walk decides the same.
+    let class = if clean_key == key {
+        classify(key)
+    } else {
+        strongest(classify(key), classify(clean_key))
+    };
+    match (parent, key_ctx(class)) {
+        (_, Some(own)) => own,
+        // Descriptive fields (a cookie's name, domain, path) stay readable inside a redacted
+        // subtree; judged on the sanitized key only, which can only redact more.
+        (Ctx::Redact(_) | Ctx::IdLike(_), None)
+            if DESCRIPTIVE_KEYS.binary_search(&clean_key).is_ok() =>
+        {
+            Ctx::Plain
+        }
+        (inherited, None) => inherited,
+    }
 }
 
 /// The class that redacts more: sensitive (the raw key's own rule first) over structural over
@@ -140,22 +157,19 @@ fn key_ctx(class: KeyClass) -> Option<Ctx> {
     }
 }
 
-/// Inserts without overwriting: a key that collides after sanitization gets ` #2`, ` #3`, …
-fn insert_unique(out: &mut Map<String, Value>, key: String, value: Value) {
-    if !out.contains_key(&key) {
-        out.insert(key, value);
-        return;
+/// A key that collides after sanitization gets ` #2`, ` #3`, … rather than overwriting.
+pub(crate) fn unique_key(key: String, taken: impl Fn(&str) -> bool) -> String {
+    if !taken(&key) {
+        return key;
     }
-    for n in 2.. {
-        let candidate = format!("{key} #{n}");
-        if !out.contains_key(&candidate) {
-            out.insert(candidate, value);
-            return;
-        }
-    }
+    (2..)
+        .map(|n| format!("{key} #{n}"))
+        .find(|candidate| !taken(candidate))
+        .unwrap_or(key)
 }
 
-fn string(s: &Sanitizer, text: &str, ctx: Ctx, max_chars: usize) -> String {
+/// A string in context `ctx`: text, a marker, or a handle.
+pub(crate) fn string(s: &Sanitizer, text: &str, ctx: Ctx, max_chars: usize) -> String {
     let (rule, id_like) = match ctx {
         Ctx::Plain => return s.text_capped(text, max_chars).into_string(),
         Ctx::Redact(rule) => (rule, false),
@@ -235,6 +249,8 @@ pub(crate) fn target_info(s: &Sanitizer, v: &Value) -> Value {
     }
     Value::Object(out)
 }
+
+pub(crate) mod stream;
 
 #[cfg(test)]
 mod tests;

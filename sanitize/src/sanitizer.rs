@@ -101,6 +101,20 @@ impl Sanitizer {
         SafeJson::new(json::walk(self, v, max_chars))
     }
 
+    /// Streams one JSON document from `de` to `ser`, sanitized exactly like
+    /// [`Sanitizer::json_capped`], without holding the document in memory (a HAR file through
+    /// `cdp-relay sanitize --json`). Memory is bounded by the largest string and the nesting
+    /// depth. Key order is kept, except that a `"value"` member seen before its object's `"name"`
+    /// is written after the object's other members. The output is not a [`SafeJson`]: evidence
+    /// records use [`Sanitizer::json`]. Errors of `ser` come back as text inside `D::Error`.
+    pub fn json_stream<'de, D, S>(&self, de: D, ser: S, max_chars: usize) -> Result<S::Ok, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+        S: serde::Serializer,
+    {
+        json::stream::transcode(self, de, ser, max_chars)
+    }
+
     /// The stable per-run handle of a CDP id (`target:3fa9c1d2e4b5`). The same id (in any
     /// letter case) always gives the same handle within this sanitizer; another sanitizer gives
     /// an unrelated one. A handle passed in comes back unchanged.

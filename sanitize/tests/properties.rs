@@ -179,7 +179,13 @@ proptest! {
         let reparsed: Value = serde_json::from_str(&serde_json::to_string(&out).expect("serializes"))
             .expect("output is valid JSON");
         prop_assert_eq!(&reparsed, &out);
-        prop_assert_eq!(s.json(&out).into_value(), out, "walking twice equals once");
+        prop_assert_eq!(s.json(&out).into_value(), out.clone(), "walking twice equals once");
+        // Streaming gives the same document as walking.
+        let doc = serde_json::to_string(&value).expect("serializes");
+        let mut de = serde_json::Deserializer::from_str(&doc);
+        let streamed = s.json_stream(&mut de, serde_json::value::Serializer, cdp_sanitize::TEXT_MAX_CHARS)
+            .expect("valid JSON streams");
+        prop_assert_eq!(streamed, out);
     }
 }
 

@@ -3,8 +3,9 @@
 //! Text mode reads line by line with a cap on line length, so memory stays bounded whatever the
 //! input size, and output is flushed whenever input would block, so it works in a pipe that stays
 //! open. `--json` reads a stream of JSON documents (one document such as a HAR file, or JSON
-//! Lines) and writes each sanitized document on its own line. A closed stdout (`| head`) ends
-//! the command quietly with status 0.
+//! Lines) and streams each one through the sanitizer structurally (memory bounded by the largest
+//! string, not the document), writing it on its own line. A closed stdout (`| head`) ends the
+//! command quietly with status 0.
 
 use anyhow::Context;
 use cdp_sanitize::{LineSanitizer, Sanitizer};
@@ -18,7 +19,7 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
 #[derive(Debug, clap::Args)]
 pub struct SanitizeArgs {
     /// Treat the input as JSON (one document such as a HAR file, or one per line) and walk it
-    /// structurally; each document is written on one line.
+    /// structurally, streaming; each document is written on one line, keys in input order.
     #[arg(long)]
     pub json: bool,
 
@@ -207,8 +208,8 @@ fn write_line(
     Ok(())
 }
 
-/// JSON mode: a stream of documents (whitespace- or newline-separated), each walked
-/// structurally and written on its own line. Memory is bounded by the largest document.
+/// JSON mode: a stream of documents (one document such as a HAR file, or JSON Lines), each
+/// streamed through the sanitizer without being held in memory and written on its own line.
 fn json(
     sanitizer: &Sanitizer,
     input: impl io::Read,
@@ -216,22 +217,72 @@ fn json(
     pretty: bool,
 ) -> Result<(), Failure> {
     let reader = BufReader::with_capacity(64 * 1024, input);
-    let mut writer = BufWriter::with_capacity(64 * 1024, output);
-    let documents = serde_json::Deserializer::from_reader(reader).into_iter::<serde_json::Value>();
-    for document in documents {
-        let value = document.map_err(|e| match e.classify() {
-            serde_json::error::Category::Io => Failure::Input(io::Error::other(e)),
-            _ => Failure::Json(e),
-        })?;
-        let clean = sanitizer.json_capped(&value, usize::MAX);
-        let written = if pretty {
-            serde_json::to_writer_pretty(&mut writer, &clean)
+    let mut writer = Recorded::new(BufWriter::with_capacity(64 * 1024, output));
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    loop {
+        // Only whitespace left: done. Anything else is the next document.
+        match de.end() {
+            Ok(()) => break,
+            Err(e) if e.is_io() => return Err(Failure::Input(io::Error::other(e))),
+            Err(_) => {}
+        }
+        let streamed = if pretty {
+            let mut ser = serde_json::Serializer::pretty(&mut writer);
+            sanitizer.json_stream(&mut de, &mut ser, usize::MAX)
         } else {
-            serde_json::to_writer(&mut writer, &clean)
+            let mut ser = serde_json::Serializer::new(&mut writer);
+            sanitizer.json_stream(&mut de, &mut ser, usize::MAX)
         };
-        written.map_err(|e| Failure::Output(io::Error::from(e)))?;
+        if let Err(e) = streamed {
+            // A write failure surfaces as text through the parser's error; the writer kept the
+            // real one (a closed pipe must end the command quietly).
+            if let Some(failure) = writer.failure.take() {
+                return Err(Failure::Output(failure));
+            }
+            return Err(if e.is_io() {
+                Failure::Input(io::Error::other(e))
+            } else {
+                Failure::Json(e)
+            });
+        }
         writer.write_all(b"\n").map_err(Failure::Output)?;
         writer.flush().map_err(Failure::Output)?;
     }
     writer.flush().map_err(Failure::Output)
+}
+
+/// A writer that remembers its first failure, so it can be told apart from a parse error after
+/// passing through serde.
+struct Recorded<W> {
+    inner: W,
+    failure: Option<io::Error>,
+}
+
+impl<W: Write> Recorded<W> {
+    fn new(inner: W) -> Self {
+        Recorded {
+            inner,
+            failure: None,
+        }
+    }
+
+    fn record<T>(&mut self, result: io::Result<T>) -> io::Result<T> {
+        if let Err(e) = &result {
+            self.failure
+                .get_or_insert_with(|| io::Error::new(e.kind(), e.to_string()));
+        }
+        result
+    }
+}
+
+impl<W: Write> Write for Recorded<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let result = self.inner.write(buf);
+        self.record(result)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let result = self.inner.flush();
+        self.record(result)
+    }
 }

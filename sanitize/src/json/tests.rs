@@ -129,3 +129,54 @@ fn target_info_is_allowlisted() {
         json!({})
     );
 }
+
+fn stream(s: &Sanitizer, doc: &str) -> Result<serde_json::Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(doc);
+    s.json_stream(&mut de, serde_json::value::Serializer, usize::MAX)
+}
+
+#[test]
+fn streaming_matches_the_walker() {
+    let s = Sanitizer::new();
+    s.register_secret("PW", "hunter2").expect("valid");
+    let doc = json!({
+        "log": {"entries": [{
+            "request": {
+                "url": "https://api.example.com/login?token=abc",
+                "headers": [{"name": "Cookie", "value": "sid=1"}, {"name": "Accept", "value": "*/*"}],
+                "cookies": [{"name": "sid", "value": "x", "path": "/"}],
+                "postData": {"text": "password=hunter2"}
+            },
+            "sessionId": "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1",
+            "n": [1, 2.5, -3, true, null],
+            "hunter2": "key is a literal"
+        }]}
+    });
+    let streamed = stream(&s, &doc.to_string()).expect("valid JSON");
+    assert_eq!(streamed, s.json_capped(&doc, usize::MAX).into_value());
+}
+
+#[test]
+fn streaming_holds_a_value_until_its_name() {
+    let s = Sanitizer::new();
+    // "value" before "name": buffered, judged by the name, written last.
+    let out = stream(&s, r#"{"value":"s3cr3t","name":"Authorization","x":1}"#).expect("valid");
+    assert_eq!(
+        out,
+        json!({"name": "Authorization", "x": 1, "value": "[redacted:authorization]"})
+    );
+    // A "value" with no "name" is judged by its own key.
+    let out = stream(&s, r#"{"type":"string","value":"token=abc"}"#).expect("valid");
+    assert_eq!(
+        out,
+        json!({"type": "string", "value": "token=[redacted:token]"})
+    );
+}
+
+#[test]
+fn streaming_reports_the_parser_error() {
+    let s = Sanitizer::new();
+    let err = stream(&s, r#"{"a": [1, 2,, 3]}"#).expect_err("invalid");
+    assert!(err.to_string().contains("line 1 column 13"), "{err}");
+    assert!(err.is_syntax(), "{err:?}");
+}
