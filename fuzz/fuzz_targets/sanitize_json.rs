@@ -1,7 +1,8 @@
 //! Fuzzes the JSON walker. Input: a literal terminated by NUL, then a JSON document.
 //! Properties: no panic; the output is valid JSON with the same shape (types, array lengths,
-//! key counts, numbers and booleans unchanged); walking twice equals walking once; the
-//! registered literal never survives in a key or string outside the sanitizer's markers.
+//! key counts, numbers and booleans unchanged); walking twice equals walking once; streaming
+//! gives what walking gives; the registered literal never survives in a key or string outside
+//! the sanitizer's markers.
 
 #![no_main]
 

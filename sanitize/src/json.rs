@@ -11,7 +11,7 @@
 //!   key becomes a handle). Numbers, booleans and null are never changed: a count is never a
 //!   secret, so `inputTokens: 1234` survives whatever its key says.
 //! - Arrays keep their length, objects their keys (a key that sanitizes to an existing key gets
-//!   a ` #2` suffix rather than overwriting it).
+//!   a `#2 ` prefix rather than overwriting it).
 
 use crate::handles::is_protected;
 use crate::keys::{classify, KeyClass};
@@ -87,7 +87,7 @@ fn object(
             _ => child_ctx(ctx, key, &clean_key),
         };
         let walked = walk_ctx(s, value, child, max_chars);
-        let key = unique_key(clean_key, |k| out.contains_key(k));
+        let key = unique_key(s, clean_key, |k| out.contains_key(k));
         out.insert(key, walked);
     }
     out
@@ -157,15 +157,24 @@ fn key_ctx(class: KeyClass) -> Option<Ctx> {
     }
 }
 
-/// A key that collides after sanitization gets ` #2`, ` #3`, … rather than overwriting.
-pub(crate) fn unique_key(key: String, taken: impl Fn(&str) -> bool) -> String {
+/// A key that collides after sanitization (two keys that differ only by a secret, or only after
+/// the cap) gets a `#2 `, `#3 `, … prefix rather than overwriting the other. A prefix, because
+/// the cap cuts from the end; `#n ` followed by a blank, because no rule reads across it; the
+/// result is sanitized again, so a second walk sees a key it leaves alone.
+pub(crate) fn unique_key(s: &Sanitizer, key: String, taken: impl Fn(&str) -> bool) -> String {
     if !taken(&key) {
         return key;
     }
-    (2..)
-        .map(|n| format!("{key} #{n}"))
-        .find(|candidate| !taken(candidate))
-        .unwrap_or(key)
+    let mut n = 2u64;
+    loop {
+        let candidate = s
+            .text_capped(&format!("#{n} {key}"), KEY_MAX_CHARS)
+            .into_string();
+        if !taken(&candidate) {
+            return candidate;
+        }
+        n += 1;
+    }
 }
 
 /// A string in context `ctx`: text, a marker, or a handle.

@@ -136,7 +136,7 @@ impl<'de, S: Serializer> Visitor<'de> for Node<'_, S> {
                     pair = pair_ctx(s, name, max_chars);
                 }
                 let walked = walk_ctx(s, &value, child_ctx(self.ctx, &key, &clean), max_chars);
-                let clean = unique_key(clean, |k| written.contains(k));
+                let clean = unique_key(s, clean, |k| written.contains(k));
                 out.serialize_entry(&clean, &walked).map_err(ser_err)?;
                 written.insert(clean);
                 continue;
@@ -145,7 +145,7 @@ impl<'de, S: Serializer> Visitor<'de> for Node<'_, S> {
                 Some(pair) if key == "value" => pair,
                 _ => child_ctx(self.ctx, &key, &clean),
             };
-            let clean = unique_key(clean, |k| written.contains(k));
+            let clean = unique_key(s, clean, |k| written.contains(k));
             out.serialize_key(&clean).map_err(ser_err)?;
             written.insert(clean);
             map.next_value_seed(Member {
@@ -158,7 +158,7 @@ impl<'de, S: Serializer> Visitor<'de> for Node<'_, S> {
         if let Some((clean, value)) = deferred {
             let child = pair.unwrap_or_else(|| child_ctx(self.ctx, "value", &clean));
             let walked = walk_ctx(s, &value, child, max_chars);
-            let clean = unique_key(clean, |k| written.contains(k));
+            let clean = unique_key(s, clean, |k| written.contains(k));
             out.serialize_entry(&clean, &walked).map_err(ser_err)?;
         }
         out.end().map_err(ser_err)
