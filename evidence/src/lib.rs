@@ -57,8 +57,8 @@ pub use paths::{
     SESSION_LOCK_SUFFIX,
 };
 pub use reader::{
-    parse_journal, read_journal_from, CorruptLine, JournalRead, StoredRecord, TornTail,
-    MAX_LINE_BYTES,
+    parse_journal, read_bounded_line, read_journal_from, BoundedLine, CorruptLine, JournalRead,
+    StoredRecord, TornTail, MAX_LINE_BYTES,
 };
 pub use record::{
     Action, ArtifactRef, Console, ConsoleLevel, CustomKind, Lifecycle, LifecycleEvent, Marker,

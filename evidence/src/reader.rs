@@ -160,7 +160,11 @@ pub fn read_journal_from(mut input: impl BufRead) -> io::Result<JournalRead> {
     let mut line_no = 0u64;
     loop {
         buf.clear();
-        let (len, terminated, overflow) = read_line(&mut input, &mut buf)?;
+        let BoundedLine {
+            len,
+            terminated,
+            overflow,
+        } = read_bounded_line(&mut input, &mut buf, MAX_LINE_BYTES)?;
         if len == 0 && !terminated {
             break;
         }
@@ -197,9 +201,24 @@ pub fn read_journal_from(mut input: impl BufRead) -> io::Result<JournalRead> {
     Ok(out)
 }
 
-/// Reads up to and excluding the next `\n`, buffering at most [`MAX_LINE_BYTES`].
-/// Returns (length, terminated by `\n`, longer than the buffer limit).
-fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<(u64, bool, bool)> {
+/// One line read by [`read_bounded_line`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoundedLine {
+    /// Bytes in the line, without its `\n`.
+    pub len: u64,
+    /// The line ended with `\n` (false at end of input).
+    pub terminated: bool,
+    /// The line was longer than the limit; `buf` was cleared and nothing more was kept.
+    pub overflow: bool,
+}
+
+/// Reads up to and excluding the next `\n`, appending to `buf` while the line fits in `max`
+/// bytes. Memory stays bounded whatever the input. `len == 0 && !terminated` is end of input.
+pub fn read_bounded_line(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<BoundedLine> {
     let mut len = 0u64;
     let mut overflow = false;
     loop {
@@ -209,14 +228,18 @@ fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<(u64, bo
             Err(e) => return Err(e),
         };
         if chunk.is_empty() {
-            return Ok((len, false, overflow));
+            return Ok(BoundedLine {
+                len,
+                terminated: false,
+                overflow,
+            });
         }
         let (part, found) = match chunk.iter().position(|&b| b == b'\n') {
             Some(i) => (&chunk[..i], true),
             None => (chunk, false),
         };
         len += part.len() as u64;
-        if !overflow && buf.len() + part.len() <= MAX_LINE_BYTES {
+        if !overflow && buf.len() + part.len() <= max {
             buf.extend_from_slice(part);
         } else {
             overflow = true;
@@ -225,7 +248,11 @@ fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<(u64, bo
         let consumed = part.len() + usize::from(found);
         input.consume(consumed);
         if found {
-            return Ok((len, true, overflow));
+            return Ok(BoundedLine {
+                len,
+                terminated: true,
+                overflow,
+            });
         }
     }
 }

@@ -233,17 +233,14 @@ async fn handle(
     };
     let method = req.method().clone();
     let content_type = req.headers().get(CONTENT_TYPE).cloned();
-    let body = match Limited::new(req.into_body(), MAX_REQUEST_BODY)
-        .collect()
-        .await
+    let body = match read_body(
+        req.into_body(),
+        "request body too large (discovery requests carry none)",
+    )
+    .await
     {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return text(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "cdp-relay: request body too large (discovery requests carry none)",
-            )
-        }
+        Ok(b) => b,
+        Err(resp) => return resp,
     };
     let answer = match upstream::http(
         &state.upstream,
@@ -457,17 +454,9 @@ async fn register_secret(state: &State, req: Request<Incoming>, name: &str) -> R
             "cdp-relay: evidence is off, so there is nothing to protect a secret from",
         );
     };
-    let body = match Limited::new(req.into_body(), MAX_REQUEST_BODY)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return text(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "cdp-relay: secret too large (limit 1 MiB)",
-            )
-        }
+    let body = match read_body(req.into_body(), "secret too large (limit 1 MiB)").await {
+        Ok(b) => b,
+        Err(resp) => return resp,
     };
     let Ok(literal) = std::str::from_utf8(&body) else {
         return text(
@@ -489,6 +478,17 @@ async fn register_secret(state: &State, req: Request<Incoming>, name: &str) -> R
             r
         }
         Err(e) => text(StatusCode::BAD_REQUEST, &format!("cdp-relay: {e}")),
+    }
+}
+
+/// Collects a request body of at most [`MAX_REQUEST_BODY`]; a 413 saying `too_large` otherwise.
+async fn read_body(body: Incoming, too_large: &str) -> Result<Bytes, Response<Body>> {
+    match Limited::new(body, MAX_REQUEST_BODY).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(_) => Err(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("cdp-relay: {too_large}"),
+        )),
     }
 }
 

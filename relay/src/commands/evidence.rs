@@ -239,34 +239,8 @@ impl Appender<'_> {
 /// `None` at end of input; `Some(true)` when the line was longer than the limit.
 fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<Option<bool>> {
     buf.clear();
-    let mut overflow = false;
-    let mut any = false;
-    loop {
-        let chunk = match input.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            return Ok(any.then_some(overflow));
-        }
-        any = true;
-        let (part, found) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (&chunk[..i], true),
-            None => (chunk, false),
-        };
-        if !overflow && buf.len() + part.len() <= MAX_INPUT_LINE {
-            buf.extend_from_slice(part);
-        } else {
-            overflow = true;
-            buf.clear();
-        }
-        let used = part.len() + usize::from(found);
-        input.consume(used);
-        if found {
-            return Ok(Some(overflow));
-        }
-    }
+    let line = cdp_evidence::read_bounded_line(input, buf, MAX_INPUT_LINE)?;
+    Ok((line.len > 0 || line.terminated).then_some(line.overflow))
 }
 
 fn finalize(args: FinalizeArgs) -> anyhow::Result<ExitCode> {
