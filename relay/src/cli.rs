@@ -238,6 +238,8 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         .collect::<Vec<_>>()
         .join(" ");
     let first = first.trim_start_matches("error: ");
+    // clap quotes whatever was typed; a pasted capability URL or token must not be echoed as is.
+    let first = cdp_sanitize::Sanitizer::new().text(first);
     eprintln!("cdp-relay: {first} (see cdp-relay --help)");
     ExitCode::from(EXIT_USAGE)
 }

@@ -303,7 +303,7 @@ impl EvidenceSettings {
         }
         if literal.trim().is_empty() {
             return Err(Error::Usage(format!(
-                "--secret-env {name}: the environment variable {name} is unset or empty; export it first"
+                "--secret-env {name} names an environment variable that is unset or empty; export {name} first"
             )));
         }
         self.secrets.push((name.to_owned(), SecretValue(literal)));
@@ -389,6 +389,10 @@ mod tests {
         }
         let err = e.add_secret("EMPTY", "  ".into()).unwrap_err().to_string();
         assert!(err.contains("unset or empty"), "{err}");
+        assert!(
+            !err.contains(": "),
+            "reads as a name: value pair to the sanitizer: {err}"
+        );
         assert_eq!(format!("{:?}", e.secrets[0].1), "SecretValue(..)");
         assert!(!format!("{e:?}").contains("hunter2"));
     }

@@ -88,6 +88,14 @@ async fn usage_errors_exit_64_with_one_line() {
         assert!(stdout.is_empty(), "{args:?} wrote to stdout: {stdout}");
         assert_one_line_error(&stderr, needle);
     }
+    // A capability URL pasted in the wrong place is not echoed back with its id.
+    let id = "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1";
+    let pasted = format!("ws://127.0.0.1:9222/devtools/page/{id}");
+    let (code, _, stderr) = run(&["serve", &pasted]).await;
+    assert_eq!(code, Some(64), "{stderr}");
+    assert_one_line_error(&stderr, "unexpected argument");
+    assert!(!stderr.contains(id), "{stderr}");
+
     let (code, stdout, _) = run(&["--help"]).await;
     assert_eq!(code, Some(0));
     assert!(stdout.contains("launch") && stdout.contains("serve"));
