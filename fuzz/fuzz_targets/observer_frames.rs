@@ -2,29 +2,12 @@
 //! observer in both directions, across connection open/close: it must never panic.
 #![no_main]
 
-use cdp_relay::observer::{Observer, ObserverOptions, Sink};
-use cdp_relay::tap::{Direction, Payload, SessionEnd, TapEvent};
+use cdp_relay::pipeline::capture::CapturePolicy;
+use cdp_relay::pipeline::observer::{Observer, ObserverOptions};
+use cdp_relay::pipeline::tap::{Direction, Payload, SessionEnd, TapEvent};
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tokio_tungstenite::tungstenite::Utf8Bytes;
-
-#[derive(Default)]
-struct Count(u64);
-
-impl Sink for Count {
-    fn record(&mut self, _record: cdp_evidence::Record) {
-        self.0 += 1;
-    }
-    fn artifact(
-        &mut self,
-        _: &'static str,
-        _: &'static str,
-        _: &[u8],
-    ) -> Option<cdp_evidence::ArtifactRef> {
-        None
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     let sanitizer = Arc::new(cdp_sanitize::Sanitizer::new());
@@ -33,7 +16,8 @@ fuzz_target!(|data: &[u8]| {
         max_requests: 64,
         ..ObserverOptions::default()
     };
-    let mut obs = Observer::new(sanitizer, Count::default(), opts);
+    let mut obs = Observer::new(sanitizer, opts, Arc::new(CapturePolicy::new(true)));
+    let mut records = 0usize;
     let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     // A sequence of events separated by 0xFF; the first byte of each picks the connection,
     // the direction, and open/close/frame.
@@ -60,9 +44,11 @@ fuzz_target!(|data: &[u8]| {
                 } else {
                     Direction::ToClient
                 };
-                let payload = match std::str::from_utf8(body) {
-                    Ok(s) => Payload::Text(Utf8Bytes::from(s.to_owned())),
-                    Err(_) => Payload::Binary(body.to_vec().into()),
+                // Text frames may hold invalid UTF-8: the relay forwards them as they are.
+                let payload = if ctl & 0x08 == 0 {
+                    Payload::text(body.to_vec())
+                } else {
+                    Payload::binary(body.to_vec())
                 };
                 obs.handle(TapEvent::Frame {
                     conn,
@@ -70,11 +56,13 @@ fuzz_target!(|data: &[u8]| {
                     at,
                     payload,
                 });
+                records += obs.take().emits.len();
             }
         }
     }
     obs.handle(TapEvent::Finish {
         at: t0 + Duration::from_secs(3600),
     });
-    let _ = (obs.dropped(), obs.sink().0);
+    records += obs.take().emits.len();
+    let _ = (obs.dropped(), records);
 });

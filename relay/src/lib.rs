@@ -1,55 +1,48 @@
 //! cdp-relay: a transparent Chrome DevTools Protocol relay that records a privacy-safe evidence
 //! timeline from a copy of the traffic.
 //!
-//! The relay serves Chrome's discovery endpoints (rewriting capability URLs to itself), enforces
-//! Chrome's own access policy, and splices websockets byte-for-byte. See `docs/architecture.md`.
+//! The data path, one folder each:
+//!
+//! - [`proxy`]: client ⇄ relay ⇄ browser. Discovery (capability URLs rewritten to the relay),
+//!   Chrome's access policy, websocket splicing byte for byte.
+//! - [`pipeline`]: tap → observer → run writer → journal, off the hot path.
+//! - [`launch`]: the Chromium the relay starts and owns (`cdp-relay launch`).
+//!
+//! The `cdp-relay` command line lives in the binary (`src/main.rs`, `src/cli/`), not here.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), cdp_relay::Error> {
-//! use cdp_relay::{Config, ListenPolicy, Relay};
+//! use cdp_relay::{Config, ListenPolicy, Pipeline, Relay};
 //! let policy = ListenPolicy::loopback("127.0.0.1:0".parse().unwrap());
 //! let config = Config::new(Some("http://127.0.0.1:9222"), policy, cdp_relay::DEFAULT_MAX_MESSAGE_SIZE)?;
-//! let relay = Relay::bind(config).await?;
+//! let pipeline = Pipeline::start(&config.evidence)?;
+//! let mut relay = Relay::bind(config).await?;
+//! if let Some(p) = &pipeline {
+//!     relay = relay.with_evidence(p.handle().clone());
+//! }
 //! println!("{}", relay.endpoint());
-//! relay.run_until(std::future::pending()).await;
+//! relay.run_until(async { let _ = tokio::signal::ctrl_c().await; }).await;
+//! if let Some(p) = pipeline {
+//!     p.finish().await;
+//! }
 //! # Ok(()) }
 //! ```
 
 #![forbid(unsafe_code)]
 
-pub mod cli;
-mod commands;
 mod config;
-mod discovery;
 mod error;
-pub mod launcher;
-mod logging;
-pub mod observer;
-mod policy;
-pub mod recorder;
-mod serve;
-mod signals;
-mod splice;
+pub mod launch;
+pub mod pipeline;
+pub mod proxy;
 mod stats;
-pub mod tap;
-mod upstream;
 
 pub use config::{
     Config, EvidenceSettings, LaunchConfig, ListenPolicy, OriginPolicy, SecretValue, Token,
     Upstream, DEFAULT_MAX_MESSAGE_SIZE,
 };
 pub use error::Error;
-pub use serve::Relay;
+pub use launch::Browser;
+pub use pipeline::{Pipeline, PipelineHandle, PipelineSummary};
+pub use proxy::Relay;
 pub use stats::{Stats, StatsSnapshot};
-
-/// A multi-threaded tokio runtime for the CLI.
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| Error::Io {
-            context: "cannot start the async runtime",
-            path: std::path::PathBuf::new(),
-            source,
-        })
-}

@@ -1,5 +1,8 @@
-//! The `cdp-relay` binary: everything lives in the library; see `cdp_relay::cli`.
+//! The `cdp-relay` binary: parse flags, build a validated configuration, call the library, map
+//! the outcome to an exit code. Everything the relay does lives in the library.
+
+mod cli;
 
 fn main() -> std::process::ExitCode {
-    cdp_relay::cli::main()
+    cli::main()
 }

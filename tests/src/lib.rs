@@ -11,8 +11,10 @@ pub mod fake;
 pub mod http;
 pub mod site;
 
-use cdp_relay::launcher::Browser;
-use cdp_relay::{Config, LaunchConfig, ListenPolicy, Relay, Stats, DEFAULT_MAX_MESSAGE_SIZE};
+use cdp_relay::{
+    Browser, Config, LaunchConfig, ListenPolicy, Pipeline, PipelineSummary, Relay, Stats,
+    DEFAULT_MAX_MESSAGE_SIZE,
+};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -51,7 +53,7 @@ impl Chromium {
             extra_args,
             ..LaunchConfig::default()
         };
-        let exe = cdp_relay::launcher::find_browser(&launch, std::env::var_os("PATH"))
+        let exe = cdp_relay::launch::find_browser(&launch, std::env::var_os("PATH"))
             .unwrap_or_else(|e| panic!("{e} (the end-to-end tests need a real Chromium)"));
         let browser = Browser::launch(&exe, &launch)
             .await
@@ -96,11 +98,12 @@ pub struct RelayFixture {
     stats: Arc<Stats>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
-    recorder: Option<cdp_relay::recorder::Recorder>,
+    pipeline: Option<Pipeline>,
 }
 
 impl RelayFixture {
-    /// A relay recording evidence with `settings` (its recorder is finished by [`RelayFixture::stop`]).
+    /// A relay recording evidence with `settings` (its pipeline is finished by
+    /// [`RelayFixture::stop`]).
     pub async fn start_recording(
         upstream: &str,
         settings: cdp_relay::EvidenceSettings,
@@ -109,23 +112,21 @@ impl RelayFixture {
         let mut config =
             Config::new(Some(upstream), policy, DEFAULT_MAX_MESSAGE_SIZE).expect("config");
         config.evidence = settings;
-        let recorder = cdp_relay::recorder::Recorder::start(&config.evidence)
-            .expect("start recorder")
+        let pipeline = Pipeline::start(&config.evidence)
+            .expect("start pipeline")
             .expect("evidence enabled");
         let relay = Relay::bind(config)
             .await
             .expect("bind relay")
-            .with_evidence(recorder.handle().clone());
+            .with_evidence(pipeline.handle().clone());
         let mut fixture = RelayFixture::run(relay);
-        fixture.recorder = Some(recorder);
+        fixture.pipeline = Some(pipeline);
         fixture
     }
 
-    /// The recorder's run directory, when recording.
+    /// The pipeline's run directory, when recording.
     pub fn run_dir(&self) -> Option<PathBuf> {
-        self.recorder
-            .as_ref()
-            .map(|r| r.handle().run_dir().to_path_buf())
+        self.pipeline.as_ref().map(|p| p.handle().status().run_dir)
     }
 
     /// Default policy (loopback, no token) on an OS-chosen port.
@@ -158,7 +159,7 @@ impl RelayFixture {
             stats,
             stop: Some(tx),
             task: Some(task),
-            recorder: None,
+            pipeline: None,
         }
     }
 
@@ -177,16 +178,16 @@ impl RelayFixture {
         self.stats.snapshot()
     }
 
-    /// Asks the relay to stop and waits until it has; a recorder then finalizes its run.
-    pub async fn stop(mut self) -> Option<cdp_relay::recorder::RecorderSummary> {
+    /// Asks the relay to stop and waits until it has; a pipeline then finalizes its run.
+    pub async fn stop(mut self) -> Option<PipelineSummary> {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
         if let Some(task) = self.task.take() {
             let _ = within("relay shutdown", task).await;
         }
-        match self.recorder.take() {
-            Some(r) => within("recorder finish", r.finish()).await,
+        match self.pipeline.take() {
+            Some(p) => within("pipeline finish", p.finish()).await,
             None => None,
         }
     }

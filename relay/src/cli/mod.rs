@@ -1,10 +1,17 @@
-//! Command-line interface: flags (clap derive) turned into a validated [`Config`], then dispatched.
+//! Command-line interface: flags (clap derive) turned into a validated [`Config`], then dispatched
+//! to the library.
 //!
-//! Exit codes: 0 success, 64 usage error (`EX_USAGE`), 1 anything else. Errors print as one line.
+//! Exit codes: 0 success (also when a reader closes stdout early, e.g. `| head`), 64 usage error
+//! (`EX_USAGE`), 1 anything else. Errors print as one line on stderr.
 
-use crate::commands;
-use crate::config::{Config, EvidenceSettings, LaunchConfig, ListenPolicy};
-use crate::logging;
+mod evidence;
+mod logging;
+mod relay;
+mod sanitize;
+mod secrets;
+mod signals;
+
+use cdp_relay::{Config, EvidenceSettings, LaunchConfig, ListenPolicy};
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,6 +19,11 @@ use std::process::ExitCode;
 
 /// `EX_USAGE` from sysexits.h: the command was used incorrectly.
 pub const EXIT_USAGE: u8 = 64;
+
+/// A usage error raised by the command line itself (exit 64).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
 
 /// A transparent Chrome DevTools Protocol relay that records a privacy-safe evidence timeline.
 #[derive(Debug, Parser)]
@@ -33,13 +45,13 @@ pub enum Command {
     /// Start a headless Chromium with a fresh profile and relay it.
     Launch(LaunchArgs),
     /// Sanitize text (or JSON) from stdin to stdout, removing secrets and CDP ids.
-    Sanitize(commands::sanitize::SanitizeArgs),
+    Sanitize(sanitize::SanitizeArgs),
     /// Evidence journal tools for other producers.
-    Evidence(commands::evidence::EvidenceArgs),
+    Evidence(evidence::EvidenceArgs),
     /// List evidence runs.
-    Runs(commands::evidence::RunsArgs),
+    Runs(evidence::RunsArgs),
     /// Delete old finalized evidence runs.
-    Prune(commands::evidence::PruneArgs),
+    Prune(evidence::PruneArgs),
 }
 
 /// Flags shared by `serve` and `launch`: where to listen and who may connect.
@@ -71,7 +83,7 @@ pub struct RelayArgs {
     pub insecure_no_auth: bool,
 
     /// Largest websocket message accepted in each direction, in bytes.
-    #[arg(long, default_value_t = crate::config::DEFAULT_MAX_MESSAGE_SIZE, value_name = "BYTES")]
+    #[arg(long, default_value_t = cdp_relay::DEFAULT_MAX_MESSAGE_SIZE, value_name = "BYTES")]
     pub max_message_size: usize,
 
     #[command(flatten)]
@@ -103,7 +115,7 @@ pub struct EvidenceArgs {
 }
 
 impl EvidenceArgs {
-    fn into_settings(self) -> Result<EvidenceSettings, crate::Error> {
+    fn into_settings(self) -> anyhow::Result<EvidenceSettings> {
         if self.no_evidence {
             return Ok(EvidenceSettings::disabled());
         }
@@ -114,8 +126,7 @@ impl EvidenceArgs {
             screenshots: !self.no_screenshots,
             secrets: Vec::new(),
         };
-        for name in self.secret_env {
-            let value = std::env::var(&name).unwrap_or_default();
+        for (name, value) in secrets::from_env(&self.secret_env)? {
             settings.add_secret(&name, value)?;
         }
         Ok(settings)
@@ -154,7 +165,7 @@ pub struct LaunchArgs {
 }
 
 impl RelayArgs {
-    fn into_config(self, upstream: Option<String>) -> Result<Config, crate::Error> {
+    fn into_config(self, upstream: Option<String>) -> anyhow::Result<Config> {
         let policy = ListenPolicy::new(
             self.listen,
             self.allow_host,
@@ -177,12 +188,11 @@ pub fn main() -> ExitCode {
     logging::init(cli.verbose);
     match run(cli.command) {
         Ok(code) => code,
+        // A reader that closed stdout early (`| head`) got what it wanted.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let usage = e
-                .downcast_ref::<crate::Error>()
-                .is_some_and(crate::Error::is_usage);
             eprintln!("cdp-relay: {}", one_line(&e));
-            ExitCode::from(if usage { EXIT_USAGE } else { 1 })
+            ExitCode::from(if is_usage(&e) { EXIT_USAGE } else { 1 })
         }
     }
 }
@@ -191,7 +201,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => {
             let config = args.relay.into_config(Some(args.upstream))?;
-            crate::runtime()?.block_on(crate::serve::run_serve(config))
+            runtime()?.block_on(relay::serve(config))
         }
         Command::Launch(args) => {
             let config = args.relay.into_config(None)?;
@@ -201,13 +211,36 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 extra_args: args.extra_args,
                 browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
             };
-            crate::runtime()?.block_on(crate::launcher::run_launch(config, launch))
+            runtime()?.block_on(relay::launch(config, launch))
         }
-        Command::Sanitize(args) => commands::sanitize::run(args),
-        Command::Evidence(args) => commands::evidence::run_evidence(args),
-        Command::Runs(args) => commands::evidence::run_runs(args),
-        Command::Prune(args) => commands::evidence::run_prune(args),
+        Command::Sanitize(args) => sanitize::run(args),
+        Command::Evidence(args) => evidence::run_evidence(args),
+        Command::Runs(args) => evidence::run_runs(args),
+        Command::Prune(args) => evidence::run_prune(args),
     }
+}
+
+/// A multi-threaded tokio runtime for the relay commands.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))
+}
+
+fn is_usage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<Usage>().is_some()
+            || c.downcast_ref::<cdp_relay::Error>()
+                .is_some_and(cdp_relay::Error::is_usage)
+    })
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Help and version go to stdout in full; a usage error is one line on stderr, exit 64.

@@ -7,6 +7,7 @@
 //! string, not the document), writing it on its own line. A closed stdout (`| head`) ends the
 //! command quietly with status 0.
 
+use super::Usage;
 use anyhow::Context;
 use cdp_sanitize::{LineSanitizer, Sanitizer};
 use std::io::{self, BufRead, BufReader, BufWriter, ErrorKind, Write};
@@ -46,11 +47,13 @@ pub struct SanitizeArgs {
 /// Runs `cdp-relay sanitize`.
 pub fn run(args: SanitizeArgs) -> anyhow::Result<ExitCode> {
     if args.max_line_bytes == 0 {
-        return Err(crate::Error::Usage("--max-line-bytes must be at least 1".into()).into());
+        return Err(Usage("--max-line-bytes must be at least 1".into()).into());
     }
     let sanitizer = Sanitizer::new();
-    for name in &args.secret_env {
-        register_env(&sanitizer, name)?;
+    for (name, value) in super::secrets::from_env(&args.secret_env)? {
+        sanitizer
+            .register_secret(&name, &value)
+            .map_err(|e| Usage(format!("--secret-env {name}: {e}")))?;
     }
     let stdin = io::stdin().lock();
     let stdout = io::stdout().lock();
@@ -61,9 +64,6 @@ pub fn run(args: SanitizeArgs) -> anyhow::Result<ExitCode> {
     };
     match result {
         Ok(()) => {}
-        Err(Failure::Output(e)) if e.kind() == ErrorKind::BrokenPipe => {
-            return Ok(ExitCode::SUCCESS);
-        }
         Err(Failure::Output(e)) => return Err(e).context("cannot write stdout"),
         Err(Failure::Input(e)) => return Err(e).context("cannot read stdin"),
         Err(Failure::Json(e)) => return Err(anyhow::anyhow!("invalid JSON on stdin: {e}")),
@@ -74,31 +74,7 @@ pub fn run(args: SanitizeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn register_env(sanitizer: &Sanitizer, name: &str) -> anyhow::Result<()> {
-    let usage = |msg: String| anyhow::Error::from(crate::Error::Usage(msg));
-    let Some(value) = std::env::var_os(name) else {
-        return Err(usage(format!(
-            "--secret-env {name}: environment variable {name} is not set"
-        )));
-    };
-    let Some(value) = value.to_str() else {
-        return Err(usage(format!(
-            "--secret-env {name}: the value of {name} is not valid UTF-8"
-        )));
-    };
-    match sanitizer.register_secret(name, value) {
-        Ok(true) => Ok(()),
-        Ok(false) => {
-            eprintln!(
-                "cdp-relay: warning: --secret-env {name}: the value is empty or already registered; nothing added"
-            );
-            Ok(())
-        }
-        Err(e) => Err(usage(format!("--secret-env {name}: {e}"))),
-    }
-}
-
-/// Where a failure came from: output errors decide the exit (a broken pipe is success).
+/// Where a failure came from (a broken pipe on stdout is success; `main` decides that).
 enum Failure {
     Input(io::Error),
     Output(io::Error),

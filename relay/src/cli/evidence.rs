@@ -120,7 +120,7 @@ pub fn run_evidence(args: EvidenceArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn usage(msg: String) -> anyhow::Error {
-    crate::Error::Usage(msg).into()
+    super::Usage(msg).into()
 }
 
 fn open_store(dir: &EvidenceDir) -> anyhow::Result<Store> {
@@ -142,14 +142,9 @@ fn dir_hint(dir: &EvidenceDir) -> String {
 fn append(args: AppendArgs) -> anyhow::Result<ExitCode> {
     check_ids(&args.session, &args.source)?;
     let sanitizer = Sanitizer::new();
-    for name in &args.secret_env {
-        let value = std::env::var(name).map_err(|_| {
-            usage(format!(
-                "--secret-env {name}: environment variable {name} is not set (or not UTF-8)"
-            ))
-        })?;
+    for (name, value) in super::secrets::from_env(&args.secret_env)? {
         sanitizer
-            .register_secret(name, &value)
+            .register_secret(&name, &value)
             .map_err(|e| usage(format!("--secret-env {name}: {e}")))?;
     }
     let store = open_store(&args.dir)?;

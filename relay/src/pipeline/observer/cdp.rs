@@ -283,6 +283,8 @@ pub(crate) struct EntryAdded<'a> {
 pub(crate) struct Frame<'a> {
     #[serde(borrow)]
     pub(crate) parent_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub(crate) url: Str<'a>,
 }
 
 #[derive(Deserialize, Default)]

@@ -5,6 +5,7 @@
 
 use super::cdp;
 use super::frame::Frame;
+use super::methods::CommandMethod;
 use cdp_evidence::{Action, Point};
 use cdp_sanitize::{SafeText, Sanitizer};
 use serde_json::json;
@@ -55,53 +56,24 @@ const NAMED_KEYS: [&str; 30] = [
     "Meta",
 ];
 
-/// Every method [`classify`] may turn into evidence; the rest are skipped unparsed.
-const EVIDENCE: [&str; 21] = [
-    "Page.navigate",
-    "Page.reload",
-    "Page.navigateToHistoryEntry",
-    "Page.stopLoading",
-    "Page.startScreencast",
-    "Page.stopScreencast",
-    "Page.printToPDF",
-    "Page.captureScreenshot",
-    "Input.dispatchMouseEvent",
-    "Input.dispatchTouchEvent",
-    "Input.dispatchKeyEvent",
-    "Input.insertText",
-    "DOM.setAttributeValue",
-    "DOM.setFileInputFiles",
-    "Runtime.evaluate",
-    "Runtime.callFunctionOn",
-    "Target.createTarget",
-    "Target.closeTarget",
-    "Target.attachToTarget",
-    "Target.activateTarget",
-    "Browser.close",
-];
-
-/// True if `method` can be evidence.
-pub(crate) fn is_evidence(method: &str) -> bool {
-    EVIDENCE.contains(&method)
-}
-
-/// Classifies `method`; `None` for commands that are not evidence (most of them).
-pub(crate) fn classify(method: &str, frame: &Frame<'_>, s: &Sanitizer) -> Option<Command> {
+/// Classifies `method`; `None` for the calls of it that are not evidence (a mouse move, a key
+/// up).
+pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) -> Option<Command> {
+    use CommandMethod as M;
     let named = |m: &'static str| Action::new(SafeText::literal(m));
+    let this = || named(method.name());
     Some(match method {
-        "Page.navigate" => {
+        M::PageNavigate => {
             let p: cdp::Url = frame.params()?;
-            let mut a = named("Page.navigate");
+            let mut a = this();
             a.url = Some(s.url(&p.url));
             Command::Navigate(a)
         }
-        "Page.reload" => Command::Navigate(named("Page.reload")),
-        "Page.navigateToHistoryEntry" => Command::Navigate(named("Page.navigateToHistoryEntry")),
-        "Page.stopLoading" => Command::Action(named("Page.stopLoading")),
-        "Page.startScreencast" => Command::Action(named("Page.startScreencast")),
-        "Page.stopScreencast" => Command::Action(named("Page.stopScreencast")),
-        "Page.printToPDF" => Command::Action(named("Page.printToPDF")),
-        "Page.captureScreenshot" => {
+        M::PageReload | M::PageNavigateToHistoryEntry => Command::Navigate(this()),
+        M::PageStopLoading | M::PageStartScreencast | M::PageStopScreencast | M::PagePrintToPdf => {
+            Command::Action(this())
+        }
+        M::PageCaptureScreenshot => {
             let p: cdp::Screenshot = frame.params().unwrap_or_default();
             let ext = match p.format.as_ref() {
                 "jpeg" => "jpeg",
@@ -109,11 +81,11 @@ pub(crate) fn classify(method: &str, frame: &Frame<'_>, s: &Sanitizer) -> Option
                 _ => "png",
             };
             Command::Screenshot {
-                action: named("Page.captureScreenshot"),
+                action: this(),
                 ext,
             }
         }
-        "Input.dispatchMouseEvent" => {
+        M::InputDispatchMouseEvent => {
             let p: cdp::MouseEvent = frame.params()?;
             let name = match p.kind.as_ref() {
                 "mousePressed" => "click",
@@ -131,7 +103,7 @@ pub(crate) fn classify(method: &str, frame: &Frame<'_>, s: &Sanitizer) -> Option
             }
             Command::Action(a)
         }
-        "Input.dispatchTouchEvent" => {
+        M::InputDispatchTouchEvent => {
             let p: cdp::TouchEvent = frame.params()?;
             if p.kind != "touchStart" {
                 return None;
@@ -140,7 +112,7 @@ pub(crate) fn classify(method: &str, frame: &Frame<'_>, s: &Sanitizer) -> Option
             a.point = p.touch_points.first().map(|t| Point { x: t.x, y: t.y });
             Command::Action(a)
         }
-        "Input.dispatchKeyEvent" => {
+        M::InputDispatchKeyEvent => {
             let p: cdp::KeyEvent = frame.params()?;
             if !matches!(p.kind.as_ref(), "keyDown" | "rawKeyDown" | "char") {
                 return None;
@@ -161,13 +133,13 @@ pub(crate) fn classify(method: &str, frame: &Frame<'_>, s: &Sanitizer) -> Option
                 text: p.text.into_owned(),
             }
         }
-        "Input.insertText" => {
+        M::InputInsertText => {
             let p: cdp::InsertText = frame.params()?;
             Command::Typing {
                 text: p.text.into_owned(),
             }
         }
-        "DOM.setAttributeValue" => {
+        M::DomSetAttributeValue => {
             let p: cdp::SetAttribute = frame.params()?;
             if !p.name.eq_ignore_ascii_case("value") {
                 return None;
@@ -176,43 +148,34 @@ pub(crate) fn classify(method: &str, frame: &Frame<'_>, s: &Sanitizer) -> Option
                 text: p.value.into_owned(),
             }
         }
-        "DOM.setFileInputFiles" => {
+        M::DomSetFileInputFiles => {
             let p: cdp::FileInput = frame.params().unwrap_or_default();
-            let mut a = named("DOM.setFileInputFiles");
+            let mut a = this();
             a.detail = Some(s.json(&json!({ "files": p.files.len() })));
             Command::Action(a)
         }
-        "Runtime.evaluate" | "Runtime.callFunctionOn" => {
+        M::RuntimeEvaluate | M::RuntimeCallFunctionOn => {
             let p: cdp::Evaluate = frame.params().unwrap_or_default();
             // Method and size only: expressions and arguments routinely carry typed values.
             let size = p.expression.len() + p.function_declaration.len();
-            let mut a = named(if method == "Runtime.evaluate" {
-                "Runtime.evaluate"
-            } else {
-                "Runtime.callFunctionOn"
-            });
+            let mut a = this();
             a.bytes = Some(size as u64);
             Command::Action(a)
         }
-        "Target.createTarget" => {
+        M::TargetCreateTarget => {
             let p: cdp::TargetId = frame.params().unwrap_or_default();
-            let mut a = named("Target.createTarget");
+            let mut a = this();
             a.url = Some(s.url(&p.url));
             Command::Action(a)
         }
-        "Target.closeTarget" | "Target.attachToTarget" | "Target.activateTarget" => {
+        M::TargetCloseTarget | M::TargetAttachToTarget | M::TargetActivateTarget => {
             let p: cdp::TargetId = frame.params().unwrap_or_default();
-            let mut a = named(match method {
-                "Target.closeTarget" => "Target.closeTarget",
-                "Target.attachToTarget" => "Target.attachToTarget",
-                _ => "Target.activateTarget",
-            });
+            let mut a = this();
             if !p.target_id.is_empty() {
                 a.detail = Some(s.json(&json!({ "targetId": p.target_id })));
             }
             Command::Action(a)
         }
-        "Browser.close" => Command::Action(named("Browser.close")),
-        _ => return None,
+        M::BrowserClose => Command::Action(this()),
     })
 }

@@ -1,4 +1,4 @@
-//! Process signals that end a run: Ctrl-C (SIGINT) and SIGTERM.
+//! Process signals that end a relay command: Ctrl-C (SIGINT) and SIGTERM.
 
 /// Resolves with the signal's name when the process is asked to stop.
 pub(crate) async fn shutdown_signal() -> &'static str {
@@ -14,10 +14,4 @@ pub(crate) async fn shutdown_signal() -> &'static str {
             "SIGINT"
         }
     }
-}
-
-/// Resolves once the relay's stop flag is set (or its sender is gone).
-pub(crate) async fn stopped(flag: &mut tokio::sync::watch::Receiver<bool>) {
-    // The guard `wait_for` returns is not `Send`; drop it before the caller's next await.
-    let _ = flag.wait_for(|stop| *stop).await.map(|_| ());
 }

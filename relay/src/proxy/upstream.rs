@@ -154,7 +154,7 @@ pub(crate) async fn websocket(
 }
 
 /// Checks that the upstream answers `/json/version` like a DevTools server.
-pub(crate) async fn probe(up: &Upstream) -> Result<(), crate::Error> {
+pub async fn probe(up: &Upstream) -> Result<(), crate::Error> {
     let err = |reason: String| crate::Error::Upstream {
         upstream: up.authority(),
         reason,

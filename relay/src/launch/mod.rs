@@ -1,8 +1,10 @@
-//! `cdp-relay launch`: find a Chromium, start it on a fresh temporary profile with
+//! The browser the relay launches: find a Chromium, start it on a fresh temporary profile with
 //! `--remote-debugging-port=0`, learn its port, and own its lifetime.
 //!
 //! The browser runs in its own process group so that shutdown reaches every helper process it
-//! spawned; the profile directory is removed only after the whole group is gone.
+//! spawned; the profile directory is removed only after the whole group is gone. Nothing here
+//! touches the traffic, and nothing here logs Chromium's output unsanitized (its stderr carries
+//! capability URLs).
 
 use crate::config::{LaunchConfig, Upstream};
 use crate::Error;
@@ -374,57 +376,6 @@ fn read_active_port(profile: &Path, since: SystemTime) -> Option<u16> {
     let text = std::fs::read_to_string(&file).ok()?;
     let port: u16 = text.lines().next()?.trim().parse().ok()?;
     (port != 0).then_some(port)
-}
-
-/// `cdp-relay launch`: start the browser, relay it, print the endpoint, and tear everything down
-/// on Ctrl-C, SIGTERM or browser exit.
-pub(crate) async fn run_launch(
-    mut config: crate::Config,
-    launch: LaunchConfig,
-) -> anyhow::Result<std::process::ExitCode> {
-    use std::process::ExitCode;
-    let exe = find_browser(&launch, std::env::var_os("PATH"))?;
-    let mut browser = Browser::launch(&exe, &launch).await?;
-    config.upstream = Some(browser.upstream().clone());
-    let evidence = config.evidence.clone();
-    let mut relay = match crate::Relay::bind(config).await {
-        Ok(r) => r,
-        Err(e) => {
-            browser.shutdown().await;
-            return Err(e.into());
-        }
-    };
-    let recorder = crate::serve::start_recorder(&evidence);
-    if let Some(r) = &recorder {
-        relay = relay.with_evidence(r.handle().clone());
-    }
-    crate::serve::announce(&relay, browser.upstream());
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let relay_task = tokio::spawn(relay.run_until(async {
-        let _ = stop_rx.await;
-    }));
-    let outcome = tokio::select! {
-        name = crate::signals::shutdown_signal() => {
-            tracing::info!("{name} received; shutting down");
-            None
-        }
-        status = browser.wait() => Some(status),
-    };
-    let _ = stop_tx.send(());
-    let _ = relay_task.await;
-    crate::serve::finish_recorder(recorder).await;
-    browser.shutdown().await;
-    match outcome {
-        None => Ok(ExitCode::SUCCESS),
-        Some(Ok(status)) if status.success() => {
-            tracing::info!("the browser exited; relay stopped");
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Ok(status)) => {
-            anyhow::bail!("the browser exited unexpectedly ({status}); the relay stopped")
-        }
-        Some(Err(e)) => anyhow::bail!("lost track of the browser process: {e}"),
-    }
 }
 
 #[cfg(test)]

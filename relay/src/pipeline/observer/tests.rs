@@ -2,34 +2,18 @@
 //! what is asserted is what a reader would see).
 
 use super::*;
-use cdp_evidence::{EvidenceConfig, Store, StoredRecord};
+use crate::pipeline::tap::Payload;
+use crate::pipeline::{Emit, NewArtifact};
+use cdp_evidence::{EvidenceConfig, Run, Store, StoredRecord};
+use serde_json::json;
 use std::time::UNIX_EPOCH;
-use tokio_tungstenite::tungstenite::Utf8Bytes;
-
-struct RunSink(cdp_evidence::Run);
-
-impl Sink for RunSink {
-    fn record(&mut self, record: Record) {
-        self.0.append(record).expect("append");
-    }
-    fn artifact(
-        &mut self,
-        stem: &'static str,
-        ext: &'static str,
-        bytes: &[u8],
-    ) -> Option<ArtifactRef> {
-        match self.0.store_artifact(stem, ext, bytes).expect("artifact") {
-            cdp_evidence::ArtifactOutcome::Stored(a) => Some(a),
-            _ => None,
-        }
-    }
-}
 
 struct Harness {
     _dir: tempfile::TempDir,
     store: Store,
+    run: Run,
     run_id: String,
-    observer: Observer<RunSink>,
+    observer: Observer,
     sanitizer: Arc<Sanitizer>,
 }
 
@@ -41,23 +25,51 @@ fn t(ms: u64) -> SystemTime {
 
 impl Harness {
     fn new(opts: ObserverOptions) -> Harness {
+        Harness::with_screenshots(opts, true)
+    }
+
+    fn with_screenshots(opts: ObserverOptions, screenshots: bool) -> Harness {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(EvidenceConfig::at(dir.path())).expect("store");
         let run = store.join_session("unit", "relay").expect("run");
         let run_id = run.id().to_owned();
         let sanitizer = Arc::new(Sanitizer::new());
-        let observer = Observer::new(sanitizer.clone(), RunSink(run), opts);
+        let capture = Arc::new(CapturePolicy::new(screenshots));
+        let observer = Observer::new(sanitizer.clone(), opts, capture);
         Harness {
             _dir: dir,
             store,
+            run,
             run_id,
             observer,
             sanitizer,
         }
     }
 
+    /// Feeds one event and writes what it produced, as the run writer would.
+    fn handle(&mut self, event: TapEvent) {
+        self.observer.handle(event);
+        for emit in self.observer.take().emits {
+            let record = match emit {
+                Emit::Record(r) => r,
+                Emit::WithArtifact {
+                    record,
+                    artifact: NewArtifact { stem, ext, bytes },
+                } => match self
+                    .run
+                    .store_artifact(stem, ext, &bytes)
+                    .expect("artifact")
+                {
+                    cdp_evidence::ArtifactOutcome::Stored(a) => record.artifact(a),
+                    _ => record,
+                },
+            };
+            self.run.append(record).expect("append");
+        }
+    }
+
     fn open(&mut self, conn: u64, path: &str, ms: u64) {
-        self.observer.handle(TapEvent::Opened {
+        self.handle(TapEvent::Opened {
             conn,
             path: path.to_owned(),
             at: t(ms),
@@ -73,16 +85,16 @@ impl Harness {
     }
 
     fn frame(&mut self, conn: u64, dir: Direction, ms: u64, text: &str) {
-        self.observer.handle(TapEvent::Frame {
+        self.handle(TapEvent::Frame {
             conn,
             dir,
             at: t(ms),
-            payload: Payload::Text(Utf8Bytes::from(text.to_owned())),
+            payload: Payload::text(text.to_owned()),
         });
     }
 
     fn close(&mut self, conn: u64, how: SessionEnd, ms: u64) {
-        self.observer.handle(TapEvent::Closed {
+        self.handle(TapEvent::Closed {
             conn,
             how,
             at: t(ms),
@@ -426,10 +438,7 @@ fn screenshots_are_withheld_after_typing_until_navigation() {
 #[test]
 fn screencast_frames_are_sampled_and_can_be_switched_off() {
     for screenshots in [true, false] {
-        let mut h = Harness::new(ObserverOptions {
-            screenshots,
-            ..ObserverOptions::default()
-        });
+        let mut h = Harness::with_screenshots(ObserverOptions::default(), screenshots);
         h.open(1, &format!("/devtools/page/{PAGE}"), 0);
         for i in 0..10u64 {
             h.recv(1, i * 500, json!({"method": "Page.screencastFrame", "params": {"data": PNG_1X1, "sessionId": i, "metadata": {}}}));
@@ -468,7 +477,7 @@ fn malformed_and_hostile_frames_are_ignored() {
         h.send(1, 3, json!({"id": id, "method": "Page.reload"}));
     }
     assert_eq!(h.observer.dropped(), 12);
-    h.observer.finish(t(10));
+    h.handle(TapEvent::Finish { at: t(10) });
     assert_eq!(h.actions("Page.reload").len(), 8);
     let _ = &h.sanitizer;
 }

@@ -5,16 +5,16 @@
 //! immediately readable, so bursts are batched and a lone message goes out at once. One message
 //! in flight per direction: a slow reader slows its writer through TCP, memory stays bounded.
 
+use crate::pipeline::tap::{Direction, Payload, SessionEnd, Tap};
 use crate::stats::Stats;
-use crate::tap::{Direction, Payload, SessionEnd, Tap, TapEvent};
 use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
+use tokio_util::sync::CancellationToken;
 
 /// After one side has ended, how long the other gets to finish its close handshake.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
@@ -43,7 +43,7 @@ pub(crate) async fn splice<C, U>(
     upstream: WebSocketStream<U>,
     tap: &Tap,
     stats: &Stats,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: &CancellationToken,
 ) -> SessionEnd
 where
     C: AsyncRead + AsyncWrite + Unpin,
@@ -80,13 +80,14 @@ where
                 }
                 end
             }
-            _ = crate::signals::stopped(&mut shutdown) => SessionEnd::Shutdown,
+            _ = shutdown.cancelled() => SessionEnd::Shutdown,
         }
     };
     // Endings the pumps could not tell both sides about themselves.
     let (to_client, to_browser) = match end {
         SessionEnd::Shutdown => (Some(going_away()), Some(going_away())),
         SessionEnd::TooBig => (Some(too_big()), Some(too_big())),
+        SessionEnd::ProtocolError => (None, None),
         SessionEnd::BrowserLost => (Some(browser_lost()), None),
         SessionEnd::ClientClosed | SessionEnd::BrowserClosed => (None, None),
     };
@@ -156,9 +157,8 @@ async fn forward<K>(
 where
     K: Sink<Message, Error = WsError> + Unpin,
 {
-    let payload = match item {
-        Some(Ok(Message::Text(t))) => Payload::Text(t),
-        Some(Ok(Message::Binary(b))) => Payload::Binary(b),
+    let msg = match item {
+        Some(Ok(m @ (Message::Text(_) | Message::Binary(_)))) => m,
         // Each hop answers its own pings (tungstenite queues the pong); nothing to forward.
         Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => return Step::Continue,
         Some(Ok(Message::Close(frame))) => {
@@ -181,25 +181,17 @@ where
         }
         None => return lost(dst, dir).await,
     };
-    let len = match &payload {
-        Payload::Text(t) => t.len(),
-        Payload::Binary(b) => b.len(),
-    };
-    let msg = match &payload {
-        Payload::Text(t) => Message::Text(t.clone()),
-        Payload::Binary(b) => Message::Binary(b.clone()),
+    let payload = match &msg {
+        Message::Text(t) => Payload::text(bytes::Bytes::from(t.clone())),
+        Message::Binary(b) => Payload::binary(b.clone()),
+        _ => return Step::Continue,
     };
     if dst.feed(msg).await.is_err() {
         return Step::End(PumpEnd::PeerGone);
     }
-    stats.message(dir, len);
+    stats.message(dir, payload.len());
     if tap.is_enabled() {
-        tap.offer(TapEvent::Frame {
-            conn: id.0,
-            dir,
-            at: SystemTime::now(),
-            payload,
-        });
+        tap.offer(id.0, dir, payload);
     }
     Step::Continue
 }

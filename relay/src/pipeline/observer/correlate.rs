@@ -1,0 +1,265 @@
+//! Commands and their responses: classification of client commands, correlation by
+//! (connection, `sessionId`, `id`) with an id-only fallback for error replies that carry no
+//! `sessionId`, and interruption of commands left unanswered (close, detach, timeout).
+
+use super::commands::{self, Command};
+use super::frame::Frame;
+use super::methods::CommandMethod;
+use super::{Key, Observer, TOOL};
+use crate::pipeline::capture::Withheld;
+use crate::pipeline::{Emit, NewArtifact, Trigger};
+use cdp_evidence::{Action, Record, RecordKind, Status};
+use cdp_sanitize::{SafeJson, SafeText};
+use std::time::{Duration, SystemTime};
+
+/// A command waiting for its response.
+pub(super) struct Pending {
+    pub(super) started: SystemTime,
+    pub(super) what: Waiting,
+}
+
+pub(super) enum Waiting {
+    /// Record `action` when the response arrives.
+    Action {
+        action: Action,
+        target: Option<SafeJson>,
+        /// A click or a navigation: the relay's own capture may want a frame after it.
+        trigger: Option<StepKind>,
+    },
+    /// A screenshot: keep the image unless it is withheld.
+    Screenshot {
+        action: Action,
+        target: Option<SafeJson>,
+        ext: &'static str,
+        withheld: Option<Withheld>,
+    },
+    /// One keystroke or insertion of typing burst `seq`.
+    Typing { seq: u64 },
+}
+
+/// Steps after which a frame of the page is worth having.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StepKind {
+    Click,
+    Navigation,
+}
+
+/// How often unanswered commands are looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
+
+impl Observer {
+    /// A client → browser message.
+    pub(super) fn command(&mut self, conn: u64, frame: &Frame<'_>, at: SystemTime) {
+        let (Some(id), Some(method)) = (frame.id, frame.method()) else {
+            return;
+        };
+        let Some(method) = CommandMethod::parse(method) else {
+            return;
+        };
+        let Some(cmd) = commands::classify(method, frame, &self.sanitizer) else {
+            return;
+        };
+        let key: Key = frame.session().map(Box::from);
+        self.close_stale_typing(conn, &key, at);
+        let waiting = match cmd {
+            Command::Typing { text } => {
+                let seq = self.add_typing(conn, &key, &text, at);
+                Waiting::Typing { seq }
+            }
+            Command::Action(action) => {
+                self.end_typing(conn, &key, at);
+                let trigger = (action.method.as_str() == "click").then_some(StepKind::Click);
+                let target = self.target_for(conn, &key);
+                Waiting::Action {
+                    action,
+                    target,
+                    trigger,
+                }
+            }
+            Command::Navigate(action) => {
+                self.end_typing(conn, &key, at);
+                let typed = self.typing_key(conn, &key);
+                self.capture.navigated(&typed);
+                let target = self.target_for(conn, &key);
+                Waiting::Action {
+                    action,
+                    target,
+                    trigger: Some(StepKind::Navigation),
+                }
+            }
+            Command::Screenshot { action, ext } => {
+                self.end_typing(conn, &key, at);
+                let withheld = self.capture.verdict(&self.typing_key(conn, &key)).err();
+                let target = self.target_for(conn, &key);
+                Waiting::Screenshot {
+                    action,
+                    target,
+                    ext,
+                    withheld,
+                }
+            }
+        };
+        let max = self.opts.max_pending;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if c.pending.len() >= max {
+            self.dropped += 1;
+            return;
+        }
+        c.pending.insert(
+            (key, id),
+            Pending {
+                started: at,
+                what: waiting,
+            },
+        );
+    }
+
+    /// True when a response with this id may be awaited on `conn` (the cheap pre-filter).
+    pub(super) fn may_await(&self, conn: u64, id: u64) -> bool {
+        self.conns
+            .get(&conn)
+            .is_some_and(|c| c.pending.len() > 64 || c.pending.keys().any(|(_, i)| *i == id))
+    }
+
+    pub(super) fn response(&mut self, conn: u64, id: u64, frame: &Frame<'_>, at: SystemTime) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let key: Key = frame.session().map(Box::from);
+        let pending = match c.pending.remove(&(key.clone(), id)) {
+            Some(p) => Some(p),
+            // Some error replies lack the sessionId of their command: match on the id alone.
+            None if key.is_none() => {
+                let found = c.pending.keys().find(|(_, i)| *i == id).cloned();
+                found.and_then(|k| c.pending.remove(&k))
+            }
+            None => None,
+        };
+        let Some(p) = pending else {
+            return;
+        };
+        let error = frame.error_message().map(|m| self.sanitizer.error(&m));
+        let status = if error.is_some() {
+            Status::Error
+        } else {
+            Status::Ok
+        };
+        let duration = at.duration_since(p.started).unwrap_or_default();
+        match p.what {
+            Waiting::Typing { seq } => self.typing_answered(conn, seq, error, at),
+            Waiting::Action {
+                action,
+                target,
+                trigger,
+            } => {
+                if let (Some(kind), Status::Ok) = (trigger, status) {
+                    let target_id = self.raw_target(conn, &key);
+                    self.out.triggers.push(match kind {
+                        StepKind::Click => Trigger::Clicked { target_id, at },
+                        StepKind::Navigation => Trigger::Navigated { target_id, at },
+                    });
+                }
+                let r = action_record(action, p.started, duration, status, error, target);
+                self.emit(r);
+            }
+            Waiting::Screenshot {
+                mut action,
+                target,
+                ext,
+                withheld,
+            } => {
+                let bytes = match error {
+                    None => self.screenshot_bytes(&mut action, frame, withheld),
+                    Some(_) => None,
+                };
+                let record = action_record(action, p.started, duration, status, error, target);
+                match bytes {
+                    Some(bytes) => self.out.emits.push(Emit::WithArtifact {
+                        record,
+                        artifact: NewArtifact {
+                            stem: "screenshot",
+                            ext,
+                            bytes,
+                        },
+                    }),
+                    None => self.emit(record),
+                }
+            }
+        }
+    }
+
+    /// Interrupts commands older than the timeout. Runs at most every [`SWEEP_EVERY`] of frame
+    /// time.
+    pub(super) fn sweep(&mut self, now: SystemTime) {
+        let due = self
+            .last_sweep
+            .is_none_or(|last| now.duration_since(last).unwrap_or_default() >= SWEEP_EVERY);
+        if !due {
+            return;
+        }
+        self.last_sweep = Some(now);
+        let timeout = self.opts.pending_timeout;
+        let mut expired = Vec::new();
+        for c in self.conns.values_mut() {
+            let old: Vec<_> = c
+                .pending
+                .iter()
+                .filter(|(_, p)| now.duration_since(p.started).unwrap_or_default() >= timeout)
+                .map(|(k, _)| k.clone())
+                .collect();
+            expired.extend(old.iter().filter_map(|k| c.pending.remove(k)));
+        }
+        for p in expired {
+            self.interrupt(
+                p,
+                now,
+                "no response from the browser within the pending timeout",
+            );
+        }
+    }
+
+    /// Interrupts a pending command (close, detach, timeout). Typing keystrokes are not
+    /// recorded one by one: their burst is flushed (as interrupted) by the caller.
+    pub(super) fn interrupt(&mut self, p: Pending, at: SystemTime, why: &'static str) {
+        let (action, target) = match p.what {
+            Waiting::Action { action, target, .. } | Waiting::Screenshot { action, target, .. } => {
+                (action, target)
+            }
+            Waiting::Typing { .. } => return,
+        };
+        let duration = at.duration_since(p.started).unwrap_or_default();
+        let r = action_record(
+            action,
+            p.started,
+            duration,
+            Status::Interrupted,
+            Some(SafeText::literal(why)),
+            target,
+        );
+        self.emit(r);
+    }
+}
+
+/// An action record with its outcome.
+pub(super) fn action_record(
+    action: Action,
+    started: SystemTime,
+    duration: Duration,
+    status: Status,
+    error: Option<SafeText>,
+    target: Option<SafeJson>,
+) -> Record {
+    let mut r = Record::new(SafeText::literal(TOOL), RecordKind::Action(action))
+        .started_at(started)
+        .duration(duration)
+        .status(status);
+    if let Some(e) = error {
+        r = r.error(e);
+    }
+    if let Some(t) = target {
+        r = r.target(t);
+    }
+    r
+}

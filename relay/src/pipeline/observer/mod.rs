@@ -1,0 +1,398 @@
+//! The passive observer: turns copies of forwarded messages into evidence records and triggers.
+//!
+//! A synchronous state machine (no sockets, no files), run on the pipeline's observer thread,
+//! tested with scripted frames and fuzzed. It parses only what it needs, correlates commands
+//! with responses (`correlate.rs`), joins network events (`network.rs`), reads console output
+//! (`console.rs`), groups typing (`typing.rs`), keeps page metadata current (`targets.rs`) and
+//! keeps a client's own screenshots (`screenshots.rs`). Every string it keeps goes through the
+//! run's [`Sanitizer`]; typed text is reduced to its length before anything else sees it.
+//!
+//! It never writes: [`Observer::take`] hands its records to the run writer and its triggers to
+//! whoever subscribed. It never panics on a frame: anything unexpected is ignored.
+
+mod cdp;
+mod commands;
+mod console;
+mod correlate;
+mod frame;
+mod methods;
+mod network;
+mod screenshots;
+mod targets;
+mod typing;
+
+use crate::pipeline::capture::CapturePolicy;
+use crate::pipeline::tap::{Direction, SessionEnd, TapEvent};
+use crate::pipeline::{Emit, Trigger};
+use cdp_evidence::{Lifecycle, LifecycleEvent, Record, RecordKind, Status};
+use cdp_sanitize::{SafeText, Sanitizer};
+use correlate::Pending;
+use frame::Frame;
+use methods::EventMethod;
+use network::Requests;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use targets::{Endpoint, Session, Targets};
+use typing::Burst;
+
+/// Observer knobs. Tests build it directly.
+#[derive(Debug, Clone)]
+pub struct ObserverOptions {
+    /// At most one screencast frame per session per this interval. By default, 2 s.
+    pub screencast_every: Duration,
+    /// Key events closer together than this make one typing step. By default, 1.5 s.
+    pub typing_gap: Duration,
+    /// A command unanswered this long is recorded as interrupted. By default, 5 min.
+    pub pending_timeout: Duration,
+    /// Commands tracked per connection before new ones are dropped (and counted). By default, 4096.
+    pub max_pending: usize,
+    /// Requests tracked per connection for failure joining. By default, 8192.
+    pub max_requests: usize,
+}
+
+impl Default for ObserverOptions {
+    fn default() -> Self {
+        ObserverOptions {
+            screencast_every: Duration::from_secs(2),
+            typing_gap: Duration::from_millis(1500),
+            pending_timeout: Duration::from_secs(300),
+            max_pending: 4096,
+            max_requests: 8192,
+        }
+    }
+}
+
+/// What the observer produced since the last [`Observer::take`].
+#[derive(Debug, Default)]
+pub struct Output {
+    /// Records (with artifacts to store) for the run writer, in order.
+    pub emits: Vec<Emit>,
+    /// Moments the relay's own capture may care about.
+    pub triggers: Vec<Trigger>,
+}
+
+/// The tool name on every record the relay writes.
+const TOOL: &str = "cdp";
+
+/// A CDP session key on a connection: its `sessionId`, `None` for the root session.
+type Key = Option<Box<str>>;
+
+/// Per-connection state. Keys hold raw CDP ids in memory only; nothing here is persisted as is.
+struct Conn {
+    endpoint: Endpoint,
+    pending: HashMap<(Key, u64), Pending>,
+    sessions: HashMap<Key, Session>,
+    /// Typing bursts that ended but still wait for responses.
+    closing: HashMap<u64, Burst>,
+    requests: Requests,
+}
+
+/// Turns [`TapEvent`]s into records and triggers.
+pub struct Observer {
+    sanitizer: Arc<Sanitizer>,
+    opts: ObserverOptions,
+    capture: Arc<CapturePolicy>,
+    conns: HashMap<u64, Conn>,
+    targets: Targets,
+    next_burst: u64,
+    dropped: u64,
+    last_sweep: Option<SystemTime>,
+    out: Output,
+}
+
+impl Observer {
+    /// An observer sanitizing with `sanitizer` and asking `capture` before keeping a picture.
+    pub fn new(
+        sanitizer: Arc<Sanitizer>,
+        opts: ObserverOptions,
+        capture: Arc<CapturePolicy>,
+    ) -> Observer {
+        Observer {
+            sanitizer,
+            opts,
+            capture,
+            conns: HashMap::new(),
+            targets: Targets::default(),
+            next_burst: 1,
+            dropped: 0,
+            last_sweep: None,
+            out: Output::default(),
+        }
+    }
+
+    /// Evidence the observer itself had to drop (pending or request tables full).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Everything produced since the last call.
+    pub fn take(&mut self) -> Output {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Records waiting to be taken.
+    pub fn pending_records(&self) -> usize {
+        self.out.emits.len()
+    }
+
+    /// Consumes one tap event.
+    pub fn handle(&mut self, event: TapEvent) {
+        match event {
+            TapEvent::Opened { conn, path, at } => self.opened(conn, &path, at),
+            TapEvent::Frame {
+                conn,
+                dir,
+                at,
+                payload,
+            } => {
+                self.sweep(at);
+                let Some(text) = payload.as_text() else {
+                    // CDP is text; binary frames and invalid UTF-8 carry nothing to read.
+                    return;
+                };
+                if self.skippable(conn, dir, &text) {
+                    return;
+                }
+                if let Some(frame) = Frame::parse(&text) {
+                    match dir {
+                        Direction::ToBrowser => self.command(conn, &frame, at),
+                        Direction::ToClient => self.browser_message(conn, &frame, at),
+                    }
+                }
+            }
+            TapEvent::Closed { conn, how, at } => self.closed(conn, how, at),
+            TapEvent::Finish { at } => self.finish(at),
+        }
+    }
+
+    /// Decides from the first bytes alone that a frame cannot matter, so the common case (events
+    /// nobody records, replies nobody waits for) costs no parse. Chromium and the usual clients
+    /// put `"method"` or `"id"` first; any other shape is parsed in full.
+    fn skippable(&self, conn: u64, dir: Direction, text: &str) -> bool {
+        match (dir, frame::leading(text)) {
+            (Direction::ToClient, frame::Leading::Method(m)) => EventMethod::parse(m).is_none(),
+            (Direction::ToClient, frame::Leading::Id(id)) => !self.may_await(conn, id),
+            (Direction::ToBrowser, frame::Leading::IdMethod(m)) => {
+                methods::CommandMethod::parse(m).is_none()
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends every open connection (the pipeline stops): pending commands become interrupted.
+    pub fn finish(&mut self, at: SystemTime) {
+        let conns: Vec<u64> = self.conns.keys().copied().collect();
+        for conn in conns {
+            self.close_conn(conn, at, "the relay stopped before the browser answered");
+        }
+    }
+
+    fn emit(&mut self, record: Record) {
+        self.out.emits.push(Emit::Record(record));
+    }
+
+    fn opened(&mut self, conn: u64, path: &str, at: SystemTime) {
+        let endpoint = Endpoint::from_path(path);
+        let target = endpoint.target_id().map(|id| self.target_of_id(id));
+        let mut lifecycle = Lifecycle::new(LifecycleEvent::ClientConnected, conn);
+        lifecycle.detail = Some(SafeText::literal(endpoint.kind_name()));
+        let mut record = Record::new(SafeText::literal(TOOL), RecordKind::Lifecycle(lifecycle))
+            .started_at(at)
+            .status(Status::Info);
+        if let Some(t) = target {
+            record = record.target(t);
+        }
+        self.emit(record);
+        let mut sessions = HashMap::new();
+        sessions.insert(None, Session::new(endpoint.target_id().map(str::to_owned)));
+        self.conns.insert(
+            conn,
+            Conn {
+                endpoint,
+                pending: HashMap::new(),
+                sessions,
+                closing: HashMap::new(),
+                requests: Requests::new(self.opts.max_requests),
+            },
+        );
+    }
+
+    fn closed(&mut self, conn: u64, how: SessionEnd, at: SystemTime) {
+        let why = match how {
+            SessionEnd::BrowserLost => "the browser connection was lost",
+            SessionEnd::Shutdown => "the relay stopped before the browser answered",
+            _ => "the connection closed before the browser answered",
+        };
+        self.close_conn(conn, at, why);
+        let (event, detail) = match how {
+            SessionEnd::ClientClosed => {
+                (LifecycleEvent::ClientDisconnected, "closed by the client")
+            }
+            SessionEnd::BrowserClosed => {
+                (LifecycleEvent::ClientDisconnected, "closed by the browser")
+            }
+            SessionEnd::BrowserLost => (
+                LifecycleEvent::UpstreamLost,
+                "browser vanished without a close frame",
+            ),
+            SessionEnd::TooBig => (
+                LifecycleEvent::ClientDisconnected,
+                "a message exceeded --max-message-size",
+            ),
+            SessionEnd::ProtocolError => (
+                LifecycleEvent::ClientDisconnected,
+                "the client broke the websocket protocol",
+            ),
+            SessionEnd::Shutdown => (LifecycleEvent::ClientDisconnected, "relay shutdown"),
+        };
+        let mut lifecycle = Lifecycle::new(event, conn);
+        lifecycle.detail = Some(SafeText::literal(detail));
+        let status = if how == SessionEnd::BrowserLost {
+            Status::Error
+        } else {
+            Status::Info
+        };
+        self.emit(
+            Record::new(SafeText::literal(TOOL), RecordKind::Lifecycle(lifecycle))
+                .started_at(at)
+                .status(status),
+        );
+    }
+
+    /// Flushes typing and interrupts everything pending on `conn`, then forgets it.
+    fn close_conn(&mut self, conn: u64, at: SystemTime, why: &'static str) {
+        let Some(mut c) = self.conns.remove(&conn) else {
+            return;
+        };
+        let mut bursts: Vec<Burst> = c.closing.drain().map(|(_, b)| b).collect();
+        for s in c.sessions.values_mut() {
+            bursts.extend(s.typing.take());
+        }
+        let pending: Vec<Pending> = c.pending.drain().map(|(_, p)| p).collect();
+        for p in pending {
+            self.interrupt(p, at, why);
+        }
+        for b in bursts {
+            self.emit_burst(b, at, Some(why));
+        }
+    }
+
+    /// A browser → client message: a response (has `id`) or an event (has `method`).
+    fn browser_message(&mut self, conn: u64, frame: &Frame<'_>, at: SystemTime) {
+        if let Some(id) = frame.id {
+            self.response(conn, id, frame, at);
+        } else if let Some(method) = frame.method().and_then(EventMethod::parse) {
+            self.event(conn, method, frame, at);
+        }
+    }
+
+    fn event(&mut self, conn: u64, method: EventMethod, frame: &Frame<'_>, at: SystemTime) {
+        use EventMethod as E;
+        let key: Key = frame.session().map(Box::from);
+        match method {
+            E::NetworkRequestWillBeSent => {
+                let Some(p) = frame.params::<cdp::RequestWillBeSent>() else {
+                    return;
+                };
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    if !c.requests.sent(&key, &p, at) {
+                        self.dropped += 1;
+                    }
+                }
+            }
+            E::NetworkResponseReceived => {
+                let failure = match (
+                    frame.params::<cdp::ResponseReceived>(),
+                    self.conns.get_mut(&conn),
+                ) {
+                    (Some(p), Some(c)) => c.requests.response(&key, &p, &self.sanitizer),
+                    _ => None,
+                };
+                self.emit_network(conn, &key, failure, at);
+            }
+            E::NetworkLoadingFailed => {
+                let failure = match (
+                    frame.params::<cdp::LoadingFailed>(),
+                    self.conns.get_mut(&conn),
+                ) {
+                    (Some(p), Some(c)) => c.requests.failed(&key, &p, &self.sanitizer),
+                    _ => None,
+                };
+                self.emit_network(conn, &key, failure, at);
+            }
+            E::NetworkLoadingFinished => {
+                if let (Some(p), Some(c)) =
+                    (frame.params::<cdp::RequestId>(), self.conns.get_mut(&conn))
+                {
+                    c.requests.finished(&key, &p.request_id);
+                }
+            }
+            E::RuntimeConsoleApiCalled => {
+                if let Some(p) = frame.params::<cdp::ConsoleApiCalled>() {
+                    self.console_api(conn, &key, &p, at);
+                }
+            }
+            E::RuntimeExceptionThrown => {
+                if let Some(p) = frame.params::<cdp::ExceptionThrown>() {
+                    self.exception(conn, &key, &p.exception_details, at);
+                }
+            }
+            E::LogEntryAdded => {
+                if let Some(p) = frame.params::<cdp::EntryAdded>() {
+                    self.log_entry(conn, &key, &p, at);
+                }
+            }
+            E::PageFrameNavigated => {
+                if let Some(p) = frame.params::<cdp::FrameNavigated>() {
+                    self.frame_navigated(conn, &key, &p);
+                }
+            }
+            E::PageScreencastFrame => self.screencast(conn, &key, frame, at),
+            E::TargetAttachedToTarget => {
+                if let Some(p) = frame.params::<cdp::AttachedToTarget>() {
+                    self.attached(conn, &p);
+                }
+            }
+            E::TargetDetachedFromTarget => {
+                if let Some(p) = frame.params::<cdp::SessionRef>() {
+                    self.detach(conn, Some(Box::from(p.session_id.as_ref())), at);
+                }
+            }
+            E::TargetTargetCreated | E::TargetTargetInfoChanged => {
+                if let Some(p) = frame.params::<cdp::TargetInfoChanged>() {
+                    self.targets.learn(&p.target_info);
+                }
+            }
+            E::TargetTargetDestroyed => {
+                if let Some(p) = frame.params::<cdp::TargetId>() {
+                    self.targets.forget(&p.target_id);
+                }
+            }
+        }
+    }
+
+    fn detach(&mut self, conn: u64, key: Key, at: SystemTime) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let burst = c.sessions.remove(&key).and_then(|mut s| s.typing.take());
+        let keys: Vec<_> = c
+            .pending
+            .keys()
+            .filter(|(s, _)| *s == key)
+            .cloned()
+            .collect();
+        let pending: Vec<Pending> = keys.iter().filter_map(|k| c.pending.remove(k)).collect();
+        let why = "the target detached before the browser answered";
+        for p in pending {
+            self.interrupt(p, at, why);
+        }
+        if let Some(b) = burst {
+            self.emit_burst(b, at, Some(why));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

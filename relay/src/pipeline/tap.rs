@@ -1,0 +1,324 @@
+//! The taps: copies of forwarded messages handed to the evidence pipeline.
+//!
+//! A tap never blocks and never mutates. Message copies (refcounted [`Payload`]s) go to a bounded
+//! queue with `try_send`; a full or closed queue drops the copy and counts it. Connection
+//! lifecycle events go to a separate, unbounded but tiny control channel and are never dropped, so
+//! the observer always learns that a connection ended. Without a pipeline the tap is a no-op.
+
+use bytes::Bytes;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio::sync::mpsc;
+
+/// Which way a message travelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Client → browser (the before-forward tap).
+    ToBrowser,
+    /// Browser → client (the after-response tap).
+    ToClient,
+}
+
+/// A websocket masking key and where in its 4-byte cycle a slice starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mask {
+    /// The frame's masking key.
+    pub key: [u8; 4],
+    /// Offset of the slice's first byte within the frame payload, modulo 4.
+    pub phase: u8,
+}
+
+impl Mask {
+    /// XORs `bytes` in place with the key, starting at this mask's phase.
+    pub fn apply(&self, bytes: &mut [u8]) {
+        let mut i = usize::from(self.phase & 3);
+        for b in bytes {
+            *b ^= self.key[i];
+            i = (i + 1) & 3;
+        }
+    }
+}
+
+/// A copy of one forwarded message: the slices of the read buffers that carried it, still masked
+/// when they came from a client. Joining and unmasking happen off the hot path ([`Payload::bytes`]).
+#[derive(Debug, Clone)]
+pub struct Payload {
+    text: bool,
+    parts: Vec<(Bytes, Option<Mask>)>,
+    len: usize,
+}
+
+impl Payload {
+    /// A text message held in one unmasked buffer (tests, the fuzzer, small copies).
+    pub fn text(s: impl Into<Bytes>) -> Payload {
+        Payload::from_parts(true, vec![(s.into(), None)])
+    }
+
+    /// A binary message held in one unmasked buffer.
+    pub fn binary(b: impl Into<Bytes>) -> Payload {
+        Payload::from_parts(false, vec![(b.into(), None)])
+    }
+
+    /// A message made of `parts` in order, each unmasked with its mask if it has one.
+    pub fn from_parts(text: bool, parts: Vec<(Bytes, Option<Mask>)>) -> Payload {
+        let len = parts.iter().map(|(b, _)| b.len()).sum();
+        Payload { text, parts, len }
+    }
+
+    /// True for a text message.
+    pub fn is_text(&self) -> bool {
+        self.text
+    }
+
+    /// Payload length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the message is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The message bytes, joined and unmasked (borrowed when it is one unmasked slice).
+    pub fn bytes(&self) -> Cow<'_, [u8]> {
+        if let [(b, None)] = self.parts.as_slice() {
+            return Cow::Borrowed(b);
+        }
+        let mut out = Vec::with_capacity(self.len);
+        for (b, mask) in &self.parts {
+            let start = out.len();
+            out.extend_from_slice(b);
+            if let Some(m) = mask {
+                m.apply(&mut out[start..]);
+            }
+        }
+        Cow::Owned(out)
+    }
+
+    /// The message as text: `None` for binary messages and invalid UTF-8 (which the browser
+    /// answers with a parse error; there is nothing for the observer to read).
+    pub fn as_text(&self) -> Option<Cow<'_, str>> {
+        if !self.text {
+            return None;
+        }
+        match self.bytes() {
+            Cow::Borrowed(b) => std::str::from_utf8(b).ok().map(Cow::Borrowed),
+            Cow::Owned(v) => String::from_utf8(v).ok().map(Cow::Owned),
+        }
+    }
+}
+
+/// How a websocket session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// The client closed (close frame or dropped connection).
+    ClientClosed,
+    /// The browser closed with a close frame.
+    BrowserClosed,
+    /// The browser vanished without a close frame.
+    BrowserLost,
+    /// A message exceeded the size limit.
+    TooBig,
+    /// The client broke the websocket protocol (unmasked frame, reserved bits or opcode).
+    ProtocolError,
+    /// The relay is shutting down.
+    Shutdown,
+}
+
+/// Something the observer should know about.
+#[derive(Debug, Clone)]
+pub enum TapEvent {
+    /// A websocket session began.
+    Opened {
+        /// Relay-local connection number.
+        conn: u64,
+        /// The `/devtools/<kind>/<id>` path (a capability: sanitize before persisting).
+        path: String,
+        /// When.
+        at: SystemTime,
+    },
+    /// A message was handed to its peer socket.
+    Frame {
+        /// Relay-local connection number.
+        conn: u64,
+        /// Which way it went.
+        dir: Direction,
+        /// When it was forwarded.
+        at: SystemTime,
+        /// The payload, shared with the forwarded bytes.
+        payload: Payload,
+    },
+    /// The pipeline is stopping: the observer ends every open connection (pending commands
+    /// become interrupted).
+    Finish {
+        /// When the relay stopped.
+        at: SystemTime,
+    },
+    /// A websocket session ended.
+    Closed {
+        /// Relay-local connection number.
+        conn: u64,
+        /// How it ended.
+        how: SessionEnd,
+        /// When.
+        at: SystemTime,
+    },
+}
+
+/// The receiving ends of a tap, owned by the pipeline's observer thread.
+#[derive(Debug)]
+pub(crate) struct TapReceiver {
+    pub(crate) frames: mpsc::Receiver<TapEvent>,
+    pub(crate) control: mpsc::UnboundedReceiver<TapEvent>,
+}
+
+/// Handle given to each splice. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Tap {
+    senders: Option<Senders>,
+    dropped: Arc<AtomicU64>,
+}
+
+#[derive(Debug, Clone)]
+struct Senders {
+    frames: mpsc::Sender<TapEvent>,
+    control: mpsc::UnboundedSender<TapEvent>,
+}
+
+impl Tap {
+    /// A tap that records nothing (evidence off).
+    pub fn disabled() -> Tap {
+        Tap::default()
+    }
+
+    /// A tap with a frame queue of `capacity` events, and the receivers for the observer.
+    pub(crate) fn channel(capacity: usize) -> (Tap, TapReceiver) {
+        let (frames_tx, frames) = mpsc::channel(capacity);
+        let (control_tx, control) = mpsc::unbounded_channel();
+        let tap = Tap {
+            senders: Some(Senders {
+                frames: frames_tx,
+                control: control_tx,
+            }),
+            dropped: Arc::default(),
+        };
+        (tap, TapReceiver { frames, control })
+    }
+
+    /// True when something is listening.
+    pub fn is_enabled(&self) -> bool {
+        self.senders.is_some()
+    }
+
+    /// Offers a message copy without waiting. Dropped (and counted) when the queue is full.
+    pub fn offer(&self, conn: u64, dir: Direction, payload: Payload) {
+        if let Some(s) = &self.senders {
+            let event = TapEvent::Frame {
+                conn,
+                dir,
+                at: SystemTime::now(),
+                payload,
+            };
+            if s.frames.try_send(event).is_err() {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A session opened. Never dropped while the pipeline runs.
+    pub fn opened(&self, conn: u64, path: String) {
+        self.control(TapEvent::Opened {
+            conn,
+            path,
+            at: SystemTime::now(),
+        });
+    }
+
+    /// A session ended. Never dropped while the pipeline runs.
+    pub fn closed(&self, conn: u64, how: SessionEnd) {
+        self.control(TapEvent::Closed {
+            conn,
+            how,
+            at: SystemTime::now(),
+        });
+    }
+
+    pub(crate) fn finish(&self) {
+        self.control(TapEvent::Finish {
+            at: SystemTime::now(),
+        });
+    }
+
+    fn control(&self, event: TapEvent) {
+        if let Some(s) = &self.senders {
+            // Fails only once the observer is gone, when nothing is left to tell.
+            let _ = s.control.send(event);
+        }
+    }
+
+    /// Number of copies dropped because the evidence queue was full or gone.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_queue_drops_frames_but_never_lifecycle() {
+        let (tap, mut rx) = Tap::channel(1);
+        tap.opened(1, "/devtools/page/x".into());
+        tap.offer(1, Direction::ToBrowser, Payload::text("a"));
+        tap.offer(1, Direction::ToBrowser, Payload::text("b"));
+        tap.offer(1, Direction::ToBrowser, Payload::text("c"));
+        tap.closed(1, SessionEnd::ClientClosed);
+        assert_eq!(tap.dropped(), 2);
+        assert!(matches!(
+            rx.frames.try_recv(),
+            Ok(TapEvent::Frame { conn: 1, .. })
+        ));
+        assert!(matches!(
+            rx.control.try_recv(),
+            Ok(TapEvent::Opened { conn: 1, .. })
+        ));
+        assert!(matches!(
+            rx.control.try_recv(),
+            Ok(TapEvent::Closed { conn: 1, .. })
+        ));
+        drop(rx);
+        tap.offer(1, Direction::ToClient, Payload::text("d"));
+        assert_eq!(tap.dropped(), 3);
+        assert_eq!(Tap::disabled().dropped(), 0);
+    }
+
+    #[test]
+    fn payload_joins_and_unmasks_parts() {
+        let key = [0x12, 0x34, 0x56, 0x78];
+        let plain = b"{\"id\":1,\"method\":\"Page.navigate\"}";
+        let mut masked = plain.to_vec();
+        Mask { key, phase: 0 }.apply(&mut masked);
+        // Split at an odd offset: the second slice starts mid-cycle.
+        let (a, b) = masked.split_at(7);
+        let p = Payload::from_parts(
+            true,
+            vec![
+                (Bytes::copy_from_slice(a), Some(Mask { key, phase: 0 })),
+                (Bytes::copy_from_slice(b), Some(Mask { key, phase: 3 })),
+            ],
+        );
+        assert_eq!(p.len(), plain.len());
+        assert_eq!(&*p.bytes(), plain);
+        assert_eq!(p.as_text().as_deref(), std::str::from_utf8(plain).ok());
+        assert!(Payload::binary(&b"x"[..]).as_text().is_none());
+        assert!(
+            Payload::from_parts(true, vec![(Bytes::from_static(b"\xff"), None)])
+                .as_text()
+                .is_none()
+        );
+    }
+}

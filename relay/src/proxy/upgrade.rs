@@ -1,0 +1,117 @@
+//! Websocket upgrades under `/devtools/`: the Origin rule, the browser side dialled first (a
+//! refusal is a 502, not a dead socket), then the 101 and the splice.
+
+use super::http::{bad_gateway, rejected, text, Body};
+use super::policy;
+use super::splice::{splice, SessionId};
+use super::upstream;
+use super::State;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{
+    HeaderValue, CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL,
+    SEC_WEBSOCKET_VERSION, UPGRADE,
+};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::WebSocketStream;
+
+pub(super) async fn upgrade(req: &mut Request<Incoming>, state: Arc<State>) -> Response<Body> {
+    if let Err(r) = policy::check_origin(req.headers(), &state.config.policy) {
+        return rejected(&state, req, r);
+    }
+    let path = req.uri().path();
+    if !path.starts_with("/devtools/") {
+        state.stats.upgrade_refused();
+        return text(
+            StatusCode::NOT_FOUND,
+            "cdp-relay: websockets are relayed under /devtools/ only (use webSocketDebuggerUrl from /json/version or /json/list)",
+        );
+    }
+    let Some(key) = req.headers().get(SEC_WEBSOCKET_KEY).cloned() else {
+        state.stats.upgrade_refused();
+        return text(
+            StatusCode::BAD_REQUEST,
+            "cdp-relay: missing Sec-WebSocket-Key",
+        );
+    };
+    if req
+        .headers()
+        .get(SEC_WEBSOCKET_VERSION)
+        .map(|v| v.as_bytes())
+        != Some(b"13")
+    {
+        state.stats.upgrade_refused();
+        let mut r = text(
+            StatusCode::UPGRADE_REQUIRED,
+            "cdp-relay: only websocket version 13 is supported",
+        );
+        r.headers_mut()
+            .insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+        return r;
+    }
+    let path_and_query = match policy::strip_token_param(req.uri().query()) {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_owned(),
+    };
+    // Connect upstream first: if the browser refuses, the client gets a 502, not a dead socket.
+    let (browser, protocol) = match upstream::websocket(
+        &state.upstream,
+        &path_and_query,
+        req.headers(),
+        state.ws_config,
+    )
+    .await
+    {
+        Ok(ok) => ok,
+        Err(e) => {
+            state.stats.upgrade_refused();
+            return bad_gateway(&e);
+        }
+    };
+    let on_upgrade = hyper::upgrade::on(req);
+    let session = SessionId(state.next_session.fetch_add(1, Ordering::Relaxed));
+    let capability_path = path_and_query;
+    let task_state = state.clone();
+    state.tasks.spawn(async move {
+        let state = task_state;
+        let upgraded = match on_upgrade.await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::debug!(session = session.0, error = %e, "client left during the upgrade");
+                return;
+            }
+        };
+        let client = WebSocketStream::from_raw_socket(
+            TokioIo::new(upgraded),
+            Role::Server,
+            Some(state.ws_config),
+        )
+        .await;
+        state.stats.session_opened();
+        let tap = &state.tap;
+        tap.opened(session.0, capability_path);
+        tracing::debug!(session = session.0, "websocket session opened");
+        let how = splice(session, client, browser, tap, &state.stats, &state.stop).await;
+        state.stats.session_closed();
+        tap.closed(session.0, how);
+        tracing::debug!(session = session.0, ?how, "websocket session ended");
+    });
+    let mut resp = Response::new(Full::new(Bytes::new()));
+    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = resp.headers_mut();
+    h.insert(UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+    if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
+        h.insert(SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    if let Some(p) = protocol {
+        h.insert(SEC_WEBSOCKET_PROTOCOL, p);
+    }
+    resp
+}
