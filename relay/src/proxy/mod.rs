@@ -7,6 +7,7 @@
 //! never writes a capability id or a token to a log.
 
 mod discovery;
+mod frames;
 mod http;
 mod policy;
 mod splice;
@@ -29,7 +30,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -50,7 +50,6 @@ pub struct Relay {
 struct State {
     config: Config,
     upstream: Upstream,
-    ws_config: WebSocketConfig,
     stats: Arc<Stats>,
     evidence: Option<PipelineHandle>,
     /// The pipeline's tap, or a disabled one.
@@ -112,9 +111,6 @@ impl Relay {
     /// Serves until `shutdown` resolves, then closes open sessions (1001) and returns once they
     /// are gone or the grace period is over.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) {
-        let ws_config = WebSocketConfig::default()
-            .max_message_size(Some(self.config.max_message_size))
-            .max_frame_size(Some(self.config.max_message_size));
         let state = Arc::new(State {
             tap: self
                 .evidence
@@ -124,7 +120,6 @@ impl Relay {
             evidence: self.evidence,
             config: self.config,
             upstream: self.upstream,
-            ws_config,
             stats: self.stats,
             local: self.local,
             next_session: AtomicU64::new(1),

@@ -1,236 +1,404 @@
-//! The hot path: moves websocket messages between a client and the browser.
+//! The hot path: moves websocket bytes between a client and the browser.
 //!
-//! Never parses a payload, never waits on evidence. Each direction reads a message, hands it to
-//! the peer socket, offers a refcounted copy to the tap, and flushes once nothing more is
-//! immediately readable, so bursts are batched and a lone message goes out at once. One message
-//! in flight per direction: a slow reader slows its writer through TCP, memory stays bounded.
+//! Each direction reads what the socket has (one `read`), writes exactly those bytes to the peer
+//! (one `write`), and only then hands copies of the messages in them to the tap. Frames pass
+//! through unmodified, masks included: a ping reaches the browser and its pong the client, a
+//! close crosses with its own code, invalid UTF-8 reaches the browser as Chromium would see it.
+//! The frame scanner (`frames.rs`) only says where messages start and end, and where the
+//! relay must step in: a message over `--max-message-size` (1009 both ways), a client breaking
+//! the protocol (1002), a browser that vanished (1011), shutdown (1001). The relay's own frames
+//! are written only between two frames.
+//!
+//! Never parses a payload, never waits on evidence. One buffer per direction: a slow reader
+//! slows its writer through TCP, memory stays bounded.
 
-use crate::pipeline::tap::{Direction, Payload, SessionEnd, Tap};
+use super::frames::{close_frame, Event, From, Scanner, Stop};
+use crate::pipeline::tap::{Direction, Mask, Payload, SessionEnd, Tap};
 use crate::stats::Stats;
-use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
+use bytes::{Buf, Bytes, BytesMut};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-use tokio_tungstenite::tungstenite::{Error as WsError, Message};
-use tokio_tungstenite::WebSocketStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-/// After one side has ended, how long the other gets to finish its close handshake.
+/// After one side has ended, how long the other gets to finish (a close handshake, a drain).
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-/// Why one direction stopped.
-#[derive(Debug, Clone, PartialEq)]
-enum PumpEnd {
-    /// The source sent a close frame, which was forwarded.
-    Closed,
-    /// The source vanished without a close frame.
-    Lost,
-    /// The source sent a message over the size limit.
-    TooBig,
-    /// Writing to the destination failed: it is gone.
-    PeerGone,
-}
+/// Bytes read per syscall at most; also the most a direction holds while its peer is slow.
+const READ_SIZE: usize = 64 * 1024;
+
+/// Messages up to this size are copied for the tap (cheaper than keeping the read buffer
+/// alive); bigger ones are handed over as slices of the read buffers, copied off the hot path.
+const COPY_BELOW: u64 = 16 * 1024;
+
+/// The largest message the observer reads; bigger ones are forwarded and counted only.
+const TAP_MAX: u64 = 64 * 1024 * 1024;
+
+/// Close codes the relay sends itself.
+const GOING_AWAY: u16 = 1001;
+const PROTOCOL_ERROR: u16 = 1002;
+const TOO_BIG: u16 = 1009;
+const BROWSER_LOST: u16 = 1011;
 
 /// Identity of one spliced session, for the tap and the log.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SessionId(pub(crate) u64);
 
-/// Splices `client` and `upstream` until either side ends or `shutdown` fires.
-pub(crate) async fn splice<C, U>(
+/// What the splice needs besides the two sockets.
+pub(crate) struct Context<'a> {
+    pub(crate) tap: &'a Tap,
+    pub(crate) stats: &'a Stats,
+    pub(crate) stop: &'a CancellationToken,
+    pub(crate) max_message: usize,
+}
+
+/// One side of a session: a socket split in two, and bytes already read past the handshake.
+pub(crate) struct Side<R, W> {
+    pub(crate) read: R,
+    pub(crate) write: W,
+    pub(crate) leftover: Bytes,
+}
+
+/// Why one direction stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PumpEnd {
+    /// The source sent a close frame (forwarded), then ended.
+    Closed,
+    /// The source ended without a close frame.
+    Lost,
+    /// The source sent a message over the size limit.
+    TooBig,
+    /// The client broke the protocol.
+    Violation,
+    /// Writing to the destination failed: it is gone.
+    PeerGone,
+    /// The relay is stopping (1001 sent where possible).
+    Stopped,
+    /// The other direction asked this one to close its destination (and it did, if it could).
+    Told,
+}
+
+/// Splices `client` and `browser` until either side ends or the relay stops.
+pub(crate) async fn splice<CR, CW, BR, BW>(
     id: SessionId,
-    client: WebSocketStream<C>,
-    upstream: WebSocketStream<U>,
-    tap: &Tap,
-    stats: &Stats,
-    shutdown: &CancellationToken,
+    client: Side<CR, CW>,
+    browser: Side<BR, BW>,
+    cx: &Context<'_>,
 ) -> SessionEnd
 where
-    C: AsyncRead + AsyncWrite + Unpin,
-    U: AsyncRead + AsyncWrite + Unpin,
+    CR: AsyncRead + Unpin,
+    CW: AsyncWrite + Unpin,
+    BR: AsyncRead + Unpin,
+    BW: AsyncWrite + Unpin,
 {
-    let (mut c_tx, mut c_rx) = client.split();
-    let (mut u_tx, mut u_rx) = upstream.split();
-    let end = {
-        let to_browser = pump(&mut c_rx, &mut u_tx, id, Direction::ToBrowser, tap, stats);
-        let to_client = pump(&mut u_rx, &mut c_tx, id, Direction::ToClient, tap, stats);
-        tokio::pin!(to_browser, to_client);
-        tokio::select! {
-            e = &mut to_browser => {
-                let end = match e {
-                    PumpEnd::TooBig => SessionEnd::TooBig,
-                    PumpEnd::PeerGone => SessionEnd::BrowserLost,
-                    PumpEnd::Closed | PumpEnd::Lost => SessionEnd::ClientClosed,
-                };
-                if end == SessionEnd::ClientClosed {
-                    // The browser answers a forwarded close; let that answer reach the client.
-                    let _ = tokio::time::timeout(CLOSE_GRACE, &mut to_client).await;
-                }
-                end
-            }
-            e = &mut to_client => {
-                let end = match e {
-                    PumpEnd::TooBig => SessionEnd::TooBig,
-                    PumpEnd::PeerGone => SessionEnd::ClientClosed,
-                    PumpEnd::Closed => SessionEnd::BrowserClosed,
-                    PumpEnd::Lost => SessionEnd::BrowserLost,
-                };
-                if matches!(e, PumpEnd::Closed | PumpEnd::Lost) {
-                    let _ = tokio::time::timeout(CLOSE_GRACE, &mut to_browser).await;
-                }
-                end
-            }
-            _ = shutdown.cancelled() => SessionEnd::Shutdown,
+    let (tell_client, told_client) = oneshot::channel::<u16>();
+    let (tell_browser, told_browser) = oneshot::channel::<u16>();
+    let up = Pump::new(id.0, Direction::ToBrowser, cx.max_message, &client.leftover).run(
+        client.read,
+        browser.write,
+        told_browser,
+        tell_client,
+        cx,
+    );
+    let down = Pump::new(id.0, Direction::ToClient, cx.max_message, &browser.leftover).run(
+        browser.read,
+        client.write,
+        told_client,
+        tell_browser,
+        cx,
+    );
+    tokio::pin!(up, down);
+    let end = tokio::select! {
+        e = &mut up => {
+            let end = match e {
+                PumpEnd::TooBig => SessionEnd::TooBig,
+                PumpEnd::Violation => SessionEnd::ProtocolError,
+                PumpEnd::PeerGone => SessionEnd::BrowserLost,
+                PumpEnd::Stopped => SessionEnd::Shutdown,
+                PumpEnd::Closed | PumpEnd::Lost | PumpEnd::Told => SessionEnd::ClientClosed,
+            };
+            // The browser answers a close, and the client must hear what ended the session.
+            let _ = tokio::time::timeout(CLOSE_GRACE, &mut down).await;
+            end
+        }
+        e = &mut down => {
+            let end = match e {
+                PumpEnd::TooBig => SessionEnd::TooBig,
+                PumpEnd::PeerGone | PumpEnd::Told => SessionEnd::ClientClosed,
+                PumpEnd::Closed => SessionEnd::BrowserClosed,
+                PumpEnd::Lost | PumpEnd::Violation => SessionEnd::BrowserLost,
+                PumpEnd::Stopped => SessionEnd::Shutdown,
+            };
+            let _ = tokio::time::timeout(CLOSE_GRACE, &mut up).await;
+            end
         }
     };
-    // Endings the pumps could not tell both sides about themselves.
-    let (to_client, to_browser) = match end {
-        SessionEnd::Shutdown => (Some(going_away()), Some(going_away())),
-        SessionEnd::TooBig => (Some(too_big()), Some(too_big())),
-        SessionEnd::ProtocolError => (None, None),
-        SessionEnd::BrowserLost => (Some(browser_lost()), None),
-        SessionEnd::ClientClosed | SessionEnd::BrowserClosed => (None, None),
-    };
-    let _ = tokio::time::timeout(CLOSE_GRACE, async {
-        if let Some(m) = to_client {
-            let _ = c_tx.send(m).await;
-        }
-        if let Some(m) = to_browser {
-            let _ = u_tx.send(m).await;
-        }
-    })
-    .await;
     end
 }
 
-/// Moves messages from `src` to `dst` until the source ends.
-async fn pump<S, K>(
-    src: &mut S,
-    dst: &mut K,
-    id: SessionId,
+/// One direction: source → destination.
+struct Pump {
+    conn: u64,
     dir: Direction,
-    tap: &Tap,
-    stats: &Stats,
-) -> PumpEnd
-where
-    S: Stream<Item = Result<Message, WsError>> + Unpin,
-    K: Sink<Message, Error = WsError> + Unpin,
-{
-    loop {
-        let mut next = src.next().await;
+    scanner: Scanner,
+    buf: BytesMut,
+    /// The evidence copy of the text message in progress, when there is a tap.
+    message: Option<TapCopy>,
+    close_seen: bool,
+}
+
+impl Pump {
+    fn new(conn: u64, dir: Direction, max_message: usize, leftover: &[u8]) -> Pump {
+        let from = match dir {
+            Direction::ToBrowser => From::Client,
+            Direction::ToClient => From::Browser,
+        };
+        Pump {
+            conn,
+            dir,
+            scanner: Scanner::new(from, max_message),
+            buf: BytesMut::from(leftover),
+            message: None,
+            close_seen: false,
+        }
+    }
+
+    async fn run<R, W>(
+        mut self,
+        mut src: R,
+        mut dst: W,
+        mut told: oneshot::Receiver<u16>,
+        tell_peer: oneshot::Sender<u16>,
+        cx: &Context<'_>,
+    ) -> PumpEnd
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let mut tell_peer = Some(tell_peer);
+        // The other direction may ask this one to close its destination (1009, 1002).
+        let mut listening = true;
+        let mut asked: Option<u16> = None;
+        let mut events: Vec<Event> = Vec::new();
+        let mut need_more = false;
         loop {
-            match forward(next, dst, id, dir, tap, stats).await {
-                Step::Continue => {}
-                Step::End(PumpEnd::Closed) => {
-                    // Reading on lets tungstenite write its automatic close reply to the source.
-                    let drain = async { while let Some(Ok(_)) = src.next().await {} };
-                    let _ = tokio::time::timeout(CLOSE_GRACE, drain).await;
-                    return PumpEnd::Closed;
+            if let Some(code) = asked {
+                if self.scanner.at_boundary() {
+                    self.write_close(&mut dst, code).await;
+                    return PumpEnd::Told;
                 }
-                Step::End(end) => return end,
             }
-            // Batch whatever is already buffered; flush as soon as the source would wait.
-            match src.next().now_or_never() {
-                Some(item) => next = item,
-                None => break,
+            // Read when nothing is buffered, or only the start of a header that needs more.
+            if self.buf.is_empty() || need_more {
+                self.buf.reserve(READ_SIZE);
+                let read = tokio::select! {
+                    biased;
+                    _ = cx.stop.cancelled() => {
+                        if self.scanner.at_boundary() {
+                            self.write_close(&mut dst, GOING_AWAY).await;
+                        }
+                        return PumpEnd::Stopped;
+                    }
+                    code = &mut told, if listening => {
+                        listening = false;
+                        // A dropped sender means the other direction simply ended.
+                        if let Ok(code) = code {
+                            asked = Some(code);
+                        }
+                        continue;
+                    }
+                    r = src.read_buf(&mut self.buf) => r,
+                };
+                match read {
+                    Ok(0) | Err(_) => return self.source_ended(&mut dst).await,
+                    Ok(_) => {}
+                }
+            }
+            events.clear();
+            let scanned = self.scanner.scan(&self.buf, &mut |e| events.push(e));
+            let forward = match scanned {
+                Ok(consumed) => consumed,
+                Err(stop) => stop.at(),
+            };
+            need_more = forward < self.buf.len();
+            if forward > 0 && dst.write_all(&self.buf[..forward]).await.is_err() {
+                return PumpEnd::PeerGone;
+            }
+            self.after_write(&events, forward, cx);
+            if let Err(stop) = scanned {
+                return self.stop_at(stop, &mut dst, &mut tell_peer).await;
             }
         }
-        if dst.flush().await.is_err() {
-            return PumpEnd::PeerGone;
+    }
+
+    /// Counts and copies the messages of the chunk just forwarded, then frees the buffer.
+    fn after_write(&mut self, events: &[Event], forward: usize, cx: &Context<'_>) {
+        let tap = cx.tap.is_enabled();
+        // Slices keep the read buffer alive: take them only for big messages.
+        let slices = tap
+            && (self.message.as_ref().is_some_and(TapCopy::is_sliced)
+                || events.iter().any(|e| {
+                    matches!(e, Event::Data { range, .. } if range.len() as u64 >= COPY_BELOW)
+                }));
+        let chunk: Option<Bytes> = slices.then(|| self.buf.split_to(forward).freeze());
+        let bytes: &[u8] = match &chunk {
+            Some(c) => c,
+            None => &self.buf[..forward],
+        };
+        for e in events {
+            match e {
+                Event::MessageStart { text } => {
+                    // CDP is text; the observer reads nothing in binary messages.
+                    self.message = (tap && *text).then(TapCopy::default);
+                }
+                Event::Data { range, mask } => {
+                    let Some(m) = &mut self.message else {
+                        continue;
+                    };
+                    if m.len + range.len() as u64 > TAP_MAX {
+                        self.message = None;
+                        continue;
+                    }
+                    let mask = mask.map(|(key, phase)| Mask { key, phase });
+                    match &chunk {
+                        Some(c) if range.len() as u64 >= COPY_BELOW || m.is_sliced() => {
+                            m.slice(c.slice(range.clone()), mask);
+                        }
+                        _ => m.copy(&bytes[range.clone()], mask),
+                    }
+                }
+                Event::MessageEnd { len } => {
+                    cx.stats.message(self.dir, usize::try_from(*len).unwrap_or(usize::MAX));
+                    if let Some(m) = self.message.take() {
+                        cx.tap.offer(self.conn, self.dir, m.into_payload());
+                    }
+                }
+                Event::Close { .. } => self.close_seen = true,
+            }
         }
+        if chunk.is_none() {
+            self.buf.advance(forward);
+        }
+        if self.buf.is_empty() {
+            // Keeps the allocation when nothing else holds it: no allocation per read.
+            self.buf.clear();
+        }
+    }
+
+    /// The source ended. A client whose browser vanished gets 1011 promptly; a browser whose
+    /// client vanished just sees its socket close, as it would without the relay.
+    async fn source_ended<W: AsyncWrite + Unpin>(&mut self, dst: &mut W) -> PumpEnd {
+        if self.close_seen {
+            return PumpEnd::Closed;
+        }
+        match self.dir {
+            Direction::ToClient if self.scanner.at_boundary() => {
+                self.write_close(dst, BROWSER_LOST).await;
+            }
+            Direction::ToClient => {}
+            Direction::ToBrowser => {
+                let _ = dst.shutdown().await;
+            }
+        }
+        PumpEnd::Lost
+    }
+
+    /// The scanner stopped the stream before a frame it must not forward.
+    async fn stop_at<W: AsyncWrite + Unpin>(
+        &mut self,
+        stop: Stop,
+        dst: &mut W,
+        tell_peer: &mut Option<oneshot::Sender<u16>>,
+    ) -> PumpEnd {
+        match stop {
+            Stop::TooBig { .. } => {
+                tracing::warn!(
+                    session = self.conn,
+                    dir = ?self.dir,
+                    "a websocket message exceeded --max-message-size; closing the session with 1009"
+                );
+                self.write_close(dst, TOO_BIG).await;
+                if let Some(t) = tell_peer.take() {
+                    let _ = t.send(TOO_BIG);
+                }
+                PumpEnd::TooBig
+            }
+            Stop::Violation { why, .. } => {
+                tracing::info!(
+                    session = self.conn,
+                    "the client broke the websocket protocol ({why}); closing it with 1002"
+                );
+                // The browser sees its client go, as it would without the relay.
+                let _ = dst.shutdown().await;
+                if let Some(t) = tell_peer.take() {
+                    let _ = t.send(PROTOCOL_ERROR);
+                }
+                PumpEnd::Violation
+            }
+        }
+    }
+
+    /// Writes one of the relay's own close frames (the caller checked the boundary).
+    async fn write_close<W: AsyncWrite + Unpin>(&self, dst: &mut W, code: u16) {
+        let reason = match code {
+            BROWSER_LOST => "cdp-relay: the browser connection was lost",
+            TOO_BIG => "cdp-relay: message exceeds --max-message-size",
+            PROTOCOL_ERROR => "cdp-relay: websocket protocol error",
+            _ => "cdp-relay is shutting down",
+        };
+        let frame = close_frame(code, reason, self.dir == Direction::ToBrowser);
+        let _ = tokio::time::timeout(CLOSE_GRACE, async {
+            let _ = dst.write_all(&frame).await;
+            let _ = dst.flush().await;
+        })
+        .await;
     }
 }
 
-enum Step {
-    Continue,
-    End(PumpEnd),
+/// The evidence copy of one text message: small pieces copied (and unmasked) here, big ones
+/// kept as slices of the read buffers and unmasked off the hot path.
+#[derive(Default)]
+struct TapCopy {
+    small: Vec<u8>,
+    parts: Vec<(Bytes, Option<Mask>)>,
+    len: u64,
 }
 
-async fn forward<K>(
-    item: Option<Result<Message, WsError>>,
-    dst: &mut K,
-    id: SessionId,
-    dir: Direction,
-    tap: &Tap,
-    stats: &Stats,
-) -> Step
-where
-    K: Sink<Message, Error = WsError> + Unpin,
-{
-    let msg = match item {
-        Some(Ok(m @ (Message::Text(_) | Message::Binary(_)))) => m,
-        // Each hop answers its own pings (tungstenite queues the pong); nothing to forward.
-        Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => return Step::Continue,
-        Some(Ok(Message::Close(frame))) => {
-            tracing::debug!(session = id.0, ?dir, "close frame forwarded");
-            let _ = dst.send(Message::Close(frame)).await;
-            return Step::End(PumpEnd::Closed);
-        }
-        Some(Err(WsError::Capacity(_))) => {
-            tracing::warn!(
-                session = id.0,
-                ?dir,
-                "a websocket message exceeded --max-message-size; closing the session with 1009"
-            );
-            let _ = dst.send(too_big()).await;
-            return Step::End(PumpEnd::TooBig);
-        }
-        Some(Err(e)) => {
-            tracing::debug!(session = id.0, ?dir, error = %e, "source ended without a close frame");
-            return lost(dst, dir).await;
-        }
-        None => return lost(dst, dir).await,
-    };
-    let payload = match &msg {
-        Message::Text(t) => Payload::text(bytes::Bytes::from(t.clone())),
-        Message::Binary(b) => Payload::binary(b.clone()),
-        _ => return Step::Continue,
-    };
-    if dst.feed(msg).await.is_err() {
-        return Step::End(PumpEnd::PeerGone);
+impl TapCopy {
+    fn is_sliced(&self) -> bool {
+        !self.parts.is_empty()
     }
-    stats.message(dir, payload.len());
-    if tap.is_enabled() {
-        tap.offer(id.0, dir, payload);
+
+    fn copy(&mut self, bytes: &[u8], mask: Option<Mask>) {
+        self.len += bytes.len() as u64;
+        if self.is_sliced() {
+            let mut owned = bytes.to_vec();
+            if let Some(m) = mask {
+                m.apply(&mut owned);
+            }
+            self.parts.push((Bytes::from(owned), None));
+            return;
+        }
+        let start = self.small.len();
+        self.small.extend_from_slice(bytes);
+        if let Some(m) = mask {
+            m.apply(&mut self.small[start..]);
+        }
     }
-    Step::Continue
-}
 
-/// The source vanished. A client whose browser vanished gets 1011 promptly; a browser whose client
-/// vanished just sees its socket close, as it would without the relay.
-async fn lost<K>(dst: &mut K, dir: Direction) -> Step
-where
-    K: Sink<Message, Error = WsError> + Unpin,
-{
-    if dir == Direction::ToClient {
-        let _ = dst.send(browser_lost()).await;
-    } else {
-        let _ = dst.close().await;
+    fn slice(&mut self, bytes: Bytes, mask: Option<Mask>) {
+        self.len += bytes.len() as u64;
+        if !self.small.is_empty() {
+            self.parts
+                .push((Bytes::from(std::mem::take(&mut self.small)), None));
+        }
+        self.parts.push((bytes, mask));
     }
-    Step::End(PumpEnd::Lost)
-}
 
-fn going_away() -> Message {
-    close(CloseCode::Away, "cdp-relay is shutting down")
-}
-
-fn browser_lost() -> Message {
-    close(
-        CloseCode::Error,
-        "cdp-relay: the browser connection was lost",
-    )
-}
-
-fn close(code: CloseCode, reason: &'static str) -> Message {
-    Message::Close(Some(CloseFrame {
-        code,
-        reason: reason.into(),
-    }))
-}
-
-fn too_big() -> Message {
-    close(
-        CloseCode::Size,
-        "cdp-relay: message exceeds --max-message-size",
-    )
+    fn into_payload(mut self) -> Payload {
+        if !self.small.is_empty() || self.parts.is_empty() {
+            self.parts.push((Bytes::from(self.small), None));
+        }
+        Payload::from_parts(true, self.parts)
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::http::{bad_gateway, rejected, text, Body};
 use super::policy;
-use super::splice::{splice, SessionId};
+use super::splice::{splice, Context, SessionId, Side};
 use super::upstream;
 use super::State;
 use bytes::Bytes;
@@ -17,9 +17,8 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::Role;
-use tokio_tungstenite::WebSocketStream;
 
 pub(super) async fn upgrade(req: &mut Request<Incoming>, state: Arc<State>) -> Response<Body> {
     if let Err(r) = policy::check_origin(req.headers(), &state.config.policy) {
@@ -60,20 +59,14 @@ pub(super) async fn upgrade(req: &mut Request<Incoming>, state: Arc<State>) -> R
         None => path.to_owned(),
     };
     // Connect upstream first: if the browser refuses, the client gets a 502, not a dead socket.
-    let (browser, protocol) = match upstream::websocket(
-        &state.upstream,
-        &path_and_query,
-        req.headers(),
-        state.ws_config,
-    )
-    .await
-    {
+    let browser = match upstream::websocket(&state.upstream, &path_and_query, req.headers()).await {
         Ok(ok) => ok,
         Err(e) => {
             state.stats.upgrade_refused();
             return bad_gateway(&e);
         }
     };
+    let protocol = browser.protocol.clone();
     let on_upgrade = hyper::upgrade::on(req);
     let session = SessionId(state.next_session.fetch_add(1, Ordering::Relaxed));
     let capability_path = path_and_query;
@@ -87,17 +80,43 @@ pub(super) async fn upgrade(req: &mut Request<Incoming>, state: Arc<State>) -> R
                 return;
             }
         };
-        let client = WebSocketStream::from_raw_socket(
-            TokioIo::new(upgraded),
-            Role::Server,
-            Some(state.ws_config),
-        )
-        .await;
+        // The raw socket, so each direction reads and writes it without a lock.
+        let parts = match upgraded.downcast::<TokioIo<TcpStream>>() {
+            Ok(parts) => parts,
+            Err(_) => {
+                tracing::warn!(session = session.0, "unexpected connection type after the upgrade; closing");
+                return;
+            }
+        };
+        let mut client_tcp = parts.io.into_inner();
+        let mut browser_tcp = browser.tcp;
         state.stats.session_opened();
         let tap = &state.tap;
         tap.opened(session.0, capability_path);
         tracing::debug!(session = session.0, "websocket session opened");
-        let how = splice(session, client, browser, tap, &state.stats, &state.stop).await;
+        let (client_read, client_write) = client_tcp.split();
+        let (browser_read, browser_write) = browser_tcp.split();
+        let cx = Context {
+            tap,
+            stats: &state.stats,
+            stop: &state.stop,
+            max_message: state.config.max_message_size,
+        };
+        let how = splice(
+            session,
+            Side {
+                read: client_read,
+                write: client_write,
+                leftover: parts.read_buf,
+            },
+            Side {
+                read: browser_read,
+                write: browser_write,
+                leftover: browser.leftover,
+            },
+            &cx,
+        )
+        .await;
         state.stats.session_closed();
         tap.closed(session.0, how);
         tracing::debug!(session = session.0, ?how, "websocket session ended");

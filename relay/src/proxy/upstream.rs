@@ -10,10 +10,10 @@ use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::time::Duration;
 use tokio::net::TcpStream;
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
 /// How long to wait for the browser to accept a TCP connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -114,43 +114,94 @@ pub(crate) async fn http(
     out
 }
 
-/// Opens the upstream websocket for `path_and_query` (a `/devtools/...` path).
-/// Offers the client's subprotocols and returns the one the browser picked.
+/// The browser side of a websocket session, after its handshake.
+pub(crate) struct BrowserSocket {
+    pub(crate) tcp: TcpStream,
+    /// Frames the browser sent right behind its 101, already read.
+    pub(crate) leftover: Bytes,
+    /// The subprotocol the browser picked, if any.
+    pub(crate) protocol: Option<HeaderValue>,
+}
+
+/// Largest handshake response accepted from the browser.
+const MAX_HANDSHAKE: usize = 16 * 1024;
+
+/// Opens the upstream websocket for `path_and_query` (a `/devtools/...` path), offering the
+/// client's subprotocols and no extensions (frames then cross unchanged).
 pub(crate) async fn websocket(
     up: &Upstream,
     path_and_query: &str,
     client_headers: &HeaderMap,
-    config: WebSocketConfig,
-) -> Result<(WebSocketStream<TcpStream>, Option<HeaderValue>), UpstreamError> {
+) -> Result<BrowserSocket, UpstreamError> {
     let addr = up.authority();
-    let tcp = connect(up).await?;
-    let mut req = format!("ws://{}{}", up.host_header(), path_and_query)
-        .into_client_request()
-        .map_err(|e| UpstreamError::Exchange {
-            addr: addr.clone(),
-            reason: e.to_string(),
-        })?;
-    if let Some(p) = client_headers.get(SEC_WEBSOCKET_PROTOCOL) {
-        req.headers_mut().insert(SEC_WEBSOCKET_PROTOCOL, p.clone());
+    let broke = |reason: String| UpstreamError::Exchange {
+        addr: addr.clone(),
+        reason,
+    };
+    let mut tcp = connect(up).await?;
+    let key = {
+        use base64::Engine;
+        let raw: [u8; 16] = std::array::from_fn(|_| fastrand::u8(..));
+        base64::engine::general_purpose::STANDARD.encode(raw)
+    };
+    let mut request = format!(
+        "GET {path_and_query} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n",
+        up.host_header()
+    );
+    for p in client_headers.get_all(SEC_WEBSOCKET_PROTOCOL) {
+        if let Ok(p) = p.to_str() {
+            request.push_str(&format!("Sec-WebSocket-Protocol: {p}\r\n"));
+        }
     }
-    let handshake = tokio_tungstenite::client_async_with_config(req, tcp, Some(config));
-    let (ws, resp) = timeout(CONNECT_TIMEOUT, handshake)
+    request.push_str("\r\n");
+    let exchange = async {
+        tcp.write_all(request.as_bytes())
+            .await
+            .map_err(|e| broke(e.to_string()))?;
+        let mut buf = BytesMut::with_capacity(1024);
+        loop {
+            if tcp.read_buf(&mut buf).await.map_err(|e| broke(e.to_string()))? == 0 {
+                return Err(broke("the browser closed the connection during the websocket handshake".into()));
+            }
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut resp = httparse::Response::new(&mut headers);
+            match resp.parse(&buf) {
+                Ok(httparse::Status::Complete(len)) => {
+                    let status = resp.code.unwrap_or(0);
+                    if status != 101 {
+                        return Err(UpstreamError::Refused {
+                            addr: addr.clone(),
+                            status,
+                        });
+                    }
+                    let header = |name: &str| {
+                        resp.headers
+                            .iter()
+                            .find(|h| h.name.eq_ignore_ascii_case(name))
+                            .map(|h| h.value)
+                    };
+                    let expected = derive_accept_key(key.as_bytes());
+                    if header("sec-websocket-accept") != Some(expected.as_bytes()) {
+                        return Err(broke("the browser's websocket handshake answer is not valid".into()));
+                    }
+                    let protocol = header("sec-websocket-protocol")
+                        .and_then(|v| HeaderValue::from_bytes(v).ok());
+                    let leftover = buf.split_off(len).freeze();
+                    return Ok((leftover, protocol));
+                }
+                Ok(httparse::Status::Partial) if buf.len() < MAX_HANDSHAKE => {}
+                _ => return Err(broke("the browser's websocket handshake answer is not HTTP".into())),
+            }
+        }
+    };
+    let (leftover, protocol) = timeout(CONNECT_TIMEOUT, exchange)
         .await
-        .map_err(|_| UpstreamError::Exchange {
-            addr: addr.clone(),
-            reason: "websocket handshake timed out".into(),
-        })?
-        .map_err(|e| match e {
-            tokio_tungstenite::tungstenite::Error::Http(resp) => UpstreamError::Refused {
-                addr: addr.clone(),
-                status: resp.status().as_u16(),
-            },
-            other => UpstreamError::Exchange {
-                addr: addr.clone(),
-                reason: other.to_string(),
-            },
-        })?;
-    Ok((ws, resp.headers().get(SEC_WEBSOCKET_PROTOCOL).cloned()))
+        .map_err(|_| broke("websocket handshake timed out".into()))??;
+    Ok(BrowserSocket {
+        tcp,
+        leftover,
+        protocol,
+    })
 }
 
 /// Checks that the upstream answers `/json/version` like a DevTools server.
