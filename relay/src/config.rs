@@ -107,15 +107,10 @@ fn without_capability_path(s: &str) -> &str {
 pub struct Token(String);
 
 impl Token {
-    /// Compares in time independent of where the first difference is.
+    /// Compares in constant time (for a given length).
     pub fn matches(&self, presented: &str) -> bool {
-        let a = self.0.as_bytes();
-        let b = presented.as_bytes();
-        let mut diff = a.len() ^ b.len();
-        for (i, x) in a.iter().enumerate() {
-            diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
-        }
-        diff == 0
+        use subtle::ConstantTimeEq;
+        self.0.as_bytes().ct_eq(presented.as_bytes()).into()
     }
 
     /// The secret itself, for building URLs handed back to an already-authenticated client.
@@ -140,12 +135,10 @@ pub struct OriginPolicy {
 }
 
 impl OriginPolicy {
-    /// True if a present Origin header value is allowed.
+    /// True if a present Origin header value is allowed: listed exactly (letter case aside),
+    /// as Chromium compares `--remote-allow-origins`.
     pub fn allows(&self, origin: &str) -> bool {
-        self.any || {
-            let o = origin.trim().trim_end_matches('/').to_ascii_lowercase();
-            self.allowed.contains(&o)
-        }
+        self.any || self.allowed.contains(&origin.to_ascii_lowercase())
     }
 }
 

@@ -28,7 +28,7 @@
 //! # Ok(()) }
 //! ```
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod config;
 mod error;

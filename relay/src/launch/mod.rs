@@ -6,6 +6,8 @@
 //! touches the traffic, and nothing here logs Chromium's output unsanitized (its stderr carries
 //! capability URLs).
 
+mod profiles;
+
 use crate::config::{LaunchConfig, Upstream};
 use crate::Error;
 use nix::sys::signal::{killpg, Signal};
@@ -148,13 +150,17 @@ impl Browser {
             path: exe.to_path_buf(),
             reason,
         };
+        profiles::sweep(&std::env::temp_dir());
         let profile = tempfile::Builder::new()
-            .prefix("cdp-relay-profile-")
+            .prefix(profiles::PREFIX)
             .tempdir()
             .map_err(|e| start_err(format!("cannot create a temporary profile directory: {e}")))?;
+        profiles::claim(profile.path())
+            .map_err(|e| start_err(format!("cannot write into the temporary profile: {e}")))?;
         let as_root = nix::unistd::geteuid().is_root();
         let started = SystemTime::now();
-        let child = Command::new(exe)
+        let mut command = Command::new(exe);
+        command
             .args(browser_args(
                 profile.path(),
                 launch.headed,
@@ -165,9 +171,9 @@ impl Browser {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| start_err(e.to_string()))?;
+            .kill_on_drop(true);
+        die_with_parent(&mut command);
+        let child = command.spawn().map_err(|e| start_err(e.to_string()))?;
         let pgid = match child.id() {
             Some(id) => Pid::from_raw(id as i32),
             None => return Err(start_err("exited immediately".into())),
@@ -350,6 +356,29 @@ impl Drop for Browser {
             }
             self.remove_profile();
         }
+    }
+}
+
+/// Asks the kernel to kill the browser when the thread that starts it dies, so even a relay
+/// killed with SIGKILL takes its browser along (no orphan with an open DevTools port and no
+/// policy in front of it). The signal fires when the *spawning thread* exits: `launch` runs on the
+/// main thread of the CLI, and a test's browser belongs to the test's thread.
+#[allow(unsafe_code)]
+fn die_with_parent(command: &mut Command) {
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
+    // calls are allowed: prctl(2) and getppid(2) are plain system calls; nothing allocates
+    // (the error is built from a raw OS error code) and no lock is taken.
+    unsafe {
+        command.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+                .map_err(|e| std::io::Error::from_raw_os_error(e as i32))?;
+            // The parent may have died between fork and prctl: then nobody would signal us.
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+            Ok(())
+        });
     }
 }
 

@@ -108,11 +108,7 @@ impl Scanner {
     /// Scans the next `chunk` of the stream, reporting events to `on`. Returns how many bytes
     /// were consumed: a header cut off at the end of the chunk is not, so that no byte of a
     /// frame is forwarded before its header was judged; pass those bytes again with more.
-    pub(crate) fn scan(
-        &mut self,
-        chunk: &[u8],
-        on: &mut impl FnMut(Event),
-    ) -> Result<usize, Stop> {
+    pub(crate) fn scan(&mut self, chunk: &[u8], on: &mut impl FnMut(Event)) -> Result<usize, Stop> {
         let mut pos = 0;
         while pos < chunk.len() {
             match self.state {
@@ -415,7 +411,12 @@ mod tests {
         stream.extend(frame(true, OP_CONTINUATION, b"\"x\":1}", Some(KEY)));
         stream.extend(frame(true, OP_BINARY, &big, Some(KEY)));
         stream.extend(frame(true, OP_TEXT, b"", Some(KEY)));
-        stream.extend(frame(true, OP_CLOSE, &[0x0F, 0xA0, b'b', b'y', b'e'], Some(KEY)));
+        stream.extend(frame(
+            true,
+            OP_CLOSE,
+            &[0x0F, 0xA0, b'b', b'y', b'e'],
+            Some(KEY),
+        ));
         let mut reference = None;
         for step in [1, 2, 3, 7, 13, 100, 4096, stream.len()] {
             let (events, messages, r) = scan_split(From::Client, &stream, step, 1 << 20);
@@ -466,18 +467,24 @@ mod tests {
         let ok = frame(true, OP_TEXT, b"{}", Some(KEY));
         let cases: [(Vec<u8>, &str); 4] = [
             (frame(true, OP_TEXT, b"{}", None), "unmasked"),
-            ({
-                let mut f = frame(true, OP_TEXT, b"{}", Some(KEY));
-                f[0] |= 0x40;
-                f
-            }, "reserved bits"),
+            (
+                {
+                    let mut f = frame(true, OP_TEXT, b"{}", Some(KEY));
+                    f[0] |= 0x40;
+                    f
+                },
+                "reserved bits",
+            ),
             (frame(true, 0x3, b"{}", Some(KEY)), "reserved opcode"),
-            ({
-                let mut f = vec![0x81, 0xFF];
-                f.extend_from_slice(&(1u64 << 63).to_be_bytes());
-                f.extend_from_slice(&KEY);
-                f
-            }, "most significant bit"),
+            (
+                {
+                    let mut f = vec![0x81, 0xFF];
+                    f.extend_from_slice(&(1u64 << 63).to_be_bytes());
+                    f.extend_from_slice(&KEY);
+                    f
+                },
+                "most significant bit",
+            ),
         ];
         for (bad, what) in cases {
             let mut stream = ok.clone();
@@ -518,7 +525,12 @@ mod tests {
         let (_, messages, r) = scan_split(From::Client, &stream, 9, max);
         assert_eq!(r, Err(Stop::TooBig { at: second }));
         assert_eq!(messages.len(), 1);
-        let (_, _, r) = scan_split(From::Browser, &frame(true, OP_TEXT, &[0; 101], None), 50, max);
+        let (_, _, r) = scan_split(
+            From::Browser,
+            &frame(true, OP_TEXT, &[0; 101], None),
+            50,
+            max,
+        );
         assert_eq!(r, Err(Stop::TooBig { at: 0 }));
     }
 

@@ -19,7 +19,12 @@ const MAX_REQUEST_BODY: usize = 1024 * 1024;
 
 pub(super) type Body = Full<Bytes>;
 
-pub(super) async fn handle(mut req: Request<Incoming>, state: Arc<State>) -> Response<Body> {
+/// Answers one request. `local` is the address the client connected to.
+pub(super) async fn handle(
+    mut req: Request<Incoming>,
+    state: Arc<State>,
+    local: SocketAddr,
+) -> Response<Body> {
     let policy = &state.config.policy;
     let authority = match policy::check_host(req.headers(), policy) {
         Ok(a) => a,
@@ -29,8 +34,15 @@ pub(super) async fn handle(mut req: Request<Incoming>, state: Arc<State>) -> Res
         Ok(v) => v,
         Err(r) => return rejected(&state, &req, r),
     };
+    if req.uri().scheme().is_some() || req.uri().authority().is_some() {
+        // `GET http://host/path`: a proxy request. Chromium answers 404; so does the relay.
+        return text(
+            StatusCode::NOT_FOUND,
+            "cdp-relay: absolute-form request targets are not served; send the path only",
+        );
+    }
     if is_websocket_upgrade(&req) {
-        return upgrade::upgrade(&mut req, state).await;
+        return upgrade::upgrade(&mut req, state, local).await;
     }
     state.stats.http_request();
     let path = req.uri().path().to_owned();
@@ -134,6 +146,8 @@ fn status_page(state: &State, method: &Method) -> Response<Body> {
         "version": env!("CARGO_PKG_VERSION"),
         "upstream": state.upstream.authority(),
         "evidenceDropped": evidence.as_ref().map_or(0, |e| e.dropped),
+        "upstreamHealth": state.health.view(),
+        "connectionsOpen": state.admission.open(),
         "evidence": evidence,
         "stats": state.stats.snapshot(),
     });

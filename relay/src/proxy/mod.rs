@@ -6,8 +6,10 @@
 //! (`splice.rs`). It never waits on evidence: it only offers copies to the pipeline's tap, and
 //! never writes a capability id or a token to a log.
 
+mod admission;
 mod discovery;
 mod frames;
+mod health;
 mod http;
 mod policy;
 mod splice;
@@ -21,8 +23,9 @@ use crate::pipeline::tap::Tap;
 use crate::pipeline::PipelineHandle;
 use crate::stats::Stats;
 use crate::Error;
+use admission::Admission;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -60,6 +63,10 @@ struct State {
     stop: CancellationToken,
     /// Every connection and session task, so shutdown can wait for them.
     tasks: TaskTracker,
+    /// The connection cap and the eviction of clients that never send a request.
+    admission: Arc<Admission>,
+    /// Whether the browser answers.
+    health: health::Health,
 }
 
 impl Relay {
@@ -125,19 +132,34 @@ impl Relay {
             next_session: AtomicU64::new(1),
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
+            admission: Admission::new(admission::default_max_connections()),
+            health: health::Health::default(),
+        });
+        let watcher = state.clone();
+        state.tasks.spawn(async move {
+            watcher.health.watch(&watcher.upstream, &watcher.stop).await;
         });
         tokio::pin!(shutdown);
+        let accept_failures = admission::RateLimited::default();
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
                 accepted = self.listener.accept() => match accepted {
                     Ok((tcp, _peer)) => {
-                        state.tasks.spawn(serve_connection(tcp, state.clone()));
+                        // Full of clients that all sent requests: the newcomer is closed.
+                        if let Some(ticket) = state.admission.admit() {
+                            state.tasks.spawn(serve_connection(tcp, ticket, state.clone()));
+                        }
                     }
                     Err(e) => {
-                        // Out of descriptors or similar: keep serving the connections we have.
-                        tracing::warn!(error = %e, "accept failed; retrying");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        // Out of descriptors: make room by closing a client that never sent a
+                        // request; otherwise keep serving the connections we have and retry.
+                        if !state.admission.relieve() {
+                            accept_failures.note(|n| {
+                                tracing::warn!(error = %e, "{n} accept failure(s); retrying")
+                            });
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
                     }
                 },
             }
@@ -161,14 +183,21 @@ fn reachable(addr: SocketAddr) -> SocketAddr {
     a
 }
 
-async fn serve_connection(tcp: TcpStream, state: Arc<State>) {
+async fn serve_connection(tcp: TcpStream, ticket: admission::Ticket, state: Arc<State>) {
     let _ = tcp.set_nodelay(true);
+    // The address this client reached us on: the relay's own origin for the Origin rule.
+    let local = tcp.local_addr().unwrap_or(state.local);
+    let ticket = Arc::new(ticket);
     let svc_state = state.clone();
+    let svc_ticket = ticket.clone();
     let service = service_fn(move |req| {
+        svc_ticket.admitted();
         let state = svc_state.clone();
-        async move { Ok::<_, Infallible>(http::handle(req, state).await) }
+        async move { Ok::<_, Infallible>(http::handle(req, state, local).await) }
     });
     let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(admission::HEADER_TIMEOUT)
         .serve_connection(TokioIo::new(tcp), service)
         .with_upgrades();
     tokio::pin!(conn);
@@ -178,6 +207,7 @@ async fn serve_connection(tcp: TcpStream, state: Arc<State>) {
                 tracing::debug!(error = %e, "http connection ended with an error");
             }
         }
+        _ = ticket.evicted.cancelled() => {}
         _ = state.stop.cancelled() => {
             conn.as_mut().graceful_shutdown();
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;

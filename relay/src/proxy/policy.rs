@@ -4,8 +4,9 @@
 
 use crate::config::ListenPolicy;
 use hyper::header::{HeaderMap, AUTHORIZATION, HOST, ORIGIN};
+use hyper::http::uri::Authority;
 use hyper::StatusCode;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// Why a request was refused, with the status and the one-line body to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,50 +23,51 @@ pub(crate) struct ClientAuthority(pub(crate) Option<String>);
 /// Chrome's wording, so clients that match on it keep working.
 const BAD_HOST: &str = "Host header is specified and is not an IP address or localhost.";
 
-/// Accepts an IP literal, `localhost`, `*.localhost` (any port) or an allowed name. Stops DNS rebinding.
+/// Accepts an IP literal, `localhost`, `*.localhost` (any port) or an allowed name. Stops DNS
+/// rebinding. Like Chromium, two Host headers are refused (Chromium joins them into one value
+/// that is no host) and an empty one counts as absent.
 pub(crate) fn check_host(
     headers: &HeaderMap,
     policy: &ListenPolicy,
 ) -> Result<ClientAuthority, Rejection> {
-    let Some(raw) = headers.get(HOST) else {
-        return Ok(ClientAuthority(None));
-    };
     let reject = || Rejection {
         status: StatusCode::INTERNAL_SERVER_ERROR,
         body: BAD_HOST.to_owned(),
     };
+    let mut values = headers.get_all(HOST).iter();
+    let Some(raw) = values.next() else {
+        return Ok(ClientAuthority(None));
+    };
+    if values.next().is_some() {
+        return Err(reject());
+    }
     let value = raw.to_str().map_err(|_| reject())?.trim();
+    if value.is_empty() {
+        return Ok(ClientAuthority(None));
+    }
     let host = host_of_authority(value).ok_or_else(reject)?;
-    if host_is_allowed(host, &policy.allow_hosts) {
+    if host_is_allowed(&host, &policy.allow_hosts) {
         Ok(ClientAuthority(Some(value.to_owned())))
     } else {
         Err(reject())
     }
 }
 
-/// Splits `host[:port]` / `[v6][:port]`, returning the host; `None` if malformed.
-fn host_of_authority(authority: &str) -> Option<&str> {
-    if authority.is_empty() || authority.contains(['/', '@', ' ', '?', '#', '\\']) {
-        return None;
+/// The host of `host[:port]` / `[v6][:port]` (brackets removed); `None` if malformed or
+/// carrying userinfo.
+fn host_of_authority(authority: &str) -> Option<String> {
+    let parsed: Authority = authority.parse().ok()?;
+    let host = parsed.host();
+    // `Authority` takes userinfo and lets any port text through; a Host header has neither.
+    let after_host = authority.strip_prefix(host)?;
+    if !after_host.is_empty() {
+        after_host.strip_prefix(':')?.parse::<u16>().ok()?;
     }
-    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
-        let end = rest.find(']')?;
-        let after = &rest[end + 1..];
-        let port = match after {
-            "" => None,
-            p => Some(p.strip_prefix(':')?),
-        };
-        (&rest[..end], port)
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (authority, None),
-        }
-    };
-    if let Some(p) = port {
-        p.parse::<u16>().ok()?;
-    }
-    (!host.is_empty()).then_some(host)
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    (!host.is_empty()).then(|| host.to_owned())
 }
 
 fn host_is_allowed(host: &str, extra: &[String]) -> bool {
@@ -114,35 +116,55 @@ pub(crate) enum TokenVia {
     Query,
 }
 
+/// A query parameter's name, decoded exactly as the token lookup decodes it, so what was
+/// accepted as `token` is what gets stripped, however it was spelled (`%74oken`, `t%6Fken`).
+fn param_name(piece: &str) -> Option<std::borrow::Cow<'_, str>> {
+    url::form_urlencoded::parse(piece.as_bytes())
+        .next()
+        .map(|(name, _)| name)
+}
+
 fn query_token(query: Option<&str>) -> Option<String> {
     url::form_urlencoded::parse(query?.as_bytes())
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v.into_owned())
 }
 
-/// Removes our `token` parameter so the credential never travels upstream. `None` if nothing is left.
+/// Removes every `token` parameter, in any spelling of its name, so the credential never
+/// travels upstream. Other parameters pass byte for byte. `None` if nothing is left.
 pub(crate) fn strip_token_param(query: Option<&str>) -> Option<String> {
     let query = query?;
-    if !query
-        .split('&')
-        .any(|kv| kv == "token" || kv.starts_with("token="))
-    {
+    let is_token = |piece: &&str| param_name(piece).is_some_and(|n| n == "token");
+    if !query.split('&').any(|p| is_token(&p)) {
         return Some(query.to_owned());
     }
     let kept: Vec<&str> = query
         .split('&')
-        .filter(|kv| !(kv.is_empty() || *kv == "token" || kv.starts_with("token=")))
+        .filter(|p| !p.is_empty() && !is_token(p))
         .collect();
     (!kept.is_empty()).then(|| kept.join("&"))
 }
 
-/// Websocket Origin rule: absent is fine; present must be allowed by `--allow-origin`.
-pub(crate) fn check_origin(headers: &HeaderMap, policy: &ListenPolicy) -> Result<(), Rejection> {
-    let Some(origin) = headers.get(ORIGIN) else {
+/// Websocket Origin rule, as Chromium applies it: absent is fine; present must be listed with
+/// `--allow-origin` (compared exactly, letter case aside: no trimming, no trailing `/`), or be
+/// the relay's own origin (`http://<address the client connected to>`, as Chromium allows its own
+/// bundled DevTools frontend). Two Origin headers are one value no list contains.
+pub(crate) fn check_origin(
+    headers: &HeaderMap,
+    policy: &ListenPolicy,
+    local: SocketAddr,
+) -> Result<(), Rejection> {
+    let mut values = headers.get_all(ORIGIN).iter();
+    let Some(first) = values.next() else {
         return Ok(());
     };
-    let origin = String::from_utf8_lossy(origin.as_bytes());
-    if policy.origins.allows(&origin) {
+    let mut origin = String::from_utf8_lossy(first.as_bytes()).into_owned();
+    let single = values.next().is_none();
+    for more in headers.get_all(ORIGIN).iter().skip(1) {
+        origin.push(',');
+        origin.push_str(&String::from_utf8_lossy(more.as_bytes()));
+    }
+    if policy.origins.allows(&origin) || (single && is_own_origin(&origin, local)) {
         return Ok(());
     }
     // The origin is echoed like Chrome does, minus anything that is not printable.
@@ -157,6 +179,20 @@ pub(crate) fn check_origin(headers: &HeaderMap, policy: &ListenPolicy) -> Result
             "Rejected an incoming WebSocket connection from the {shown} origin. Use the command line flag --allow-origin={shown} to allow connections from this origin or --allow-origin='*' to allow all origins."
         ),
     })
+}
+
+/// True when `origin` is `http://` + the address the client reached the relay on (parsed like a
+/// browser parses it: `http://0x7f.1:9223/` is `http://127.0.0.1:9223`).
+fn is_own_origin(origin: &str, local: SocketAddr) -> bool {
+    let Ok(url) = url::Url::parse(origin.trim()) else {
+        return false;
+    };
+    let host_matches = match (url.host(), local.ip()) {
+        (Some(url::Host::Ipv4(a)), IpAddr::V4(b)) => a == b,
+        (Some(url::Host::Ipv6(a)), IpAddr::V6(b)) => a == b,
+        _ => false,
+    };
+    url.scheme() == "http" && host_matches && url.port_or_known_default() == Some(local.port())
 }
 
 #[cfg(test)]
@@ -211,13 +247,27 @@ mod tests {
             "127.0.0.1:x",
             "[::1",
             "user@127.0.0.1",
-            "",
+            "127.0.0.1,evil.com",
         ] {
             let e = check_host(&headers(&[(HOST, bad)]), &p).unwrap_err();
             assert_eq!(e.status, StatusCode::INTERNAL_SERVER_ERROR, "{bad}");
             assert_eq!(e.body, BAD_HOST);
         }
         assert_eq!(check_host(&HeaderMap::new(), &p), Ok(ClientAuthority(None)));
+        // Chromium reads an empty Host as none, and refuses two (it joins them).
+        assert_eq!(
+            check_host(&headers(&[(HOST, "")]), &p),
+            Ok(ClientAuthority(None))
+        );
+        let mut two = headers(&[(HOST, "127.0.0.1")]);
+        two.append(HOST, HeaderValue::from_static("evil.com"));
+        assert_eq!(
+            check_host(&two, &p).unwrap_err().status,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        let mut same = headers(&[(HOST, "127.0.0.1")]);
+        same.append(HOST, HeaderValue::from_static("127.0.0.1"));
+        assert!(check_host(&same, &p).is_err());
     }
 
     #[test]
@@ -272,16 +322,92 @@ mod tests {
         );
     }
 
+    /// Every spelling of the name that the token lookup accepts is stripped.
+    #[test]
+    fn every_accepted_spelling_of_token_is_stripped() {
+        let p = policy(&[], &[], Some("s3cret"));
+        let names = [
+            "token",
+            "%74oken",
+            "t%6Fken",
+            "to%6Ben",
+            "toke%6E",
+            "%74%6F%6B%65%6E",
+            "%74%6f%6b%65%6e",
+        ];
+        for name in names {
+            let q = format!("a=1&{name}=s3cret&b=%2F");
+            assert_eq!(
+                check_token(&HeaderMap::new(), Some(&q), &p),
+                Ok(TokenVia::Query),
+                "{name} is accepted"
+            );
+            let stripped = strip_token_param(Some(&q)).unwrap_or_default();
+            assert!(!stripped.contains("s3cret"), "{name}: {stripped}");
+            assert_eq!(stripped, "a=1&b=%2F", "others pass as they were");
+        }
+        // Names that do not decode to `token` are not accepted, and so not ours to strip.
+        for other in ["%2574oken", "Token", "token%00", "+token"] {
+            let q = format!("{other}=s3cret");
+            assert!(
+                check_token(&HeaderMap::new(), Some(&q), &p).is_err(),
+                "{other}"
+            );
+            assert_eq!(strip_token_param(Some(&q)).as_deref(), Some(q.as_str()));
+        }
+    }
+
     #[test]
     fn origin_rules() {
+        let local: SocketAddr = "127.0.0.1:9223".parse().unwrap();
         let p = policy(&[], &["http://allowed.test"], None);
-        assert!(check_origin(&HeaderMap::new(), &p).is_ok());
-        assert!(check_origin(&headers(&[(ORIGIN, "http://allowed.test")]), &p).is_ok());
-        let e = check_origin(&headers(&[(ORIGIN, "http://evil.test")]), &p).unwrap_err();
-        assert_eq!(e.status, StatusCode::FORBIDDEN);
-        assert!(e.body.contains("--allow-origin"), "{}", e.body);
-        assert!(e.body.contains("http://evil.test"));
+        let check = |values: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(ORIGIN, HeaderValue::from_str(v).unwrap());
+            }
+            check_origin(&h, &p, local)
+        };
+        assert!(check(&[]).is_ok());
+        assert!(check(&["http://allowed.test"]).is_ok());
+        assert!(
+            check(&["HTTP://ALLOWED.TEST"]).is_ok(),
+            "letter case aside, as Chromium"
+        );
+        // Chromium compares exactly: these get 403 there, so here too.
+        for bad in [
+            &["http://allowed.test/"][..],
+            &["http://allowed.test///"],
+            &["http://allowed.test", "http://evil.test"],
+            &["http://allowed.test", "http://allowed.test"],
+            &["http://evil.test"],
+            &["null"],
+        ] {
+            let e = check(bad).unwrap_err();
+            assert_eq!(e.status, StatusCode::FORBIDDEN, "{bad:?}");
+            assert!(e.body.contains("--allow-origin"), "{}", e.body);
+        }
+        // The relay's own origin, as Chromium allows its bundled frontend.
+        for own in [
+            "http://127.0.0.1:9223",
+            "http://127.0.0.1:9223/",
+            "http://127.0.0.1:9223/devtools/inspector.html",
+            "http://0x7f.1:9223",
+        ] {
+            assert!(check(&[own]).is_ok(), "{own}");
+        }
+        for other in [
+            "https://127.0.0.1:9223",
+            "http://127.0.0.1:9224",
+            "http://127.0.0.1",
+            "http://localhost:9223",
+            "ws://127.0.0.1:9223",
+        ] {
+            assert!(check(&[other]).is_err(), "{other}");
+        }
         let any = policy(&[], &["*"], None);
-        assert!(check_origin(&headers(&[(ORIGIN, "http://evil.test")]), &any).is_ok());
+        let mut h = HeaderMap::new();
+        h.insert(ORIGIN, HeaderValue::from_static("http://evil.test"));
+        assert!(check_origin(&h, &any, local).is_ok());
     }
 }

@@ -237,9 +237,9 @@ impl Pump {
         // Slices keep the read buffer alive: take them only for big messages.
         let slices = tap
             && (self.message.as_ref().is_some_and(TapCopy::is_sliced)
-                || events.iter().any(|e| {
-                    matches!(e, Event::Data { range, .. } if range.len() as u64 >= COPY_BELOW)
-                }));
+                || events.iter().any(
+                    |e| matches!(e, Event::Data { range, .. } if range.len() as u64 >= COPY_BELOW),
+                ));
         let chunk: Option<Bytes> = slices.then(|| self.buf.split_to(forward).freeze());
         let bytes: &[u8] = match &chunk {
             Some(c) => c,
@@ -268,7 +268,8 @@ impl Pump {
                     }
                 }
                 Event::MessageEnd { len } => {
-                    cx.stats.message(self.dir, usize::try_from(*len).unwrap_or(usize::MAX));
+                    cx.stats
+                        .message(self.dir, usize::try_from(*len).unwrap_or(usize::MAX));
                     if let Some(m) = self.message.take() {
                         cx.tap.offer(self.conn, self.dir, m.into_payload());
                     }

@@ -20,8 +20,12 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
-pub(super) async fn upgrade(req: &mut Request<Incoming>, state: Arc<State>) -> Response<Body> {
-    if let Err(r) = policy::check_origin(req.headers(), &state.config.policy) {
+pub(super) async fn upgrade(
+    req: &mut Request<Incoming>,
+    state: Arc<State>,
+    local: std::net::SocketAddr,
+) -> Response<Body> {
+    if let Err(r) = policy::check_origin(req.headers(), &state.config.policy, local) {
         return rejected(&state, req, r);
     }
     let path = req.uri().path();
@@ -63,9 +67,13 @@ pub(super) async fn upgrade(req: &mut Request<Incoming>, state: Arc<State>) -> R
         Ok(ok) => ok,
         Err(e) => {
             state.stats.upgrade_refused();
+            if let upstream::UpstreamError::Connect { reason, .. } = &e {
+                state.health.observe(false, Some(reason.clone()));
+            }
             return bad_gateway(&e);
         }
     };
+    state.health.observe(true, None);
     let protocol = browser.protocol.clone();
     let on_upgrade = hyper::upgrade::on(req);
     let session = SessionId(state.next_session.fetch_add(1, Ordering::Relaxed));
@@ -84,7 +92,10 @@ pub(super) async fn upgrade(req: &mut Request<Incoming>, state: Arc<State>) -> R
         let parts = match upgraded.downcast::<TokioIo<TcpStream>>() {
             Ok(parts) => parts,
             Err(_) => {
-                tracing::warn!(session = session.0, "unexpected connection type after the upgrade; closing");
+                tracing::warn!(
+                    session = session.0,
+                    "unexpected connection type after the upgrade; closing"
+                );
                 return;
             }
         };

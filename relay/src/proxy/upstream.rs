@@ -4,14 +4,14 @@
 
 use crate::config::Upstream;
 use bytes::Bytes;
+use bytes::BytesMut;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, SEC_WEBSOCKET_PROTOCOL};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::time::Duration;
-use tokio::net::TcpStream;
-use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
@@ -160,8 +160,15 @@ pub(crate) async fn websocket(
             .map_err(|e| broke(e.to_string()))?;
         let mut buf = BytesMut::with_capacity(1024);
         loop {
-            if tcp.read_buf(&mut buf).await.map_err(|e| broke(e.to_string()))? == 0 {
-                return Err(broke("the browser closed the connection during the websocket handshake".into()));
+            if tcp
+                .read_buf(&mut buf)
+                .await
+                .map_err(|e| broke(e.to_string()))?
+                == 0
+            {
+                return Err(broke(
+                    "the browser closed the connection during the websocket handshake".into(),
+                ));
             }
             let mut headers = [httparse::EMPTY_HEADER; 32];
             let mut resp = httparse::Response::new(&mut headers);
@@ -182,7 +189,9 @@ pub(crate) async fn websocket(
                     };
                     let expected = derive_accept_key(key.as_bytes());
                     if header("sec-websocket-accept") != Some(expected.as_bytes()) {
-                        return Err(broke("the browser's websocket handshake answer is not valid".into()));
+                        return Err(broke(
+                            "the browser's websocket handshake answer is not valid".into(),
+                        ));
                     }
                     let protocol = header("sec-websocket-protocol")
                         .and_then(|v| HeaderValue::from_bytes(v).ok());
@@ -190,7 +199,11 @@ pub(crate) async fn websocket(
                     return Ok((leftover, protocol));
                 }
                 Ok(httparse::Status::Partial) if buf.len() < MAX_HANDSHAKE => {}
-                _ => return Err(broke("the browser's websocket handshake answer is not HTTP".into())),
+                _ => {
+                    return Err(broke(
+                        "the browser's websocket handshake answer is not HTTP".into(),
+                    ))
+                }
             }
         }
     };

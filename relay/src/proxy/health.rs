@@ -1,0 +1,124 @@
+//! Whether the browser answers: probed in the background and on every failed dial, so
+//! `/relay/v1/status` tells a supervisor that the browser behind a live relay died, and since
+//! when.
+
+use super::upstream;
+use crate::config::Upstream;
+use serde::Serialize;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+use tokio_util::sync::CancellationToken;
+
+/// How often the browser is probed while nothing else talks to it.
+pub(crate) const PROBE_EVERY: Duration = Duration::from_secs(2);
+
+/// The browser's reachability, as the status API reports it.
+#[derive(Debug, Default)]
+pub(crate) struct Health {
+    state: Mutex<Option<Observed>>,
+}
+
+#[derive(Debug, Clone)]
+struct Observed {
+    reachable: bool,
+    since: SystemTime,
+    checked: SystemTime,
+    reason: Option<String>,
+}
+
+/// What `/relay/v1/status` shows under `upstreamHealth`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct HealthView {
+    /// `null` until the first probe answered.
+    reachable: Option<bool>,
+    /// When it last changed (RFC 3339).
+    since: Option<String>,
+    /// When it was last checked (RFC 3339).
+    last_checked: Option<String>,
+    /// Why it is unreachable (free of capability ids).
+    reason: Option<String>,
+}
+
+impl Health {
+    /// Records an outcome of talking to the browser.
+    pub(crate) fn observe(&self, reachable: bool, reason: Option<String>) {
+        let now = SystemTime::now();
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let since = match &*s {
+            Some(o) if o.reachable == reachable => o.since,
+            _ => {
+                if !reachable {
+                    tracing::warn!(
+                        "the browser stopped answering ({}); the relay keeps serving and answers 502 until it is back",
+                        reason.as_deref().unwrap_or("unknown reason")
+                    );
+                } else if s.is_some() {
+                    tracing::info!("the browser answers again");
+                }
+                now
+            }
+        };
+        *s = Some(Observed {
+            reachable,
+            since,
+            checked: now,
+            reason: if reachable { None } else { reason },
+        });
+    }
+
+    pub(crate) fn view(&self) -> HealthView {
+        let s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let time = cdp_evidence::time::format_rfc3339_millis;
+        match &*s {
+            None => HealthView {
+                reachable: None,
+                since: None,
+                last_checked: None,
+                reason: None,
+            },
+            Some(o) => HealthView {
+                reachable: Some(o.reachable),
+                since: Some(time(o.since)),
+                last_checked: Some(time(o.checked)),
+                reason: o.reason.clone(),
+            },
+        }
+    }
+
+    /// Probes `up` every [`PROBE_EVERY`] until `stop`.
+    pub(crate) async fn watch(&self, up: &Upstream, stop: &CancellationToken) {
+        loop {
+            match upstream::probe(up).await {
+                Ok(()) => self.observe(true, None),
+                Err(crate::Error::Upstream { reason, .. }) => self.observe(false, Some(reason)),
+                Err(other) => self.observe(false, Some(other.to_string())),
+            }
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(PROBE_EVERY) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_moves_only_when_reachability_changes() {
+        let h = Health::default();
+        assert_eq!(h.view().reachable, None);
+        h.observe(true, None);
+        let first = h.view().since;
+        h.observe(true, None);
+        assert_eq!(h.view().since, first);
+        h.observe(false, Some("connection refused".into()));
+        let v = h.view();
+        assert_eq!(v.reachable, Some(false));
+        assert_eq!(v.reason.as_deref(), Some("connection refused"));
+        h.observe(true, None);
+        assert_eq!(h.view().reason, None);
+    }
+}
