@@ -9,6 +9,7 @@
 pub mod cdp;
 pub mod fake;
 pub mod http;
+pub mod raw;
 pub mod site;
 
 use cdp_relay::{
@@ -330,14 +331,16 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
     found
 }
 
-/// A `cdp-relay` child process with piped stdout/stderr, killed on drop.
+/// A `cdp-relay` child process with piped stdout/stderr, killed on drop. Its stderr is read
+/// as it comes (a chatty `-vv` relay never blocks on a full pipe) and kept for the test.
 pub struct RelayProcess {
     /// The child.
     pub child: tokio::process::Child,
     /// The first stdout line (the endpoint), once read.
     pub endpoint: String,
     stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
-    stderr: Option<tokio::process::ChildStderr>,
+    stderr: Arc<std::sync::Mutex<String>>,
+    stderr_task: Option<JoinHandle<()>>,
     /// Default evidence root, so no test writes into the source tree.
     _evidence: tempfile::TempDir,
 }
@@ -346,9 +349,32 @@ impl RelayProcess {
     /// Spawns `cdp-relay <args>` with `env` added, and waits for the endpoint line.
     /// Panics with the process's stderr if it exits first.
     pub async fn spawn(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> RelayProcess {
-        use tokio::io::AsyncBufReadExt;
+        RelayProcess::spawn_limited(None, args, env).await
+    }
+
+    /// Like [`RelayProcess::spawn`], with the soft file-descriptor limit set to `nofile`.
+    pub async fn spawn_with_fd_limit(nofile: u32, args: &[&str]) -> RelayProcess {
+        RelayProcess::spawn_limited(Some(nofile), args, &[]).await
+    }
+
+    async fn spawn_limited(
+        nofile: Option<u32>,
+        args: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> RelayProcess {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt};
         let evidence = tempfile::tempdir().expect("evidence tempdir");
-        let mut cmd = tokio::process::Command::new(relay_binary());
+        let mut cmd = match nofile {
+            // The shell lowers its own limit, then becomes the relay.
+            Some(n) => {
+                let mut c = tokio::process::Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(relay_binary());
+                c
+            }
+            None => tokio::process::Command::new(relay_binary()),
+        };
         cmd.env("CDP_RELAY_EVIDENCE_DIR", evidence.path());
         cmd.args(args)
             .stdin(Stdio::null())
@@ -360,23 +386,37 @@ impl RelayProcess {
         }
         let mut child = cmd.spawn().expect("spawn cdp-relay");
         let stdout = child.stdout.take().expect("stdout");
-        let mut stdout = tokio::io::BufReader::new(stdout).lines();
-        let stderr = child.stderr.take();
-        let line = within("the endpoint line", stdout.next_line()).await;
-        match line {
-            Ok(Some(endpoint)) => RelayProcess {
-                child,
-                endpoint,
-                stdout,
-                stderr,
-                _evidence: evidence,
-            },
-            _ => {
-                let mut err = String::new();
-                if let Some(mut e) = stderr {
-                    use tokio::io::AsyncReadExt;
-                    let _ = e.read_to_string(&mut err).await;
+        let stdout = tokio::io::BufReader::new(stdout).lines();
+        let stderr = Arc::new(std::sync::Mutex::new(String::new()));
+        let stderr_task = child.stderr.take().map(|mut pipe| {
+            let sink = stderr.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                while let Ok(n) = pipe.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    sink.lock()
+                        .expect("stderr lock")
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
                 }
+            })
+        });
+        let mut relay = RelayProcess {
+            child,
+            endpoint: String::new(),
+            stdout,
+            stderr,
+            stderr_task,
+            _evidence: evidence,
+        };
+        match within("the endpoint line", relay.stdout.next_line()).await {
+            Ok(Some(endpoint)) => {
+                relay.endpoint = endpoint;
+                relay
+            }
+            _ => {
+                let (_, _, err) = relay.finish().await;
                 panic!("cdp-relay {args:?} printed no endpoint; stderr:\n{err}");
             }
         }
@@ -402,25 +442,46 @@ impl RelayProcess {
         self.endpoint.trim_start_matches("http://").to_owned()
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// Stderr so far.
+    pub fn stderr_so_far(&self) -> String {
+        self.stderr.lock().expect("stderr lock").clone()
+    }
+
     /// Sends `signal` to the relay process.
     pub fn signal(&self, signal: nix::sys::signal::Signal) {
-        let pid = self.child.id().expect("running") as i32;
+        let pid = self.pid() as i32;
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("kill");
     }
 
     /// Waits for exit; returns (exit code, remaining stdout, all stderr).
     pub async fn finish(mut self) -> (Option<i32>, String, String) {
-        use tokio::io::AsyncReadExt;
         let mut rest = String::new();
         while let Ok(Some(l)) = within("relay stdout", self.stdout.next_line()).await {
             rest.push_str(&l);
             rest.push('\n');
         }
-        let mut err = String::new();
-        if let Some(mut e) = self.stderr.take() {
-            let _ = within("relay stderr", e.read_to_string(&mut err)).await;
-        }
         let status = within("relay exit", self.child.wait()).await.expect("wait");
+        if let Some(task) = self.stderr_task.take() {
+            let _ = within("relay stderr", task).await;
+        }
+        let err = self.stderr_so_far();
         (status.code(), rest, err)
     }
+}
+
+/// Resident memory of process `pid` in KiB (`VmRSS`).
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }

@@ -124,6 +124,8 @@ pub enum SessionEnd {
     TooBig,
     /// The client broke the websocket protocol (unmasked frame, reserved bits or opcode).
     ProtocolError,
+    /// The client kept pinging without reading the answers.
+    ClientNotReading,
     /// The relay is shutting down.
     Shutdown,
 }

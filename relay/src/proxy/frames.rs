@@ -32,6 +32,10 @@ pub(crate) enum Event {
     MessageEnd { len: u64 },
     /// A close frame went by completely, with its status code when it had one.
     Close { code: Option<u16> },
+    /// A ping went by completely.
+    Ping,
+    /// A pong went by completely.
+    Pong,
 }
 
 /// Why the stream cannot go on. `at` is where the offending frame's header starts in the
@@ -243,6 +247,10 @@ impl Scanner {
         } else if head.opcode == OP_CLOSE {
             let code = (head.len >= 2).then(|| u16::from_be_bytes(self.close_code));
             on(Event::Close { code });
+        } else if head.opcode == OP_PING {
+            on(Event::Ping);
+        } else if head.opcode == OP_PONG {
+            on(Event::Pong);
         }
     }
 }
@@ -373,7 +381,7 @@ mod tests {
                         current.extend(d);
                     }
                     Event::MessageEnd { .. } => messages.push(std::mem::take(&mut current)),
-                    Event::Close { .. } => {}
+                    Event::Close { .. } | Event::Ping | Event::Pong => {}
                 }
             }
             events.extend(local.into_iter().map(|e| match e {

@@ -16,6 +16,7 @@ use super::frames::{close_frame, Event, From, Scanner, Stop};
 use crate::pipeline::tap::{Direction, Mask, Payload, SessionEnd, Tap};
 use crate::stats::Stats;
 use bytes::{Buf, Bytes, BytesMut};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
@@ -34,9 +35,14 @@ const COPY_BELOW: u64 = 16 * 1024;
 /// The largest message the observer reads; bigger ones are forwarded and counted only.
 const TAP_MAX: u64 = 64 * 1024 * 1024;
 
+/// Pings a client may have in flight without reading their pongs. A client that floods pings
+/// and never reads would make the browser queue pongs without bound; past this it is closed.
+const MAX_UNANSWERED_PINGS: u64 = 1024;
+
 /// Close codes the relay sends itself.
 const GOING_AWAY: u16 = 1001;
 const PROTOCOL_ERROR: u16 = 1002;
+const POLICY: u16 = 1008;
 const TOO_BIG: u16 = 1009;
 const BROWSER_LOST: u16 = 1011;
 
@@ -70,6 +76,8 @@ enum PumpEnd {
     TooBig,
     /// The client broke the protocol.
     Violation,
+    /// The client kept pinging without reading the pongs.
+    Flood,
     /// Writing to the destination failed: it is gone.
     PeerGone,
     /// The relay is stopping (1001 sent where possible).
@@ -91,6 +99,7 @@ where
     BR: AsyncRead + Unpin,
     BW: AsyncWrite + Unpin,
 {
+    let pings = Pings::default();
     let (tell_client, told_client) = oneshot::channel::<u16>();
     let (tell_browser, told_browser) = oneshot::channel::<u16>();
     let up = Pump::new(id.0, Direction::ToBrowser, cx.max_message, &client.leftover).run(
@@ -98,6 +107,7 @@ where
         browser.write,
         told_browser,
         tell_client,
+        &pings,
         cx,
     );
     let down = Pump::new(id.0, Direction::ToClient, cx.max_message, &browser.leftover).run(
@@ -105,6 +115,7 @@ where
         client.write,
         told_client,
         tell_browser,
+        &pings,
         cx,
     );
     tokio::pin!(up, down);
@@ -113,6 +124,7 @@ where
             let end = match e {
                 PumpEnd::TooBig => SessionEnd::TooBig,
                 PumpEnd::Violation => SessionEnd::ProtocolError,
+                PumpEnd::Flood => SessionEnd::ClientNotReading,
                 PumpEnd::PeerGone => SessionEnd::BrowserLost,
                 PumpEnd::Stopped => SessionEnd::Shutdown,
                 PumpEnd::Closed | PumpEnd::Lost | PumpEnd::Told => SessionEnd::ClientClosed,
@@ -126,7 +138,7 @@ where
                 PumpEnd::TooBig => SessionEnd::TooBig,
                 PumpEnd::PeerGone | PumpEnd::Told => SessionEnd::ClientClosed,
                 PumpEnd::Closed => SessionEnd::BrowserClosed,
-                PumpEnd::Lost | PumpEnd::Violation => SessionEnd::BrowserLost,
+                PumpEnd::Lost | PumpEnd::Violation | PumpEnd::Flood => SessionEnd::BrowserLost,
                 PumpEnd::Stopped => SessionEnd::Shutdown,
             };
             let _ = tokio::time::timeout(CLOSE_GRACE, &mut up).await;
@@ -169,6 +181,7 @@ impl Pump {
         mut dst: W,
         mut told: oneshot::Receiver<u16>,
         tell_peer: oneshot::Sender<u16>,
+        pings: &Pings,
         cx: &Context<'_>,
     ) -> PumpEnd
     where
@@ -228,6 +241,17 @@ impl Pump {
             if let Err(stop) = scanned {
                 return self.stop_at(stop, &mut dst, &mut tell_peer).await;
             }
+            if pings.count(self.dir, &events) > MAX_UNANSWERED_PINGS {
+                tracing::info!(
+                    session = self.conn,
+                    "the client sent {MAX_UNANSWERED_PINGS} pings without reading the answers; closing it"
+                );
+                let _ = dst.shutdown().await;
+                if let Some(t) = tell_peer.take() {
+                    let _ = t.send(POLICY);
+                }
+                return PumpEnd::Flood;
+            }
         }
     }
 
@@ -275,6 +299,7 @@ impl Pump {
                     }
                 }
                 Event::Close { .. } => self.close_seen = true,
+                Event::Ping | Event::Pong => {}
             }
         }
         if chunk.is_none() {
@@ -345,6 +370,7 @@ impl Pump {
             BROWSER_LOST => "cdp-relay: the browser connection was lost",
             TOO_BIG => "cdp-relay: message exceeds --max-message-size",
             PROTOCOL_ERROR => "cdp-relay: websocket protocol error",
+            POLICY => "cdp-relay: too many pings without reading the answers",
             _ => "cdp-relay is shutting down",
         };
         let frame = close_frame(code, reason, self.dir == Direction::ToBrowser);
@@ -353,6 +379,31 @@ impl Pump {
             let _ = dst.flush().await;
         })
         .await;
+    }
+}
+
+/// Pings forwarded to the browser and pongs forwarded back, per session.
+#[derive(Default)]
+struct Pings {
+    sent: AtomicU64,
+    answered: AtomicU64,
+}
+
+impl Pings {
+    /// Counts the pings (client → browser) or pongs (browser → client) of a forwarded chunk;
+    /// returns how many pings are unanswered.
+    fn count(&self, dir: Direction, events: &[Event]) -> u64 {
+        let (counter, wanted) = match dir {
+            Direction::ToBrowser => (&self.sent, Event::Ping),
+            Direction::ToClient => (&self.answered, Event::Pong),
+        };
+        let n = events.iter().filter(|e| **e == wanted).count() as u64;
+        if n == 0 {
+            return 0;
+        }
+        counter.fetch_add(n, Ordering::Relaxed);
+        let sent = self.sent.load(Ordering::Relaxed);
+        sent.saturating_sub(self.answered.load(Ordering::Relaxed))
     }
 }
 

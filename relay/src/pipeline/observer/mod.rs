@@ -244,6 +244,10 @@ impl Observer {
                 LifecycleEvent::ClientDisconnected,
                 "the client broke the websocket protocol",
             ),
+            SessionEnd::ClientNotReading => (
+                LifecycleEvent::ClientDisconnected,
+                "the client kept pinging without reading the answers",
+            ),
             SessionEnd::Shutdown => (LifecycleEvent::ClientDisconnected, "relay shutdown"),
         };
         let mut lifecycle = Lifecycle::new(event, conn);
