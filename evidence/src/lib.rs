@@ -44,6 +44,7 @@ mod reader;
 mod record;
 mod retention;
 mod run;
+mod rundir;
 mod store;
 pub mod time;
 
@@ -58,14 +59,17 @@ pub use paths::{
 };
 pub use reader::{
     parse_journal, read_bounded_line, read_journal_from, BoundedLine, CorruptLine, JournalRead,
-    StoredRecord, TornTail, MAX_LINE_BYTES,
+    StoredPayload, StoredRecord, TornTail, MAX_LINE_BYTES,
 };
 pub use record::{
-    Action, ArtifactRef, Console, ConsoleLevel, CustomKind, Lifecycle, LifecycleEvent, Marker,
-    Point, Record, RecordKind, Status, BUILTIN_KINDS, TARGET_FIELDS,
+    Action, ActionOf, ArtifactRef, Console, ConsoleLevel, ConsoleOf, CustomKind, Form, Lifecycle,
+    LifecycleEvent, LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Sanitized, Status,
+    Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork,
+    BUILTIN_KINDS, TARGET_FIELDS,
 };
 pub use retention::{PruneReport, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals};
+pub use rundir::{check_artifact_path, ArtifactFile, ArtifactRefusal, RunDir};
 pub use store::{
     EvidenceConfig, Store, DEFAULT_ARTIFACT_BUDGET_BYTES, DEFAULT_KEEP_FINALIZED_RUNS,
     DEFAULT_MAX_RECORD_BYTES, DEFAULT_ROOT, MIN_MAX_RECORD_BYTES,
