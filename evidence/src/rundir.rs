@@ -120,6 +120,13 @@ impl ArtifactFile {
     }
 }
 
+/// Reads from the confined file (e.g. a few bytes to check a file signature).
+impl Read for ArtifactFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.file.read(buf)
+    }
+}
+
 fn refusal(e: nix::errno::Errno) -> ArtifactRefusal {
     use nix::errno::Errno;
     match e {

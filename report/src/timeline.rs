@@ -1,0 +1,1024 @@
+//! From journal records to what the agent did: steps, the plumbing folded into them, and the
+//! failures that happened during each.
+//!
+//! Rules (also in `docs/report.md`):
+//! - Records are ordered by `startedAt`, then `actionId`. A record without a valid `startedAt`
+//!   is placed by the millisecond prefix of its `actionId` when it has one, else at the end,
+//!   and shows "time unknown".
+//! - A **step** is something the agent did: a navigation, reload or history move, a click, tap
+//!   or scroll, typing, a key press, a screenshot, opening or closing a page, closing the browser,
+//!   an upload or a PDF; any other `action` method; and every record from another producer
+//!   (a source other than `relay`) or of a kind this renderer does not know. Consecutive scrolls,
+//!   and consecutive presses of the same key, merge into one step with a count.
+//! - **Plumbing** — evaluations (`Runtime.evaluate`, `Runtime.callFunctionOn`), DOM and other
+//!   queries, target attach/activate, screencast control and frames, connection events — folds
+//!   into the step before it, or into a leading "Setup" step.
+//! - A **failure** (a `network` record, a `console` entry, a lost browser connection) sits under
+//!   the step that was current when it happened.
+//! - Every step names its page from the record's `target` (title, URL); a record without one
+//!   gets the last page known for its target, or the last page known at all (shown as such).
+//!
+//! Pure: the records in, the model out. Every string in the model has been through
+//! [`crate::text`] (visible, bounded); nothing here does I/O.
+
+use crate::text::{clean, line, Lines};
+use cdp_evidence::{LifecycleEvent, MarkerKind, StoredPayload, StoredRecord};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+
+/// Display limits for journal strings (characters).
+pub(crate) const MAX_URL: usize = 300;
+pub(crate) const MAX_TITLE: usize = 140;
+pub(crate) const MAX_WORD: usize = 80;
+pub(crate) const MAX_MESSAGE: usize = 2000;
+pub(crate) const MAX_ERROR: usize = 600;
+pub(crate) const MAX_FIELD: usize = 240;
+/// Generic payloads show at most this many flattened fields.
+pub(crate) const MAX_FIELDS: usize = 24;
+
+/// A record's outcome as the report shows it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Outcome {
+    Info,
+    Ok,
+    /// A status word outside the format's four (shown as written, cleaned).
+    Other(String),
+    /// No `status` field.
+    Missing,
+    Interrupted,
+    Error,
+}
+
+impl Outcome {
+    fn of(status: Option<&str>) -> Outcome {
+        match status {
+            Some("ok") => Outcome::Ok,
+            Some("error") => Outcome::Error,
+            Some("interrupted") => Outcome::Interrupted,
+            Some("info") => Outcome::Info,
+            Some(other) => Outcome::Other(line(other, 24)),
+            None => Outcome::Missing,
+        }
+    }
+
+    /// The word shown in a badge.
+    pub(crate) fn word(&self) -> &str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Info => "info",
+            Outcome::Missing => "no status",
+            Outcome::Other(s) => s,
+        }
+    }
+
+    /// CSS class of the badge.
+    pub(crate) fn class(&self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Info | Outcome::Missing | Outcome::Other(_) => "info",
+        }
+    }
+}
+
+/// The page a step happened on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Page {
+    pub title: Option<String>,
+    pub url: Option<String>,
+    /// 1-based tab number by first appearance of the target handle.
+    pub tab: Option<usize>,
+}
+
+/// What a step did.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum What {
+    Setup,
+    Navigate { url: Option<String> },
+    Reload,
+    History,
+    Click { x: f64, y: f64, button: Option<String>, count: Option<u64> },
+    Tap { x: Option<f64>, y: Option<f64> },
+    Scroll,
+    Type { chars: u64, input_type: Option<String> },
+    Press { key: Option<String> },
+    Screenshot,
+    OpenPage { url: Option<String> },
+    ClosePage,
+    CloseBrowser,
+    Upload { files: Option<u64> },
+    Pdf,
+    StopLoading,
+    /// Any other action method (from the relay or another producer).
+    Action { method: String, url: Option<String> },
+    /// A record of a kind this renderer does not know, or whose payload did not fit its kind.
+    Generic { kind: String, method: Option<String> },
+}
+
+/// A headline: a fixed verb from this renderer and an optional object from the journal.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Headline {
+    pub verb: String,
+    /// Journal text (a URL, a key, a method): shown in code style, escaped.
+    pub object: Option<String>,
+    /// Short fixed detail after the object: `(password)`, `×3`.
+    pub note: Option<String>,
+}
+
+impl What {
+    pub(crate) fn headline(&self, repeat: u32) -> Headline {
+        let h = |verb: &str, object: Option<&String>, note: Option<String>| Headline {
+            verb: verb.to_owned(),
+            object: object.cloned(),
+            note,
+        };
+        let times = (repeat > 1).then(|| format!("×{repeat}"));
+        match self {
+            What::Setup => h("Setup", None, Some("before the first step".into())),
+            What::Navigate { url } => h("Navigated to", url.as_ref(), None),
+            What::Reload => h("Reloaded the page", None, None),
+            What::History => h("Went back or forward in history", None, None),
+            What::Click {
+                x,
+                y,
+                button,
+                count,
+            } => {
+                let verb = match (button.as_deref(), count) {
+                    (Some("right"), _) => "Right-clicked",
+                    (Some("middle"), _) => "Middle-clicked",
+                    (_, Some(2)) => "Double-clicked",
+                    (_, Some(3)) => "Triple-clicked",
+                    _ => "Clicked",
+                };
+                h(verb, None, Some(format!("at ({}, {})", coord(*x), coord(*y))))
+            }
+            What::Tap { x: Some(x), y: Some(y) } => {
+                h("Tapped", None, Some(format!("at ({}, {})", coord(*x), coord(*y))))
+            }
+            What::Tap { .. } => h("Tapped", None, None),
+            What::Scroll => h("Scrolled", None, times),
+            What::Type { chars, input_type } => {
+                let what = if *chars == 1 { "char" } else { "chars" };
+                let note = input_type.as_ref().map(|t| format!("({t})"));
+                h(&format!("Typed {chars} {what}"), None, note)
+            }
+            What::Press { key } => h("Pressed", key.as_ref(), times),
+            What::Screenshot => h("Took a screenshot", None, None),
+            What::OpenPage { url } => h("Opened a new page", url.as_ref(), None),
+            What::ClosePage => h("Closed a page", None, None),
+            What::CloseBrowser => h("Closed the browser", None, None),
+            What::Upload { files } => h(
+                "Chose files to upload",
+                None,
+                files.map(|n| format!("({n})")),
+            ),
+            What::Pdf => h("Printed the page to PDF", None, None),
+            What::StopLoading => h("Stopped loading", None, None),
+            What::Action { method, url } => Headline {
+                verb: String::new(),
+                object: Some(method.clone()),
+                note: url.as_ref().map(|u| format!("→ {u}")),
+            },
+            What::Generic { kind, method } => Headline {
+                verb: String::new(),
+                object: Some(match method {
+                    Some(m) => format!("{kind}: {m}"),
+                    None => kind.clone(),
+                }),
+                note: None,
+            },
+        }
+    }
+}
+
+fn coord(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e9 {
+        format!("{}", v as i64)
+    } else if v.is_finite() {
+        format!("{v:.1}")
+    } else {
+        "?".to_owned()
+    }
+}
+
+/// Categories of folded plumbing, in the order a fold summary lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Category {
+    Evaluation,
+    Query,
+    Attach,
+    Screencast,
+    Connection,
+}
+
+impl Category {
+    pub(crate) fn words(self, n: usize) -> &'static str {
+        match (self, n == 1) {
+            (Category::Evaluation, true) => "evaluation",
+            (Category::Evaluation, false) => "evaluations",
+            (Category::Query, true) => "query",
+            (Category::Query, false) => "queries",
+            (Category::Attach, _) => "attach/activate",
+            (Category::Screencast, true) => "screencast event",
+            (Category::Screencast, false) => "screencast events",
+            (Category::Connection, true) => "connection event",
+            (Category::Connection, false) => "connection events",
+        }
+    }
+}
+
+/// One folded plumbing record.
+#[derive(Clone, Debug)]
+pub(crate) struct Plumb {
+    pub category: Category,
+    pub label: String,
+    pub at_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
+    pub outcome: Outcome,
+    pub error: Option<String>,
+}
+
+/// Declared image type of an artifact, from its extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ImageType {
+    Png,
+    Jpeg,
+    Webp,
+}
+
+impl ImageType {
+    fn of(path: &str) -> Option<ImageType> {
+        let ext = path.rsplit_once('.')?.1.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "png" => ImageType::Png,
+            "jpg" | "jpeg" => ImageType::Jpeg,
+            "webp" => ImageType::Webp,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn mime(self) -> &'static str {
+        match self {
+            ImageType::Png => "image/png",
+            ImageType::Jpeg => "image/jpeg",
+            ImageType::Webp => "image/webp",
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ImageType::Png => "PNG",
+            ImageType::Jpeg => "JPEG",
+            ImageType::Webp => "WebP",
+        }
+    }
+
+    /// True when `head` starts with this type's file signature.
+    pub(crate) fn matches(self, head: &[u8]) -> bool {
+        match self {
+            ImageType::Png => head.starts_with(b"\x89PNG\r\n\x1a\n"),
+            ImageType::Jpeg => head.starts_with(&[0xFF, 0xD8, 0xFF]),
+            ImageType::Webp => head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP",
+        }
+    }
+}
+
+/// Why a frame is not in the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum FrameState {
+    /// Not decided yet (before the size policy runs).
+    Pending,
+    /// Embedded as a `data:` URI.
+    Embedded { data_uri: String, bytes: u64 },
+    /// Left out by the size policy (the reason is fixed text).
+    LeftOut(&'static str),
+    /// Refused: not opened, or opened and found not to be what it claims (fixed text).
+    Refused(String),
+}
+
+/// Why an earlier screencast frame of a step is not shown.
+pub(crate) const SUPERSEDED: &str = "an earlier screencast frame of the same step";
+
+/// An image artifact attached to a step.
+#[derive(Clone, Debug)]
+pub(crate) struct Frame {
+    /// The path as written (cleaned for display).
+    pub shown_path: String,
+    /// The path as written (raw, for opening; never displayed).
+    pub raw_path: String,
+    pub kind: ImageType,
+    pub at_ms: Option<u64>,
+    pub state: FrameState,
+    /// The byte size seen when it was opened.
+    pub size: Option<u64>,
+    /// A screencast frame (only the last of a step is kept).
+    pub screencast: bool,
+}
+
+/// A non-image artifact (listed, never opened).
+#[derive(Clone, Debug)]
+pub(crate) struct FileRef {
+    pub shown_path: String,
+    /// `None` when its path is acceptable, else why it is refused.
+    pub refused: Option<&'static str>,
+}
+
+/// A step of the filmstrip.
+#[derive(Clone, Debug)]
+pub(crate) struct Step {
+    /// 1-based; `None` for the leading setup step.
+    pub number: Option<usize>,
+    pub what: What,
+    pub repeat: u32,
+    pub at_ms: Option<u64>,
+    pub time_known: bool,
+    pub duration_ms: Option<u64>,
+    pub outcome: Outcome,
+    pub error: Option<String>,
+    /// Producer, when not the relay.
+    pub source: Option<String>,
+    pub tool: Option<String>,
+    pub page: Option<Page>,
+    /// The page was not in this record: it is the last one known.
+    pub page_inferred: bool,
+    pub frames: Vec<Frame>,
+    pub files: Vec<FileRef>,
+    pub plumbing: Vec<Plumb>,
+    /// Indexes into [`Timeline::failures`].
+    pub failures: Vec<usize>,
+    /// Flattened payload of a generic step.
+    pub fields: Vec<(String, String)>,
+    /// Why a screenshot was withheld (the relay says so in `detail`).
+    pub withheld: Option<String>,
+}
+
+impl Step {
+    pub(crate) fn anchor(&self) -> String {
+        match self.number {
+            Some(n) => format!("step-{n}"),
+            None => "setup".to_owned(),
+        }
+    }
+
+    pub(crate) fn label(&self) -> String {
+        match self.number {
+            Some(n) => n.to_string(),
+            None => "Setup".to_owned(),
+        }
+    }
+
+    /// Plumbing counts per category, and how many of them failed.
+    pub(crate) fn fold_counts(&self) -> BTreeMap<Category, (usize, usize)> {
+        let mut m = BTreeMap::new();
+        for p in &self.plumbing {
+            let e = m.entry(p.category).or_insert((0, 0));
+            e.0 += 1;
+            if p.outcome == Outcome::Error {
+                e.1 += 1;
+            }
+        }
+        m
+    }
+}
+
+/// What failed.
+#[derive(Clone, Debug)]
+pub(crate) enum FailWhat {
+    Request {
+        method: String,
+        url: String,
+        status: Option<u16>,
+        resource_type: Option<String>,
+        duration_ms: Option<u64>,
+        error_text: Option<String>,
+    },
+    Console {
+        level: String,
+        text: String,
+        url: Option<String>,
+        line: Option<u32>,
+        column: Option<u32>,
+    },
+    ConnectionLost {
+        detail: Option<String>,
+    },
+    /// A `network` or `console` record whose payload did not fit its kind.
+    Generic {
+        kind: String,
+        fields: Vec<(String, String)>,
+    },
+}
+
+/// A failed request, console entry or lost connection, under the step current at its time.
+#[derive(Clone, Debug)]
+pub(crate) struct Failure {
+    /// 1-based, in time order (`F3`).
+    pub id: usize,
+    /// Index into [`Timeline::steps`].
+    pub step: usize,
+    pub at_ms: Option<u64>,
+    pub time_known: bool,
+    pub what: FailWhat,
+    /// Errors go to the jump list; warnings are listed but not jumped to.
+    pub is_error: bool,
+    pub source: Option<String>,
+    /// Step index of the first frame taken at or after it, when there is one.
+    pub frame_after: Option<usize>,
+}
+
+impl Failure {
+    pub(crate) fn anchor(&self) -> String {
+        format!("f-{}", self.id)
+    }
+
+    pub(crate) fn is_request(&self) -> bool {
+        matches!(self.what, FailWhat::Request { .. })
+            || matches!(&self.what, FailWhat::Generic { kind, .. } if kind == "network")
+    }
+
+    pub(crate) fn is_console(&self) -> bool {
+        matches!(self.what, FailWhat::Console { .. })
+            || matches!(&self.what, FailWhat::Generic { kind, .. } if kind == "console")
+    }
+}
+
+/// Run-level notes from markers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Markers {
+    pub truncated: Option<(u64, u64)>,
+    pub dropped: u64,
+    pub repaired: Vec<u64>,
+    pub recovered: usize,
+    /// Marker words this renderer does not know (cleaned), with counts.
+    pub unknown: BTreeMap<String, usize>,
+    pub finalized_records: Option<u64>,
+}
+
+/// The whole model.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Timeline {
+    pub start_ms: Option<u64>,
+    pub end_ms: Option<u64>,
+    pub steps: Vec<Step>,
+    pub failures: Vec<Failure>,
+    pub markers: Markers,
+    /// Records per `kind` (cleaned), and per `status`.
+    pub kinds: BTreeMap<String, usize>,
+    pub statuses: BTreeMap<String, usize>,
+    pub records: usize,
+    /// Records rendered generically (unknown kind, or a payload that did not fit its kind).
+    pub generic: usize,
+    /// Records whose `startedAt` is missing or invalid.
+    pub bad_times: usize,
+    /// Distinct pages (targets) seen.
+    pub tabs: usize,
+}
+
+impl Timeline {
+    pub(crate) fn real_steps(&self) -> usize {
+        self.steps.iter().filter(|s| s.number.is_some()).count()
+    }
+
+    pub(crate) fn offset(&self, at: Option<u64>) -> Option<i64> {
+        let (Some(at), Some(start)) = (at, self.start_ms) else {
+            return None;
+        };
+        Some(at as i64 - start as i64)
+    }
+
+    pub(crate) fn step_of(&self, f: &Failure) -> &Step {
+        &self.steps[f.step]
+    }
+}
+
+/// Where a record sorts: its time (parsed `startedAt`, else the `actionId` millisecond prefix,
+/// else last), then its `actionId`.
+fn sort_time(r: &StoredRecord) -> (Option<u64>, bool) {
+    if let Some(ms) = r.started_at_ms {
+        return (Some(ms), true);
+    }
+    let prefix = r.action_id.get(..13).filter(|p| p.bytes().all(|b| b.is_ascii_digit()));
+    let from_id = prefix
+        .and_then(|p| p.parse::<u64>().ok())
+        .filter(|_| r.action_id.as_bytes().get(13) == Some(&b'-'));
+    (from_id, false)
+}
+
+/// Methods that are framework plumbing rather than steps.
+fn plumbing_category(method: &str) -> Option<Category> {
+    Some(match method {
+        "Runtime.evaluate" | "Runtime.callFunctionOn" => Category::Evaluation,
+        "Target.attachToTarget"
+        | "Target.activateTarget"
+        | "Target.setAutoAttach"
+        | "Target.getTargets"
+        | "Target.getTargetInfo"
+        | "Target.setDiscoverTargets"
+        | "Page.bringToFront" => Category::Attach,
+        "Page.startScreencast" | "Page.stopScreencast" | "Page.screencastFrame" => {
+            Category::Screencast
+        }
+        "DOM.setFileInputFiles" => return None,
+        m if m.starts_with("DOM.")
+            || m.starts_with("Runtime.")
+            || m.starts_with("Accessibility.")
+            || m.starts_with("CSS.")
+            || m.starts_with("DOMSnapshot.")
+            || m.starts_with("Page.get")
+            || m.starts_with("Page.addScriptToEvaluate")
+            || m.starts_with("Page.createIsolatedWorld") =>
+        {
+            Category::Query
+        }
+        _ => return None,
+    })
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Flattens a JSON payload into at most [`MAX_FIELDS`] `(path, value)` pairs for display.
+pub(crate) fn flatten(v: &Value) -> Vec<(String, String)> {
+    fn walk(v: &Value, path: &mut String, out: &mut Vec<(String, String)>, depth: usize) {
+        if out.len() > MAX_FIELDS {
+            return;
+        }
+        match v {
+            Value::Object(m) if depth < 4 && !m.is_empty() => {
+                for (k, child) in m {
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(&line(k, 40));
+                    walk(child, path, out, depth + 1);
+                    path.truncate(len);
+                }
+            }
+            Value::Array(a) if depth < 4 && !a.is_empty() => {
+                for (i, child) in a.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    walk(child, path, out, depth + 1);
+                    path.truncate(len);
+                }
+            }
+            Value::String(s) => out.push((path.clone(), line(s, MAX_FIELD))),
+            other => {
+                let text = serde_json::to_string(other).unwrap_or_default();
+                out.push((path.clone(), line(&text, MAX_FIELD)));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut path = String::new();
+    walk(v, &mut path, &mut out, 0);
+    if out.len() > MAX_FIELDS {
+        out.truncate(MAX_FIELDS);
+        out.push(("…".to_owned(), "more fields not shown".to_owned()));
+    }
+    out
+}
+
+/// Page memory: the last page per target handle, and overall.
+#[derive(Default)]
+struct Pages {
+    tabs: HashMap<String, usize>,
+    by_target: HashMap<String, Page>,
+    last: Option<Page>,
+}
+
+impl Pages {
+    /// The page of a record, and whether it was inferred.
+    fn of(&mut self, target: Option<&Value>) -> (Option<Page>, bool) {
+        let Some(t) = target.filter(|t| t.is_object()) else {
+            return (self.last.clone(), self.last.is_some());
+        };
+        if str_of(t, "type") == Some("browser") {
+            return (self.last.clone(), self.last.is_some());
+        }
+        let handle = str_of(t, "targetId").or_else(|| str_of(t, "id"));
+        let tab = handle.map(|h| {
+            let next = self.tabs.len() + 1;
+            *self.tabs.entry(h.to_owned()).or_insert(next)
+        });
+        let nonempty = |k: &str| str_of(t, k).filter(|s| !s.trim().is_empty());
+        let title = nonempty("title").map(|s| line(s, MAX_TITLE));
+        let url = nonempty("url").map(|s| line(s, MAX_URL));
+        if title.is_some() || url.is_some() {
+            let page = Page { title, url, tab };
+            if let Some(h) = handle {
+                self.by_target.insert(h.to_owned(), page.clone());
+            }
+            self.last = Some(page.clone());
+            return (Some(page), false);
+        }
+        let known = handle.and_then(|h| self.by_target.get(h)).cloned();
+        match known {
+            Some(p) => (Some(p), true),
+            None => match &self.last {
+                Some(p) => (Some(p.clone()), true),
+                None => (tab.map(|tab| Page { tab: Some(tab), ..Page::default() }), false),
+            },
+        }
+    }
+}
+
+/// What one record becomes.
+enum Role {
+    Step(What),
+    Plumb(Category, String),
+    Fail(FailWhat, bool),
+    Marker,
+}
+
+fn action_role(a: &cdp_evidence::StoredAction, foreign: bool) -> Role {
+    let method = a.method.as_str();
+    if !foreign {
+        if let Some(c) = plumbing_category(method) {
+            return Role::Plumb(c, line(method, MAX_WORD));
+        }
+    }
+    let url = a.url.as_deref().map(|u| line(u, MAX_URL));
+    let detail_str = |k: &str| a.detail.as_ref().and_then(|d| str_of(d, k));
+    let detail_u64 = |k: &str| a.detail.as_ref().and_then(|d| d.get(k)).and_then(Value::as_u64);
+    Role::Step(match method {
+        "Page.navigate" => What::Navigate { url },
+        "Page.reload" => What::Reload,
+        "Page.navigateToHistoryEntry" => What::History,
+        "Page.captureScreenshot" => What::Screenshot,
+        "Page.printToPDF" => What::Pdf,
+        "Page.stopLoading" => What::StopLoading,
+        "click" => match a.point {
+            Some(p) => What::Click {
+                x: p.x,
+                y: p.y,
+                button: detail_str("button").map(|b| line(b, 12)),
+                count: detail_u64("clickCount"),
+            },
+            None => What::Action {
+                method: "click".into(),
+                url,
+            },
+        },
+        "tap" => What::Tap {
+            x: a.point.map(|p| p.x),
+            y: a.point.map(|p| p.y),
+        },
+        "scroll" => What::Scroll,
+        "type" => What::Type {
+            chars: a.input.as_ref().map_or(0, |i| i.chars),
+            input_type: a
+                .input
+                .as_ref()
+                .and_then(|i| i.input_type.as_deref())
+                .map(|t| line(t, 24)),
+        },
+        "press" => What::Press {
+            key: detail_str("key").map(|k| line(k, 40)),
+        },
+        "Target.createTarget" => What::OpenPage { url },
+        "Target.closeTarget" => What::ClosePage,
+        "Browser.close" => What::CloseBrowser,
+        "DOM.setFileInputFiles" => What::Upload {
+            files: detail_u64("files"),
+        },
+        other => What::Action {
+            method: line(other, MAX_WORD),
+            url,
+        },
+    })
+}
+
+fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
+    let foreign = r.source.as_deref().is_some_and(|s| s != "relay");
+    let generic = |r: &StoredRecord| What::Generic {
+        kind: line(&r.kind, MAX_WORD),
+        method: str_of(&r.payload, "method").map(|m| line(m, MAX_WORD)),
+    };
+    let role = match typed {
+        StoredPayload::Action(a) => action_role(&a, foreign),
+        StoredPayload::Network(n) => Role::Fail(
+            FailWhat::Request {
+                method: line(&n.method, 16),
+                url: line(&n.url, MAX_URL),
+                status: n.status,
+                resource_type: n.resource_type.as_deref().map(|t| line(t, 32)),
+                duration_ms: n.duration_ms,
+                error_text: n.error_text.as_deref().map(|t| line(t, MAX_ERROR)),
+            },
+            true,
+        ),
+        StoredPayload::Console(c) => {
+            let level = serde_json::to_value(c.level)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let is_error = level != "warning";
+            Role::Fail(
+                FailWhat::Console {
+                    level,
+                    text: clean(&c.text, MAX_MESSAGE, Lines::Keep),
+                    url: c.url.as_deref().map(|u| line(u, MAX_URL)),
+                    line: c.line,
+                    column: c.column,
+                },
+                is_error,
+            )
+        }
+        StoredPayload::Lifecycle(l) => match l.event {
+            LifecycleEvent::UpstreamLost => Role::Fail(
+                FailWhat::ConnectionLost {
+                    detail: l.detail.as_deref().map(|d| line(d, MAX_ERROR)),
+                },
+                true,
+            ),
+            LifecycleEvent::ClientConnected => {
+                Role::Plumb(Category::Connection, "client connected".into())
+            }
+            LifecycleEvent::ClientDisconnected => {
+                Role::Plumb(Category::Connection, "client disconnected".into())
+            }
+        },
+        StoredPayload::Marker(_) => Role::Marker,
+        StoredPayload::Mismatch if r.kind == "network" || r.kind == "console" => Role::Fail(
+            FailWhat::Generic {
+                kind: r.kind.clone(),
+                fields: flatten(&r.payload),
+            },
+            r.kind == "network" || r.status.as_deref() == Some("error"),
+        ),
+        StoredPayload::Mismatch if r.kind == "marker" => Role::Marker,
+        StoredPayload::Mismatch | StoredPayload::Custom => Role::Step(generic(r)),
+        // A future variant of the read model: show it generically.
+        _ => Role::Step(generic(r)),
+    };
+    let is_generic = matches!(
+        &role,
+        Role::Step(What::Generic { .. }) | Role::Fail(FailWhat::Generic { .. }, _)
+    );
+    (role, is_generic)
+}
+
+fn marker(m: &mut Markers, r: &StoredRecord, typed: &StoredPayload) {
+    match typed {
+        StoredPayload::Marker(MarkerKind::EvidenceTruncated {
+            budget_bytes,
+            used_bytes,
+            ..
+        }) => m.truncated = Some((*budget_bytes, *used_bytes)),
+        StoredPayload::Marker(MarkerKind::EvidenceDropped { count }) => {
+            m.dropped = m.dropped.saturating_add(*count)
+        }
+        StoredPayload::Marker(MarkerKind::JournalRepaired { discarded_bytes }) => {
+            m.repaired.push(*discarded_bytes)
+        }
+        StoredPayload::Marker(MarkerKind::OwnerRecovered { .. }) => m.recovered += 1,
+        StoredPayload::Marker(MarkerKind::RunFinalized { records, .. }) => {
+            m.finalized_records = Some(*records)
+        }
+        StoredPayload::Marker(MarkerKind::RunStarted { .. }) => {}
+        _ => {
+            let word = str_of(&r.payload, "marker").unwrap_or("(no marker word)");
+            *m.unknown.entry(line(word, MAX_WORD)).or_insert(0) += 1;
+        }
+    }
+}
+
+fn is_repeatable(a: &What, b: &What) -> bool {
+    match (a, b) {
+        (What::Scroll, What::Scroll) => true,
+        (What::Press { key: ka }, What::Press { key: kb }) => ka == kb,
+        _ => false,
+    }
+}
+
+fn setup_step(at_ms: Option<u64>, time_known: bool, page: Option<Page>) -> Step {
+    Step {
+        number: None,
+        what: What::Setup,
+        repeat: 1,
+        at_ms,
+        time_known,
+        duration_ms: None,
+        outcome: Outcome::Info,
+        error: None,
+        source: None,
+        tool: None,
+        page_inferred: false,
+        page,
+        frames: Vec::new(),
+        files: Vec::new(),
+        plumbing: Vec::new(),
+        failures: Vec::new(),
+        fields: Vec::new(),
+        withheld: None,
+    }
+}
+
+/// Splits a record's artifacts into frames (declared images) and other files.
+fn attach_artifacts(step: &mut Step, r: &StoredRecord, at_ms: Option<u64>, screencast: bool) {
+    for path in &r.artifacts {
+        let shown_path = line(path, MAX_URL);
+        let refused = cdp_evidence::check_artifact_path(path).err();
+        match ImageType::of(path) {
+            Some(kind) => {
+                let frame = Frame {
+                    shown_path,
+                    raw_path: path.clone(),
+                    kind,
+                    at_ms,
+                    state: match refused {
+                        Some(why) => FrameState::Refused(why.reason().to_owned()),
+                        None => FrameState::Pending,
+                    },
+                    size: None,
+                    screencast,
+                };
+                if screencast && frame.state == FrameState::Pending {
+                    // Only the last screencast frame of a step is kept: it shows the state the
+                    // step left the page in.
+                    for f in step.frames.iter_mut().filter(|f| f.screencast) {
+                        if f.state == FrameState::Pending {
+                            f.state = FrameState::LeftOut(SUPERSEDED);
+                        }
+                    }
+                }
+                step.frames.push(frame);
+            }
+            None => step.files.push(FileRef {
+                shown_path,
+                refused: refused.map(|r| r.reason()),
+            }),
+        }
+    }
+}
+
+/// Builds the model from the journal's records (any order) and the run's start time.
+pub(crate) fn build(records: &[StoredRecord], manifest_start_ms: Option<u64>, manifest_end_ms: Option<u64>) -> Timeline {
+    let mut order: Vec<(Option<u64>, bool, &StoredRecord)> = records
+        .iter()
+        .map(|r| {
+            let (t, known) = sort_time(r);
+            (t, known, r)
+        })
+        .collect();
+    order.sort_by(|a, b| {
+        let ka = (a.0.is_none(), a.0.unwrap_or(0), a.2.action_id.as_str());
+        let kb = (b.0.is_none(), b.0.unwrap_or(0), b.2.action_id.as_str());
+        ka.cmp(&kb)
+    });
+
+    let mut tl = Timeline {
+        records: records.len(),
+        ..Timeline::default()
+    };
+    let mut pages = Pages::default();
+    let mut first_known: Option<u64> = None;
+    let mut last_end: Option<u64> = None;
+
+    for (at_ms, time_known, r) in order {
+        *tl.kinds.entry(line(&r.kind, MAX_WORD)).or_insert(0) += 1;
+        let status = Outcome::of(r.status.as_deref());
+        *tl.statuses.entry(status.word().to_owned()).or_insert(0) += 1;
+        if !time_known {
+            tl.bad_times += 1;
+        } else if let Some(t) = at_ms {
+            first_known = Some(first_known.map_or(t, |f| f.min(t)));
+            let end = t.saturating_add(r.duration_ms.unwrap_or(0));
+            last_end = Some(last_end.map_or(end, |e| e.max(end)));
+        }
+        let typed = r.typed_payload();
+        let (page, inferred) = pages.of(r.target.as_ref());
+        let (role, is_generic) = role(r, typed.clone());
+        if is_generic {
+            tl.generic += 1;
+        }
+        let source = r
+            .source
+            .as_deref()
+            .filter(|s| *s != "relay")
+            .map(|s| line(s, MAX_WORD));
+        let error = r.error.as_deref().map(|e| line(e, MAX_ERROR));
+        match role {
+            Role::Marker => marker(&mut tl.markers, r, &typed),
+            Role::Step(what) => {
+                if let Some(prev) = tl.steps.last_mut() {
+                    if prev.number.is_some()
+                        && is_repeatable(&prev.what, &what)
+                        && prev.source == source
+                        && prev.page == page
+                    {
+                        prev.repeat += 1;
+                        prev.outcome = prev.outcome.clone().max(status);
+                        if prev.error.is_none() {
+                            prev.error = error;
+                        }
+                        if let (Some(d), Some(more)) = (prev.duration_ms, r.duration_ms) {
+                            prev.duration_ms = Some(d.saturating_add(more));
+                        }
+                        attach_artifacts(prev, r, at_ms, false);
+                        continue;
+                    }
+                }
+                let number = tl.real_steps() + 1;
+                let mut fields = Vec::new();
+                if matches!(what, What::Generic { .. } | What::Action { .. }) {
+                    fields = flatten(&r.payload);
+                    fields.retain(|(k, _)| k != "method" && k != "url");
+                }
+                let withheld = r
+                    .payload
+                    .get("detail")
+                    .and_then(|d| str_of(d, "screenshotWithheld"))
+                    .map(|w| line(w, 120));
+                let mut step = Step {
+                    number: Some(number),
+                    what,
+                    repeat: 1,
+                    at_ms,
+                    time_known,
+                    duration_ms: r.duration_ms,
+                    outcome: status,
+                    error,
+                    source,
+                    tool: r.tool.as_deref().map(|t| line(t, MAX_WORD)),
+                    page,
+                    page_inferred: inferred,
+                    frames: Vec::new(),
+                    files: Vec::new(),
+                    plumbing: Vec::new(),
+                    failures: Vec::new(),
+                    fields,
+                    withheld,
+                };
+                attach_artifacts(&mut step, r, at_ms, false);
+                tl.steps.push(step);
+            }
+            Role::Plumb(category, label) => {
+                if tl.steps.is_empty() {
+                    tl.steps.push(setup_step(at_ms, time_known, page.clone()));
+                }
+                let Some(step) = tl.steps.last_mut() else {
+                    continue;
+                };
+                step.plumbing.push(Plumb {
+                    category,
+                    label,
+                    at_ms,
+                    duration_ms: r.duration_ms,
+                    outcome: status,
+                    error,
+                });
+                attach_artifacts(step, r, at_ms, category == Category::Screencast);
+                if step.page.is_none() {
+                    step.page = page;
+                    step.page_inferred = inferred;
+                }
+            }
+            Role::Fail(what, is_error) => {
+                if tl.steps.is_empty() {
+                    tl.steps.push(setup_step(at_ms, time_known, page.clone()));
+                }
+                let step = tl.steps.len() - 1;
+                let id = tl.failures.len() + 1;
+                tl.failures.push(Failure {
+                    id,
+                    step,
+                    at_ms,
+                    time_known,
+                    what,
+                    is_error,
+                    source,
+                    frame_after: None,
+                });
+                tl.steps[step].failures.push(id - 1);
+                attach_artifacts(&mut tl.steps[step], r, at_ms, false);
+            }
+        }
+    }
+    tl.tabs = pages.tabs.len();
+    tl.start_ms = manifest_start_ms.or(first_known);
+    tl.end_ms = manifest_end_ms.or(last_end);
+    tl
+}
+
+/// After the size policy: links each failure to the first step at or after it that shows a
+/// frame taken at or after the failure.
+pub(crate) fn link_frames_after(tl: &mut Timeline) {
+    let shown = |f: &Frame| matches!(f.state, FrameState::Embedded { .. });
+    for i in 0..tl.failures.len() {
+        let (step, at) = (tl.failures[i].step, tl.failures[i].at_ms);
+        let found = tl.steps[step..].iter().position(|s| {
+            s.frames
+                .iter()
+                .any(|f| shown(f) && matches!((f.at_ms, at), (Some(fa), Some(a)) if fa >= a))
+        });
+        tl.failures[i].frame_after = found.map(|k| step + k);
+    }
+}
