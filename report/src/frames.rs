@@ -42,7 +42,13 @@ pub(crate) fn spread(n: usize) -> Vec<usize> {
     let bits = usize::BITS - (n - 1).leading_zeros();
     let m = 1usize << bits;
     (0..m)
-        .map(|i| if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) })
+        .map(|i| {
+            if bits == 0 {
+                0
+            } else {
+                i.reverse_bits() >> (usize::BITS - bits)
+            }
+        })
         .filter(|&i| i < n)
         .collect()
 }

@@ -287,14 +287,18 @@ fn frame(s: &Step, f: &Frame) -> Markup {
 
 fn fail_badge(f: &Failure) -> Markup {
     let (class, word) = match &f.what {
-        FailWhat::Request { status: Some(s), .. } => ("error", s.to_string()),
+        FailWhat::Request {
+            status: Some(s), ..
+        } => ("error", s.to_string()),
         FailWhat::Request { .. } => ("error", "failed".to_owned()),
         FailWhat::Console { level, .. } => (
             if f.is_error { "error" } else { "warning" },
             format!("console.{level}"),
         ),
         FailWhat::ConnectionLost { .. } => ("error", "connection".to_owned()),
-        FailWhat::Generic { kind, .. } => (if f.is_error { "error" } else { "warning" }, kind.clone()),
+        FailWhat::Generic { kind, .. } => {
+            (if f.is_error { "error" } else { "warning" }, kind.clone())
+        }
     };
     html! { span class={ "badge " (class) } { (word) } }
 }
@@ -405,7 +409,12 @@ fn step_link(r: &Report, f: &Failure) -> Markup {
 }
 
 fn requests_table(r: &Report) -> Markup {
-    let rows: Vec<&Failure> = r.timeline.failures.iter().filter(|f| f.is_request()).collect();
+    let rows: Vec<&Failure> = r
+        .timeline
+        .failures
+        .iter()
+        .filter(|f| f.is_request())
+        .collect();
     html! {
         section #requests {
             h2 { "Failed requests" }
@@ -446,7 +455,12 @@ fn requests_table(r: &Report) -> Markup {
 }
 
 fn console_table(r: &Report) -> Markup {
-    let rows: Vec<&Failure> = r.timeline.failures.iter().filter(|f| f.is_console()).collect();
+    let rows: Vec<&Failure> = r
+        .timeline
+        .failures
+        .iter()
+        .filter(|f| f.is_console())
+        .collect();
     html! {
         section #console {
             h2 { "Console errors and warnings" }

@@ -177,9 +177,7 @@ fn open(run_dir: &Path) -> Result<RunDir, ReportError> {
 }
 
 fn render_run(run: &RunDir, run_dir: &Path, options: &Options) -> Result<Output, ReportError> {
-    let has = |name: &str| {
-        std::fs::symlink_metadata(run_dir.join(name)).is_ok()
-    };
+    let has = |name: &str| std::fs::symlink_metadata(run_dir.join(name)).is_ok();
     if !has(cdp_evidence::MANIFEST_FILE) && !has(cdp_evidence::JOURNAL_FILE) {
         return Err(ReportError::NotARun {
             path: run_dir.to_path_buf(),

@@ -81,8 +81,7 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
         Ok(None) => {
             notes.push(warn(
                 "No manifest",
-                "The run has no manifest.json; this report is built from the journal alone."
-                    .into(),
+                "The run has no manifest.json; this report is built from the journal alone.".into(),
             ));
             None
         }
@@ -115,9 +114,8 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
         }
     };
 
-    let parse_time = |s: Option<&String>| {
-        s.and_then(|s| cdp_evidence::time::parse_rfc3339_millis(s))
-    };
+    let parse_time =
+        |s: Option<&String>| s.and_then(|s| cdp_evidence::time::parse_rfc3339_millis(s));
     let start = parse_time(manifest.as_ref().and_then(|m| m.started_at.as_ref()));
     let end = parse_time(manifest.as_ref().and_then(|m| m.finalized_at.as_ref()));
     let mut tl = timeline::build(&journal.records, start, end);
@@ -136,8 +134,8 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
     // Evidence lost before it reached the journal.
     let truncation = manifest.as_ref().and_then(|m| m.truncation.clone());
     let refused = truncation.as_ref().map_or(0, |t| t.refused_artifacts);
-    let truncated =
-        truncation.as_ref().is_some_and(|t| t.artifacts_truncated) || tl.markers.truncated.is_some();
+    let truncated = truncation.as_ref().is_some_and(|t| t.artifacts_truncated)
+        || tl.markers.truncated.is_some();
     if truncated {
         let budget = truncation
             .as_ref()
@@ -169,7 +167,11 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
             "Evidence dropped",
             format!(
                 "{} dropped because the recorder could not keep up; the timeline may have gaps.",
-                count(dropped as usize, "piece of evidence was", "pieces of evidence were")
+                count(
+                    dropped as usize,
+                    "piece of evidence was",
+                    "pieces of evidence were"
+                )
             ),
         ));
     }
@@ -180,13 +182,21 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
             .take(8)
             .map(|c| c.line.to_string())
             .collect();
-        let more = if journal.corrupt.len() > 8 { ", …" } else { "" };
+        let more = if journal.corrupt.len() > 8 {
+            ", …"
+        } else {
+            ""
+        };
         notes.push(warn(
             "Unreadable records",
             format!(
                 "{} of the journal could not be read as records and {} not shown (line {}{more}).",
                 count(journal.corrupt.len(), "line", "lines"),
-                if journal.corrupt.len() == 1 { "is" } else { "are" },
+                if journal.corrupt.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                },
                 lines.join(", ")
             ),
         ));
@@ -254,7 +264,13 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
             .take(6)
             .map(|w| {
                 w.chars()
-                    .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '?' })
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                            c
+                        } else {
+                            '?'
+                        }
+                    })
                     .collect()
             })
             .collect();

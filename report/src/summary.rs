@@ -25,8 +25,7 @@ fn headline(h: &Headline) -> String {
 /// Notes we build are our words plus journal text in a few cases (a URL): quote them when they
 /// hold anything Markdown would interpret.
 fn md_code_if_needed(s: &str) -> String {
-    if s
-        .chars()
+    if s.chars()
         .all(|c| c.is_alphanumeric() || " ().,×→-:".contains(c))
     {
         s.to_owned()
@@ -208,15 +207,13 @@ pub(crate) fn render(r: &Report) -> String {
     if let Some(d) = r.duration_ms {
         when.push(format!("duration {}", duration(d)));
     }
-    when.push(
-        match &r.state {
-            RunState::Finalized => "finalized".to_owned(),
-            RunState::Running => "not finalized".to_owned(),
-            RunState::Legacy(Some(w)) => format!("legacy run, status {}", md_code(w)),
-            RunState::Legacy(None) => "legacy run".to_owned(),
-            RunState::Unknown => "no manifest".to_owned(),
-        },
-    );
+    when.push(match &r.state {
+        RunState::Finalized => "finalized".to_owned(),
+        RunState::Running => "not finalized".to_owned(),
+        RunState::Legacy(Some(w)) => format!("legacy run, status {}", md_code(w)),
+        RunState::Legacy(None) => "legacy run".to_owned(),
+        RunState::Unknown => "no manifest".to_owned(),
+    });
     let _ = writeln!(out, "- Run: {}", when.join(", "));
     let errors: Vec<&Failure> = tl.failures.iter().filter(|f| f.is_error).collect();
     let _ = writeln!(
@@ -260,7 +257,10 @@ pub(crate) fn render(r: &Report) -> String {
                 .map(|(k, n)| format!("{} {n}", md_code(&crate::text::line(k, 60))))
                 .collect();
             parts.extend(red.secrets.iter().take(100).map(|(k, n)| {
-                format!("{} {n}", md_code(&format!("${{{}}}", crate::text::line(k, 60))))
+                format!(
+                    "{} {n}",
+                    md_code(&format!("${{{}}}", crate::text::line(k, 60)))
+                )
             }));
             let _ = write!(out, "- Redactions: {}", red.total);
             if !parts.is_empty() {
@@ -277,7 +277,9 @@ pub(crate) fn render(r: &Report) -> String {
     for n in r.notes.iter().filter(|n| n.level == Level::Warn) {
         let _ = writeln!(out, "> **Warning — {}:** {}\n", n.title, n.text);
     }
-    out.push_str("> Screenshots are not redacted: review the frames in report.html before sharing it.\n\n");
+    out.push_str(
+        "> Screenshots are not redacted: review the frames in report.html before sharing it.\n\n",
+    );
     for n in r.notes.iter().filter(|n| n.level == Level::Info) {
         let _ = writeln!(out, "> {}: {}\n", n.title, n.text);
     }
@@ -302,11 +304,7 @@ pub(crate) fn render(r: &Report) -> String {
         // Inside a fenced block nothing is interpreted, so code spans are not needed there;
         // but a line of backticks could close the fence: the fence is made longer than any run.
         let body = out.split_off(start);
-        let longest = body
-            .split(|c| c != '`')
-            .map(str::len)
-            .max()
-            .unwrap_or(0);
+        let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
         if longest >= 3 {
             let fence = "`".repeat(longest + 1);
             out.truncate(out.len() - "```text\n".len());

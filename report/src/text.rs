@@ -41,16 +41,14 @@ pub(crate) enum Lines {
 /// `max_chars` characters kept, with the number of cut characters said.
 pub(crate) fn clean(s: &str, max_chars: usize, lines: Lines) -> String {
     let mut out = String::with_capacity(s.len().min(max_chars * 2));
-    let mut kept = 0usize;
     let mut chars = s.chars();
-    for c in chars.by_ref() {
+    for (kept, c) in chars.by_ref().enumerate() {
         if kept == max_chars {
-            // Put the char back into the count of what was cut.
+            // The char just taken is cut too.
             let rest = 1 + chars.clone().count();
             let _ = write!(out, "…[+{rest} chars]");
             return out;
         }
-        kept += 1;
         match c {
             '\n' if lines == Lines::Keep => out.push('\n'),
             '\n' | '\t' | '\r' if lines == Lines::One => out.push(' '),
@@ -129,13 +127,12 @@ pub(crate) fn utc(ms: u64) -> String {
 /// A Markdown code span that shows `s` literally whatever it contains (backticks included):
 /// nothing in it is a link, emphasis or HTML to a Markdown renderer.
 pub(crate) fn md_code(s: &str) -> String {
-    let longest = s
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    if s.is_empty() {
+        return "` `".to_owned();
+    }
+    let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
-    let pad = if s.starts_with('`') || s.ends_with('`') || s.is_empty() {
+    let pad = if s.starts_with('`') || s.ends_with('`') {
         " "
     } else {
         ""

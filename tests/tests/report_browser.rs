@@ -128,11 +128,14 @@ impl Shots {
         }
     }
 
-    fn save(&self, name: &str, png: &[u8]) {
-        assert!(png.starts_with(b"\x89PNG"), "{name} is a PNG");
-        std::fs::write(self.dir.join(name), png).expect("save shot");
+    fn save(&self, name: &str, bytes: &[u8]) {
+        assert!(
+            bytes.starts_with(b"\x89PNG") || bytes.starts_with(b"%PDF"),
+            "{name} is a PNG or a PDF"
+        );
+        std::fs::write(self.dir.join(name), bytes).expect("save shot");
         if let Some(c) = &self.copy {
-            std::fs::write(c.join(name), png).expect("copy shot");
+            std::fs::write(c.join(name), bytes).expect("copy shot");
         }
     }
 }
@@ -247,7 +250,11 @@ async fn report_opens_from_file_without_requests_and_lays_out_in_both_widths_and
             .filter(|e| e["params"]["request"]["url"] == url.as_str())
             .count();
         assert_eq!(documents, 1, "the document itself is loaded once");
-        assert_eq!(complaints(&events), Vec::<Value>::new(), "console, CSP or dialog");
+        assert_eq!(
+            complaints(&events),
+            Vec::<Value>::new(),
+            "console, CSP or dialog"
+        );
 
         // The pinned style applied (a hash mismatch would leave the page unstyled), no script,
         // both frames decoded, no horizontal overflow.
@@ -291,8 +298,6 @@ async fn report_opens_from_file_without_requests_and_lays_out_in_both_widths_and
     }
 
     // Printable: the print stylesheet lays it out without errors.
-    s.call("Emulation.setEmulatedMedia", json!({ "media": "print" }))
-        .await;
     set_view(&mut s, 800, false).await;
     s.call("Emulation.setEmulatedMedia", json!({ "media": "print" }))
         .await;
@@ -300,7 +305,10 @@ async fn report_opens_from_file_without_requests_and_lays_out_in_both_widths_and
     assert_eq!(complaints(&events), Vec::<Value>::new());
     shots.save("report-print.png", &s.screenshot(None).await);
     let pdf = s.call("Page.printToPDF", json!({})).await;
-    assert!(pdf["data"].as_str().is_some_and(|d| d.len() > 1000));
+    let pdf = base64::engine::general_purpose::STANDARD
+        .decode(pdf["data"].as_str().expect("pdf data"))
+        .expect("base64");
+    shots.save("report.pdf", &pdf);
     drop(chromium);
 }
 

@@ -42,7 +42,11 @@ impl RunBuilder {
 
     /// Writes `manifest.json` as given.
     pub fn manifest(&self, v: &Value) {
-        fs::write(self.dir.join("manifest.json"), serde_json::to_vec_pretty(v).unwrap()).unwrap();
+        fs::write(
+            self.dir.join("manifest.json"),
+            serde_json::to_vec_pretty(v).unwrap(),
+        )
+        .unwrap();
     }
 
     /// A finalized version-1 manifest for run `id`.
@@ -151,7 +155,11 @@ fn crc32(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -232,17 +240,38 @@ pub const LOGIN_RUN_ID: &str = "20260314T092653000Z-5be3c1a9f04d7e21";
 pub fn login_flow(dir: &Path, shots: [&[u8]; 2]) -> RunBuilder {
     let mut b = RunBuilder::new(dir);
     let blank = target("target:1f0c8a2d9e3b", "", "about:blank");
-    let login = target("target:1f0c8a2d9e3b", "Sign in · Acme Shop", "https://shop.acme.test/login");
-    let home = target("target:1f0c8a2d9e3b", "Dashboard · Acme Shop", "https://shop.acme.test/account");
-    let search = target("target:1f0c8a2d9e3b", "Search · Acme Shop", "https://shop.acme.test/search");
+    let login = target(
+        "target:1f0c8a2d9e3b",
+        "Sign in · Acme Shop",
+        "https://shop.acme.test/login",
+    );
+    let home = target(
+        "target:1f0c8a2d9e3b",
+        "Dashboard · Acme Shop",
+        "https://shop.acme.test/account",
+    );
+    let search = target(
+        "target:1f0c8a2d9e3b",
+        "Search · Acme Shop",
+        "https://shop.acme.test/search",
+    );
 
-    b.rec(0, "marker", json!({"marker": "runStarted", "pid": 4242}))["tool"] = json!("cdp-evidence");
-    b.rec(12, "lifecycle", json!({"event": "clientConnected", "connection": 1, "detail": "browser endpoint"}));
+    b.rec(0, "marker", json!({"marker": "runStarted", "pid": 4242}))["tool"] =
+        json!("cdp-evidence");
+    b.rec(
+        12,
+        "lifecycle",
+        json!({"event": "clientConnected", "connection": 1, "detail": "browser endpoint"}),
+    );
     b.action(31, "Target.attachToTarget", 4)["target"] = blank.clone();
     let mut t = 40;
     let evals = |b: &mut RunBuilder, t: &mut u64, n: usize, tgt: &Value| {
         for i in 0..n {
-            let m = if i % 3 == 0 { "Runtime.evaluate" } else { "Runtime.callFunctionOn" };
+            let m = if i % 3 == 0 {
+                "Runtime.evaluate"
+            } else {
+                "Runtime.callFunctionOn"
+            };
             let r = b.action(*t, m, 3 + (i as u64 % 5));
             r["payload"]["bytes"] = json!(180 + i * 37);
             r["target"] = tgt.clone();
@@ -331,7 +360,11 @@ pub fn login_flow(dir: &Path, shots: [&[u8]; 2]) -> RunBuilder {
     t = 6080;
     evals(&mut b, &mut t, 6, &search);
     b.action(6300, "Target.closeTarget", 20)["target"] = search.clone();
-    b.rec(6340, "lifecycle", json!({"event": "clientDisconnected", "connection": 1, "closeCode": 1000}));
+    b.rec(
+        6340,
+        "lifecycle",
+        json!({"event": "clientDisconnected", "connection": 1, "closeCode": 1000}),
+    );
     let n = b.records.len() + 1;
     b.rec(6400, "marker", json!({"marker": "runFinalized", "pid": 4242, "records": n, "artifactBytes": shots[0].len() + shots[1].len(), "droppedEvidence": 0}))["tool"] = json!("cdp-evidence");
     b.finish();
@@ -343,14 +376,14 @@ pub fn login_flow(dir: &Path, shots: [&[u8]; 2]) -> RunBuilder {
     b
 }
 
-/// A long synthetic run: `steps` steps cycling through navigate/click/type/press, each with a
-/// few evaluations, a failed request every 7th step, a console error every 11th, and `shots`
-/// screenshots of about `shot_bytes` bytes spread over the run.
+/// A long synthetic run: `steps` steps cycling through navigate/click/type/press, `shots` of
+/// them screenshots of about `shot_bytes` bytes spread over the run, each step with four
+/// evaluations, a failed request every 7th step and a console error every 11th.
 pub fn synthetic(dir: &Path, steps: usize, shots: usize, shot_bytes: usize) -> RunBuilder {
     let mut b = RunBuilder::new(dir);
     // A w×h RGB PNG stored uncompressed is about 3·w·h bytes.
     let side = ((shot_bytes / 3) as f64).sqrt() as u32;
-    let every = if shots == 0 { usize::MAX } else { (steps / shots).max(1) };
+    let every = steps.checked_div(shots).unwrap_or(usize::MAX).max(1);
     let mut t = 0u64;
     let mut stored = 0;
     for i in 0..steps {
@@ -360,33 +393,45 @@ pub fn synthetic(dir: &Path, steps: usize, shots: usize, shot_bytes: usize) -> R
             &format!("https://app.synthetic.test/section/{}/item", i / 10),
         );
         t += 250;
-        let r = match i % 4 {
-            0 => {
-                let r = b.action(t, "Page.navigate", 300);
-                r["payload"]["url"] = json!(format!("https://app.synthetic.test/section/{}/item", i / 10));
-                r
-            }
-            1 => {
-                let r = b.action(t, "click", 40);
-                r["payload"]["point"] = json!({"x": 100 + i % 700, "y": 200});
-                r
-            }
-            2 => {
-                let r = b.action(t, "type", 300);
-                r["payload"]["input"] = json!({"chars": 5 + i % 20, "inputType": "text"});
-                r
-            }
-            _ => {
-                let r = b.action(t, "press", 10);
-                r["payload"]["detail"] = json!({"key": "Tab"});
-                r
+        let shot = stored < shots && i % every == every - 1;
+        let r = if shot {
+            stored += 1;
+            let bytes = fake_screenshot(side, side, i as u32);
+            let path = b.artifact("screenshot", "png", &bytes);
+            let r = b.action(t, "Page.captureScreenshot", 120);
+            r["artifacts"] = json!([path]);
+            r
+        } else {
+            match i % 4 {
+                0 => {
+                    let r = b.action(t, "Page.navigate", 300);
+                    r["payload"]["url"] = json!(format!(
+                        "https://app.synthetic.test/section/{}/item",
+                        i / 10
+                    ));
+                    r
+                }
+                1 => {
+                    let r = b.action(t, "click", 40);
+                    r["payload"]["point"] = json!({"x": 100 + i % 700, "y": 200});
+                    r
+                }
+                2 => {
+                    let r = b.action(t, "type", 300);
+                    r["payload"]["input"] = json!({"chars": 5 + i % 20, "inputType": "text"});
+                    r
+                }
+                _ => {
+                    let r = b.action(t, "press", 10);
+                    r["payload"]["detail"] = json!({"key": "Tab"});
+                    r
+                }
             }
         };
         r["target"] = page.clone();
-        for k in 0..4 {
+        for _ in 0..4 {
             t += 20;
             b.action(t, "Runtime.callFunctionOn", 4)["target"] = page.clone();
-            let _ = k;
         }
         if i % 7 == 3 {
             t += 15;
@@ -396,18 +441,13 @@ pub fn synthetic(dir: &Path, steps: usize, shots: usize, shot_bytes: usize) -> R
             t += 15;
             b.rec(t, "console", json!({"level": "error", "text": format!("Error: item {i} failed to render"), "url": "https://app.synthetic.test/app.js", "line": 10, "column": i}))["target"] = page.clone();
         }
-        if stored < shots && i % every == every - 1 {
-            stored += 1;
-            t += 100;
-            let bytes = fake_screenshot(side, side, i as u32);
-            let shot = b.artifact("screenshot", "png", &bytes);
-            let r = b.action(t, "Page.captureScreenshot", 120);
-            r["artifacts"] = json!([shot]);
-            r["target"] = page.clone();
-        }
     }
     b.finish();
-    b.finalized_manifest("20260314T092653000Z-0000000000000500", T0 + t + 100, json!({}));
+    b.finalized_manifest(
+        "20260314T092653000Z-0000000000000500",
+        T0 + t + 100,
+        json!({}),
+    );
     b
 }
 
@@ -475,13 +515,33 @@ pub fn hostile_run(dir: &Path) -> RunBuilder {
         r["payload"]["point"] = json!({"x": 1, "y": 2});
         r["payload"]["detail"] = json!({"button": h, "clickCount": 1});
         b.action(at + 5, "Runtime.evaluate", 1)["error"] = hv.clone();
-        b.rec(at + 6, "network", json!({"method": h, "url": h, "status": 500, "resourceType": h, "errorText": h}));
-        b.rec(at + 7, "network", json!({"method": h, "url": h, "errorText": h, "status": h}));
-        b.rec(at + 8, "console", json!({"level": "error", "text": h, "url": h, "line": 1, "column": 2}));
+        b.rec(
+            at + 6,
+            "network",
+            json!({"method": h, "url": h, "status": 500, "resourceType": h, "errorText": h}),
+        );
+        b.rec(
+            at + 7,
+            "network",
+            json!({"method": h, "url": h, "errorText": h, "status": h}),
+        );
+        b.rec(
+            at + 8,
+            "console",
+            json!({"level": "error", "text": h, "url": h, "line": 1, "column": 2}),
+        );
         b.rec(at + 9, "console", json!({"level": h, "text": h}));
-        b.rec(at + 10, "lifecycle", json!({"event": "upstreamLost", "connection": 1, "detail": h}));
+        b.rec(
+            at + 10,
+            "lifecycle",
+            json!({"event": "upstreamLost", "connection": 1, "detail": h}),
+        );
         b.rec(at + 11, "marker", json!({"marker": h}));
-        b.rec(at + 12, h, json!({ h: h, "nested": { h: [h, 1, null] }, "method": h }));
+        b.rec(
+            at + 12,
+            h,
+            json!({ h: h, "nested": { h: [h, 1, null] }, "method": h }),
+        );
         let r = b.rec(at + 13, "gesture", json!({"dx": 1}));
         r["startedAt"] = hv.clone();
         r["actionId"] = hv.clone();
