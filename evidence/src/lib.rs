@@ -11,7 +11,10 @@
 //! ```
 //!
 //! The journal is the redaction boundary: a [`Record`] can only be built from `cdp_sanitize`
-//! types, so nothing unsanitized can be appended. Reading back gives plain [`StoredRecord`]s.
+//! types, so nothing unsanitized can be appended. Reading back gives plain [`StoredRecord`]s,
+//! whose payloads parse ([`StoredRecord::typed_payload`]) into the same payload types in their
+//! read-only [`Stored`] form. [`RunDir`] reads one run confined to its directory (every file
+//! opened with `openat(O_NOFOLLOW)`), for the report renderer.
 //! The full contract for producers in other languages is `docs/evidence-format.md`.
 //!
 //! ```

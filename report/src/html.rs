@@ -12,6 +12,9 @@ use base64::Engine as _;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use sha2::{Digest, Sha256};
 
+/// The jump list names at most this many failures.
+const JUMP_MAX: usize = 100;
+
 /// The report's only style, inlined verbatim.
 pub(crate) const STYLE: &str = include_str!("report.css");
 
@@ -93,13 +96,16 @@ pub(crate) fn render(r: &Report) -> String {
                         nav.jump aria-label="Failures" {
                             h2 { (count(errors.len(), "failure", "failures")) }
                             ol {
-                                @for f in &errors {
+                                @for f in errors.iter().take(JUMP_MAX) {
                                     li { a href={ "#" (f.anchor()) } {
                                         span.fid { "F" (f.id) }
                                         span.jt { (fail_badge(f)) " " (fail_line(f)) }
                                         span.where { (where_(r, f)) }
                                     } }
                                 }
+                            }
+                            @if errors.len() > JUMP_MAX {
+                                p.small { (errors.len() - JUMP_MAX) " more in the tables below." }
                             }
                         }
                     }
@@ -181,9 +187,11 @@ fn badge(o: &Outcome) -> Markup {
 fn step(r: &Report, s: &Step) -> Markup {
     let tl = &r.timeline;
     let has_frames = !s.frames.is_empty() || !s.files.is_empty();
+    let has_fail = s.failures.iter().any(|&i| tl.failures[i].is_error);
     let class = format!(
-        "step s-{}{}{}",
+        "step s-{}{}{}{}",
         s.outcome.class(),
+        if has_fail { " has-fail" } else { "" },
         if has_frames { "" } else { " noframe" },
         if s.number.is_none() { " setup" } else { "" }
     );
@@ -272,7 +280,7 @@ fn frame(s: &Step, f: &Frame) -> Markup {
                 details.frame {
                     summary { img src=(data_uri) alt=(alt) decoding="async"; }
                 }
-                p.cap { (f.kind.name()) " · " (bytes(*n)) " · click to enlarge" }
+                p.cap { (f.kind.name()) " · " (bytes(*n)) " · " span.hint {} }
             }
             FrameState::LeftOut(why) => {
                 div.noimg { "Frame left out: " (why) span.p.u { (f.shown_path) } }
@@ -308,7 +316,7 @@ fn fail_line(f: &Failure) -> Markup {
     html! {
         @match &f.what {
             FailWhat::Request { method, url, error_text, status, .. } => {
-                span.m { (method) } " " code.u { (url) }
+                span.m { (method) } " " code.u { (shorten(url, 120)) }
                 @if status.is_none() { @if let Some(e) = error_text { " " span.u { (e) } } }
             }
             FailWhat::Console { text, .. } => {
@@ -316,10 +324,20 @@ fn fail_line(f: &Failure) -> Markup {
             }
             FailWhat::ConnectionLost { .. } => { "The browser connection was lost" }
             FailWhat::Generic { fields, .. } => {
-                span.u { "record with an unreadable payload" @if let Some((k, v)) = fields.first() { " (" (k) ": " (v) ")" } }
+                span.u { "record with an unreadable payload" @if let Some((k, v)) = fields.first() { " (" (k) ": " (shorten(v, 100)) ")" } }
             }
         }
     }
+}
+
+/// At most `max` characters of an already cleaned string.
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max).collect();
+    out.push('…');
+    out
 }
 
 fn first_line(text: &str, max: usize) -> String {

@@ -162,6 +162,29 @@ async fn app_screenshot(s: &mut Session, html: &str) -> Vec<u8> {
     s.screenshot(None).await
 }
 
+/// Screenshots of consecutive pieces of the page, readable at full size.
+async fn save_pieces(
+    s: &mut Session,
+    shots: &Shots,
+    prefix: &str,
+    width: u32,
+    height: f64,
+    max: usize,
+) {
+    let piece: f64 = if width < 500 { 844.0 } else { 1100.0 };
+    let mut y = 0.0;
+    for i in 1..=max {
+        if y >= height {
+            break;
+        }
+        let png = s
+            .screenshot(Some((0.0, y, f64::from(width), piece.min(height - y))))
+            .await;
+        shots.save(&format!("{prefix}-part{i}.png"), &png);
+        y += piece;
+    }
+}
+
 async fn set_view(s: &mut Session, width: u32, dark: bool) {
     s.call(
         "Emulation.setDeviceMetricsOverride",
@@ -282,20 +305,33 @@ async fn report_opens_from_file_without_requests_and_lays_out_in_both_widths_and
         let scheme = if dark { "dark" } else { "light" };
         let full = s.screenshot(None).await;
         shots.save(&format!("report-{width}-{scheme}.png"), &full);
-        // Readable pieces of the page, for a person to look at.
         let height = checks["height"].as_f64().unwrap_or(900.0);
-        let piece: f64 = if width < 500 { 844.0 } else { 1100.0 };
-        let mut y = 0.0;
-        let mut i = 1;
-        while y < height && i <= 8 {
-            let png = s
-                .screenshot(Some((0.0, y, f64::from(width), piece.min(height - y))))
-                .await;
-            shots.save(&format!("report-{width}-{scheme}-part{i}.png"), &png);
-            y += piece;
-            i += 1;
-        }
+        save_pieces(
+            &mut s,
+            &shots,
+            &format!("report-{width}-{scheme}"),
+            width,
+            height,
+            8,
+        )
+        .await;
     }
+
+    // An enlarged frame and an unfolded fold, for a person to look at.
+    set_view(&mut s, 1280, false).await;
+    s.load(&url).await;
+    let top = s
+        .eval(
+            r#"(() => { document.querySelector('details.frame').open = true;
+                 document.querySelector('details.fold').open = true;
+                 return document.querySelector('details.frame').closest('li').getBoundingClientRect().top + scrollY; })()"#,
+        )
+        .await;
+    let top = top.as_f64().unwrap_or(0.0);
+    shots.save(
+        "report-1280-frame-open.png",
+        &s.screenshot(Some((0.0, top - 20.0, 1280.0, 1000.0))).await,
+    );
 
     // Printable: the print stylesheet lays it out without errors.
     set_view(&mut s, 800, false).await;
@@ -377,6 +413,15 @@ async fn a_hostile_run_renders_inert_in_the_browser() {
     assert_eq!(checks["links"], 0, "{checks}");
     assert_eq!(checks["shown"], true, "hostile text is shown as text");
     let shots = Shots::new(&tmp.path().join("shots"));
-    shots.save("hostile-1280-light.png", &s.screenshot(None).await);
+    let height = s.eval("document.documentElement.scrollHeight").await;
+    save_pieces(
+        &mut s,
+        &shots,
+        "hostile-1280-light",
+        1280,
+        height.as_f64().unwrap_or(900.0),
+        4,
+    )
+    .await;
     drop(chromium);
 }
