@@ -166,15 +166,21 @@ fn read_head(file: &mut impl Read, head: &mut [u8]) -> usize {
 /// The order in which candidates are offered to the budget (indexes into `candidates`).
 fn priority(tl: &Timeline, candidates: &[Candidate]) -> Vec<usize> {
     let mut first = vec![false; candidates.len()];
-    // The first frame at or after each failure (candidates are in step order).
+    // The first frame at or after each failure. Candidates are in step order, so the search
+    // starts at the failure's step: a frame of that step counts if it was taken at or after the
+    // failure, any frame of a later step counts.
     for f in tl.failures.iter().filter(|f| f.is_error) {
-        let hit = candidates.iter().position(|c| {
-            c.step >= f.step
-                && match (tl.steps[c.step].frames[c.frame].at_ms, f.at_ms) {
-                    (Some(fa), Some(a)) => fa >= a,
-                    _ => c.step > f.step,
-                }
-        });
+        let from = candidates.partition_point(|c| c.step < f.step);
+        let hit = candidates[from..]
+            .iter()
+            .position(|c| {
+                c.step > f.step
+                    || matches!(
+                        (tl.steps[c.step].frames[c.frame].at_ms, f.at_ms),
+                        (Some(fa), Some(a)) if fa >= a
+                    )
+            })
+            .map(|k| from + k);
         if let Some(i) = hit {
             first[i] = true;
         }
@@ -202,6 +208,87 @@ fn priority(tl: &Timeline, candidates: &[Candidate]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline;
+    use cdp_evidence::StoredRecord;
+    use serde_json::json;
+
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n0123456789";
+
+    /// Ten screenshot steps with one frame each, a failure after the 7th, frames on disk.
+    fn run(dir: &std::path::Path) -> Timeline {
+        std::fs::create_dir_all(dir.join("artifacts")).unwrap();
+        let mut records = Vec::new();
+        for i in 0..10u64 {
+            let name = format!("{i:06}-s.png");
+            std::fs::write(dir.join("artifacts").join(&name), PNG).unwrap();
+            records.push(json!({"actionId": format!("{i}"), "kind": "action", "startedAt": format!("2026-01-01T00:00:{:02}.000Z", i * 2),
+                "status": "ok", "artifacts": [format!("artifacts/{name}")], "payload": {"method": "Page.captureScreenshot"}}));
+        }
+        records.push(json!({"actionId": "f", "kind": "network", "startedAt": "2026-01-01T00:00:13.000Z",
+            "status": "error", "payload": {"method": "GET", "url": "https://a.test/", "status": 500}}));
+        let records: Vec<StoredRecord> = records
+            .into_iter()
+            .map(|v| StoredRecord::from_value(v).unwrap())
+            .collect();
+        timeline::build(&records, None, None)
+    }
+
+    fn embedded(tl: &Timeline) -> Vec<usize> {
+        tl.steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s.frames[0].state, FrameState::Embedded { .. }))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    #[test]
+    fn frames_after_failures_come_first_then_the_last_then_spread() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut tl = run(tmp.path());
+        let dir = RunDir::open(tmp.path()).unwrap();
+        let options = Options {
+            max_frames: 3,
+            ..Options::default()
+        };
+        let stats = embed(&mut tl, &dir, &options);
+        assert_eq!((stats.embedded, stats.left_out, stats.refused), (3, 7, 0));
+        // The failure at 13 s happened during step 7 (12 s): the frame after it is step 8's.
+        // Then the last frame (step 10), then the first of the spread (step 1).
+        assert_eq!(embedded(&tl), vec![0, 7, 9]);
+        timeline::link_frames_after(&mut tl);
+        assert_eq!(tl.failures[0].frame_after, Some(7));
+        assert_eq!(stats.embedded_bytes, 3 * PNG.len() as u64);
+        assert!(matches!(
+            tl.steps[1].frames[0].state,
+            FrameState::LeftOut(OVER_COUNT)
+        ));
+    }
+
+    #[test]
+    fn the_byte_budget_and_the_per_frame_cap_apply() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut tl = run(tmp.path());
+        let dir = RunDir::open(tmp.path()).unwrap();
+        let mut options = Options {
+            max_embedded_bytes: 2 * PNG.len() as u64,
+            ..Options::default()
+        };
+        let stats = embed(&mut tl, &dir, &options);
+        assert_eq!(stats.embedded, 2);
+        assert!(matches!(
+            tl.steps[0].frames[0].state,
+            FrameState::LeftOut(OVER_BUDGET)
+        ));
+        let mut tl = run(tmp.path());
+        options.max_frame_bytes = PNG.len() as u64 - 1;
+        let stats = embed(&mut tl, &dir, &options);
+        assert_eq!(stats.embedded, 0);
+        assert!(matches!(
+            tl.steps[0].frames[0].state,
+            FrameState::LeftOut(TOO_LARGE)
+        ));
+    }
 
     #[test]
     fn spread_covers_everything_once_and_prefixes_are_even() {

@@ -433,6 +433,7 @@ pub(crate) fn build(
     };
     let mut pages = Pages::default();
     let mut first_known: Option<u64> = None;
+    let mut numbered = 0usize;
     let mut last_end: Option<u64> = None;
 
     for (at_ms, time_known, r) in order {
@@ -479,7 +480,8 @@ pub(crate) fn build(
                         continue;
                     }
                 }
-                let number = tl.real_steps() + 1;
+                numbered += 1;
+                let number = numbered;
                 let mut fields = Vec::new();
                 if matches!(what, What::Generic { .. } | What::Action { .. }) {
                     fields = flatten(&r.payload);
@@ -565,14 +567,23 @@ pub(crate) fn build(
 /// frame taken at or after the failure.
 pub(crate) fn link_frames_after(tl: &mut Timeline) {
     let shown = |f: &Frame| matches!(f.state, FrameState::Embedded { .. });
-    for i in 0..tl.failures.len() {
-        let (step, at) = (tl.failures[i].step, tl.failures[i].at_ms);
-        let found = tl.steps[step..].iter().position(|s| {
-            s.frames
-                .iter()
-                .any(|f| shown(f) && matches!((f.at_ms, at), (Some(fa), Some(a)) if fa >= a))
-        });
-        tl.failures[i].frame_after = found.map(|k| step + k);
+    // next[i]: the first step at or after step i that shows a frame.
+    let mut next = vec![None; tl.steps.len() + 1];
+    for i in (0..tl.steps.len()).rev() {
+        next[i] = if tl.steps[i].frames.iter().any(shown) {
+            Some(i)
+        } else {
+            next[i + 1]
+        };
+    }
+    for f in &mut tl.failures {
+        // In the failure's own step only a frame taken at or after it counts; every frame of a
+        // later step was taken after it.
+        let own = tl.steps[f.step]
+            .frames
+            .iter()
+            .any(|fr| shown(fr) && matches!((fr.at_ms, f.at_ms), (Some(a), Some(b)) if a >= b));
+        f.frame_after = if own { Some(f.step) } else { next[f.step + 1] };
     }
 }
 
