@@ -74,7 +74,15 @@ pub(crate) fn render(r: &Report) -> String {
                             @if other_failures > 0 {
                                 div.bad { dt { "Other failures" } dd { (other_failures) } }
                             }
-                            div { dt { "Frames" } dd { (r.frames.embedded) } }
+                            div {
+                                dt { "Frames" }
+                                dd {
+                                    (r.frames.embedded)
+                                    @if r.frames.left_out + r.frames.refused > 0 {
+                                        span.of { " of " (r.frames.embedded + r.frames.left_out + r.frames.refused) }
+                                    }
+                                }
+                            }
                             div { dt { "Records" } dd { (tl.records) } }
                         }
                     }

@@ -21,6 +21,13 @@ fn a_long_run_stays_within_the_size_policy() {
         "synthetic 500 steps / 100 screenshots: report.html {} bytes, summary.md {} bytes, {} frames embedded ({} image bytes), {} left out, {} records, rendered in {took:?}",
         f.html_bytes, f.summary_bytes, f.frames_embedded, f.embedded_bytes, f.frames_left_out, f.records
     );
+    if let Some(dump) = std::env::var_os("CDP_REPORT_DUMP") {
+        std::fs::write(
+            std::path::Path::new(&dump).join("synthetic.html"),
+            &out.html,
+        )
+        .unwrap();
+    }
     assert_eq!(f.steps, 500);
     assert_eq!(f.frames_embedded + f.frames_left_out, 100);
     assert!(f.frames_embedded <= options.max_frames);
