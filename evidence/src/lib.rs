@@ -11,7 +11,10 @@
 //! ```
 //!
 //! The journal is the redaction boundary: a [`Record`] can only be built from `cdp_sanitize`
-//! types, so nothing unsanitized can be appended. Reading back gives plain [`StoredRecord`]s.
+//! types, so nothing unsanitized can be appended. Reading back gives plain [`StoredRecord`]s,
+//! whose payloads parse ([`StoredRecord::typed_payload`]) into the same payload types in their
+//! read-only [`Stored`] form. [`RunDir`] reads one run confined to its directory (every file
+//! opened with `openat(O_NOFOLLOW)`), for the report renderer.
 //! The full contract for producers in other languages is `docs/evidence-format.md`.
 //!
 //! ```
@@ -44,6 +47,7 @@ mod reader;
 mod record;
 mod retention;
 mod run;
+mod rundir;
 mod store;
 pub mod time;
 
@@ -58,14 +62,17 @@ pub use paths::{
 };
 pub use reader::{
     parse_journal, read_bounded_line, read_journal_from, BoundedLine, CorruptLine, JournalRead,
-    StoredRecord, TornTail, MAX_LINE_BYTES,
+    StoredPayload, StoredRecord, TornTail, MAX_LINE_BYTES,
 };
 pub use record::{
-    Action, ArtifactRef, Console, ConsoleLevel, CustomKind, Lifecycle, LifecycleEvent, Marker,
-    Point, Record, RecordKind, Status, BUILTIN_KINDS, TARGET_FIELDS,
+    Action, ActionOf, ArtifactRef, Console, ConsoleLevel, ConsoleOf, CustomKind, Form, Lifecycle,
+    LifecycleEvent, LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Sanitized, Status,
+    Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork,
+    BUILTIN_KINDS, TARGET_FIELDS,
 };
 pub use retention::{PruneReport, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals};
+pub use rundir::{check_artifact_path, ArtifactFile, ArtifactRefusal, RunDir};
 pub use store::{
     EvidenceConfig, Store, DEFAULT_ARTIFACT_BUDGET_BYTES, DEFAULT_KEEP_FINALIZED_RUNS,
     DEFAULT_MAX_RECORD_BYTES, DEFAULT_ROOT, MIN_MAX_RECORD_BYTES,

@@ -8,6 +8,8 @@
 //! writer) and reported as [`TornTail`]; every other bad line is reported as [`CorruptLine`],
 //! never silently skipped. Error reasons never quote line content.
 
+use crate::record::{MarkerKind, StoredAction, StoredConsole, StoredLifecycle, StoredNetwork};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::io::{self, BufRead};
 
@@ -97,6 +99,26 @@ impl StoredRecord {
         })
     }
 
+    /// The payload read into the format's schema (the same types the writer serializes, in
+    /// their [`crate::Stored`] form). Unknown payload fields are ignored; a built-in kind whose
+    /// payload does not fit is [`StoredPayload::Mismatch`] and is best shown from
+    /// [`StoredRecord::payload`] as written.
+    pub fn typed_payload(&self) -> StoredPayload {
+        fn parse<'a, T: Deserialize<'a>>(v: &'a Value) -> Option<T> {
+            T::deserialize(v).ok()
+        }
+        let p = &self.payload;
+        let typed = match self.kind.as_str() {
+            "action" => parse(p).map(StoredPayload::Action),
+            "network" => parse(p).map(StoredPayload::Network),
+            "console" => parse(p).map(StoredPayload::Console),
+            "lifecycle" => parse(p).map(StoredPayload::Lifecycle),
+            "marker" => parse(p).map(StoredPayload::Marker),
+            _ => Some(StoredPayload::Custom),
+        };
+        typed.unwrap_or(StoredPayload::Mismatch)
+    }
+
     /// The marker word (`runStarted`, `evidenceTruncated`, ...) when this is a marker record.
     pub fn marker(&self) -> Option<&str> {
         if self.kind != "marker" {
@@ -104,6 +126,27 @@ impl StoredRecord {
         }
         self.payload.get("marker").and_then(Value::as_str)
     }
+}
+
+/// A record's payload in the format's schema; see [`StoredRecord::typed_payload`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum StoredPayload {
+    /// `kind: "action"`.
+    Action(StoredAction),
+    /// `kind: "network"`.
+    Network(StoredNetwork),
+    /// `kind: "console"`.
+    Console(StoredConsole),
+    /// `kind: "lifecycle"`.
+    Lifecycle(StoredLifecycle),
+    /// `kind: "marker"` with a marker word this version knows.
+    Marker(MarkerKind),
+    /// A producer-defined kind: its payload is any JSON, as written.
+    Custom,
+    /// A built-in kind whose payload does not fit its schema (a wrong type, a missing field, an
+    /// unknown level, event or marker word).
+    Mismatch,
 }
 
 /// A line that is not a record.

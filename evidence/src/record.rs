@@ -4,16 +4,126 @@
 //! `cdp_sanitize` type ([`SafeText`], [`SafeUrl`], [`SafeJson`]) or a validated token ([`Source`],
 //! [`CustomKind`]'s name), and none of those can be built from runtime text except by the
 //! sanitizer. Numbers (durations, coordinates, sizes, counts) carry no text. Nothing here does I/O.
+//!
+//! One schema for writing and reading: each payload struct is generic over a [`Form`], the set of
+//! string types it is made of. [`Sanitized`] (the write side: `Safe*` types, `Serialize` only) and
+//! [`Stored`] (the read side: plain `String`s and JSON, `Deserialize` only) share the field
+//! names, casing and optionality written once in the derives. A `Stored` payload can never reach
+//! the journal: [`RecordKind`] only takes the `Sanitized` form, and `Safe*` types still have no
+//! `Deserialize`.
 
 use crate::error::Error;
 use crate::ids::{validate_id, Source};
 use cdp_sanitize::{InputSummary, NetworkFailure, SafeJson, SafeText, SafeUrl};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::fmt;
 use std::time::{Duration, SystemTime};
 
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Sanitized {}
+    impl Sealed for super::Stored {}
+}
+
+/// The string types a payload is built from: [`Sanitized`] to write, [`Stored`] to read.
+/// Sealed: there are exactly these two forms.
+///
+/// The write form cannot be deserialized, and the read form cannot be appended:
+///
+/// ```compile_fail
+/// let a: cdp_evidence::Action = serde_json::from_str(r#"{"method":"x"}"#).unwrap();
+/// ```
+///
+/// ```compile_fail
+/// let a: cdp_evidence::StoredAction = serde_json::from_str(r#"{"method":"x"}"#).unwrap();
+/// let _ = cdp_evidence::RecordKind::Action(a);
+/// ```
+pub trait Form: sealed::Sealed + Clone + fmt::Debug + PartialEq + 'static {
+    /// Free text (`method`, `text`, `detail` of a lifecycle event).
+    type Text: Clone + fmt::Debug + PartialEq;
+    /// A URL reduced to origin and path.
+    type Url: Clone + fmt::Debug + PartialEq;
+    /// Small structured detail.
+    type Json: Clone + fmt::Debug + PartialEq;
+    /// Typed input reduced to its length and input type.
+    type Input: Clone + fmt::Debug + PartialEq;
+}
+
+/// The write form: every string is a `cdp_sanitize` type, so a payload is sanitized by
+/// construction. Payloads of this form serialize; they never deserialize.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sanitized {}
+
+impl Form for Sanitized {
+    type Text = SafeText;
+    type Url = SafeUrl;
+    type Json = SafeJson;
+    type Input = InputSummary;
+}
+
+/// The read form: plain strings and JSON as read back from a journal, whoever wrote it. Not
+/// proof of sanitization, and not accepted by [`RecordKind`], so it cannot be written back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {}
+
+impl Form for Stored {
+    type Text = String;
+    type Url = String;
+    type Json = Value;
+    type Input = StoredInput;
+}
+
+/// `payload.input` as read back (the read side of `cdp_sanitize::InputSummary`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredInput {
+    /// Number of characters typed.
+    pub chars: u64,
+    /// The field kind as written (`password`, `text`, ...); absent from some foreign producers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_type: Option<String>,
+}
+
+/// `kind: "network"` as read back (the read side of `cdp_sanitize::NetworkFailure`, whose
+/// fields are private to the sanitizer; a test pins the two schemas together).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredNetwork {
+    /// HTTP method.
+    pub method: String,
+    /// Origin and path.
+    pub url: String,
+    /// HTTP status, if a response arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// CDP resource type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_type: Option<String>,
+    /// Time from request to failure (fractions rounded).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_millis"
+    )]
+    pub duration_ms: Option<u64>,
+    /// Failure text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_text: Option<String>,
+}
+
+/// A non-negative number of milliseconds; fractions are rounded (other producers write them).
+fn lenient_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = Option::<f64>::deserialize(d)?;
+    match v {
+        None => Ok(None),
+        Some(f) if f.is_finite() && f >= 0.0 => Ok(Some(f.round() as u64)),
+        Some(_) => Err(serde::de::Error::custom("not a non-negative number")),
+    }
+}
+
 /// Outcome of a record. A closed set: readers may rely on these four words.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Status {
     /// The action succeeded.
@@ -67,7 +177,7 @@ impl ArtifactRef {
 }
 
 /// A click or touch point in CSS pixels.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     /// Horizontal position.
     pub x: f64,
@@ -76,28 +186,39 @@ pub struct Point {
 }
 
 /// `kind: "action"` — a client command worth a filmstrip step.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    bound(
+        serialize = "F::Text: Serialize, F::Url: Serialize, F::Json: Serialize, F::Input: Serialize",
+        deserialize = "F::Text: Deserialize<'de>, F::Url: Deserialize<'de>, F::Json: Deserialize<'de>, F::Input: Deserialize<'de>"
+    )
+)]
 #[non_exhaustive]
-pub struct Action {
+pub struct ActionOf<F: Form> {
     /// The CDP method (or the producer's verb), e.g. `Page.navigate`.
-    pub method: SafeText,
+    pub method: F::Text,
     /// The sanitized URL involved (navigation target).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<SafeUrl>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<F::Url>,
     /// Typed text reduced to length and input type.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub input: Option<InputSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<F::Input>,
     /// Where a click or tap landed.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub point: Option<Point>,
     /// A size in bytes (an evaluated expression, a screenshot).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
     /// Small sanitized extra detail.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<SafeJson>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<F::Json>,
 }
+
+/// An action to write (sanitized form).
+pub type Action = ActionOf<Sanitized>;
+/// An action as read back from a journal.
+pub type StoredAction = ActionOf<Stored>;
 
 impl Action {
     /// An action with only its method; set the other fields as needed.
@@ -114,7 +235,7 @@ impl Action {
 }
 
 /// Console entry levels that make evidence.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ConsoleLevel {
     /// `console.error` or a `Log` error entry.
@@ -141,24 +262,35 @@ impl ConsoleLevel {
 }
 
 /// `kind: "console"` — a console error, warning, assertion or uncaught exception.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    bound(
+        serialize = "F::Text: Serialize, F::Url: Serialize",
+        deserialize = "F::Text: Deserialize<'de>, F::Url: Deserialize<'de>"
+    )
+)]
 #[non_exhaustive]
-pub struct Console {
+pub struct ConsoleOf<F: Form> {
     /// Severity.
     pub level: ConsoleLevel,
     /// The sanitized message.
-    pub text: SafeText,
+    pub text: F::Text,
     /// Sanitized source URL.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<SafeUrl>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<F::Url>,
     /// 1-based source line.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
     /// 1-based source column.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<u32>,
 }
+
+/// A console entry to write (sanitized form).
+pub type Console = ConsoleOf<Sanitized>;
+/// A console entry as read back from a journal.
+pub type StoredConsole = ConsoleOf<Stored>;
 
 impl Console {
     /// A console entry without a source location.
@@ -174,7 +306,7 @@ impl Console {
 }
 
 /// Connection events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum LifecycleEvent {
     /// A CDP client connected through the relay.
@@ -198,21 +330,32 @@ impl LifecycleEvent {
 }
 
 /// `kind: "lifecycle"` — a connection event.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    bound(
+        serialize = "F::Text: Serialize",
+        deserialize = "F::Text: Deserialize<'de>"
+    )
+)]
 #[non_exhaustive]
-pub struct Lifecycle {
+pub struct LifecycleOf<F: Form> {
     /// What happened.
     pub event: LifecycleEvent,
     /// The producer's handle for the connection (a counter, never a CDP id).
     pub connection: u64,
     /// Websocket close code, when there was one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub close_code: Option<u16>,
     /// Sanitized detail (close reason, endpoint kind).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<SafeText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<F::Text>,
 }
+
+/// A connection event to write (sanitized form).
+pub type Lifecycle = LifecycleOf<Sanitized>;
+/// A connection event as read back from a journal.
+pub type StoredLifecycle = LifecycleOf<Stored>;
 
 impl Lifecycle {
     /// An event on connection `connection`.
@@ -231,35 +374,56 @@ impl Lifecycle {
 #[derive(Clone, Debug, Serialize)]
 pub struct Marker(MarkerKind);
 
-#[derive(Clone, Debug, Serialize)]
+/// The markers of the format and their fields (numbers only). Public so readers can parse them;
+/// building one does not let anyone write it (only this crate wraps one in a [`Marker`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     tag = "marker",
     rename_all = "camelCase",
     rename_all_fields = "camelCase"
 )]
-pub(crate) enum MarkerKind {
+#[non_exhaustive]
+pub enum MarkerKind {
+    /// The run was created.
     RunStarted {
+        /// The creator's pid.
         pid: u32,
     },
+    /// The run was finalized; the last record of a run.
     RunFinalized {
+        /// The finalizer's pid.
         pid: u32,
+        /// Complete records, this one included.
         records: u64,
+        /// Bytes of stored artifacts.
         artifact_bytes: u64,
+        /// Evidence the finalizer dropped.
         dropped_evidence: u64,
     },
+    /// The first artifact refused for the budget (exactly one per run).
     EvidenceTruncated {
+        /// The run's artifact budget.
         budget_bytes: u64,
+        /// Bytes stored when the artifact was refused.
         used_bytes: u64,
+        /// Size of the refused artifact.
         refused_bytes: u64,
     },
+    /// A producer dropped evidence (e.g. its queue was full).
     EvidenceDropped {
+        /// How many pieces.
         count: u64,
     },
+    /// A writer repaired a torn tail.
     JournalRepaired {
+        /// Bytes of the partial line that was discarded.
         discarded_bytes: u64,
     },
+    /// A producer took over a dead owner's run.
     OwnerRecovered {
+        /// The dead owner.
         previous_pid: u32,
+        /// The new owner.
         pid: u32,
     },
 }
@@ -628,6 +792,157 @@ mod tests {
         for status in [Status::Ok, Status::Error, Status::Interrupted, Status::Info] {
             assert_eq!(Status::parse(status.as_str()), Some(status));
         }
+    }
+
+    /// Reads a written record back through the journal reader into the typed read model.
+    fn read_back(r: &Record) -> (Value, crate::StoredPayload) {
+        let v = value(r);
+        let stored = crate::StoredRecord::from_value(v.clone()).unwrap();
+        (v["payload"].clone(), stored.typed_payload())
+    }
+
+    #[test]
+    fn every_written_payload_reads_back_in_the_same_schema() {
+        use crate::StoredPayload as P;
+        let s = Sanitizer::new();
+        let mut a = Action::new(SafeText::literal("type"));
+        a.url = Some(s.url("https://a.test/login?x=1"));
+        a.input = Some(cdp_sanitize::InputSummary::of(
+            "hunter2",
+            cdp_sanitize::InputType::Password,
+        ));
+        a.point = Some(Point { x: 1.5, y: 2.0 });
+        a.bytes = Some(9);
+        a.detail = Some(s.json(&serde_json::json!({"key": "Enter"})));
+        let (written, read) = read_back(&Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Action(a),
+        ));
+        let P::Action(read) = read else {
+            panic!("{read:?}")
+        };
+        assert_eq!(read.method, "type");
+        assert_eq!(read.input.as_ref().unwrap().chars, 7);
+        assert_eq!(
+            read.input.as_ref().unwrap().input_type.as_deref(),
+            Some("password")
+        );
+        // Same schema: the read form serializes back to exactly what the writer wrote.
+        assert_eq!(serde_json::to_value(&read).unwrap(), written);
+
+        let failure = s.network_failure(cdp_sanitize::RawNetworkFailure {
+            method: "POST",
+            url: "https://a.test/api?token=1",
+            status: Some(500),
+            resource_type: Some("Fetch"),
+            duration_ms: Some(12),
+            error_text: Some("boom"),
+        });
+        let (written, read) = read_back(&Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Network(failure),
+        ));
+        let P::Network(read) = read else {
+            panic!("{read:?}")
+        };
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            written,
+            "StoredNetwork mirrors cdp_sanitize::NetworkFailure field for field"
+        );
+
+        let mut c = Console::new(ConsoleLevel::Exception, SafeText::literal("x"));
+        c.url = Some(s.url("https://a.test/app.js"));
+        c.line = Some(3);
+        c.column = Some(4);
+        let (written, read) = read_back(&Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Console(c),
+        ));
+        let P::Console(read) = read else {
+            panic!("{read:?}")
+        };
+        assert_eq!(serde_json::to_value(&read).unwrap(), written);
+
+        let mut l = Lifecycle::new(LifecycleEvent::ClientDisconnected, 3);
+        l.close_code = Some(1000);
+        l.detail = Some(SafeText::literal("bye"));
+        let (written, read) = read_back(&Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Lifecycle(l),
+        ));
+        let P::Lifecycle(read) = read else {
+            panic!("{read:?}")
+        };
+        assert_eq!(serde_json::to_value(&read).unwrap(), written);
+
+        let (written, read) = read_back(&Record::new(
+            SafeText::literal("cdp-evidence"),
+            RecordKind::Marker(Marker::evidence_dropped(4)),
+        ));
+        assert_eq!(read, P::Marker(MarkerKind::EvidenceDropped { count: 4 }));
+        assert_eq!(
+            written,
+            serde_json::json!({"marker": "evidenceDropped", "count": 4})
+        );
+
+        let custom = CustomKind::new("gesture", s.json(&serde_json::json!({"dx": 1}))).unwrap();
+        let (_, read) = read_back(&Record::new(
+            SafeText::literal("adb"),
+            RecordKind::Custom(custom),
+        ));
+        assert_eq!(read, P::Custom);
+    }
+
+    #[test]
+    fn payloads_that_do_not_fit_read_as_mismatch_and_unknown_fields_are_ignored() {
+        use crate::StoredPayload as P;
+        let read = |kind: &str, payload: Value| {
+            crate::StoredRecord::from_value(serde_json::json!({
+                "actionId": "1", "kind": kind, "payload": payload
+            }))
+            .unwrap()
+            .typed_payload()
+        };
+        assert_eq!(read("action", serde_json::json!({"url": "x"})), P::Mismatch);
+        assert_eq!(
+            read("action", serde_json::json!({"method": 5})),
+            P::Mismatch
+        );
+        assert_eq!(read("action", Value::Null), P::Mismatch);
+        assert_eq!(
+            read(
+                "console",
+                serde_json::json!({"level": "fatal", "text": "x"})
+            ),
+            P::Mismatch
+        );
+        assert_eq!(
+            read("marker", serde_json::json!({"marker": "somethingNew"})),
+            P::Mismatch
+        );
+        assert_eq!(
+            read("network", serde_json::json!({"method": "GET"})),
+            P::Mismatch
+        );
+        let P::Action(a) = read(
+            "action",
+            serde_json::json!({"method": "click", "extra": [1]}),
+        ) else {
+            panic!()
+        };
+        assert_eq!(a.method, "click");
+        let P::Network(n) = read(
+            "network",
+            serde_json::json!({"method": "GET", "url": "u", "durationMs": 12.6}),
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            n.duration_ms,
+            Some(13),
+            "fractions of a millisecond are rounded"
+        );
     }
 
     #[test]

@@ -368,7 +368,9 @@ impl Store {
     }
 
     /// Resolves an `artifacts` entry of a record to a file inside the run, refusing anything
-    /// that is not `artifacts/<name>` with a safe name, or that is a symlink.
+    /// that is not `artifacts/<name>` with a safe name, or that is a symlink. The path is checked
+    /// when this returns; to read an artifact without a window between check and open, use
+    /// [`crate::RunDir::artifact`].
     pub fn artifact_path(&self, run_id: &str, relative: &str) -> Result<PathBuf, Error> {
         let dir = self.run_dir(run_id)?;
         let name = relative

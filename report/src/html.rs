@@ -1,0 +1,617 @@
+//! `report.html`: one self-contained file, rendered with maud, which escapes every string it is
+//! given. No string from the run is ever written as markup, into the style, into a URL or into
+//! an attribute other than text-like ones (`alt`, `data-label` carry only our own words): the
+//! only `href`s are `#anchors` built from numbers, the only `src`s are `data:` images built from
+//! bytes whose signature was checked. There is no script at all, and the Content-Security-Policy
+//! forbids every fetch but `data:` images and the one inline style, pinned by its hash.
+
+use crate::model::{Level, Report, RunState};
+use crate::text::{bytes, count, duration, offset};
+use crate::timeline::{FailWhat, Failure, Frame, FrameState, Headline, Outcome, Page, Step, What};
+use base64::Engine as _;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use sha2::{Digest, Sha256};
+
+/// The jump list names at most this many failures.
+const JUMP_MAX: usize = 100;
+
+/// The report's only style, inlined verbatim.
+pub(crate) const STYLE: &str = include_str!("report.css");
+
+/// `'sha256-…'` of [`STYLE`], as the CSP names it.
+pub(crate) fn style_hash() -> String {
+    let digest = Sha256::digest(STYLE.as_bytes());
+    format!(
+        "'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    )
+}
+
+/// The Content-Security-Policy of the report.
+pub(crate) fn csp() -> String {
+    format!(
+        "default-src 'none'; img-src data:; style-src {}; base-uri 'none'; form-action 'none'",
+        style_hash()
+    )
+}
+
+pub(crate) fn render(r: &Report) -> String {
+    let tl = &r.timeline;
+    let errors: Vec<&Failure> = tl.failures.iter().filter(|f| f.is_error).collect();
+    let requests = errors.iter().filter(|f| f.is_request()).count();
+    let console = errors.iter().filter(|f| f.is_console()).count();
+    let other_failures = errors.len() - requests - console;
+    let title = format!("Run {} — cdp-relay report", r.run_id);
+    let markup = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="Content-Security-Policy" content=(csp());
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="referrer" content="no-referrer";
+                meta name="color-scheme" content="light dark";
+                meta name="generator" content=(concat!("cdp-report ", env!("CARGO_PKG_VERSION")));
+                title { (title) }
+                link rel="icon" href="data:,";
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header.top {
+                    div.wrap {
+                        p.eyebrow { "cdp-relay evidence report" }
+                        h1 { "Run " code.u { (r.run_id) } }
+                        p.meta {
+                            @if let Some(s) = &r.session { span { "Session " code.u { (s) } } }
+                            @if let Some(t) = &r.started_utc { span { "Started " (t) } }
+                            @if let Some(d) = r.duration_ms { span { (duration(d)) } }
+                            span.state { (state_words(&r.state)) }
+                        }
+                        dl.figures {
+                            div { dt { "Steps" } dd { (tl.real_steps()) } }
+                            div.bad[requests > 0] { dt { "Failed requests" } dd { (requests) } }
+                            div.bad[console > 0] { dt { "Console errors" } dd { (console) } }
+                            @if other_failures > 0 {
+                                div.bad { dt { "Other failures" } dd { (other_failures) } }
+                            }
+                            div {
+                                dt { "Frames" }
+                                dd {
+                                    (r.frames.embedded)
+                                    @if r.frames.left_out + r.frames.refused > 0 {
+                                        span.of { " of " (r.frames.embedded + r.frames.left_out + r.frames.refused) }
+                                    }
+                                }
+                            }
+                            div { dt { "Records" } dd { (tl.records) } }
+                        }
+                    }
+                }
+                main.wrap {
+                    section.notes aria-label="Notes" {
+                        @for n in r.notes.iter().filter(|n| n.level == Level::Warn) {
+                            div.note.warn { strong { (n.title) } (n.text) }
+                        }
+                        div.note.pixels {
+                            strong { "Screenshots are not redacted." }
+                            "Text in the journal is sanitized, but pixels cannot be: review the frames before sharing this report."
+                        }
+                        @for n in r.notes.iter().filter(|n| n.level == Level::Info) {
+                            div.note.info { strong { (n.title) } (n.text) }
+                        }
+                    }
+                    @if !errors.is_empty() {
+                        nav.jump aria-label="Failures" {
+                            h2 { (count(errors.len(), "failure", "failures")) }
+                            ol {
+                                @for f in errors.iter().take(JUMP_MAX) {
+                                    li { a href={ "#" (f.anchor()) } {
+                                        span.fid { "F" (f.id) }
+                                        span.jt { (fail_badge(f)) " " (fail_line(f)) }
+                                        span.where { (where_(r, f)) }
+                                    } }
+                                }
+                            }
+                            @if errors.len() > JUMP_MAX {
+                                p.small { (errors.len() - JUMP_MAX) " more in the tables below." }
+                            }
+                        }
+                    }
+                    section #filmstrip {
+                        h2 { "Filmstrip" }
+                        @if tl.steps.is_empty() {
+                            p.empty { "No steps were recorded." }
+                        } @else {
+                            ol.steps { @for s in &tl.steps { (step(r, s)) } }
+                        }
+                    }
+                    (requests_table(r))
+                    (console_table(r))
+                    (typing_table(r))
+                    (redactions(r))
+                    (records(r))
+                    footer {
+                        "Rendered by cdp-report " (env!("CARGO_PKG_VERSION"))
+                        " from the run's journal. Times are offsets from the run start; clock times are UTC. "
+                        "This file makes no network request and runs no script."
+                    }
+                }
+            }
+        }
+    };
+    markup.into_string()
+}
+
+fn state_words(s: &RunState) -> String {
+    match s {
+        RunState::Finalized => "Finalized".into(),
+        RunState::Running => "Not finalized".into(),
+        RunState::Legacy(Some(w)) => format!("Legacy run ({w})"),
+        RunState::Legacy(None) => "Legacy run".into(),
+        RunState::Unknown => "No manifest".into(),
+    }
+}
+
+fn at(r: &Report, at_ms: Option<u64>, known: bool) -> String {
+    match r.timeline.offset(at_ms) {
+        Some(o) if known => offset(o),
+        _ => "time unknown".into(),
+    }
+}
+
+fn where_(r: &Report, f: &Failure) -> String {
+    let s = r.timeline.step_of(f);
+    let step = match s.number {
+        Some(n) => format!("step {n}"),
+        None => "setup".into(),
+    };
+    format!("{step} · {}", at(r, f.at_ms, f.time_known))
+}
+
+fn headline(h: &Headline) -> Markup {
+    html! {
+        @if !h.verb.is_empty() { (h.verb) }
+        @if let Some(o) = &h.object { @if !h.verb.is_empty() { " " } code.u { (o) } }
+        @if let Some(n) = &h.note { " " span.note-t { (n) } }
+    }
+}
+
+fn page(p: &Page, inferred: bool, tabs: usize) -> Markup {
+    html! {
+        p.page {
+            @if tabs > 1 { @if let Some(t) = p.tab { span.tab { "tab " (t) } } }
+            @if let Some(t) = &p.title { span.title.u { (t) } }
+            @if let Some(u) = &p.url { span.url.u { (u) } }
+            @if p.title.is_none() && p.url.is_none() { span { "page without title or URL" } }
+            @if inferred { span.last { "(last known page)" } }
+        }
+    }
+}
+
+fn badge(o: &Outcome) -> Markup {
+    html! { span class={ "badge " (o.class()) } { (o.word()) } }
+}
+
+fn step(r: &Report, s: &Step) -> Markup {
+    let tl = &r.timeline;
+    let has_frames = !s.frames.is_empty() || !s.files.is_empty();
+    let has_fail = s.failures.iter().any(|&i| tl.failures[i].is_error);
+    let class = format!(
+        "step s-{}{}{}{}",
+        s.outcome.class(),
+        if has_fail { " has-fail" } else { "" },
+        if has_frames { "" } else { " noframe" },
+        if s.number.is_none() { " setup" } else { "" }
+    );
+    let folds = s.fold_counts();
+    html! {
+        li id=(s.anchor()) class=(class) {
+            div.rail {
+                span.num { (s.label()) }
+                span.t { (at(r, s.at_ms, s.time_known)) }
+            }
+            div.card {
+                div.sh {
+                    h3.what { (headline(&s.what.headline(s.repeat))) }
+                    @if s.number.is_some() {
+                        p.chips {
+                            @if let Some(src) = &s.source {
+                                span.chip.src.u { (src) @if let Some(t) = &s.tool { " · " (t) } }
+                            }
+                            @if let Some(w) = &s.withheld { span.chip { "frame withheld: " (w) } }
+                            @if s.outcome != Outcome::Ok { (badge(&s.outcome)) }
+                            @if let Some(d) = s.duration_ms { span.chip { (duration(d)) } }
+                        }
+                    }
+                }
+                @if let Some(p) = &s.page { (page(p, s.page_inferred, tl.tabs)) }
+                @if let Some(e) = &s.error { p.err.u { (e) } }
+                @if !s.fields.is_empty() {
+                    dl.fields { @for (k, v) in &s.fields { dt.u { (k) } dd.u { (v) } } }
+                }
+                @if !s.failures.is_empty() {
+                    ul.fails { @for &i in &s.failures { (failure(r, &tl.failures[i])) } }
+                }
+                @if !s.plumbing.is_empty() {
+                    details.fold {
+                        summary {
+                            "+"
+                            @for (i, (cat, (n, failed))) in folds.iter().enumerate() {
+                                @if i > 0 { " · " }
+                                (n) " " (cat.words(*n))
+                                @if *failed > 0 { " " span.fe { "(" (failed) " failed)" } }
+                            }
+                        }
+                        ol {
+                            @for p in s.plumbing.iter().take(300) {
+                                li {
+                                    span.t2 { (at(r, p.at_ms, true)) }
+                                    code.u { (p.label) }
+                                    @if p.outcome == Outcome::Error { (badge(&p.outcome)) }
+                                    @if let Some(e) = &p.error { span.u.fe { (e) } }
+                                    @if let Some(d) = p.duration_ms { span.d { (duration(d)) } }
+                                }
+                            }
+                            @if s.plumbing.len() > 300 {
+                                li { "… " (s.plumbing.len() - 300) " more" }
+                            }
+                        }
+                    }
+                }
+            }
+            @if has_frames {
+                div.frames {
+                    @for f in &s.frames { (frame(s, f)) }
+                    @for file in &s.files {
+                        div.noimg.refused[file.refused.is_some()] {
+                            @match file.refused {
+                                Some(why) => { "Artifact refused: " (why) }
+                                None => { "Artifact (not an image, not embedded)" }
+                            }
+                            span.p.u { (file.shown_path) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn frame(s: &Step, f: &Frame) -> Markup {
+    let alt = match s.number {
+        Some(n) => format!("Frame of step {n}"),
+        None => "Frame during setup".to_owned(),
+    };
+    html! {
+        @match &f.state {
+            FrameState::Embedded { data_uri, bytes: n } => {
+                details.frame {
+                    summary { img src=(data_uri) alt=(alt) decoding="async"; }
+                }
+                p.cap { (f.kind.name()) " · " (bytes(*n)) " · " span.hint {} }
+            }
+            FrameState::LeftOut(why) => {
+                div.noimg { "Frame left out: " (why) span.p.u { (f.shown_path) } }
+            }
+            FrameState::Refused(why) => {
+                div.noimg.refused { "Frame refused: " (why) span.p.u { (f.shown_path) } }
+            }
+            FrameState::Pending => {}
+        }
+    }
+}
+
+fn fail_badge(f: &Failure) -> Markup {
+    let (class, word) = match &f.what {
+        FailWhat::Request {
+            status: Some(s), ..
+        } => ("error", s.to_string()),
+        FailWhat::Request { .. } => ("error", "failed".to_owned()),
+        FailWhat::Console { level, .. } => (
+            if f.is_error { "error" } else { "warning" },
+            format!("console.{level}"),
+        ),
+        FailWhat::ConnectionLost { .. } => ("error", "connection".to_owned()),
+        FailWhat::Generic { kind, .. } => {
+            (if f.is_error { "error" } else { "warning" }, kind.clone())
+        }
+    };
+    html! { span class={ "badge " (class) } { (word) } }
+}
+
+/// One line naming a failure (for the jump list).
+fn fail_line(f: &Failure) -> Markup {
+    html! {
+        @match &f.what {
+            FailWhat::Request { method, url, error_text, status, .. } => {
+                span.m { (method) } " " code.u { (shorten(url, 120)) }
+                @if status.is_none() { @if let Some(e) = error_text { " " span.u { (e) } } }
+            }
+            FailWhat::Console { text, .. } => {
+                span.u { (first_line(text, 160)) }
+            }
+            FailWhat::ConnectionLost { .. } => { "The browser connection was lost" }
+            FailWhat::Generic { fields, .. } => {
+                span.u { "record with an unreadable payload" @if let Some((k, v)) = fields.first() { " (" (k) ": " (shorten(v, 100)) ")" } }
+            }
+        }
+    }
+}
+
+/// At most `max` characters of an already cleaned string.
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max).collect();
+    out.push('…');
+    out
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    let first = text.lines().next().unwrap_or("");
+    let mut out: String = first.chars().take(max).collect();
+    if first.chars().count() > max || text.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+fn location(url: &Option<String>, line: Option<u32>, column: Option<u32>) -> Option<String> {
+    let url = url.as_deref()?;
+    let mut s = url.to_owned();
+    if let Some(l) = line {
+        s.push_str(&format!(":{l}"));
+        if let Some(c) = column {
+            s.push_str(&format!(":{c}"));
+        }
+    }
+    Some(s)
+}
+
+fn frame_link(r: &Report, f: &Failure) -> Markup {
+    html! {
+        @if let Some(i) = f.frame_after {
+            @let s = &r.timeline.steps[i];
+            " · " a href={ "#" (s.anchor()) } {
+                "frame after: " @match s.number { Some(n) => { "step " (n) } None => { "setup" } }
+            }
+        }
+    }
+}
+
+fn failure(r: &Report, f: &Failure) -> Markup {
+    html! {
+        li id=(f.anchor()) class={ "fail" @if !f.is_error { " warning" } } {
+            @match &f.what {
+                FailWhat::Request { method, url, status, resource_type, duration_ms, error_text } => {
+                    span.head {
+                        (fail_badge(f)) span.m { (method) } code.u { (url) }
+                        span.fid { "F" (f.id) }
+                    }
+                    span.sub {
+                        (at(r, f.at_ms, f.time_known))
+                        @if let Some(t) = resource_type { " · " span.u { (t) } }
+                        @if let Some(d) = duration_ms { " · " (duration(*d)) }
+                        @if status.is_some() { @if let Some(e) = error_text { " · " span.u { (e) } } }
+                        @if status.is_none() { @if let Some(e) = error_text { " · " span.u { (e) } } }
+                        (frame_link(r, f))
+                    }
+                }
+                FailWhat::Console { text, url, line, column, .. } => {
+                    span.head { (fail_badge(f)) span.fid { "F" (f.id) } }
+                    pre.msg.u { (text) }
+                    span.sub {
+                        (at(r, f.at_ms, f.time_known))
+                        @if let Some(loc) = location(url, *line, *column) { " · " span.u.mono { (loc) } }
+                        (frame_link(r, f))
+                    }
+                }
+                FailWhat::ConnectionLost { detail } => {
+                    span.head { (fail_badge(f)) "The browser connection was lost without a close frame" span.fid { "F" (f.id) } }
+                    span.sub {
+                        (at(r, f.at_ms, f.time_known))
+                        @if let Some(d) = detail { " · " span.u { (d) } }
+                    }
+                }
+                FailWhat::Generic { fields, .. } => {
+                    span.head { (fail_badge(f)) "Payload does not fit its kind; shown field by field" span.fid { "F" (f.id) } }
+                    dl.fields { @for (k, v) in fields { dt.u { (k) } dd.u { (v) } } }
+                    span.sub { (at(r, f.at_ms, f.time_known)) (frame_link(r, f)) }
+                }
+            }
+            @if let Some(src) = &f.source { span.sub { "from " span.u { (src) } } }
+        }
+    }
+}
+
+fn step_link(r: &Report, f: &Failure) -> Markup {
+    let s = r.timeline.step_of(f);
+    html! {
+        a href={ "#" (f.anchor()) } {
+            @match s.number { Some(n) => { (n) } None => { "setup" } }
+        }
+    }
+}
+
+fn requests_table(r: &Report) -> Markup {
+    let rows: Vec<&Failure> = r
+        .timeline
+        .failures
+        .iter()
+        .filter(|f| f.is_request())
+        .collect();
+    html! {
+        section #requests {
+            h2 { "Failed requests" }
+            @if rows.is_empty() {
+                p.empty { "No failed requests were recorded." }
+            } @else {
+                table.table {
+                    thead { tr { th { "Step" } th { "Time" } th { "Request" } th { "Status" } th { "Type" } th { "Took" } th { "Error" } } }
+                    tbody {
+                        @for f in rows.iter().take(2000) {
+                            tr {
+                                td.n data-label="Step" { (step_link(r, f)) }
+                                td.n data-label="Time" { (at(r, f.at_ms, f.time_known)) }
+                                @match &f.what {
+                                    FailWhat::Request { method, url, status, resource_type, duration_ms, error_text } => {
+                                        td.wide data-label="Request" { b { (method) } " " code.u { (url) } }
+                                        td.n data-label="Status" { @match status { Some(s) => { (s) } None => { "—" } } }
+                                        td data-label="Type" { @if let Some(t) = resource_type { span.u { (t) } } @else { "—" } }
+                                        td.n data-label="Took" { @match duration_ms { Some(d) => { (duration(*d)) } None => { "—" } } }
+                                        td.full.none[error_text.is_none()] data-label="Error" { @if let Some(e) = error_text { span.u { (e) } } @else { "—" } }
+                                    }
+                                    FailWhat::Generic { fields, .. } => {
+                                        td.wide data-label="Request" colspan="5" {
+                                            "Unreadable payload: "
+                                            @for (i, (k, v)) in fields.iter().enumerate() { @if i > 0 { ", " } span.u { (k) "=" (v) } }
+                                        }
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
+                    }
+                }
+                @if rows.len() > 2000 { p.small { (rows.len() - 2000) " more not shown." } }
+            }
+        }
+    }
+}
+
+fn console_table(r: &Report) -> Markup {
+    let rows: Vec<&Failure> = r
+        .timeline
+        .failures
+        .iter()
+        .filter(|f| f.is_console())
+        .collect();
+    html! {
+        section #console {
+            h2 { "Console errors and warnings" }
+            @if rows.is_empty() {
+                p.empty { "No console errors or warnings were recorded." }
+            } @else {
+                table.table {
+                    thead { tr { th { "Step" } th { "Time" } th { "Level" } th { "Message" } th { "Location" } } }
+                    tbody {
+                        @for f in rows.iter().take(2000) {
+                            tr {
+                                td.n data-label="Step" { (step_link(r, f)) }
+                                td.n data-label="Time" { (at(r, f.at_ms, f.time_known)) }
+                                td data-label="Level" { (fail_badge(f)) }
+                                @match &f.what {
+                                    FailWhat::Console { text, url, line, column, .. } => {
+                                        td.wide data-label="Message" { pre.u { (text) } }
+                                        td data-label="Location" {
+                                            @match location(url, *line, *column) { Some(l) => { span.u.mono { (l) } } None => { "—" } }
+                                        }
+                                    }
+                                    FailWhat::Generic { fields, .. } => {
+                                        td.wide data-label="Message" colspan="2" {
+                                            "Unreadable payload: "
+                                            @for (i, (k, v)) in fields.iter().enumerate() { @if i > 0 { ", " } span.u { (k) "=" (v) } }
+                                        }
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
+                    }
+                }
+                @if rows.len() > 2000 { p.small { (rows.len() - 2000) " more not shown." } }
+            }
+        }
+    }
+}
+
+fn typing_table(r: &Report) -> Markup {
+    let rows: Vec<&Step> = r
+        .timeline
+        .steps
+        .iter()
+        .filter(|s| matches!(s.what, What::Type { .. }))
+        .collect();
+    html! {
+        @if !rows.is_empty() {
+            section #typing {
+                h2 { "Typing" }
+                p.small { "Only the length and the kind of field are recorded, never the characters." }
+                table.table {
+                    thead { tr { th { "Step" } th { "Time" } th { "Typed" } th { "Page" } } }
+                    tbody {
+                        @for s in &rows {
+                            tr {
+                                td.n data-label="Step" { a href={ "#" (s.anchor()) } { (s.label()) } }
+                                td.n data-label="Time" { (at(r, s.at_ms, s.time_known)) }
+                                td.wide data-label="Typed" { (headline(&s.what.headline(1))) }
+                                td data-label="Page" {
+                                    @if let Some(p) = &s.page {
+                                        @if let Some(t) = &p.title { span.u { (t) } " " }
+                                        @if let Some(u) = &p.url { code.u { (u) } }
+                                    } @else { "—" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn redactions(r: &Report) -> Markup {
+    html! {
+        section #redactions {
+            h2 { "Redactions" }
+            @match &r.redactions {
+                None => p.empty { "The run's manifest reports no redaction counts (it may not be finalized)." },
+                Some(red) => {
+                    p.small {
+                        (count(red.total as usize, "value was", "values were")) " replaced before reaching the journal"
+                        @if red.truncated > 0 { ", and " (count(red.truncated as usize, "text was", "texts were")) " cut at a length limit" }
+                        ". Counts by rule and by registered secret name; the values themselves are never stored."
+                    }
+                    @if !red.rules.is_empty() {
+                        ul.kv { @for (k, n) in red.rules.iter().take(100) { li { span.u { (crate::text::line(k, 60)) } " " b { (n) } } } }
+                    }
+                    @if !red.secrets.is_empty() {
+                        p.small { "Registered secrets:" }
+                        ul.kv { @for (k, n) in red.secrets.iter().take(100) { li { code.u { "${" (crate::text::line(k, 60)) "}" } " " b { (n) } } } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn records(r: &Report) -> Markup {
+    let tl = &r.timeline;
+    html! {
+        section #records {
+            h2 { "Records" }
+            p.small { (count(tl.records, "record", "records")) " in the journal by kind and by status." }
+            ul.kv { @for (k, n) in tl.kinds.iter().take(40) { li { span.u { (k) } " " b { (n) } } } }
+            @if tl.kinds.len() > 40 { p.small { (tl.kinds.len() - 40) " more kinds." } }
+            ul.kv { @for (k, n) in &tl.statuses { li { span.u { (k) } " " b { (n) } } } }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_style_cannot_end_its_element_and_the_hash_is_of_it() {
+        assert!(!STYLE.to_ascii_lowercase().contains("</style"));
+        assert!(!STYLE.contains("url("), "the style fetches nothing");
+        assert!(!STYLE.contains("@import"));
+        let h = style_hash();
+        assert!(h.starts_with("'sha256-") && h.ends_with('\''));
+        // 32 bytes of SHA-256 are 44 base64 characters.
+        assert_eq!(h.len(), "'sha256-".len() + 44 + 1);
+        assert!(csp().starts_with("default-src 'none'; img-src data:; style-src 'sha256-"));
+    }
+}

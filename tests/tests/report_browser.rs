@@ -1,0 +1,427 @@
+//! `report.html` in a real Chromium, opened from `file://`: it makes no request but for itself
+//! and its `data:` frames, violates no CSP, logs nothing, runs no script, and lays out at
+//! 1280 px and 390 px in light and dark. Screenshots go to the test's temp directory and, with
+//! `CDP_REPORT_SHOTS` set, to `/tmp/report-shots/` for a person to look at.
+
+#[path = "../../report/tests/support/mod.rs"]
+mod support;
+
+use base64::Engine as _;
+use cdp_relay_tests::{cdp, page_ws, within, Chromium};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use tokio_tungstenite::tungstenite::Message;
+
+/// A CDP page session that keeps the events it sees while waiting for responses.
+struct Session {
+    ws: cdp::Ws,
+    next_id: u64,
+    events: Vec<Value>,
+}
+
+impl Session {
+    async fn connect(url: &str) -> Session {
+        let ws = cdp::connect(url, &[]).await.expect("connect to the page");
+        Session {
+            ws,
+            next_id: 1,
+            events: Vec::new(),
+        }
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let cmd = json!({ "id": id, "method": method, "params": params });
+        self.ws
+            .send(Message::text(cmd.to_string()))
+            .await
+            .expect("send");
+        loop {
+            let msg = within(method, self.ws.next()).await;
+            let Some(Ok(Message::Text(t))) = msg else {
+                match msg {
+                    Some(Ok(_)) => continue,
+                    other => panic!("socket ended during {method}: {other:?}"),
+                }
+            };
+            let v: Value = serde_json::from_str(&t).expect("CDP JSON");
+            if v.get("id").and_then(Value::as_u64) == Some(id) {
+                if let Some(e) = v.get("error") {
+                    panic!("{method} failed: {e}");
+                }
+                return v["result"].clone();
+            }
+            self.events.push(v);
+        }
+    }
+
+    /// Reads events until one named `method` arrives (or returns it if already seen).
+    async fn wait_event(&mut self, method: &str) -> Value {
+        if let Some(e) = self.events.iter().find(|e| e["method"] == method) {
+            return e.clone();
+        }
+        loop {
+            let msg = within(method, self.ws.next()).await;
+            if let Some(Ok(Message::Text(t))) = msg {
+                let v: Value = serde_json::from_str(&t).expect("CDP JSON");
+                self.events.push(v.clone());
+                if v["method"] == method {
+                    return v;
+                }
+            } else if !matches!(msg, Some(Ok(_))) {
+                panic!("socket ended waiting for {method}");
+            }
+        }
+    }
+
+    /// Navigates and waits for the load event; returns the events seen during the load.
+    async fn load(&mut self, url: &str) -> Vec<Value> {
+        self.events.clear();
+        self.call("Page.navigate", json!({ "url": url })).await;
+        self.wait_event("Page.loadEventFired").await;
+        // A round trip after load lets late console or audit events arrive first.
+        self.eval("new Promise(r => requestAnimationFrame(() => setTimeout(r, 50)))")
+            .await;
+        std::mem::take(&mut self.events)
+    }
+
+    async fn eval(&mut self, expr: &str) -> Value {
+        let r = self
+            .call(
+                "Runtime.evaluate",
+                json!({ "expression": expr, "returnByValue": true, "awaitPromise": true }),
+            )
+            .await;
+        r["result"]["value"].clone()
+    }
+
+    async fn screenshot(&mut self, clip: Option<(f64, f64, f64, f64)>) -> Vec<u8> {
+        let mut params = json!({ "format": "png", "captureBeyondViewport": true });
+        if let Some((x, y, w, h)) = clip {
+            params["clip"] = json!({ "x": x, "y": y, "width": w, "height": h, "scale": 1 });
+        }
+        let r = self.call("Page.captureScreenshot", params).await;
+        base64::engine::general_purpose::STANDARD
+            .decode(r["data"].as_str().expect("screenshot data"))
+            .expect("base64")
+    }
+}
+
+/// Where screenshots go: the test's temp dir, plus `/tmp/report-shots` when asked.
+struct Shots {
+    dir: PathBuf,
+    copy: Option<PathBuf>,
+}
+
+impl Shots {
+    fn new(dir: &Path) -> Shots {
+        let copy = std::env::var_os("CDP_REPORT_SHOTS").map(|_| PathBuf::from("/tmp/report-shots"));
+        if let Some(c) = &copy {
+            std::fs::create_dir_all(c).expect("create /tmp/report-shots");
+        }
+        std::fs::create_dir_all(dir).expect("shots dir");
+        Shots {
+            dir: dir.to_path_buf(),
+            copy,
+        }
+    }
+
+    fn save(&self, name: &str, bytes: &[u8]) {
+        assert!(
+            bytes.starts_with(b"\x89PNG") || bytes.starts_with(b"%PDF"),
+            "{name} is a PNG or a PDF"
+        );
+        std::fs::write(self.dir.join(name), bytes).expect("save shot");
+        if let Some(c) = &self.copy {
+            std::fs::write(c.join(name), bytes).expect("copy shot");
+        }
+    }
+}
+
+/// The app pages whose screenshots become the fixture's frames.
+const LOGIN_PAGE: &str = r#"<!doctype html><meta charset=utf-8><title>Sign in</title>
+<style>body{margin:0;font:16px system-ui,sans-serif;background:#f3f4f6}header{background:#1e3a8a;color:#fff;padding:18px 32px;font-weight:700}
+main{max-width:420px;margin:60px auto;background:#fff;border-radius:12px;padding:32px;box-shadow:0 2px 12px #0002}
+label{display:block;margin:14px 0 6px;color:#374151}input{width:100%;padding:10px;border:1px solid #d1d5db;border-radius:8px;font:inherit}
+button{margin-top:22px;width:100%;padding:12px;border:0;border-radius:8px;background:#2563eb;color:#fff;font:inherit;font-weight:600}</style>
+<header>Acme Shop</header><main><h2>Your account</h2><p>Welcome back. Your cart could not be loaded.</p><label>Email</label><input value="a.person@example.test"><button>Continue shopping</button></main>"#;
+const SEARCH_PAGE: &str = r#"<!doctype html><meta charset=utf-8><title>Search</title>
+<style>body{margin:0;font:16px system-ui,sans-serif;background:#f3f4f6}header{background:#1e3a8a;color:#fff;padding:18px 32px;font-weight:700}
+main{max-width:720px;margin:40px auto}.err{background:#fee2e2;color:#991b1b;border-radius:10px;padding:18px 22px}.row{background:#fff;border-radius:10px;height:56px;margin:12px 0}</style>
+<header>Acme Shop — Search</header><main><div class=err><b>Something went wrong.</b> Search is unavailable (500). Please try again.</div><div class=row></div><div class=row></div><div class=row></div></main>"#;
+
+fn data_url(html: &str) -> String {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(html);
+    format!("data:text/html;base64,{b64}")
+}
+
+async fn app_screenshot(s: &mut Session, html: &str) -> Vec<u8> {
+    s.load(&data_url(html)).await;
+    s.screenshot(None).await
+}
+
+/// Screenshots of consecutive pieces of the page, readable at full size.
+async fn save_pieces(
+    s: &mut Session,
+    shots: &Shots,
+    prefix: &str,
+    width: u32,
+    height: f64,
+    max: usize,
+) {
+    let piece: f64 = if width < 500 { 844.0 } else { 1100.0 };
+    let mut y = 0.0;
+    for i in 1..=max {
+        if y >= height {
+            break;
+        }
+        let png = s
+            .screenshot(Some((0.0, y, f64::from(width), piece.min(height - y))))
+            .await;
+        shots.save(&format!("{prefix}-part{i}.png"), &png);
+        y += piece;
+    }
+}
+
+async fn set_view(s: &mut Session, width: u32, dark: bool) {
+    s.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({ "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 500 }),
+    )
+    .await;
+    s.call(
+        "Emulation.setEmulatedMedia",
+        json!({ "media": "", "features": [{ "name": "prefers-color-scheme", "value": if dark { "dark" } else { "light" } }] }),
+    )
+    .await;
+}
+
+/// Requests other than the document itself and `data:` URLs.
+fn foreign_requests(events: &[Value], doc: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["method"] == "Network.requestWillBeSent")
+        .filter_map(|e| e["params"]["request"]["url"].as_str())
+        .filter(|u| *u != doc && !u.starts_with("data:"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Console messages, log entries, exceptions, CSP issues and dialogs.
+fn complaints(events: &[Value]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| {
+            let m = e["method"].as_str().unwrap_or("");
+            matches!(
+                m,
+                "Runtime.consoleAPICalled"
+                    | "Runtime.exceptionThrown"
+                    | "Log.entryAdded"
+                    | "Page.javascriptDialogOpening"
+            ) || (m == "Audits.issueAdded"
+                && e["params"]["issue"]["code"] == "ContentSecurityPolicyIssue")
+        })
+        .cloned()
+        .collect()
+}
+
+async fn enable(s: &mut Session) {
+    for domain in ["Page", "Network", "Log", "Runtime", "Audits"] {
+        s.call(&format!("{domain}.enable"), json!({})).await;
+    }
+}
+
+#[tokio::test]
+async fn report_opens_from_file_without_requests_and_lays_out_in_both_widths_and_schemes() {
+    let chromium = Chromium::start().await;
+    let ws = page_ws(&format!("127.0.0.1:{}", chromium.port())).await;
+    let mut s = Session::connect(&ws).await;
+    enable(&mut s).await;
+
+    // Real frames: screenshots Chromium takes of two app pages.
+    set_view(&mut s, 1280, false).await;
+    s.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({ "width": 1280, "height": 720, "deviceScaleFactor": 1, "mobile": false }),
+    )
+    .await;
+    let account = app_screenshot(&mut s, LOGIN_PAGE).await;
+    let search = app_screenshot(&mut s, SEARCH_PAGE).await;
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run_dir = tmp.path().join(support::LOGIN_RUN_ID);
+    support::login_flow(&run_dir, [&account, &search]);
+    let rendered = cdp_report::render(&run_dir).expect("render");
+    assert_eq!(rendered.figures.frames_embedded, 2);
+    let url = format!("file://{}", rendered.html_path.display());
+
+    let shots = Shots::new(&tmp.path().join("shots"));
+    for (width, dark) in [(1280, false), (1280, true), (390, false), (390, true)] {
+        set_view(&mut s, width, dark).await;
+        let events = s.load(&url).await;
+        assert_eq!(
+            foreign_requests(&events, &url),
+            Vec::<String>::new(),
+            "the report fetched something"
+        );
+        let documents = events
+            .iter()
+            .filter(|e| e["method"] == "Network.requestWillBeSent")
+            .filter(|e| e["params"]["request"]["url"] == url.as_str())
+            .count();
+        assert_eq!(documents, 1, "the document itself is loaded once");
+        assert_eq!(
+            complaints(&events),
+            Vec::<Value>::new(),
+            "console, CSP or dialog"
+        );
+
+        // The pinned style applied (a hash mismatch would leave the page unstyled), no script,
+        // both frames decoded, no horizontal overflow.
+        let checks = s
+            .eval(
+                r#"({
+                scripts: document.scripts.length,
+                styled: getComputedStyle(document.querySelector('.steps')).listStyleType === 'none',
+                images: [...document.images].filter(i => i.complete && i.naturalWidth > 0).length,
+                handlers: [...document.querySelectorAll('*')].flatMap(e => [...e.attributes].map(a => a.name)).filter(n => n.startsWith('on')).length,
+                overflow: document.documentElement.scrollWidth - window.innerWidth,
+                height: document.documentElement.scrollHeight,
+            })"#,
+            )
+            .await;
+        assert_eq!(checks["scripts"], 0);
+        assert_eq!(checks["styled"], true, "the inline style was blocked");
+        assert_eq!(checks["images"], 2);
+        assert_eq!(checks["handlers"], 0);
+        assert!(
+            checks["overflow"].as_i64().unwrap_or(1) <= 0,
+            "horizontal overflow at {width}px: {checks}"
+        );
+
+        let scheme = if dark { "dark" } else { "light" };
+        let full = s.screenshot(None).await;
+        shots.save(&format!("report-{width}-{scheme}.png"), &full);
+        let height = checks["height"].as_f64().unwrap_or(900.0);
+        save_pieces(
+            &mut s,
+            &shots,
+            &format!("report-{width}-{scheme}"),
+            width,
+            height,
+            8,
+        )
+        .await;
+    }
+
+    // An enlarged frame and an unfolded fold, for a person to look at.
+    set_view(&mut s, 1280, false).await;
+    s.load(&url).await;
+    let top = s
+        .eval(
+            r#"(() => { document.querySelector('details.frame').open = true;
+                 document.querySelector('details.fold').open = true;
+                 return document.querySelector('details.frame').closest('li').getBoundingClientRect().top + scrollY; })()"#,
+        )
+        .await;
+    let top = top.as_f64().unwrap_or(0.0);
+    shots.save(
+        "report-1280-frame-open.png",
+        &s.screenshot(Some((0.0, top - 20.0, 1280.0, 1000.0))).await,
+    );
+
+    // Printable: the print stylesheet lays it out without errors.
+    set_view(&mut s, 800, false).await;
+    s.call("Emulation.setEmulatedMedia", json!({ "media": "print" }))
+        .await;
+    let events = s.load(&url).await;
+    assert_eq!(complaints(&events), Vec::<Value>::new());
+    shots.save("report-print.png", &s.screenshot(None).await);
+    let pdf = s.call("Page.printToPDF", json!({})).await;
+    let pdf = base64::engine::general_purpose::STANDARD
+        .decode(pdf["data"].as_str().expect("pdf data"))
+        .expect("base64");
+    shots.save("report.pdf", &pdf);
+    drop(chromium);
+}
+
+#[tokio::test]
+async fn the_harness_sees_requests_and_csp_violations_when_there_are_some() {
+    // A control: the same checks must fail for a page that breaks the rules, or the test above
+    // proves nothing.
+    let chromium = Chromium::start().await;
+    let ws = page_ws(&format!("127.0.0.1:{}", chromium.port())).await;
+    let mut s = Session::connect(&ws).await;
+    enable(&mut s).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run_dir = tmp.path().join("run");
+    let png = support::fake_screenshot(40, 30, 1);
+    support::login_flow(&run_dir, [&png, &png]);
+    let rendered = cdp_report::render(&run_dir).expect("render");
+    let html = std::fs::read_to_string(&rendered.html_path).expect("read report");
+    let broken = html.replacen(
+        "<main",
+        r#"<img src="http://127.0.0.1:9/beacon.png"><div style="color:red">x</div><main"#,
+        1,
+    );
+    let path = tmp.path().join("broken.html");
+    std::fs::write(&path, broken).expect("write");
+    let url = format!("file://{}", path.display());
+    let events = s.load(&url).await;
+    let c = complaints(&events);
+    assert!(
+        !c.is_empty(),
+        "a blocked image and a blocked style attribute must be reported"
+    );
+    drop(chromium);
+}
+
+#[tokio::test]
+async fn a_hostile_run_renders_inert_in_the_browser() {
+    let chromium = Chromium::start().await;
+    let ws = page_ws(&format!("127.0.0.1:{}", chromium.port())).await;
+    let mut s = Session::connect(&ws).await;
+    enable(&mut s).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run_dir = tmp.path().join("hostile");
+    support::hostile_run(&run_dir);
+    let rendered = cdp_report::render(&run_dir).expect("render");
+    let url = format!("file://{}", rendered.html_path.display());
+    set_view(&mut s, 1280, false).await;
+    let events = s.load(&url).await;
+    assert_eq!(foreign_requests(&events, &url), Vec::<String>::new());
+    assert_eq!(complaints(&events), Vec::<Value>::new());
+    let checks = s
+        .eval(
+            r#"({
+            scripts: document.scripts.length,
+            iframes: document.querySelectorAll('iframe,object,embed,svg,form,base').length,
+            handlers: [...document.querySelectorAll('*')].flatMap(e => [...e.attributes].map(a => a.name)).filter(n => n.startsWith('on')).length,
+            nonData: [...document.images].filter(i => !i.getAttribute('src').startsWith('data:image/')).length,
+            links: [...document.querySelectorAll('a[href]')].filter(a => !a.getAttribute('href').startsWith('#')).length,
+            shown: document.body.innerText.includes('<script>alert(1)</script>'),
+        })"#,
+        )
+        .await;
+    assert_eq!(checks["scripts"], 0, "{checks}");
+    assert_eq!(checks["iframes"], 0, "{checks}");
+    assert_eq!(checks["handlers"], 0, "{checks}");
+    assert_eq!(checks["nonData"], 0, "{checks}");
+    assert_eq!(checks["links"], 0, "{checks}");
+    assert_eq!(checks["shown"], true, "hostile text is shown as text");
+    let shots = Shots::new(&tmp.path().join("shots"));
+    let height = s.eval("document.documentElement.scrollHeight").await;
+    save_pieces(
+        &mut s,
+        &shots,
+        "hostile-1280-light",
+        1280,
+        height.as_f64().unwrap_or(900.0),
+        4,
+    )
+    .await;
+    drop(chromium);
+}
