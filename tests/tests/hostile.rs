@@ -196,8 +196,7 @@ async fn a_token_in_any_spelling_never_reaches_the_browser() {
                 .await
                 .json()["webSocketDebuggerUrl"]
                 .as_str()
-                .expect("ws")
-                .to_owned(),
+                .expect("ws"),
         );
         for name in [
             "token",

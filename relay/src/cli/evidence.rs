@@ -257,6 +257,12 @@ fn finalize(args: FinalizeArgs) -> anyhow::Result<ExitCode> {
         redactions: None,
     })
     .with_context(|| dir_hint(&args.dir))?;
+    // The journal is complete: render it. A report that cannot be written is not a failed
+    // finalize.
+    match cdp_report::render(run.dir()) {
+        Ok(r) => eprintln!("cdp-relay: report {}", r.html_path.display()),
+        Err(e) => eprintln!("cdp-relay: warning: could not render the report: {e}"),
+    }
     writeln!(io::stdout().lock(), "{}", run.id()).context("cannot write to stdout")?;
     Ok(ExitCode::SUCCESS)
 }
@@ -267,7 +273,15 @@ pub fn run_runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
     let runs = store.list_runs().with_context(|| dir_hint(&args.dir))?;
     let mut out = io::stdout().lock();
     if args.json {
-        let json = serde_json::to_string(&runs).context("cannot encode the run list")?;
+        let mut json = serde_json::to_value(&runs).context("cannot encode the run list")?;
+        if let Some(list) = json.as_array_mut() {
+            for (value, run) in list.iter_mut().zip(&runs) {
+                value["report"] = report_path(&store, run)
+                    .map(|p| serde_json::Value::String(p.display().to_string()))
+                    .unwrap_or(serde_json::Value::Null);
+            }
+        }
+        let json = json.to_string();
         writeln!(out, "{json}").context("cannot write to stdout")?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -275,8 +289,14 @@ pub fn run_runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         eprintln!("cdp-relay: no runs in {}", store.root().display());
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(out, "{}", table(&runs)).context("cannot write to stdout")?;
+    writeln!(out, "{}", table(&store, &runs)).context("cannot write to stdout")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The run's `report.html`, when it has one.
+fn report_path(store: &Store, run: &RunInfo) -> Option<PathBuf> {
+    let path = store.run_dir(&run.id).ok()?.join(cdp_report::HTML_FILE);
+    path.is_file().then_some(path)
 }
 
 fn status_word(r: &RunInfo) -> String {
@@ -295,8 +315,8 @@ fn status_word(r: &RunInfo) -> String {
 }
 
 /// The `runs` table: fixed columns, space-aligned, oldest first.
-fn table(runs: &[RunInfo]) -> String {
-    let rows: Vec<[String; 6]> = runs
+fn table(store: &Store, runs: &[RunInfo]) -> String {
+    let rows: Vec<[String; 7]> = runs
         .iter()
         .map(|r| {
             [
@@ -306,23 +326,26 @@ fn table(runs: &[RunInfo]) -> String {
                 r.records.to_string(),
                 human_bytes(r.size_bytes),
                 r.session_id.clone().unwrap_or_else(|| "-".to_owned()),
+                report_path(store, r).map_or_else(|| "-".to_owned(), |p| p.display().to_string()),
             ]
         })
         .collect();
-    let header = ["RUN", "STATUS", "STARTED", "RECORDS", "SIZE", "SESSION"];
+    let header = [
+        "RUN", "STATUS", "STARTED", "RECORDS", "SIZE", "SESSION", "REPORT",
+    ];
     let mut widths = header.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: [&str; 6]| {
+    let line = |cells: [&str; 7]| {
         let mut s = String::new();
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
             // Numbers right-aligned, text left-aligned; no trailing spaces.
             let padded = match i {
                 3 | 4 => format!("{cell:>w$}"),
-                5 => (*cell).to_owned(),
+                6 => (*cell).to_owned(),
                 _ => format!("{cell:<w$}"),
             };
             if i > 0 {
@@ -335,7 +358,7 @@ fn table(runs: &[RunInfo]) -> String {
     let mut out = vec![line(header)];
     out.extend(
         rows.iter()
-            .map(|r| line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]])),
+            .map(|r| line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6]])),
     );
     out.join("\n")
 }

@@ -7,6 +7,7 @@
 mod evidence;
 mod logging;
 mod relay;
+mod report;
 mod sanitize;
 mod secrets;
 mod signals;
@@ -52,6 +53,8 @@ pub enum Command {
     Runs(evidence::RunsArgs),
     /// Delete old finalized evidence runs.
     Prune(evidence::PruneArgs),
+    /// Render (or re-render) a run's report.html and summary.md; prints the report's path.
+    Report(report::ReportArgs),
 }
 
 /// Flags shared by `serve` and `launch`: where to listen and who may connect.
@@ -217,6 +220,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Evidence(args) => evidence::run_evidence(args),
         Command::Runs(args) => evidence::run_runs(args),
         Command::Prune(args) => evidence::run_prune(args),
+        Command::Report(args) => report::run(args),
     }
 }
 

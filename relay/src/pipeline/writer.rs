@@ -295,8 +295,19 @@ impl Writer {
     }
 }
 
-/// The render hook: the run's journal is complete here. The report renderer plugs in here.
-fn render(_run_dir: &std::path::Path) {}
+/// Renders `report.html` and `summary.md` once the journal is complete. A report that cannot
+/// be written costs nothing but itself: the run stays finalized.
+fn render(run_dir: &std::path::Path) {
+    match cdp_report::render(run_dir) {
+        Ok(r) => tracing::info!(
+            "evidence: report {} ({} steps, {} failures)",
+            r.html_path.display(),
+            r.figures.steps,
+            r.figures.failures
+        ),
+        Err(e) => tracing::warn!("evidence: could not render the report: {e}"),
+    }
+}
 
 fn finalized(e: &cdp_evidence::Error) -> bool {
     matches!(e, cdp_evidence::Error::RunFinalized { .. })

@@ -1,0 +1,79 @@
+//! `cdp-relay report RUN_DIR|RUN_ID`: render (or re-render) a run's `report.html` and
+//! `summary.md`, and print the path of `report.html`.
+
+use super::evidence::EvidenceDir;
+use super::Usage;
+use anyhow::Context as _;
+use cdp_evidence::{EvidenceConfig, Store};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Flags of `cdp-relay report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// A run directory, or the id of a run under the evidence root.
+    #[arg(value_name = "RUN_DIR|RUN_ID")]
+    pub run: String,
+
+    #[command(flatten)]
+    pub dir: EvidenceDir,
+}
+
+/// Runs `cdp-relay report`.
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let run_dir = resolve(&args)?;
+    let rendered = cdp_report::render(&run_dir)
+        .with_context(|| format!("cannot render the report of {}", run_dir.display()))?;
+    let f = &rendered.figures;
+    eprintln!(
+        "cdp-relay: {} steps, {} failures, {} frames embedded{}",
+        f.steps,
+        f.failures,
+        f.frames_embedded,
+        if f.records_unreadable > 0 {
+            format!(", {} records could not be shown", f.records_unreadable)
+        } else {
+            String::new()
+        }
+    );
+    writeln!(std::io::stdout().lock(), "{}", rendered.html_path.display())
+        .context("cannot write to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A path that is a directory wins; otherwise a run id under the evidence root.
+fn resolve(args: &ReportArgs) -> anyhow::Result<PathBuf> {
+    let as_path = PathBuf::from(&args.run);
+    if as_path.is_dir() {
+        return Ok(as_path);
+    }
+    cdp_evidence::validate_id("RUN_ID", &args.run).map_err(|_| {
+        Usage(format!(
+            "{:?} is neither a run directory nor a run id; `cdp-relay runs` lists the runs",
+            args.run
+        ))
+    })?;
+    let store = Store::open(EvidenceConfig::at(&args.dir.evidence_dir)).with_context(|| {
+        format!(
+            "cannot open the evidence root {}",
+            args.dir.evidence_dir.display()
+        )
+    })?;
+    let dir = store.run_dir(&args.run).with_context(|| {
+        format!(
+            "no run {} under {} (pass the run directory, or --evidence-dir)",
+            args.run,
+            args.dir.evidence_dir.display()
+        )
+    })?;
+    if !dir.is_dir() {
+        return Err(Usage(format!(
+            "no run {} under {}; `cdp-relay runs --evidence-dir DIR` lists the runs",
+            args.run,
+            args.dir.evidence_dir.display()
+        ))
+        .into());
+    }
+    Ok(dir)
+}
