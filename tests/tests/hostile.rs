@@ -191,13 +191,10 @@ async fn a_token_in_any_spelling_never_reaches_the_browser() {
         let relay = RelayProcess::serve(&format!("http://{}", spy.addr), &["--token", TOKEN]).await;
         let auth = relay.authority();
         let bearer = format!("Bearer {TOKEN}");
-        let ws_path = path_of(
-            &request(&auth, "GET", "/json/version", &[("Authorization", &bearer)])
-                .await
-                .json()["webSocketDebuggerUrl"]
-                .as_str()
-                .expect("ws"),
-        );
+        let version = request(&auth, "GET", "/json/version", &[("Authorization", &bearer)])
+            .await
+            .json();
+        let ws_path = path_of(version["webSocketDebuggerUrl"].as_str().expect("ws"));
         for name in [
             "token",
             "%74oken",
