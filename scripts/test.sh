@@ -41,8 +41,8 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "cargo build (the end-to-end tests run the real binary)"
-cargo build --workspace --bins --locked
+step "cargo test --no-run (builds the binary the end-to-end tests run, with the tests' features)"
+cargo test --workspace --locked --no-run
 
 step "cargo test"
 cargo test --workspace --locked

@@ -139,7 +139,7 @@ impl Locked<'_> {
     pub(crate) fn write_line(&self, line: &[u8]) -> Result<(), Error> {
         debug_assert_eq!(line.last(), Some(&b'\n'));
         let before = self.len()?;
-        #[cfg(debug_assertions)]
+        #[cfg(feature = "test-hooks")]
         test_hook::maybe_tear(self.journal(), line);
         let mut f = self.journal();
         match f.write(line) {
@@ -186,11 +186,12 @@ impl Drop for Locked<'_> {
     }
 }
 
-/// Debug builds only: makes a chosen append write half its line and then block, so a test can
-/// SIGKILL a writer in the middle of a record. Armed by `CDP_EVIDENCE_TEST_TORN_APPEND=<n>`: the
-/// n-th line this process writes (1-based) is torn. The process then prints
-/// `cdp-evidence test hook: torn write in place` on stderr, reads stdin until EOF and aborts.
-#[cfg(debug_assertions)]
+/// With the `test-hooks` feature only (never in a normal build): makes a chosen append write half
+/// its line and then block, so a test can SIGKILL a writer in the middle of a record. Armed by
+/// `CDP_EVIDENCE_TEST_TORN_APPEND=<n>`: the n-th line this process writes (1-based) is torn. The
+/// process then prints `cdp-evidence test hook: torn write in place` on stderr, reads stdin until
+/// EOF and aborts.
+#[cfg(feature = "test-hooks")]
 mod test_hook {
     use std::fs::File;
     use std::io::Write;
@@ -216,7 +217,7 @@ mod test_hook {
     }
 }
 
-/// Test hook variable (debug builds only; see `test_hook`).
+/// Test hook variable (`test-hooks` feature only; see `test_hook`).
 #[doc(hidden)]
 pub const TEST_HOOK_TORN_APPEND_ENV: &str = "CDP_EVIDENCE_TEST_TORN_APPEND";
 /// Line the test hook prints on stderr once the torn write is in place.

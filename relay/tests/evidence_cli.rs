@@ -515,3 +515,42 @@ fn a_cli_writer_killed_mid_record_is_repaired_by_the_next_append() {
         ]
     );
 }
+
+/// `cdp-relay runs | head -0`: a reader that closed the pipe is not a failure, for every command
+/// that prints.
+#[test]
+fn a_closed_stdout_is_success_for_every_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_cli(
+        tmp.path(),
+        &["evidence", "append", "--session", "pipe"],
+        "{\"tool\":\"t\",\"kind\":\"action\",\"payload\":{\"method\":\"Page.reload\"}}\n",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for args in [
+        &["runs"][..],
+        &["runs", "--json"],
+        &["evidence", "finalize", "--session", "pipe"],
+    ] {
+        let mut p = cli(tmp.path(), args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Closed before anything was written: the first write fails with EPIPE.
+        drop(p.stdout.take());
+        let out = p.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            !text(&out.stderr).contains("Broken pipe"),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}

@@ -3,25 +3,13 @@
 
 use cdp_relay_tests::cdp::connect;
 use cdp_relay_tests::fake::{FakeUpstream, HttpMode, Script};
-use cdp_relay_tests::{within, RelayProcess};
+use cdp_relay_tests::{rss_kib, within, RelayProcess};
 use futures_util::StreamExt;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message;
 
 const MESSAGE: usize = 1024 * 1024;
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
-}
 
 #[tokio::test]
 async fn slow_reader_slows_the_writer_and_memory_stays_bounded() {
@@ -40,12 +28,24 @@ async fn slow_reader_slows_the_writer_and_memory_stays_bounded() {
         // The flood stalls once socket buffers and the one in-flight message are full. "Stalled"
         // means no progress over several observations; if the relay buffered instead, the flood
         // would keep going until memory ran out and this loop would time out.
+        let limit = 96 * MESSAGE as u64;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         let mut last = u64::MAX;
         let mut unchanged = 0;
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         while unchanged < 10 {
             tick.tick().await;
             let now = fake.flooded.load(Ordering::Relaxed);
+            assert!(
+                now < limit,
+                "the browser kept writing ({} MiB) to a client that reads nothing",
+                now >> 20
+            );
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the flood never stalled ({} MiB written)",
+                now >> 20
+            );
             if now == last {
                 unchanged += 1;
             } else {
@@ -56,7 +56,7 @@ async fn slow_reader_slows_the_writer_and_memory_stays_bounded() {
         let stalled_at = last;
         let rss = rss_kib(pid);
         assert!(
-            stalled_at < 96 * MESSAGE as u64,
+            stalled_at < limit,
             "the browser kept writing {} MiB to a client that reads nothing",
             stalled_at >> 20
         );

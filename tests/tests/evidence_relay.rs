@@ -94,6 +94,7 @@ async fn an_event_flood_is_relayed_complete_and_accounted_for() {
             "recorded {recorded} + dropped {} < {N}",
             summary.dropped
         );
+        assert!(recorded <= N, "recorded {recorded} console records for {N} events");
         let manifest = store.read_manifest(&run_id).expect("manifest");
         let totals = manifest.totals.expect("totals");
         assert_eq!(totals.dropped_evidence, summary.dropped);

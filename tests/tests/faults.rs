@@ -143,10 +143,16 @@ async fn upstream_vanishing_without_close_gives_1011() {
         let fake = FakeUpstream::start(HttpMode::DevTools, Script::VanishAfterFirstMessage).await;
         let relay = RelayFixture::start(&fake.http()).await;
         let mut ws = open(&relay).await;
+        let sent = std::time::Instant::now();
         ws.send(Message::text("{\"id\":1}")).await.expect("send");
         let f = close_of(&mut ws)
             .await
             .expect("a close frame, not a dropped socket");
+        let waited = sent.elapsed();
+        assert!(
+            waited < std::time::Duration::from_secs(3),
+            "1011 took {waited:?}: not prompt"
+        );
         assert_eq!(u16::from(f.code), 1011);
         assert!(f.reason.contains("lost"), "{f:?}");
     })

@@ -89,9 +89,8 @@ async fn launch_serves_and_shuts_down_cleanly_on_signals() {
             rest.is_empty(),
             "stdout must hold only the endpoint: {rest}"
         );
-        if let Some(f) = closed {
-            assert!([1001, 1011].contains(&u16::from(f.code)), "{f:?}");
-        }
+        let f = closed.expect("the client gets a close frame, not a dropped socket");
+        assert_eq!(u16::from(f.code), 1001, "{signal:?}: {f:?}");
         scratch.assert_clean();
     }
 }
@@ -170,4 +169,44 @@ async fn missing_browser_says_how_to_get_one() {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("apt-get install chromium"), "{stderr}");
     assert!(stderr.contains("--browser"), "{stderr}");
+}
+
+/// `kill -9` of the relay takes its browser along (no orphan with an open DevTools port and no
+/// policy in front of it), and the next launch removes the profile it left behind.
+#[tokio::test]
+async fn sigkill_of_launch_takes_the_browser_along() {
+    let scratch = Scratch::new();
+    let relay = launch(&scratch).await;
+    let needle = scratch.path().to_string_lossy().into_owned();
+    assert!(!processes_mentioning(&needle).is_empty());
+    let devtools_port = {
+        let profile = scratch.path().join(&scratch.profiles()[0]);
+        let text = std::fs::read_to_string(profile.join("DevToolsActivePort")).expect("port file");
+        text.lines().next().expect("port").trim().to_owned()
+    };
+    relay.signal(Signal::SIGKILL);
+    let (code, _, _) = relay.finish().await;
+    assert_eq!(code, None, "killed by a signal");
+    within("the browser to die with the relay", async {
+        while !processes_mentioning(&needle).is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        tokio::net::TcpStream::connect(format!("127.0.0.1:{devtools_port}"))
+            .await
+            .is_err(),
+        "the browser's DevTools port still answers"
+    );
+    assert_eq!(scratch.profiles().len(), 1, "SIGKILL leaves the profile");
+    // The next launch in the same temporary directory cleans up after the dead one.
+    let next = launch(&scratch).await;
+    assert_eq!(
+        scratch.profiles().len(),
+        1,
+        "only the new relay's profile remains"
+    );
+    next.stop().await;
+    scratch.assert_clean();
 }
