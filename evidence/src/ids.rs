@@ -7,11 +7,9 @@
 
 use crate::error::Error;
 use std::borrow::Cow;
-use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// Longest session id, run id or source name accepted.
 pub const MAX_ID_LEN: usize = 128;
@@ -79,20 +77,10 @@ impl serde::Serialize for Source {
     }
 }
 
-static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-
-/// 64 bits that differ between calls, processes and hosts. Not cryptographic: they only keep
-/// ids unique when two producers (e.g. in different PID namespaces) share a pid and a millisecond.
+/// 64 random bits (fastrand, seeded per thread). Not cryptographic: they only keep ids unique
+/// when two producers (e.g. in different PID namespaces) share a pid and a millisecond.
 pub(crate) fn random_u64() -> u64 {
-    let mut h = RandomState::new().build_hasher();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    h.write_u128(nanos);
-    h.write_u32(std::process::id());
-    h.write_u64(SEQUENCE.fetch_add(1, Ordering::Relaxed));
-    h.finish()
+    fastrand::u64(..)
 }
 
 /// A new run id: `YYYYMMDDTHHMMSSmmmZ-<16 hex>`, e.g. `20261129T214301123Z-9f3c0a7e5b1d2c48`.
@@ -120,6 +108,7 @@ pub(crate) fn new_action_id(now: SystemTime) -> String {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn accepts_safe_ids() {
