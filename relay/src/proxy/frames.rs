@@ -11,27 +11,40 @@ use std::ops::Range;
 /// Which end a stream comes from: clients must mask and may not use reserved bits or opcodes;
 /// the browser is trusted to speak its own protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum From {
+pub enum From {
+    /// A client: frames must be masked, no reserved bits or opcodes.
     Client,
+    /// The browser.
     Browser,
 }
 
 /// What the scanner saw in a chunk, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Event {
+pub enum Event {
     /// A data message starts (`text` or binary). A new message while another was unfinished
     /// abandons the old one (the browser would read it the same way).
-    MessageStart { text: bool },
+    MessageStart {
+        /// A text message (else binary).
+        text: bool,
+    },
     /// Payload bytes of the current data message at `range` of the chunk, masked with `mask`
     /// from byte `phase` of its 4-byte cycle when the sender masked them.
     Data {
+        /// Where in the chunk.
         range: Range<usize>,
+        /// The masking key and the phase of the range's first byte, for masked frames.
         mask: Option<([u8; 4], u8)>,
     },
     /// The current data message is complete.
-    MessageEnd { len: u64 },
+    MessageEnd {
+        /// The message's payload length.
+        len: u64,
+    },
     /// A close frame went by completely, with its status code when it had one.
-    Close { code: Option<u16> },
+    Close {
+        /// The status code, when the frame carried one.
+        code: Option<u16>,
+    },
     /// A ping went by completely.
     Ping,
     /// A pong went by completely.
@@ -41,15 +54,24 @@ pub(crate) enum Event {
 /// Why the stream cannot go on. `at` is where the offending frame's header starts in the
 /// chunk: the bytes before it may still be forwarded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stop {
+pub enum Stop {
     /// The message would exceed the size limit.
-    TooBig { at: usize },
+    TooBig {
+        /// Where the frame's header starts.
+        at: usize,
+    },
     /// The client broke the protocol: the reason, for the log (never a payload).
-    Violation { at: usize, why: &'static str },
+    Violation {
+        /// Where the frame's header starts.
+        at: usize,
+        /// What rule it broke.
+        why: &'static str,
+    },
 }
 
 impl Stop {
-    pub(crate) fn at(self) -> usize {
+    /// Where the stream must stop.
+    pub fn at(self) -> usize {
         match self {
             Stop::TooBig { at } | Stop::Violation { at, .. } => at,
         }
@@ -82,7 +104,7 @@ enum State {
 
 /// The scanner of one direction of one session.
 #[derive(Debug)]
-pub(crate) struct Scanner {
+pub struct Scanner {
     from: From,
     max_message: u64,
     state: State,
@@ -93,7 +115,7 @@ pub(crate) struct Scanner {
 }
 
 impl Scanner {
-    pub(crate) fn new(from: From, max_message: usize) -> Scanner {
+    pub fn new(from: From, max_message: usize) -> Scanner {
         Scanner {
             from,
             max_message: max_message as u64,
@@ -105,14 +127,14 @@ impl Scanner {
 
     /// True between frames: a frame of our own (a close) can be written here without
     /// corrupting the stream.
-    pub(crate) fn at_boundary(&self) -> bool {
+    pub fn at_boundary(&self) -> bool {
         matches!(self.state, State::Header)
     }
 
     /// Scans the next `chunk` of the stream, reporting events to `on`. Returns how many bytes
     /// were consumed: a header cut off at the end of the chunk is not, so that no byte of a
     /// frame is forwarded before its header was judged; pass those bytes again with more.
-    pub(crate) fn scan(&mut self, chunk: &[u8], on: &mut impl FnMut(Event)) -> Result<usize, Stop> {
+    pub fn scan(&mut self, chunk: &[u8], on: &mut impl FnMut(Event)) -> Result<usize, Stop> {
         let mut pos = 0;
         while pos < chunk.len() {
             match self.state {
@@ -295,7 +317,7 @@ fn parse(h: &[u8]) -> Head {
 
 /// A close frame of the relay's own. Frames to the browser are masked with a fresh random key
 /// (the relay is the browser's client); frames to a client are not.
-pub(crate) fn close_frame(code: u16, reason: &str, masked: bool) -> Vec<u8> {
+pub fn close_frame(code: u16, reason: &str, masked: bool) -> Vec<u8> {
     let reason = &reason.as_bytes()[..reason.len().min(123)];
     let mut payload = Vec::with_capacity(2 + reason.len());
     payload.extend_from_slice(&code.to_be_bytes());
@@ -551,6 +573,49 @@ mod tests {
             assert_eq!(s.scan(&bytes, &mut |e| events.push(e)), Ok(bytes.len()));
             assert_eq!(events, vec![Event::Close { code: Some(1011) }]);
             assert!(s.at_boundary());
+        }
+    }
+
+    proptest::proptest! {
+        /// Any sequence of frames, cut anywhere: every message comes out whole and in order, and
+        /// everything is consumed.
+        #[test]
+        fn any_frames_at_any_cuts(
+            frames in proptest::collection::vec(
+                (0u8..4, proptest::collection::vec(proptest::num::u8::ANY, 0..300), proptest::bool::ANY),
+                1..12,
+            ),
+            step in 1usize..64,
+            masked in proptest::bool::ANY,
+        ) {
+            // (kind, payload, fin): kinds 0..2 are data starts, 3 a ping in between.
+            let mask = masked.then_some(KEY);
+            let from = if masked { From::Client } else { From::Browser };
+            let mut stream = Vec::new();
+            let mut expected = Vec::new();
+            let mut open: Option<Vec<u8>> = None;
+            for (kind, payload, fin) in &frames {
+                if *kind == 3 {
+                    stream.extend(frame(true, OP_PING, &payload[..payload.len().min(125)], mask));
+                    continue;
+                }
+                let opcode = match (&open, kind) {
+                    (Some(_), _) => OP_CONTINUATION,
+                    (None, 0) => OP_BINARY,
+                    (None, _) => OP_TEXT,
+                };
+                stream.extend(frame(*fin, opcode, payload, mask));
+                let mut m = open.take().unwrap_or_default();
+                m.extend_from_slice(payload);
+                if *fin {
+                    expected.push(m);
+                } else {
+                    open = Some(m);
+                }
+            }
+            let (_, messages, r) = scan_split(from, &stream, step, 1 << 20);
+            proptest::prop_assert_eq!(r, Ok(()));
+            proptest::prop_assert_eq!(messages, expected);
         }
     }
 }

@@ -8,7 +8,9 @@
 
 mod admission;
 mod discovery;
-mod frames;
+// Public for the fuzzer only: not part of the API.
+#[doc(hidden)]
+pub mod frames;
 mod health;
 mod http;
 mod policy;
