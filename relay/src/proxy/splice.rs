@@ -194,6 +194,10 @@ impl Pump {
         let mut asked: Option<u16> = None;
         let mut events: Vec<Event> = Vec::new();
         let mut need_more = false;
+        // Registered once: a fresh `cancelled()` per read would take the token's lock twice per
+        // message, shared by every session.
+        let stopped = cx.stop.cancelled();
+        tokio::pin!(stopped);
         loop {
             if let Some(code) = asked {
                 if self.scanner.at_boundary() {
@@ -206,7 +210,7 @@ impl Pump {
                 self.buf.reserve(READ_SIZE);
                 let read = tokio::select! {
                     biased;
-                    _ = cx.stop.cancelled() => {
+                    _ = &mut stopped => {
                         if self.scanner.at_boundary() {
                             self.write_close(&mut dst, GOING_AWAY).await;
                         }

@@ -1,0 +1,223 @@
+//! The paths a benchmark compares, all in front of the same upstream: direct, cdp-relay with
+//! evidence on, cdp-relay `--no-evidence`, nginx (a websocket reverse proxy, Debian's package),
+//! and node-http-proxy (the usual hand-rolled CDP proxy). Each is a child process killed on drop.
+
+use cdp_relay_tests::{clients_dir, RelayProcess};
+use std::path::PathBuf;
+use std::process::Stdio;
+use tokio::io::AsyncBufReadExt;
+
+/// One way to reach the upstream.
+pub struct Path {
+    /// Name in the tables.
+    pub name: &'static str,
+    /// `127.0.0.1:PORT` to connect to.
+    pub authority: String,
+    /// The process doing the forwarding, for its memory (none for direct).
+    pub pid: Option<u32>,
+}
+
+/// The paths and the processes behind them.
+pub struct Paths {
+    pub list: Vec<Path>,
+    _relays: Vec<RelayProcess>,
+    _children: Vec<tokio::process::Child>,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+impl Paths {
+    /// Starts every path in front of `upstream` (`http://127.0.0.1:PORT`); `extra` are added to
+    /// both relays' flags. Peers that cannot run here (no nginx, no node) are left out with a note.
+    pub async fn start(upstream: &str, extra: &[&str]) -> Paths {
+        let up_auth = upstream.trim_start_matches("http://").to_owned();
+        let evidence = tempfile::tempdir().expect("evidence dir");
+        let evidence_dir = evidence.path().to_string_lossy().into_owned();
+        let mut base = vec!["serve", "--upstream", upstream, "--listen", "127.0.0.1:0"];
+        base.extend_from_slice(extra);
+        let mut recording = base.clone();
+        recording.extend(["--evidence-dir", &evidence_dir]);
+        let relay = RelayProcess::spawn(&recording, &[]).await;
+        let mut forwarding = base.clone();
+        forwarding.push("--no-evidence");
+        let plain = RelayProcess::spawn(&forwarding, &[]).await;
+        let mut list = vec![
+            Path {
+                name: "direct",
+                authority: up_auth.clone(),
+                pid: None,
+            },
+            Path {
+                name: "cdp-relay (evidence on)",
+                authority: relay.authority(),
+                pid: Some(relay.pid()),
+            },
+            Path {
+                name: "cdp-relay --no-evidence",
+                authority: plain.authority(),
+                pid: Some(plain.pid()),
+            },
+        ];
+        let mut children = Vec::new();
+        let mut dirs = vec![evidence];
+        match start_nginx(&up_auth).await {
+            Ok((child, dir, authority, worker)) => {
+                list.push(Path {
+                    name: "nginx",
+                    authority,
+                    pid: worker,
+                });
+                children.push(child);
+                dirs.push(dir);
+            }
+            Err(why) => eprintln!("note: nginx left out: {why}"),
+        }
+        match start_node_peer(upstream).await {
+            Ok((child, authority)) => {
+                let pid = child.id();
+                list.push(Path {
+                    name: "node-http-proxy",
+                    authority,
+                    pid,
+                });
+                children.push(child);
+            }
+            Err(why) => eprintln!("note: node-http-proxy left out: {why}"),
+        }
+        Paths {
+            list,
+            _relays: vec![relay, plain],
+            _children: children,
+            _dirs: dirs,
+        }
+    }
+}
+
+/// nginx as a websocket reverse proxy in front of `upstream`, with its own config and prefix in a
+/// temporary directory, one worker (like the relay's single process), access log off.
+async fn start_nginx(
+    upstream: &str,
+) -> Result<
+    (
+        tokio::process::Child,
+        tempfile::TempDir,
+        String,
+        Option<u32>,
+    ),
+    String,
+> {
+    let exe = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or("not installed (scripts/bench.sh installs Debian's nginx)")?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        l.local_addr().map_err(|e| e.to_string())?.port()
+    };
+    let prefix = dir.path().display().to_string();
+    let user = if nix::unistd::geteuid().is_root() {
+        "user root;"
+    } else {
+        ""
+    };
+    let conf = format!(
+        r#"{user}
+worker_processes 1;
+daemon off;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://{upstream};
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_set_header Host {upstream};
+            proxy_buffering off;
+            proxy_read_timeout 3600s;
+            proxy_send_timeout 3600s;
+            tcp_nodelay on;
+        }}
+    }}
+}}
+"#
+    );
+    let conf_path = dir.path().join("nginx.conf");
+    std::fs::write(&conf_path, conf).map_err(|e| e.to_string())?;
+    let child = tokio::process::Command::new(exe)
+        .arg("-p")
+        .arg(dir.path())
+        .arg("-c")
+        .arg(&conf_path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    // Ready once it accepts.
+    let authority = format!("127.0.0.1:{port}");
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(&authority).await.is_ok() {
+            let worker = child.id().and_then(first_child);
+            return Ok((child, dir, authority, worker));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    Err("did not start listening".into())
+}
+
+/// The first child process of `pid` (nginx's worker).
+fn first_child(pid: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+async fn start_node_peer(upstream: &str) -> Result<(tokio::process::Child, String), String> {
+    let dir = std::panic::catch_unwind(clients_dir).map_err(|_| "npm clients not installed")?;
+    let mut child = tokio::process::Command::new("node")
+        .arg("peer-proxy.mjs")
+        .arg(upstream)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let line = tokio::io::BufReader::new(stdout)
+        .lines()
+        .next_line()
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("no endpoint line")?;
+    Ok((child, line.trim_start_matches("http://").to_owned()))
+}
+
+/// Resets the peak-RSS counter of `pid` (`/proc/PID/clear_refs`), so [`peak_rss_kib`] then
+/// measures one scenario.
+pub fn reset_peak(pid: u32) {
+    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+}
+
+/// Peak resident memory of `pid` since start or the last [`reset_peak`], in KiB.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
