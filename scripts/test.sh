@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Every check CI runs, from a fresh machine: installs what is missing (Debian's chromium, the npm
-# test clients, the nightly toolchain and cargo-fuzz), then formatting, lints, the full test suite
-# against a real headless Chromium and real Playwright/Puppeteer, and a bounded fuzzing pass.
+# Every check CI runs, from a fresh machine: installs what is missing (Debian's chromium and nginx,
+# the npm test clients, the nightly toolchain and cargo-fuzz), then formatting, lints, the full
+# test suite against a real headless Chromium and real Playwright/Puppeteer, a benchmark smoke
+# run, and a bounded fuzzing pass.
 #
 #   scripts/test.sh                 everything
 #   FUZZ_SECONDS=0 scripts/test.sh  skip fuzzing (default 20 s per target)
@@ -23,6 +24,10 @@ step "prerequisites"
 if [ -z "${CDP_RELAY_BROWSER:-}" ] && ! command -v chromium >/dev/null 2>&1; then
   step "installing Debian's chromium"
   apt_install chromium
+fi
+if [ ! -x /usr/sbin/nginx ] && ! command -v nginx >/dev/null 2>&1; then
+  step "installing Debian's nginx (a peer in the benchmark smoke run)"
+  apt_install nginx
 fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   step "installing Node.js"
@@ -46,6 +51,9 @@ cargo test --workspace --locked --no-run
 
 step "cargo test"
 cargo test --workspace --locked
+
+step "benchmark smoke run (tiny sizes: keeps relay-bench working; timings are not tests)"
+target/debug/relay-bench all --smoke >/dev/null
 
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
   step "fuzzing each target for ${FUZZ_SECONDS}s"
