@@ -138,6 +138,52 @@ macro_rules! key_value_tail {
     };
 }
 
+/// An HTML attribute value: double- or single-quoted (the quote may be JSON-escaped, `\"`, once
+/// or more), entity-quoted (`&quot;…&quot;`, `&#34;`, `&#x22;`, and the single-quote forms), or
+/// bare. `…_last_value` is the same for the value that ends a match: it may be unclosed (a cut
+/// log line), then it runs to the end of the line.
+macro_rules! html_attr_value {
+    () => {
+        r#"(?:
+            \\*"[^"\r\n]*?\\*"
+          | \\*'[^'\r\n]*?\\*'
+          | &(?:quot|\#34|\#[xX]22);[^"\r\n]*?&(?:quot|\#34|\#[xX]22);
+          | &(?:apos|\#39|\#[xX]27);[^'\r\n]*?&(?:apos|\#39|\#[xX]27);
+          | [^\x20\t\r\n"'<>`\\]+
+        )"#
+    };
+}
+
+macro_rules! html_attr_last_value {
+    () => {
+        r#"(?:
+            \\*"[^"\r\n]*"?
+          | \\*'[^'\r\n]*'?
+          | &(?:quot|\#34|\#[xX]22);(?:[^"\r\n]*?&(?:quot|\#34|\#[xX]22);|[^"\r\n]*)
+          | &(?:apos|\#39|\#[xX]27);(?:[^'\r\n]*?&(?:apos|\#39|\#[xX]27);|[^'\r\n]*)
+          | [^\x20\t\r\n"'<>`\\]+
+        )"#
+    };
+}
+
+/// Blanks between HTML attributes (also JSON-escaped newlines and tabs).
+macro_rules! html_attr_sep {
+    () => {
+        r#"(?:[\x20\t\r\n]|\\[nrt])+"#
+    };
+}
+
+/// One other HTML attribute: a name, and a value unless it is a boolean attribute.
+macro_rules! html_attr {
+    () => {
+        concat!(
+            r#"[A-Za-z_:@][A-Za-z0-9_:.@-]{0,63}(?:[\x20\t]*=[\x20\t]*"#,
+            html_attr_value!(),
+            r#")?"#
+        )
+    };
+}
+
 /// One pattern of the combined text regex. The order is the alternation order, which breaks
 /// ties between detectors that match at the same position (leftmost-first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,7 +201,7 @@ pub(crate) enum Detector {
 }
 
 impl Detector {
-    const ALL: [Detector; 10] = [
+    pub(crate) const ALL: [Detector; 10] = [
         Detector::PrivateKey,
         Detector::Jwt,
         Detector::KnownToken,
@@ -167,6 +213,11 @@ impl Detector {
         Detector::SchemeCredential,
         Detector::CdpId,
     ];
+
+    /// Position in [`Detector::ALL`] (and in the compiled tables).
+    fn index(self) -> usize {
+        self as usize
+    }
 
     /// The pattern used for captures, anchored at a match the combined search already found.
     /// Usually the search pattern; the key/value name drops its stem alternation (the search
@@ -191,20 +242,30 @@ impl Detector {
     }
 
     /// The named groups a detector reports (none for detectors that replace the whole match).
-    fn groups(self) -> &'static [&'static str] {
+    fn groups(self) -> &'static [Group] {
         match self {
             Detector::PrivateKey | Detector::Jwt | Detector::KnownToken | Detector::CdpId => &[],
-            Detector::Userinfo => &["userinfo_value"],
-            Detector::CdpCapability => &["cdp_capability_kind", "cdp_capability_id"],
-            Detector::QueryParam => &["query_param_name", "query_param_value"],
-            Detector::KeyValue => &["key_value_name", "key_value_sep", "key_value_value"],
-            Detector::NameValue => &[
-                "name_value_json_name",
-                "name_value_json_value",
-                "name_value_html_name",
-                "name_value_html_value",
+            Detector::Userinfo => &[Group::UserinfoValue],
+            Detector::CdpCapability => &[Group::CdpCapabilityKind, Group::CdpCapabilityId],
+            Detector::QueryParam => &[Group::QueryParamName, Group::QueryParamValue],
+            Detector::KeyValue => &[
+                Group::KeyValueName,
+                Group::KeyValueSep,
+                Group::KeyValueValue,
             ],
-            Detector::SchemeCredential => &["scheme_credential_scheme", "scheme_credential_value"],
+            Detector::NameValue => &[
+                Group::NameValueJsonName,
+                Group::NameValueJsonValue,
+                Group::NameValueJsonRevValue,
+                Group::NameValueJsonRevName,
+                Group::NameValueHtmlName,
+                Group::NameValueHtmlValue,
+                Group::NameValueHtmlRevValue,
+                Group::NameValueHtmlRevName,
+            ],
+            Detector::SchemeCredential => {
+                &[Group::SchemeCredentialScheme, Group::SchemeCredentialValue]
+            }
         }
     }
 
@@ -274,7 +335,7 @@ impl Detector {
                 =
                 (?P<query_param_value>(?:\$\{[A-Z_][A-Z0-9_]*\}|[^\s"'&\#<>\\])+)"#
             }
-            Detector::NameValue => {
+            Detector::NameValue => concat!(
                 r#"(?x)
                 # The secret's name is in a sibling field, not in front of the value.
                 (?:
@@ -282,13 +343,43 @@ impl Detector {
                     "name"[\x20\t]*:[\x20\t]*"(?P<name_value_json_name>[^"\\\r\n]{1,128})"
                     [\x20\t]*,[\x20\t]*"value"[\x20\t]*:[\x20\t]*
                     (?P<name_value_json_value>"(?:[^"\\\r\n]|\\.)*"?)
-                  | # HTML: <input type="hidden" name="csrf_token" value="…">, <meta name=… content=…>
-                    (?:name|NAME|Name)=["'](?P<name_value_html_name>[^"'<>\r\n]{1,128})["']
-                    (?:[\x20\t\r\n]+[A-Za-z-]{1,32}=(?:"[^"\r\n]*"|'[^'\r\n]*')){0,4}?
-                    [\x20\t\r\n]+(?:value|VALUE|Value|content|CONTENT|Content)=
-                    (?P<name_value_html_value>"[^"\r\n]*"?|'[^'\r\n]*'?)
+                  | # … and the other way round: {"value": "…", "name": "Cookie"}
+                    "value"[\x20\t]*:[\x20\t]*
+                    (?P<name_value_json_rev_value>"(?:[^"\\\r\n]|\\.)*")
+                    [\x20\t]*,[\x20\t]*"name"[\x20\t]*:[\x20\t]*
+                    "(?P<name_value_json_rev_name>[^"\\\r\n]{1,128})"
+                  | # HTML attributes of one tag, in either order, any letter case, with up to
+                    # six other attributes between them: <input type="hidden" name="_csrf"
+                    # value="…">, <meta name=csrf-token content=…>, <input value='…' name='…'>.
+                    # An attribute starts the text or follows a blank, a quote, '/' or a
+                    # JSON-escaped newline, so `data-name=` and `username=` are not `name=`.
+                    (?:\A|[\x20\t\r\n"'/]|\\[nrt])
+                    (?:
+                        (?i:name)[\x20\t]*=[\x20\t]*(?P<name_value_html_name>"#,
+                html_attr_value!(),
+                r#")
+                        (?:"#,
+                html_attr_sep!(),
+                html_attr!(),
+                r#"){0,6}?"#,
+                html_attr_sep!(),
+                r#"(?i:value|content)[\x20\t]*=[\x20\t]*(?P<name_value_html_value>"#,
+                html_attr_last_value!(),
+                r#")
+                      | (?i:value|content)[\x20\t]*=[\x20\t]*(?P<name_value_html_rev_value>"#,
+                html_attr_value!(),
+                r#")
+                        (?:"#,
+                html_attr_sep!(),
+                html_attr!(),
+                r#"){0,6}?"#,
+                html_attr_sep!(),
+                r#"(?i:name)[\x20\t]*=[\x20\t]*(?P<name_value_html_rev_name>"#,
+                html_attr_value!(),
+                r#")
+                    )
                 )"#
-            }
+            ),
             Detector::KeyValue => concat!(
                 r#"(?x)
                 # A name containing a sensitive stem; keys.rs decides whether it really is one.
@@ -325,20 +416,154 @@ impl Detector {
     }
 }
 
-/// A detector match: which detector, where, and its inner groups.
+/// A byte range of the text.
+pub(crate) type Span = (usize, usize);
+
+/// A named capture group of a detector's pattern (`(?P<key_value_sep>…)`). Groups are only ever
+/// read through this enum, resolved to capture slots once when the table is compiled: a
+/// misspelt variant does not compile, and a name the pattern lacks fails that compilation (so
+/// every test), instead of silently reading as "no value" — which would mean "not redacted".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Group {
+    UserinfoValue,
+    CdpCapabilityKind,
+    CdpCapabilityId,
+    QueryParamName,
+    QueryParamValue,
+    KeyValueName,
+    KeyValueSep,
+    KeyValueValue,
+    NameValueJsonName,
+    NameValueJsonValue,
+    NameValueJsonRevValue,
+    NameValueJsonRevName,
+    NameValueHtmlName,
+    NameValueHtmlValue,
+    NameValueHtmlRevValue,
+    NameValueHtmlRevName,
+    SchemeCredentialScheme,
+    SchemeCredentialValue,
+}
+
+impl Group {
+    pub(crate) const ALL: [Group; 18] = [
+        Group::UserinfoValue,
+        Group::CdpCapabilityKind,
+        Group::CdpCapabilityId,
+        Group::QueryParamName,
+        Group::QueryParamValue,
+        Group::KeyValueName,
+        Group::KeyValueSep,
+        Group::KeyValueValue,
+        Group::NameValueJsonName,
+        Group::NameValueJsonValue,
+        Group::NameValueJsonRevValue,
+        Group::NameValueJsonRevName,
+        Group::NameValueHtmlName,
+        Group::NameValueHtmlValue,
+        Group::NameValueHtmlRevValue,
+        Group::NameValueHtmlRevName,
+        Group::SchemeCredentialScheme,
+        Group::SchemeCredentialValue,
+    ];
+
+    /// The group's name in its detector's pattern.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Group::UserinfoValue => "userinfo_value",
+            Group::CdpCapabilityKind => "cdp_capability_kind",
+            Group::CdpCapabilityId => "cdp_capability_id",
+            Group::QueryParamName => "query_param_name",
+            Group::QueryParamValue => "query_param_value",
+            Group::KeyValueName => "key_value_name",
+            Group::KeyValueSep => "key_value_sep",
+            Group::KeyValueValue => "key_value_value",
+            Group::NameValueJsonName => "name_value_json_name",
+            Group::NameValueJsonValue => "name_value_json_value",
+            Group::NameValueJsonRevValue => "name_value_json_rev_value",
+            Group::NameValueJsonRevName => "name_value_json_rev_name",
+            Group::NameValueHtmlName => "name_value_html_name",
+            Group::NameValueHtmlValue => "name_value_html_value",
+            Group::NameValueHtmlRevValue => "name_value_html_rev_value",
+            Group::NameValueHtmlRevName => "name_value_html_rev_name",
+            Group::SchemeCredentialScheme => "scheme_credential_scheme",
+            Group::SchemeCredentialValue => "scheme_credential_value",
+        }
+    }
+
+    /// The detector whose pattern holds the group.
+    pub(crate) fn detector(self) -> Detector {
+        match self {
+            Group::UserinfoValue => Detector::Userinfo,
+            Group::CdpCapabilityKind | Group::CdpCapabilityId => Detector::CdpCapability,
+            Group::QueryParamName | Group::QueryParamValue => Detector::QueryParam,
+            Group::KeyValueName | Group::KeyValueSep | Group::KeyValueValue => Detector::KeyValue,
+            Group::NameValueJsonName
+            | Group::NameValueJsonValue
+            | Group::NameValueJsonRevValue
+            | Group::NameValueJsonRevName
+            | Group::NameValueHtmlName
+            | Group::NameValueHtmlValue
+            | Group::NameValueHtmlRevValue
+            | Group::NameValueHtmlRevName => Detector::NameValue,
+            Group::SchemeCredentialScheme | Group::SchemeCredentialValue => {
+                Detector::SchemeCredential
+            }
+        }
+    }
+}
+
+/// Where a sibling-named value was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sibling {
+    /// `{"name": "…", "value": "…"}`: the name span is inside its quotes, the value span
+    /// includes them (backslash escapes apply).
+    Json,
+    /// HTML attributes: both spans include their quotes, in any of the HTML spellings.
+    Html,
+}
+
+/// The parts of a match the engine acts on, typed per detector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Parts {
+    /// The whole match is the secret (PEM key, JWT, known token format, CDP id).
+    Whole,
+    Userinfo {
+        value: Span,
+    },
+    CdpCapability {
+        id: Span,
+    },
+    QueryParam {
+        name: Span,
+        value: Span,
+    },
+    KeyValue {
+        name: Span,
+        sep: Span,
+        value: Span,
+    },
+    /// The value's name is in a sibling field, before or after it.
+    NameValue {
+        name: Span,
+        value: Span,
+        form: Sibling,
+    },
+    SchemeCredential {
+        value: Span,
+    },
+    /// A group the detector needs did not take part in the match. The patterns make this
+    /// impossible (a test matches every form); should it happen anyway, the engine redacts the
+    /// whole match rather than skip it.
+    Unresolved,
+}
+
+/// A detector match: which detector, where, and its parts.
 pub(crate) struct Hit {
     pub(crate) detector: Detector,
     pub(crate) start: usize,
     pub(crate) end: usize,
-    groups: Vec<Option<(usize, usize)>>,
-}
-
-impl Hit {
-    /// The byte span of one of the detector's named groups, if it participated.
-    pub(crate) fn group(&self, name: &str) -> Option<(usize, usize)> {
-        let i = self.detector.groups().iter().position(|g| *g == name)?;
-        self.groups.get(i).copied().flatten()
-    }
+    pub(crate) parts: Parts,
 }
 
 /// Every detector compiled twice: once together (one left-to-right search that reports which
@@ -349,21 +574,49 @@ struct Compiled {
     each: Vec<meta::Regex>,
     /// Each search pattern alone: the fallback should a capture pattern ever disagree.
     exact: Vec<meta::Regex>,
+    /// Capture slot of every [`Group`] (indexed by `Group as usize`) in `each` and in `exact`.
+    slots: Vec<(usize, usize)>,
+}
+
+/// The capture slot of `group` in `re`. The names are constants of this file: a group missing
+/// from its pattern is a bug here, caught by every test that sanitizes anything.
+fn slot(re: &meta::Regex, group: Group) -> usize {
+    re.group_info()
+        .to_index(PatternID::ZERO, group.name())
+        .unwrap_or_else(|| {
+            panic!(
+                "group {} is not in the pattern of {:?}",
+                group.name(),
+                group.detector()
+            )
+        })
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns: Vec<&str> = Detector::ALL.iter().map(|d| d.pattern()).collect();
     // The patterns are constants covered by tests; failing here is a bug in this file.
     let all = meta::Regex::new_many(&patterns).expect("the rule table compiles");
-    let each = Detector::ALL
+    let each: Vec<meta::Regex> = Detector::ALL
         .iter()
         .map(|d| meta::Regex::new(d.capture_pattern()).expect("each rule compiles"))
         .collect();
-    let exact = patterns
+    let exact: Vec<meta::Regex> = patterns
         .iter()
         .map(|p| meta::Regex::new(p).expect("each rule compiles"))
         .collect();
-    Compiled { all, each, exact }
+    let slots = Group::ALL
+        .iter()
+        .map(|&g| {
+            let d = g.detector().index();
+            (slot(&each[d], g), slot(&exact[d], g))
+        })
+        .collect();
+    Compiled {
+        all,
+        each,
+        exact,
+        slots,
+    }
 });
 
 /// Finds the leftmost detector match at or after `start`.
@@ -372,13 +625,14 @@ pub(crate) fn find_at(text: &str, start: usize) -> Option<Hit> {
     let m = compiled.all.search(&Input::new(text).range(start..))?;
     let index = m.pattern().as_usize();
     let detector = *Detector::ALL.get(index)?;
-    let names = detector.groups();
-    let mut groups = Vec::new();
-    if !names.is_empty() {
+    let parts = if detector.groups().is_empty() {
+        Parts::Whole
+    } else {
         // Anchored at the match start with the whole text as context, so look-around (\b)
         // sees the same neighbours as the combined search did.
         let input = Input::new(text).range(m.start()..).anchored(Anchored::Yes);
         let mut re = compiled.each.get(index)?;
+        let mut exact = false;
         let mut caps = re.create_captures();
         re.search_captures(&input, &mut caps);
         if caps.get_match().map(|c| c.end()) != Some(m.end()) {
@@ -387,25 +641,82 @@ pub(crate) fn find_at(text: &str, start: usize) -> Option<Hit> {
                 "capture pattern of {detector:?} disagrees with the search"
             );
             re = compiled.exact.get(index)?;
+            exact = true;
             caps = re.create_captures();
             re.search_captures(&input, &mut caps);
         }
-        let info = re.group_info();
-        groups = names
-            .iter()
-            .map(|name| {
-                info.to_index(PatternID::ZERO, name)
-                    .and_then(|i| caps.get_group(i))
-                    .map(|span| (span.start, span.end))
-            })
-            .collect();
-    }
+        let get = |g: Group| -> Option<Span> {
+            let &(in_each, in_exact) = compiled.slots.get(g as usize)?;
+            let span = caps.get_group(if exact { in_exact } else { in_each })?;
+            Some((span.start, span.end))
+        };
+        parts_of(detector, get)
+    };
     Some(Hit {
         detector,
         start: m.start(),
         end: m.end(),
-        groups,
+        parts,
     })
+}
+
+/// The typed parts of a match of `detector`, from its groups.
+fn parts_of(detector: Detector, get: impl Fn(Group) -> Option<Span>) -> Parts {
+    let sibling = |name: Group, value: Group, form: Sibling| {
+        get(name)
+            .zip(get(value))
+            .map(|(name, value)| Parts::NameValue { name, value, form })
+    };
+    let parts = match detector {
+        Detector::PrivateKey | Detector::Jwt | Detector::KnownToken | Detector::CdpId => {
+            Some(Parts::Whole)
+        }
+        Detector::Userinfo => get(Group::UserinfoValue).map(|value| Parts::Userinfo { value }),
+        Detector::CdpCapability => {
+            get(Group::CdpCapabilityId).map(|id| Parts::CdpCapability { id })
+        }
+        Detector::QueryParam => get(Group::QueryParamName)
+            .zip(get(Group::QueryParamValue))
+            .map(|(name, value)| Parts::QueryParam { name, value }),
+        Detector::KeyValue => match (
+            get(Group::KeyValueName),
+            get(Group::KeyValueSep),
+            get(Group::KeyValueValue),
+        ) {
+            (Some(name), Some(sep), Some(value)) => Some(Parts::KeyValue { name, sep, value }),
+            _ => None,
+        },
+        Detector::NameValue => sibling(
+            Group::NameValueJsonName,
+            Group::NameValueJsonValue,
+            Sibling::Json,
+        )
+        .or_else(|| {
+            sibling(
+                Group::NameValueJsonRevName,
+                Group::NameValueJsonRevValue,
+                Sibling::Json,
+            )
+        })
+        .or_else(|| {
+            sibling(
+                Group::NameValueHtmlName,
+                Group::NameValueHtmlValue,
+                Sibling::Html,
+            )
+        })
+        .or_else(|| {
+            sibling(
+                Group::NameValueHtmlRevName,
+                Group::NameValueHtmlRevValue,
+                Sibling::Html,
+            )
+        }),
+        Detector::SchemeCredential => {
+            get(Group::SchemeCredentialValue).map(|value| Parts::SchemeCredential { value })
+        }
+    };
+    parts.unwrap_or(Parts::Unresolved)
 }
 
 /// True when `s` is exactly a CDP id (32 hex digits of one case, or a UUID).
