@@ -416,148 +416,6 @@ impl Detector {
     }
 }
 
-/// A byte range of the text.
-pub(crate) type Span = (usize, usize);
-
-/// A named capture group of a detector's pattern (`(?P<key_value_sep>…)`). Groups are only ever
-/// read through this enum, resolved to capture slots once when the table is compiled: a
-/// misspelt variant does not compile, and a name the pattern lacks fails that compilation (so
-/// every test), instead of silently reading as "no value" — which would mean "not redacted".
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Group {
-    UserinfoValue,
-    CdpCapabilityKind,
-    CdpCapabilityId,
-    QueryParamName,
-    QueryParamValue,
-    KeyValueName,
-    KeyValueSep,
-    KeyValueValue,
-    NameValueJsonName,
-    NameValueJsonValue,
-    NameValueJsonRevValue,
-    NameValueJsonRevName,
-    NameValueHtmlName,
-    NameValueHtmlValue,
-    NameValueHtmlRevValue,
-    NameValueHtmlRevName,
-    SchemeCredentialScheme,
-    SchemeCredentialValue,
-}
-
-impl Group {
-    pub(crate) const ALL: [Group; 18] = [
-        Group::UserinfoValue,
-        Group::CdpCapabilityKind,
-        Group::CdpCapabilityId,
-        Group::QueryParamName,
-        Group::QueryParamValue,
-        Group::KeyValueName,
-        Group::KeyValueSep,
-        Group::KeyValueValue,
-        Group::NameValueJsonName,
-        Group::NameValueJsonValue,
-        Group::NameValueJsonRevValue,
-        Group::NameValueJsonRevName,
-        Group::NameValueHtmlName,
-        Group::NameValueHtmlValue,
-        Group::NameValueHtmlRevValue,
-        Group::NameValueHtmlRevName,
-        Group::SchemeCredentialScheme,
-        Group::SchemeCredentialValue,
-    ];
-
-    /// The group's name in its detector's pattern.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Group::UserinfoValue => "userinfo_value",
-            Group::CdpCapabilityKind => "cdp_capability_kind",
-            Group::CdpCapabilityId => "cdp_capability_id",
-            Group::QueryParamName => "query_param_name",
-            Group::QueryParamValue => "query_param_value",
-            Group::KeyValueName => "key_value_name",
-            Group::KeyValueSep => "key_value_sep",
-            Group::KeyValueValue => "key_value_value",
-            Group::NameValueJsonName => "name_value_json_name",
-            Group::NameValueJsonValue => "name_value_json_value",
-            Group::NameValueJsonRevValue => "name_value_json_rev_value",
-            Group::NameValueJsonRevName => "name_value_json_rev_name",
-            Group::NameValueHtmlName => "name_value_html_name",
-            Group::NameValueHtmlValue => "name_value_html_value",
-            Group::NameValueHtmlRevValue => "name_value_html_rev_value",
-            Group::NameValueHtmlRevName => "name_value_html_rev_name",
-            Group::SchemeCredentialScheme => "scheme_credential_scheme",
-            Group::SchemeCredentialValue => "scheme_credential_value",
-        }
-    }
-
-    /// The detector whose pattern holds the group.
-    pub(crate) fn detector(self) -> Detector {
-        match self {
-            Group::UserinfoValue => Detector::Userinfo,
-            Group::CdpCapabilityKind | Group::CdpCapabilityId => Detector::CdpCapability,
-            Group::QueryParamName | Group::QueryParamValue => Detector::QueryParam,
-            Group::KeyValueName | Group::KeyValueSep | Group::KeyValueValue => Detector::KeyValue,
-            Group::NameValueJsonName
-            | Group::NameValueJsonValue
-            | Group::NameValueJsonRevValue
-            | Group::NameValueJsonRevName
-            | Group::NameValueHtmlName
-            | Group::NameValueHtmlValue
-            | Group::NameValueHtmlRevValue
-            | Group::NameValueHtmlRevName => Detector::NameValue,
-            Group::SchemeCredentialScheme | Group::SchemeCredentialValue => {
-                Detector::SchemeCredential
-            }
-        }
-    }
-}
-
-/// Where a sibling-named value was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Sibling {
-    /// `{"name": "…", "value": "…"}`: the name span is inside its quotes, the value span
-    /// includes them (backslash escapes apply).
-    Json,
-    /// HTML attributes: both spans include their quotes, in any of the HTML spellings.
-    Html,
-}
-
-/// The parts of a match the engine acts on, typed per detector.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Parts {
-    /// The whole match is the secret (PEM key, JWT, known token format, CDP id).
-    Whole,
-    Userinfo {
-        value: Span,
-    },
-    CdpCapability {
-        id: Span,
-    },
-    QueryParam {
-        name: Span,
-        value: Span,
-    },
-    KeyValue {
-        name: Span,
-        sep: Span,
-        value: Span,
-    },
-    /// The value's name is in a sibling field, before or after it.
-    NameValue {
-        name: Span,
-        value: Span,
-        form: Sibling,
-    },
-    SchemeCredential {
-        value: Span,
-    },
-    /// A group the detector needs did not take part in the match. The patterns make this
-    /// impossible (a test matches every form); should it happen anyway, the engine redacts the
-    /// whole match rather than skip it.
-    Unresolved,
-}
-
 /// A detector match: which detector, where, and its parts.
 pub(crate) struct Hit {
     pub(crate) detector: Detector,
@@ -650,7 +508,7 @@ pub(crate) fn find_at(text: &str, start: usize) -> Option<Hit> {
             let span = caps.get_group(if exact { in_exact } else { in_each })?;
             Some((span.start, span.end))
         };
-        parts_of(detector, get)
+        groups::parts_of(detector, get)
     };
     Some(Hit {
         detector,
@@ -658,65 +516,6 @@ pub(crate) fn find_at(text: &str, start: usize) -> Option<Hit> {
         end: m.end(),
         parts,
     })
-}
-
-/// The typed parts of a match of `detector`, from its groups.
-fn parts_of(detector: Detector, get: impl Fn(Group) -> Option<Span>) -> Parts {
-    let sibling = |name: Group, value: Group, form: Sibling| {
-        get(name)
-            .zip(get(value))
-            .map(|(name, value)| Parts::NameValue { name, value, form })
-    };
-    let parts = match detector {
-        Detector::PrivateKey | Detector::Jwt | Detector::KnownToken | Detector::CdpId => {
-            Some(Parts::Whole)
-        }
-        Detector::Userinfo => get(Group::UserinfoValue).map(|value| Parts::Userinfo { value }),
-        Detector::CdpCapability => {
-            get(Group::CdpCapabilityId).map(|id| Parts::CdpCapability { id })
-        }
-        Detector::QueryParam => get(Group::QueryParamName)
-            .zip(get(Group::QueryParamValue))
-            .map(|(name, value)| Parts::QueryParam { name, value }),
-        Detector::KeyValue => match (
-            get(Group::KeyValueName),
-            get(Group::KeyValueSep),
-            get(Group::KeyValueValue),
-        ) {
-            (Some(name), Some(sep), Some(value)) => Some(Parts::KeyValue { name, sep, value }),
-            _ => None,
-        },
-        Detector::NameValue => sibling(
-            Group::NameValueJsonName,
-            Group::NameValueJsonValue,
-            Sibling::Json,
-        )
-        .or_else(|| {
-            sibling(
-                Group::NameValueJsonRevName,
-                Group::NameValueJsonRevValue,
-                Sibling::Json,
-            )
-        })
-        .or_else(|| {
-            sibling(
-                Group::NameValueHtmlName,
-                Group::NameValueHtmlValue,
-                Sibling::Html,
-            )
-        })
-        .or_else(|| {
-            sibling(
-                Group::NameValueHtmlRevName,
-                Group::NameValueHtmlRevValue,
-                Sibling::Html,
-            )
-        }),
-        Detector::SchemeCredential => {
-            get(Group::SchemeCredentialValue).map(|value| Parts::SchemeCredential { value })
-        }
-    };
-    parts.unwrap_or(Parts::Unresolved)
 }
 
 /// True when `s` is exactly a CDP id (32 hex digits of one case, or a UUID).
@@ -737,69 +536,9 @@ pub(crate) fn is_cdp_id(s: &str) -> bool {
     }
 }
 
+mod groups;
+
+pub(crate) use groups::{Group, Parts, Sibling, Span};
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn combined_regex_compiles_and_every_rule_has_a_distinct_name() {
-        assert!(find_at("nothing here", 0).is_none());
-        let mut names: Vec<_> = Rule::ALL.iter().map(|r| r.name()).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), Rule::ALL.len());
-        for (i, r) in Rule::ALL.iter().enumerate() {
-            assert_eq!(r.index(), i);
-        }
-    }
-
-    #[test]
-    fn markers_name_their_rule() {
-        for r in Rule::ALL {
-            if matches!(r, Rule::CdpCapability | Rule::CdpId) {
-                continue; // replaced by handles, not masked
-            }
-            assert_eq!(r.marker(), format!("[redacted:{}]", r.name()));
-        }
-    }
-
-    #[test]
-    fn cdp_id_shapes() {
-        assert!(is_cdp_id("8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1"));
-        assert!(is_cdp_id("8e5b0e1c2f4d43a1b0b7a3f2e6d9c4b1"));
-        assert!(!is_cdp_id("8e5b0e1c2f4d43a1b0b7a3f2e6d9C4B1"));
-        assert!(is_cdp_id("3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a44"));
-        assert!(!is_cdp_id("3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a4"));
-        assert!(!is_cdp_id(""));
-    }
-
-    #[test]
-    fn detector_matches_at_the_expected_place() {
-        let cases = [
-            (
-                "x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y",
-                Detector::PrivateKey,
-            ),
-            ("t eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc", Detector::Jwt),
-            (
-                "k ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-                Detector::KnownToken,
-            ),
-            ("u https://bob:pw@example.com/", Detector::Userinfo),
-            ("ws://h/devtools/page/ABC", Detector::CdpCapability),
-            ("/cb?code=abc", Detector::QueryParam),
-            ("password=abc", Detector::KeyValue),
-            (r#"{"name":"SID","value":"x"}"#, Detector::NameValue),
-            (
-                r#"<input name="csrf" type="hidden" value="x">"#,
-                Detector::NameValue,
-            ),
-            ("Bearer abc123", Detector::SchemeCredential),
-            ("8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1", Detector::CdpId),
-        ];
-        for (text, want) in cases {
-            let got = find_at(text, 0).map(|h| h.detector);
-            assert_eq!(got, Some(want), "{text}");
-        }
-    }
-}
+mod tests;
