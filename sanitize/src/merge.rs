@@ -22,9 +22,9 @@ use std::borrow::Cow;
 /// The text after the merged replacements.
 pub(crate) struct Merged<'a> {
     pub(crate) text: Cow<'a, str>,
-    /// A replacement may have joined its neighbours into something a rule could now match, or
-    /// a placeholder changed what a rule sees (a literal inside a key): the rules must look
-    /// again at the result.
+    /// A replacement may have joined its neighbours into something a rule could now match, or a
+    /// literal's replacement changed what a rule sees (a literal inside a key, or ending inside
+    /// a word): the rules must look again at the result.
     pub(crate) again: bool,
 }
 
@@ -92,7 +92,11 @@ pub(crate) fn merge<'a>(
         }
         out.push_str(&text[copied..c.start]);
         copied = c.end;
-        again |= may_bridge(text, c.start, c.end);
+        // The rules judged the original text around their own spans. A literal's span (alone
+        // or in a union) ends where the literal does, maybe inside a word: what it leaves next
+        // to the replacement was never judged on its own (`…%22|8E5B…` leaves a bare CDP id
+        // once `%22` is gone). Those results go through the rules again.
+        again |= !c.secrets.is_empty() || may_bridge(text, c.start, c.end);
         match (c.rules.as_slice(), c.secrets.as_slice()) {
             ([r], []) => {
                 let r = &rules[*r];
@@ -105,7 +109,6 @@ pub(crate) fn merge<'a>(
                 if let Some(r) = registry {
                     r.count(name);
                 }
-                again = true;
             }
             (rs, _) => {
                 // A union of a literal and a rule's span that sticks out of it: the rule's

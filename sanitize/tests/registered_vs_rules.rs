@@ -224,3 +224,22 @@ fn a_secret_and_a_rule_on_the_same_span_read_as_the_secret() {
         assert_eq!(s.text(input).as_str(), want, "{input}");
     }
 }
+
+/// Found by the property tests: a literal that overlaps a rule's span is replaced together
+/// with it, and the union ends where the literal does, inside a word. What follows (here a bare
+/// CDP id, glued to `%22` in the original) must still be judged, in the same call.
+#[test]
+fn a_union_that_ends_inside_a_word_is_judged_again() {
+    let s = Sanitizer::new();
+    let mut echo = s.typed_echo();
+    echo.extend("_MM*\"&6");
+    let id = "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1";
+    let input = format!("/devtools/page/sessionId_MM*%22{id}");
+    let out = s.text(&input).into_string();
+    assert!(!out.contains(id), "{out}");
+    assert_eq!(
+        out,
+        format!("/devtools/page/[redacted:cdp-id]{}", s.handle(id).as_str())
+    );
+    assert_eq!(s.text(&out).as_str(), out);
+}
