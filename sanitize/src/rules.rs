@@ -184,6 +184,62 @@ macro_rules! html_attr {
     };
 }
 
+/// The JSON sibling forms of the name/value detector: `{"name": …, "value": …}` and the other
+/// way round.
+macro_rules! name_value_json {
+    () => {
+        r#"
+                    # JSON: {"name": "Cookie", "value": "…"} (HAR headers, CDP cookies)
+                    "name"[\x20\t]*:[\x20\t]*"(?P<name_value_json_name>[^"\\\r\n]{1,128})"
+                    [\x20\t]*,[\x20\t]*"value"[\x20\t]*:[\x20\t]*
+                    (?P<name_value_json_value>"(?:[^"\\\r\n]|\\.)*"?)
+                  | # … and the other way round: {"value": "…", "name": "Cookie"}
+                    "value"[\x20\t]*:[\x20\t]*
+                    (?P<name_value_json_rev_value>"(?:[^"\\\r\n]|\\.)*")
+                    [\x20\t]*,[\x20\t]*"name"[\x20\t]*:[\x20\t]*
+                    "(?P<name_value_json_rev_name>[^"\\\r\n]{1,128})""#
+    };
+}
+
+/// The HTML form of the name/value detector: a `name` attribute and a `value` / `content`
+/// attribute of one tag, in either order.
+macro_rules! html_name_value {
+    () => {
+        concat!(
+            r#"# HTML attributes of one tag, in either order, any letter case, with up to
+                    # six other attributes between them: <input type="hidden" name="_csrf"
+                    # value="…">, <meta name=csrf-token content=…>, <input value='…' name='…'>.
+                    # An attribute starts the text or follows a blank, a quote, '/' or a
+                    # JSON-escaped newline, so `data-name=` and `username=` are not `name=`.
+                    (?:\A|[\x20\t\r\n"'/]|\\[nrt])
+                    (?:
+                        (?i:name)[\x20\t]*=[\x20\t]*(?P<name_value_html_name>"#,
+            html_attr_value!(),
+            r#")
+                        (?:"#,
+            html_attr_sep!(),
+            html_attr!(),
+            r#"){0,6}?"#,
+            html_attr_sep!(),
+            r#"(?i:value|content)[\x20\t]*=[\x20\t]*(?P<name_value_html_value>"#,
+            html_attr_last_value!(),
+            r#")
+                      | (?i:value|content)[\x20\t]*=[\x20\t]*(?P<name_value_html_rev_value>"#,
+            html_attr_value!(),
+            r#")
+                        (?:"#,
+            html_attr_sep!(),
+            html_attr!(),
+            r#"){0,6}?"#,
+            html_attr_sep!(),
+            r#"(?i:name)[\x20\t]*=[\x20\t]*(?P<name_value_html_rev_name>"#,
+            html_attr_value!(),
+            r#")
+                    )"#
+        )
+    };
+}
+
 /// One pattern of the combined text regex. The order is the alternation order, which breaks
 /// ties between detectors that match at the same position (leftmost-first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,11 +279,24 @@ impl Detector {
     /// Usually the search pattern; the key/value name drops its stem alternation (the search
     /// proved a stem is there, and the name always runs to the separator), which keeps the
     /// capture step from backtracking through every way a stem could sit inside the name.
+    ///
+    /// The name/value detector is the other way round: its search pattern only finds where an
+    /// HTML attribute *could* start ([`Detector::is_triggered`]); the capture pattern is the
+    /// whole thing.
     fn capture_pattern(self) -> &'static str {
         match self {
             Detector::KeyValue => concat!(
                 r"(?x)(?P<key_value_name>[A-Za-z0-9_.-]+)",
                 key_value_tail!()
+            ),
+            Detector::NameValue => concat!(
+                r#"(?x)(?:"#,
+                name_value_json!(),
+                r#"
+                  | "#,
+                html_name_value!(),
+                r#"
+                )"#
             ),
             Detector::PrivateKey
             | Detector::Jwt
@@ -235,9 +304,25 @@ impl Detector {
             | Detector::Userinfo
             | Detector::CdpCapability
             | Detector::QueryParam
-            | Detector::NameValue
             | Detector::SchemeCredential
             | Detector::CdpId => self.pattern(),
+        }
+    }
+
+    /// True when the search pattern is only a trigger: a search match says "maybe here", and
+    /// the capture pattern, anchored there, decides (and says where the match ends).
+    fn is_triggered(self) -> bool {
+        match self {
+            Detector::NameValue => true,
+            Detector::PrivateKey
+            | Detector::Jwt
+            | Detector::KnownToken
+            | Detector::Userinfo
+            | Detector::CdpCapability
+            | Detector::QueryParam
+            | Detector::KeyValue
+            | Detector::SchemeCredential
+            | Detector::CdpId => false,
         }
     }
 
@@ -338,46 +423,13 @@ impl Detector {
             Detector::NameValue => concat!(
                 r#"(?x)
                 # The secret's name is in a sibling field, not in front of the value.
-                (?:
-                    # JSON: {"name": "Cookie", "value": "…"} (HAR headers, CDP cookies)
-                    "name"[\x20\t]*:[\x20\t]*"(?P<name_value_json_name>[^"\\\r\n]{1,128})"
-                    [\x20\t]*,[\x20\t]*"value"[\x20\t]*:[\x20\t]*
-                    (?P<name_value_json_value>"(?:[^"\\\r\n]|\\.)*"?)
-                  | # … and the other way round: {"value": "…", "name": "Cookie"}
-                    "value"[\x20\t]*:[\x20\t]*
-                    (?P<name_value_json_rev_value>"(?:[^"\\\r\n]|\\.)*")
-                    [\x20\t]*,[\x20\t]*"name"[\x20\t]*:[\x20\t]*
-                    "(?P<name_value_json_rev_name>[^"\\\r\n]{1,128})"
-                  | # HTML attributes of one tag, in either order, any letter case, with up to
-                    # six other attributes between them: <input type="hidden" name="_csrf"
-                    # value="…">, <meta name=csrf-token content=…>, <input value='…' name='…'>.
-                    # An attribute starts the text or follows a blank, a quote, '/' or a
-                    # JSON-escaped newline, so `data-name=` and `username=` are not `name=`.
-                    (?:\A|[\x20\t\r\n"'/]|\\[nrt])
-                    (?:
-                        (?i:name)[\x20\t]*=[\x20\t]*(?P<name_value_html_name>"#,
-                html_attr_value!(),
-                r#")
-                        (?:"#,
-                html_attr_sep!(),
-                html_attr!(),
-                r#"){0,6}?"#,
-                html_attr_sep!(),
-                r#"(?i:value|content)[\x20\t]*=[\x20\t]*(?P<name_value_html_value>"#,
-                html_attr_last_value!(),
-                r#")
-                      | (?i:value|content)[\x20\t]*=[\x20\t]*(?P<name_value_html_rev_value>"#,
-                html_attr_value!(),
-                r#")
-                        (?:"#,
-                html_attr_sep!(),
-                html_attr!(),
-                r#"){0,6}?"#,
-                html_attr_sep!(),
-                r#"(?i:name)[\x20\t]*=[\x20\t]*(?P<name_value_html_rev_name>"#,
-                html_attr_value!(),
-                r#")
-                    )
+                (?:"#,
+                name_value_json!(),
+                r#"
+                  | # HTML: only the start of a `name=`, `value=` or `content=` attribute. The
+                    # full attribute pattern (`html_name_value!`) is far too large for the
+                    # combined lazy DFA; it runs anchored here, in the capture step.
+                    (?:\A|[\x20\t\r\n"'/]|\\[nrt])(?i:name|value|content)[\x20\t]*=
                 )"#
             ),
             Detector::KeyValue => concat!(
@@ -458,9 +510,17 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .iter()
         .map(|d| meta::Regex::new(d.capture_pattern()).expect("each rule compiles"))
         .collect();
-    let exact: Vec<meta::Regex> = patterns
+    // A triggered detector's search pattern has no groups: its fallback is its capture pattern.
+    let exact: Vec<meta::Regex> = Detector::ALL
         .iter()
-        .map(|p| meta::Regex::new(p).expect("each rule compiles"))
+        .map(|d| {
+            let p = if d.is_triggered() {
+                d.capture_pattern()
+            } else {
+                d.pattern()
+            };
+            meta::Regex::new(p).expect("each rule compiles")
+        })
         .collect();
     let slots = Group::ALL
         .iter()
@@ -477,12 +537,14 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
 });
 
-/// Finds the leftmost detector match at or after `start`.
+/// Finds the leftmost detector match at or after `start`. A triggered detector whose full
+/// pattern does not match where its trigger did reports [`Parts::NoMatch`]: the caller moves on.
 pub(crate) fn find_at(text: &str, start: usize) -> Option<Hit> {
     let compiled = &*COMPILED;
     let m = compiled.all.search(&Input::new(text).range(start..))?;
     let index = m.pattern().as_usize();
     let detector = *Detector::ALL.get(index)?;
+    let mut end = m.end();
     let parts = if detector.groups().is_empty() {
         Parts::Whole
     } else {
@@ -493,7 +555,19 @@ pub(crate) fn find_at(text: &str, start: usize) -> Option<Hit> {
         let mut exact = false;
         let mut caps = re.create_captures();
         re.search_captures(&input, &mut caps);
-        if caps.get_match().map(|c| c.end()) != Some(m.end()) {
+        if detector.is_triggered() {
+            match caps.get_match() {
+                Some(full) => end = full.end(),
+                None => {
+                    return Some(Hit {
+                        detector,
+                        start: m.start(),
+                        end,
+                        parts: Parts::NoMatch,
+                    })
+                }
+            }
+        } else if caps.get_match().map(|c| c.end()) != Some(m.end()) {
             debug_assert!(
                 false,
                 "capture pattern of {detector:?} disagrees with the search"
@@ -513,7 +587,7 @@ pub(crate) fn find_at(text: &str, start: usize) -> Option<Hit> {
     Some(Hit {
         detector,
         start: m.start(),
-        end: m.end(),
+        end,
         parts,
     })
 }

@@ -260,6 +260,7 @@ fn decide(hit: &Hit, text: &str, ctx: &Ctx<'_>) -> Action {
                 replace_whole(Rule::Secret, Rule::Secret.marker().into())
             }
         },
+        Parts::NoMatch => Action::Skip(hit.start + 1),
         Parts::Unresolved => {
             // Impossible by construction (see `Parts::Unresolved`); fail closed.
             debug_assert!(false, "{:?} matched without its groups", hit.detector);

@@ -140,6 +140,8 @@ pub(crate) enum Parts {
     SchemeCredential {
         value: Span,
     },
+    /// Only a triggered detector's trigger matched here, not its full pattern: nothing to do.
+    NoMatch,
     /// A group the detector needs did not take part in the match. The patterns make this
     /// impossible (a test matches every form); should it happen anyway, the engine redacts the
     /// whole match rather than skip it.

@@ -200,7 +200,33 @@ fn html_attribute_spans() {
         };
         assert_eq!((&text[ns..ne], &text[vs..ve]), (name, value), "{text}");
     }
-    for not_an_attribute in ["data-name=\"x\" value=\"y\"", "username=\"x\" value=\"y\""] {
-        assert!(find_at(not_an_attribute, 0).is_none(), "{not_an_attribute}");
+    for not_an_attribute in [
+        "data-name=\"x\" value=\"y\"",
+        "username=\"x\" value=\"y\"",
+        "value=\"y\" data-name=\"x\"",
+    ] {
+        assert!(real_hits(not_an_attribute).is_empty(), "{not_an_attribute}");
     }
+}
+
+/// Every match in `text` that is one (a trigger that came to nothing is not).
+fn real_hits(text: &str) -> Vec<Parts> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while let Some(hit) = find_at(text, pos) {
+        if hit.parts != Parts::NoMatch {
+            out.push(hit.parts);
+        }
+        pos = hit.start + 1;
+    }
+    out
+}
+
+/// A trigger that is not an attribute pair leaves the scan free to find what follows it.
+#[test]
+fn a_trigger_without_a_pair_hides_nothing() {
+    let text = "value=1 eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc";
+    let hit = find_at(text, 0).expect("the trigger");
+    assert_eq!(hit.parts, Parts::NoMatch);
+    assert_eq!(real_hits(text), [Parts::Whole]);
 }
