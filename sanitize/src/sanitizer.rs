@@ -284,6 +284,26 @@ mod tests {
     }
 
     #[test]
+    fn check_secret_says_what_register_secret_would() {
+        assert_eq!(Sanitizer::check_secret("PIN", "4921"), Ok(true));
+        assert_eq!(Sanitizer::check_secret("PIN", "  "), Ok(false));
+        assert!(matches!(
+            Sanitizer::check_secret("PIN", "492"),
+            Err(SecretError::TooShort { min: 4, .. })
+        ));
+        assert!(matches!(
+            Sanitizer::check_secret("pin", "4921"),
+            Err(SecretError::InvalidName { .. })
+        ));
+        let s = Sanitizer::new();
+        assert!(s.register_secret("PIN", "492").is_err());
+        assert_eq!(format!("{s:?}").matches("names: 0").count(), 1, "{s:?}");
+    }
+
+    /// A literal and a rule on the same span: the rules see the original text (so the value is
+    /// known to be a token), and the span reads as the literal's placeholder, which hides as
+    /// much and says more. Unchanged from when literals were replaced before the rules.
+    #[test]
     fn explicit_secrets_win_over_rules() {
         let s = Sanitizer::new();
         s.register_secret("API_TOKEN", "tok_live_1234567890")
