@@ -71,7 +71,7 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
-    // Explicit secrets add one aho-corasick pass.
+    // Explicit secrets add one aho-corasick pass (and, where one matches, a rules round).
     let (_, mixed) = &sets[1];
     let bytes: usize = mixed.iter().map(|l| l.len() + 1).sum();
     group.throughput(Throughput::Bytes(bytes as u64));
@@ -80,6 +80,21 @@ fn bench(c: &mut Criterion) {
         let _ = s.register_secret(&format!("SECRET_{i}"), &format!("s3cr3t-value-{i:04}"));
     }
     group.bench_function("mixed-10pct+20-secrets", |b| {
+        b.iter(|| {
+            for line in mixed {
+                black_box(s.text_capped(black_box(line), usize::MAX));
+            }
+        })
+    });
+    // Twenty typing bursts, registered keystroke by keystroke: prefix matching of echoes.
+    let s = Sanitizer::new();
+    for i in 0..20 {
+        let mut echo = s.typed_echo();
+        for c in format!("typed text number {i:04} here").chars() {
+            echo.extend(c.encode_utf8(&mut [0; 4]));
+        }
+    }
+    group.bench_function("mixed-10pct+20-typed", |b| {
         b.iter(|| {
             for line in mixed {
                 black_box(s.text_capped(black_box(line), usize::MAX));

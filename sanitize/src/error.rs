@@ -1,6 +1,6 @@
 //! Errors of the sanitize crate.
 
-/// Why a secret could not be registered.
+/// Why a secret could not be registered. Messages name the secret, never its literal.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SecretError {
@@ -9,5 +9,15 @@ pub enum SecretError {
     InvalidName {
         /// The rejected name (at most 64 characters of it).
         name: String,
+    },
+    /// The literal has fewer than `min` non-whitespace characters
+    /// ([`MIN_SECRET_CHARS`](crate::MIN_SECRET_CHARS)): masking it would mask ordinary words,
+    /// and no rule may be switched off by it.
+    #[error("secret {name} is too short (at least {min} non-whitespace characters are needed)")]
+    TooShort {
+        /// The secret's name (valid, so it cannot carry the literal).
+        name: String,
+        /// The minimum number of non-whitespace characters.
+        min: usize,
     },
 }

@@ -138,6 +138,14 @@ pub(crate) fn classify(key: &str) -> KeyClass {
         return KeyClass::Plain;
     }
     let words = split_words(key);
+    // ASP.NET's anti-forgery field and header (`__RequestVerificationToken`).
+    if words.len() == 3
+        && words[0] == "request"
+        && words[1] == "verification"
+        && words[2] == "token"
+    {
+        return KeyClass::Sensitive(Rule::Csrf);
+    }
     let multi = words.len() > 1;
     let mut best: Option<Rule> = None;
     let mut prev: Option<&str> = None;
@@ -207,7 +215,8 @@ fn has_stem(key: &str) -> bool {
 /// The rule a single word (with the word before it) points at.
 fn word_rule(w: &str, prev: Option<&str>) -> Option<Rule> {
     let pair = |a: &str| prev == Some(a);
-    if w.contains("csrf") || w.contains("xsrf") {
+    // Rails' anti-forgery field is `authenticity_token`.
+    if w.contains("csrf") || w.contains("xsrf") || w == "authenticity" {
         return Some(Rule::Csrf);
     }
     if matches!(w, "otp" | "totp" | "hotp" | "mfa" | "2fa" | "onetimecode")
@@ -394,6 +403,12 @@ mod tests {
             ("csrf_token", S(Rule::Csrf)),
             ("X-XSRF-TOKEN", S(Rule::Csrf)),
             ("csrfmiddlewaretoken", S(Rule::Csrf)),
+            ("authenticity_token", S(Rule::Csrf)),
+            ("__RequestVerificationToken", S(Rule::Csrf)),
+            ("RequestVerificationToken", S(Rule::Csrf)),
+            ("_csrf", S(Rule::Csrf)),
+            ("xsrf-token", S(Rule::Csrf)),
+            ("_token", S(Rule::Token)),
             ("otp", S(Rule::Otp)),
             ("totp", S(Rule::Otp)),
             ("mfa_code", S(Rule::Otp)),
@@ -427,6 +442,7 @@ mod tests {
             "tokenUrl",
             "token_endpoint",
             "csrf_header_name",
+            "csrf-param",
             "cookieCount",
             "session_expires",
             "maxSessionAge",

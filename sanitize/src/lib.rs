@@ -8,7 +8,10 @@
 //!   structure; [`Sanitizer::network_failure`] and [`InputSummary`] can only hold what DESIGN §5
 //!   allows.
 //! - Explicit secrets ([`Sanitizer::register_secret`]) become `${NAME}` in one left-to-right,
-//!   leftmost-longest pass that runs before the rules.
+//!   leftmost-longest pass. Typed text is protected while it is typed ([`Sanitizer::typed_echo`]):
+//!   every prefix of it with at least [`MIN_TYPED_CHARS`] non-whitespace characters reads
+//!   `${TYPED_<n>}`. Registered literals and the rules are both judged on the original text and
+//!   merged, so a registered word can never switch a rule off.
 //! - The result types ([`SafeText`], [`SafeUrl`], [`SafeJson`]) can only be built here, so a
 //!   record made of them has been sanitized by construction.
 //!
@@ -31,26 +34,31 @@
 
 #![forbid(unsafe_code)]
 
+mod echo;
 mod error;
 mod handles;
 mod json;
 mod keys;
 mod lines;
+mod merge;
 mod network;
 mod prefilter;
 mod rules;
 mod safe;
 mod sanitizer;
 mod secrets;
+mod spelling;
 mod summary;
 mod text;
 mod url;
 
+pub use echo::TypedEcho;
 pub use error::SecretError;
 pub use lines::LineSanitizer;
 pub use network::{NetworkFailure, RawNetworkFailure};
 pub use rules::Rule;
 pub use safe::{InputSummary, InputType, SafeJson, SafeText, SafeUrl};
 pub use sanitizer::{Sanitizer, ERROR_MAX_CHARS, TEXT_MAX_CHARS};
+pub use secrets::{MIN_SECRET_CHARS, MIN_TYPED_CHARS, TYPED_MAX_BYTES};
 pub use summary::RedactionSummary;
 pub use url::URL_MAX_CHARS;

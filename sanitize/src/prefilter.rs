@@ -57,9 +57,6 @@ const TRIGGERS: &[(&str, Trigger)] = &[
     ("/devtools/", Trigger::Strong),
     ("-----BEGIN ", Trigger::Strong),
     ("\"name\"", Trigger::Strong),
-    ("name=", Trigger::Strong),
-    ("NAME=", Trigger::Strong),
-    ("Name=", Trigger::Strong),
     ("ghp_", Trigger::Strong),
     ("gho_", Trigger::Strong),
     ("ghu_", Trigger::Strong),
@@ -107,6 +104,7 @@ static TRIGGER_SET: LazyLock<AhoCorasick> = LazyLock::new(|| {
 /// the regex. It mirrors each detector's necessary condition:
 /// - key/value and query parameters: a `=` or `:` whose name (before an optional closing quote
 ///   and blanks) contains a [`NAME_STEMS`] stem — found from the separators, which are rare;
+/// - HTML name/value attributes: a `=` after a name ending in `name` (any case);
 /// - scheme credentials: a scheme word followed by a blank;
 /// - userinfo: an `@` ending a non-empty run that starts right after `//`;
 /// - JWT, PEM, token prefixes, capability paths: their literal prefix;
@@ -170,9 +168,12 @@ fn sensitive_name_before(b: &[u8], sep: usize) -> bool {
     let name = &b[start..end];
     has_stem_trigram(name)
         || (b[sep] == b'='
-            && QUERY_SUFFIXES
+            && (QUERY_SUFFIXES
                 .iter()
-                .any(|q| ends_with_ignore_case(name, q)))
+                .any(|q| ends_with_ignore_case(name, q))
+                // An HTML `name=` attribute (any case; `\nname=` in a JSON string): the
+                // name/value detector's value may come before or after it.
+                || ends_with_ignore_case(name, b"name")))
 }
 
 /// True when `name` contains the first three letters of a key/value stem (case-insensitive):
@@ -298,7 +299,7 @@ fn has_id_candidate(b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::find_at;
+    use crate::rules::{find_at, Parts};
 
     #[test]
     fn prefilter_passes_what_detectors_need() {
@@ -348,6 +349,7 @@ mod tests {
                     "api_key", "code", "state", "sig", "nonce", "secret", "x-Auth", "eyJhbGciOi",
                     "ewogICJh", "://", "//", "https://", "@", "/devtools/page/", "-----BEGIN ",
                     "\"name\":\"sid\",", "\"value\":", "name=\"csrf\"", " value=", "content=",
+                    "NaMe=", " name=", "VALUE=", "&quot;", "\\\"", "_csrf", "authenticity_token",
                     "PRIVATE KEY-----", "ghp_", "AKIA", "sk-", "=", ":", "=>", "\"", "'", "\\",
                     " ", "\t", "\n", "?", "&", "#", ";", ".", "-", "_", "abc", "é", "\u{a0}",
                 ]).prop_map(str::to_owned),
@@ -358,7 +360,16 @@ mod tests {
         )) {
             let text: String = parts.concat();
             if !may_match(&text) {
-                prop_assert!(find_at(&text, 0).is_none(), "missed: {:?}", text);
+                // Every hit, not only the first: a trigger that turns out to be nothing
+                // (`Parts::NoMatch`) is not a match, but a real one may follow it.
+                let mut pos = 0;
+                while let Some(hit) = find_at(&text, pos) {
+                    prop_assert!(hit.parts == Parts::NoMatch, "missed: {:?}", text);
+                    pos = hit.start + 1;
+                    while pos < text.len() && !text.is_char_boundary(pos) {
+                        pos += 1;
+                    }
+                }
             }
         }
     }

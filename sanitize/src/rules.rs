@@ -138,6 +138,108 @@ macro_rules! key_value_tail {
     };
 }
 
+/// An HTML attribute value: double- or single-quoted (the quote may be JSON-escaped, `\"`, once
+/// or more), entity-quoted (`&quot;…&quot;`, `&#34;`, `&#x22;`, and the single-quote forms), or
+/// bare. `…_last_value` is the same for the value that ends a match: it may be unclosed (a cut
+/// log line), then it runs to the end of the line.
+macro_rules! html_attr_value {
+    () => {
+        r#"(?:
+            \\*"[^"\r\n]*?\\*"
+          | \\*'[^'\r\n]*?\\*'
+          | &(?:quot|\#34|\#[xX]22);[^"\r\n]*?&(?:quot|\#34|\#[xX]22);
+          | &(?:apos|\#39|\#[xX]27);[^'\r\n]*?&(?:apos|\#39|\#[xX]27);
+          | [^\x20\t\r\n"'<>`\\]+
+        )"#
+    };
+}
+
+macro_rules! html_attr_last_value {
+    () => {
+        r#"(?:
+            \\*"[^"\r\n]*"?
+          | \\*'[^'\r\n]*'?
+          | &(?:quot|\#34|\#[xX]22);(?:[^"\r\n]*?&(?:quot|\#34|\#[xX]22);|[^"\r\n]*)
+          | &(?:apos|\#39|\#[xX]27);(?:[^'\r\n]*?&(?:apos|\#39|\#[xX]27);|[^'\r\n]*)
+          | [^\x20\t\r\n"'<>`\\]+
+        )"#
+    };
+}
+
+/// Blanks between HTML attributes (also JSON-escaped newlines and tabs).
+macro_rules! html_attr_sep {
+    () => {
+        r#"(?:[\x20\t\r\n]|\\[nrt])+"#
+    };
+}
+
+/// One other HTML attribute: a name, and a value unless it is a boolean attribute.
+macro_rules! html_attr {
+    () => {
+        concat!(
+            r#"[A-Za-z_:@][A-Za-z0-9_:.@-]{0,63}(?:[\x20\t]*=[\x20\t]*"#,
+            html_attr_value!(),
+            r#")?"#
+        )
+    };
+}
+
+/// The JSON sibling forms of the name/value detector: `{"name": …, "value": …}` and the other
+/// way round.
+macro_rules! name_value_json {
+    () => {
+        r#"
+                    # JSON: {"name": "Cookie", "value": "…"} (HAR headers, CDP cookies)
+                    "name"[\x20\t]*:[\x20\t]*"(?P<name_value_json_name>[^"\\\r\n]{1,128})"
+                    [\x20\t]*,[\x20\t]*"value"[\x20\t]*:[\x20\t]*
+                    (?P<name_value_json_value>"(?:[^"\\\r\n]|\\.)*"?)
+                  | # … and the other way round: {"value": "…", "name": "Cookie"}
+                    "value"[\x20\t]*:[\x20\t]*
+                    (?P<name_value_json_rev_value>"(?:[^"\\\r\n]|\\.)*")
+                    [\x20\t]*,[\x20\t]*"name"[\x20\t]*:[\x20\t]*
+                    "(?P<name_value_json_rev_name>[^"\\\r\n]{1,128})""#
+    };
+}
+
+/// The HTML form of the name/value detector: a `name` attribute and a `value` / `content`
+/// attribute of one tag, in either order.
+macro_rules! html_name_value {
+    () => {
+        concat!(
+            r#"# HTML attributes of one tag, in either order, any letter case, with up to
+                    # six other attributes between them: <input type="hidden" name="_csrf"
+                    # value="…">, <meta name=csrf-token content=…>, <input value='…' name='…'>.
+                    # An attribute starts the text or follows a blank, a quote, '/' or a
+                    # JSON-escaped newline, so `data-name=` and `username=` are not `name=`.
+                    (?:\A|[\x20\t\r\n"'/]|\\[nrt])
+                    (?:
+                        (?i:name)[\x20\t]*=[\x20\t]*(?P<name_value_html_name>"#,
+            html_attr_value!(),
+            r#")
+                        (?:"#,
+            html_attr_sep!(),
+            html_attr!(),
+            r#"){0,6}?"#,
+            html_attr_sep!(),
+            r#"(?i:value|content)[\x20\t]*=[\x20\t]*(?P<name_value_html_value>"#,
+            html_attr_last_value!(),
+            r#")
+                      | (?i:value|content)[\x20\t]*=[\x20\t]*(?P<name_value_html_rev_value>"#,
+            html_attr_value!(),
+            r#")
+                        (?:"#,
+            html_attr_sep!(),
+            html_attr!(),
+            r#"){0,6}?"#,
+            html_attr_sep!(),
+            r#"(?i:name)[\x20\t]*=[\x20\t]*(?P<name_value_html_rev_name>"#,
+            html_attr_value!(),
+            r#")
+                    )"#
+        )
+    };
+}
+
 /// One pattern of the combined text regex. The order is the alternation order, which breaks
 /// ties between detectors that match at the same position (leftmost-first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,7 +257,7 @@ pub(crate) enum Detector {
 }
 
 impl Detector {
-    const ALL: [Detector; 10] = [
+    pub(crate) const ALL: [Detector; 10] = [
         Detector::PrivateKey,
         Detector::Jwt,
         Detector::KnownToken,
@@ -168,15 +270,33 @@ impl Detector {
         Detector::CdpId,
     ];
 
+    /// Position in [`Detector::ALL`] (and in the compiled tables).
+    fn index(self) -> usize {
+        self as usize
+    }
+
     /// The pattern used for captures, anchored at a match the combined search already found.
     /// Usually the search pattern; the key/value name drops its stem alternation (the search
     /// proved a stem is there, and the name always runs to the separator), which keeps the
     /// capture step from backtracking through every way a stem could sit inside the name.
+    ///
+    /// The name/value detector is the other way round: its search pattern only finds where an
+    /// HTML attribute *could* start ([`Detector::is_triggered`]); the capture pattern is the
+    /// whole thing.
     fn capture_pattern(self) -> &'static str {
         match self {
             Detector::KeyValue => concat!(
                 r"(?x)(?P<key_value_name>[A-Za-z0-9_.-]+)",
                 key_value_tail!()
+            ),
+            Detector::NameValue => concat!(
+                r#"(?x)(?:"#,
+                name_value_json!(),
+                r#"
+                  | "#,
+                html_name_value!(),
+                r#"
+                )"#
             ),
             Detector::PrivateKey
             | Detector::Jwt
@@ -184,27 +304,53 @@ impl Detector {
             | Detector::Userinfo
             | Detector::CdpCapability
             | Detector::QueryParam
-            | Detector::NameValue
             | Detector::SchemeCredential
             | Detector::CdpId => self.pattern(),
         }
     }
 
+    /// True when the search pattern is only a trigger: a search match says "maybe here", and
+    /// the capture pattern, anchored there, decides (and says where the match ends).
+    fn is_triggered(self) -> bool {
+        match self {
+            Detector::NameValue => true,
+            Detector::PrivateKey
+            | Detector::Jwt
+            | Detector::KnownToken
+            | Detector::Userinfo
+            | Detector::CdpCapability
+            | Detector::QueryParam
+            | Detector::KeyValue
+            | Detector::SchemeCredential
+            | Detector::CdpId => false,
+        }
+    }
+
     /// The named groups a detector reports (none for detectors that replace the whole match).
-    fn groups(self) -> &'static [&'static str] {
+    fn groups(self) -> &'static [Group] {
         match self {
             Detector::PrivateKey | Detector::Jwt | Detector::KnownToken | Detector::CdpId => &[],
-            Detector::Userinfo => &["userinfo_value"],
-            Detector::CdpCapability => &["cdp_capability_kind", "cdp_capability_id"],
-            Detector::QueryParam => &["query_param_name", "query_param_value"],
-            Detector::KeyValue => &["key_value_name", "key_value_sep", "key_value_value"],
-            Detector::NameValue => &[
-                "name_value_json_name",
-                "name_value_json_value",
-                "name_value_html_name",
-                "name_value_html_value",
+            Detector::Userinfo => &[Group::UserinfoValue],
+            Detector::CdpCapability => &[Group::CdpCapabilityKind, Group::CdpCapabilityId],
+            Detector::QueryParam => &[Group::QueryParamName, Group::QueryParamValue],
+            Detector::KeyValue => &[
+                Group::KeyValueName,
+                Group::KeyValueSep,
+                Group::KeyValueValue,
             ],
-            Detector::SchemeCredential => &["scheme_credential_scheme", "scheme_credential_value"],
+            Detector::NameValue => &[
+                Group::NameValueJsonName,
+                Group::NameValueJsonValue,
+                Group::NameValueJsonRevValue,
+                Group::NameValueJsonRevName,
+                Group::NameValueHtmlName,
+                Group::NameValueHtmlValue,
+                Group::NameValueHtmlRevValue,
+                Group::NameValueHtmlRevName,
+            ],
+            Detector::SchemeCredential => {
+                &[Group::SchemeCredentialScheme, Group::SchemeCredentialValue]
+            }
         }
     }
 
@@ -274,21 +420,18 @@ impl Detector {
                 =
                 (?P<query_param_value>(?:\$\{[A-Z_][A-Z0-9_]*\}|[^\s"'&\#<>\\])+)"#
             }
-            Detector::NameValue => {
+            Detector::NameValue => concat!(
                 r#"(?x)
                 # The secret's name is in a sibling field, not in front of the value.
-                (?:
-                    # JSON: {"name": "Cookie", "value": "…"} (HAR headers, CDP cookies)
-                    "name"[\x20\t]*:[\x20\t]*"(?P<name_value_json_name>[^"\\\r\n]{1,128})"
-                    [\x20\t]*,[\x20\t]*"value"[\x20\t]*:[\x20\t]*
-                    (?P<name_value_json_value>"(?:[^"\\\r\n]|\\.)*"?)
-                  | # HTML: <input type="hidden" name="csrf_token" value="…">, <meta name=… content=…>
-                    (?:name|NAME|Name)=["'](?P<name_value_html_name>[^"'<>\r\n]{1,128})["']
-                    (?:[\x20\t\r\n]+[A-Za-z-]{1,32}=(?:"[^"\r\n]*"|'[^'\r\n]*')){0,4}?
-                    [\x20\t\r\n]+(?:value|VALUE|Value|content|CONTENT|Content)=
-                    (?P<name_value_html_value>"[^"\r\n]*"?|'[^'\r\n]*'?)
+                (?:"#,
+                name_value_json!(),
+                r#"
+                  | # HTML: only the start of a `name=`, `value=` or `content=` attribute. The
+                    # full attribute pattern (`html_name_value!`) is far too large for the
+                    # combined lazy DFA; it runs anchored here, in the capture step.
+                    (?:\A|[\x20\t\r\n"'/]|\\[nrt])(?i:name|value|content)[\x20\t]*=
                 )"#
-            }
+            ),
             Detector::KeyValue => concat!(
                 r#"(?x)
                 # A name containing a sensitive stem; keys.rs decides whether it really is one.
@@ -325,20 +468,12 @@ impl Detector {
     }
 }
 
-/// A detector match: which detector, where, and its inner groups.
+/// A detector match: which detector, where, and its parts.
 pub(crate) struct Hit {
     pub(crate) detector: Detector,
     pub(crate) start: usize,
     pub(crate) end: usize,
-    groups: Vec<Option<(usize, usize)>>,
-}
-
-impl Hit {
-    /// The byte span of one of the detector's named groups, if it participated.
-    pub(crate) fn group(&self, name: &str) -> Option<(usize, usize)> {
-        let i = self.detector.groups().iter().position(|g| *g == name)?;
-        self.groups.get(i).copied().flatten()
-    }
+    pub(crate) parts: Parts,
 }
 
 /// Every detector compiled twice: once together (one left-to-right search that reports which
@@ -349,62 +484,111 @@ struct Compiled {
     each: Vec<meta::Regex>,
     /// Each search pattern alone: the fallback should a capture pattern ever disagree.
     exact: Vec<meta::Regex>,
+    /// Capture slot of every [`Group`] (indexed by `Group as usize`) in `each` and in `exact`.
+    slots: Vec<(usize, usize)>,
+}
+
+/// The capture slot of `group` in `re`. The names are constants of this file: a group missing
+/// from its pattern is a bug here, caught by every test that sanitizes anything.
+fn slot(re: &meta::Regex, group: Group) -> usize {
+    re.group_info()
+        .to_index(PatternID::ZERO, group.name())
+        .unwrap_or_else(|| {
+            panic!(
+                "group {} is not in the pattern of {:?}",
+                group.name(),
+                group.detector()
+            )
+        })
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let patterns: Vec<&str> = Detector::ALL.iter().map(|d| d.pattern()).collect();
     // The patterns are constants covered by tests; failing here is a bug in this file.
     let all = meta::Regex::new_many(&patterns).expect("the rule table compiles");
-    let each = Detector::ALL
+    let each: Vec<meta::Regex> = Detector::ALL
         .iter()
         .map(|d| meta::Regex::new(d.capture_pattern()).expect("each rule compiles"))
         .collect();
-    let exact = patterns
+    // A triggered detector's search pattern has no groups: its fallback is its capture pattern.
+    let exact: Vec<meta::Regex> = Detector::ALL
         .iter()
-        .map(|p| meta::Regex::new(p).expect("each rule compiles"))
+        .map(|d| {
+            let p = if d.is_triggered() {
+                d.capture_pattern()
+            } else {
+                d.pattern()
+            };
+            meta::Regex::new(p).expect("each rule compiles")
+        })
         .collect();
-    Compiled { all, each, exact }
+    let slots = Group::ALL
+        .iter()
+        .map(|&g| {
+            let d = g.detector().index();
+            (slot(&each[d], g), slot(&exact[d], g))
+        })
+        .collect();
+    Compiled {
+        all,
+        each,
+        exact,
+        slots,
+    }
 });
 
-/// Finds the leftmost detector match at or after `start`.
+/// Finds the leftmost detector match at or after `start`. A triggered detector whose full
+/// pattern does not match where its trigger did reports [`Parts::NoMatch`]: the caller moves on.
 pub(crate) fn find_at(text: &str, start: usize) -> Option<Hit> {
     let compiled = &*COMPILED;
     let m = compiled.all.search(&Input::new(text).range(start..))?;
     let index = m.pattern().as_usize();
     let detector = *Detector::ALL.get(index)?;
-    let names = detector.groups();
-    let mut groups = Vec::new();
-    if !names.is_empty() {
+    let mut end = m.end();
+    let parts = if detector.groups().is_empty() {
+        Parts::Whole
+    } else {
         // Anchored at the match start with the whole text as context, so look-around (\b)
         // sees the same neighbours as the combined search did.
         let input = Input::new(text).range(m.start()..).anchored(Anchored::Yes);
         let mut re = compiled.each.get(index)?;
+        let mut exact = false;
         let mut caps = re.create_captures();
         re.search_captures(&input, &mut caps);
-        if caps.get_match().map(|c| c.end()) != Some(m.end()) {
+        if detector.is_triggered() {
+            match caps.get_match() {
+                Some(full) => end = full.end(),
+                None => {
+                    return Some(Hit {
+                        detector,
+                        start: m.start(),
+                        end,
+                        parts: Parts::NoMatch,
+                    })
+                }
+            }
+        } else if caps.get_match().map(|c| c.end()) != Some(m.end()) {
             debug_assert!(
                 false,
                 "capture pattern of {detector:?} disagrees with the search"
             );
             re = compiled.exact.get(index)?;
+            exact = true;
             caps = re.create_captures();
             re.search_captures(&input, &mut caps);
         }
-        let info = re.group_info();
-        groups = names
-            .iter()
-            .map(|name| {
-                info.to_index(PatternID::ZERO, name)
-                    .and_then(|i| caps.get_group(i))
-                    .map(|span| (span.start, span.end))
-            })
-            .collect();
-    }
+        let get = |g: Group| -> Option<Span> {
+            let &(in_each, in_exact) = compiled.slots.get(g as usize)?;
+            let span = caps.get_group(if exact { in_exact } else { in_each })?;
+            Some((span.start, span.end))
+        };
+        groups::parts_of(detector, get)
+    };
     Some(Hit {
         detector,
         start: m.start(),
-        end: m.end(),
-        groups,
+        end,
+        parts,
     })
 }
 
@@ -426,69 +610,9 @@ pub(crate) fn is_cdp_id(s: &str) -> bool {
     }
 }
 
+mod groups;
+
+pub(crate) use groups::{Group, Parts, Sibling, Span};
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn combined_regex_compiles_and_every_rule_has_a_distinct_name() {
-        assert!(find_at("nothing here", 0).is_none());
-        let mut names: Vec<_> = Rule::ALL.iter().map(|r| r.name()).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), Rule::ALL.len());
-        for (i, r) in Rule::ALL.iter().enumerate() {
-            assert_eq!(r.index(), i);
-        }
-    }
-
-    #[test]
-    fn markers_name_their_rule() {
-        for r in Rule::ALL {
-            if matches!(r, Rule::CdpCapability | Rule::CdpId) {
-                continue; // replaced by handles, not masked
-            }
-            assert_eq!(r.marker(), format!("[redacted:{}]", r.name()));
-        }
-    }
-
-    #[test]
-    fn cdp_id_shapes() {
-        assert!(is_cdp_id("8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1"));
-        assert!(is_cdp_id("8e5b0e1c2f4d43a1b0b7a3f2e6d9c4b1"));
-        assert!(!is_cdp_id("8e5b0e1c2f4d43a1b0b7a3f2e6d9C4B1"));
-        assert!(is_cdp_id("3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a44"));
-        assert!(!is_cdp_id("3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a4"));
-        assert!(!is_cdp_id(""));
-    }
-
-    #[test]
-    fn detector_matches_at_the_expected_place() {
-        let cases = [
-            (
-                "x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y",
-                Detector::PrivateKey,
-            ),
-            ("t eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc", Detector::Jwt),
-            (
-                "k ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-                Detector::KnownToken,
-            ),
-            ("u https://bob:pw@example.com/", Detector::Userinfo),
-            ("ws://h/devtools/page/ABC", Detector::CdpCapability),
-            ("/cb?code=abc", Detector::QueryParam),
-            ("password=abc", Detector::KeyValue),
-            (r#"{"name":"SID","value":"x"}"#, Detector::NameValue),
-            (
-                r#"<input name="csrf" type="hidden" value="x">"#,
-                Detector::NameValue,
-            ),
-            ("Bearer abc123", Detector::SchemeCredential),
-            ("8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1", Detector::CdpId),
-        ];
-        for (text, want) in cases {
-            let got = find_at(text, 0).map(|h| h.detector);
-            assert_eq!(got, Some(want), "{text}");
-        }
-    }
-}
+mod tests;

@@ -1,19 +1,21 @@
 //! [`Sanitizer`]: one per evidence run; owns the handle key, the explicit secrets and the
 //! redaction counters, and is the only way to make the `Safe*` types from runtime data.
 
+use crate::echo::TypedEcho;
 use crate::handles::{truncated_prefix_len, Handles};
 use crate::json;
 use crate::lines::LineSanitizer;
+use crate::merge;
 use crate::network::{self, NetworkFailure, RawNetworkFailure};
 use crate::rules::Rule;
-use crate::secrets::Registry;
+use crate::secrets::{self, Registry};
 use crate::summary::{Counters, RedactionSummary};
 use crate::text::{self, Ctx};
 use crate::url::sanitize_url;
 use crate::{SafeJson, SafeText, SafeUrl, SecretError};
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Default cap for free text ([`Sanitizer::text`], JSON strings), in characters.
 pub const TEXT_MAX_CHARS: usize = 4096;
@@ -24,11 +26,12 @@ pub const ERROR_MAX_CHARS: usize = 1024;
 /// The privacy engine of one evidence run. `Send + Sync`: share it as an `Arc` across tasks.
 ///
 /// Every method is pure with respect to the outside world (no I/O, no logging); the only state
-/// is the per-run handle key, the explicit-secret registry (behind a `RwLock`; reads dominate)
-/// and the redaction counters (atomics).
+/// is the per-run handle key, the explicit-secret registry (behind a `RwLock`; reads dominate;
+/// shared with the [`TypedEcho`]s it hands out, which hold it weakly) and the redaction counters
+/// (atomics).
 pub struct Sanitizer {
     handles: Handles,
-    secrets: RwLock<Registry>,
+    secrets: Arc<RwLock<Registry>>,
     counters: Counters,
 }
 
@@ -52,7 +55,7 @@ impl Sanitizer {
     pub fn new() -> Sanitizer {
         Sanitizer {
             handles: Handles::new(),
-            secrets: RwLock::new(Registry::default()),
+            secrets: Arc::new(RwLock::new(Registry::default())),
             counters: Counters::default(),
         }
     }
@@ -67,8 +70,8 @@ impl Sanitizer {
         self.secrets.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Sanitizes free text: explicit secrets, then every text rule, then the default cap
-    /// ([`TEXT_MAX_CHARS`]).
+    /// Sanitizes free text: registered literals and every text rule, both judged on the text as
+    /// given, then the default cap ([`TEXT_MAX_CHARS`]).
     pub fn text(&self, s: &str) -> SafeText {
         self.text_capped(s, TEXT_MAX_CHARS)
     }
@@ -134,14 +137,52 @@ impl Sanitizer {
 
     /// Registers an explicit secret: from now on `literal` (and its JSON-escaped and URL-encoded
     /// spellings) reads `${NAME}` everywhere. `Ok(false)` when nothing was registered: the
-    /// literal is empty or whitespace-only, or already registered (the first name wins).
+    /// literal is empty or whitespace-only (nothing to protect), or already registered (the
+    /// first name wins). Refused with [`SecretError::TooShort`] when the literal has fewer than
+    /// [`MIN_SECRET_CHARS`](crate::MIN_SECRET_CHARS) non-whitespace characters, and with
+    /// [`SecretError::InvalidName`] when the name is not `[A-Z_][A-Z0-9_]*`.
     pub fn register_secret(&self, name: &str, literal: &str) -> Result<bool, SecretError> {
         self.registry_mut().register(name, literal)
     }
 
-    /// Echo protection for typed text: registers `literal` under a generated `TYPED_<n>` name if
-    /// it has at least four non-whitespace characters, so a page echoing it back (a console log,
-    /// an error message) is masked. Returns the name it is registered under.
+    /// What [`Sanitizer::register_secret`] would say, without registering anything: for
+    /// validating configuration (`--secret-env`) before a run starts.
+    pub fn check_secret(name: &str, literal: &str) -> Result<bool, SecretError> {
+        secrets::check(name, literal)
+    }
+
+    /// Echo protection for text being typed: a literal that grows with every keystroke under one
+    /// `TYPED_<n>` name. Call [`TypedEcho::extend`] with each inserted text; once it has
+    /// [`MIN_TYPED_CHARS`](crate::MIN_TYPED_CHARS) non-whitespace characters, any prefix of it
+    /// with at least that many (in plain, JSON-escaped and URL-encoded spelling) reads
+    /// `${TYPED_<n>}`.
+    ///
+    /// ```
+    /// use cdp_sanitize::Sanitizer;
+    ///
+    /// let s = Sanitizer::new();
+    /// let mut echo = s.typed_echo();
+    /// for key in ["T", "y", "p"] {
+    ///     echo.extend(key);
+    /// }
+    /// assert_eq!(s.text("live Typ").as_str(), "live Typ"); // three characters: not yet
+    /// echo.extend("e");
+    /// assert_eq!(echo.name(), Some("TYPED_1"));
+    /// assert_eq!(s.text("live Type").as_str(), "live ${TYPED_1}");
+    /// echo.extend("SecretBBB2");
+    /// assert_eq!(s.text("live TypeSec").as_str(), "live ${TYPED_1}");
+    /// assert_eq!(s.text("live TypeSecretBBB2").as_str(), "live ${TYPED_1}");
+    /// ```
+    pub fn typed_echo(&self) -> TypedEcho {
+        TypedEcho::new(Arc::downgrade(&self.secrets))
+    }
+
+    /// Echo protection for a whole typed literal at once (what [`Sanitizer::typed_echo`] does
+    /// keystroke by keystroke): registers `literal` under a generated `TYPED_<n>` name if it has
+    /// at least [`MIN_TYPED_CHARS`](crate::MIN_TYPED_CHARS) non-whitespace characters, so a page
+    /// echoing it back, or any prefix of it with that many, is masked. Returns the name it is
+    /// registered under; the existing one when the same literal is already registered (so
+    /// calling this at the end of a burst that a [`TypedEcho`] already registered adds nothing).
     pub fn register_typed(&self, literal: &str) -> Option<String> {
         self.registry_mut().register_typed(literal)
     }
@@ -167,39 +208,47 @@ impl Sanitizer {
         self.counters.count(rule);
     }
 
-    /// The text pipeline: explicit secrets first (a literal is replaced whole before any rule
-    /// can cut it into a marker), then the rules, then the cap.
+    /// The text pipeline. Registered literals and the rules are both found on the text as
+    /// given — so a literal can never hide from a rule the name it needs (`password`, `code`,
+    /// `Bearer`) — and merged (`merge.rs`): every byte either would remove is removed. If that
+    /// changed what a rule could see (a placeholder, or a replacement that joined its
+    /// neighbours), the rules run again until nothing changes. Then the cap.
     pub(crate) fn sanitize_str<'a>(&self, s: &'a str, max_chars: usize) -> Cow<'a, str> {
-        let after_secrets = {
-            let registry = self.registry();
-            if registry.is_empty() {
-                Cow::Borrowed(s)
-            } else {
-                match registry.replace(s) {
-                    Cow::Borrowed(_) => Cow::Borrowed(s),
-                    Cow::Owned(o) => Cow::Owned(o),
-                }
-            }
-        };
         let ctx = Ctx {
             handles: &self.handles,
             counters: &self.counters,
         };
-        // A truncation marker we appended earlier is not part of the text: no rule may read
-        // it as the rest of a value.
-        let body_end = truncated_prefix_len(&after_secrets).unwrap_or(after_secrets.len());
-        let rewritten = match text::apply_rules_fixpoint(&after_secrets[..body_end], &ctx) {
-            Cow::Borrowed(_) => None,
-            Cow::Owned(mut o) => {
-                o.push_str(&after_secrets[body_end..]);
-                Some(o)
+        let found = {
+            let registry = self.registry();
+            if registry.is_empty() {
+                Vec::new()
+            } else {
+                registry.find(s)
             }
         };
-        let after_rules = match rewritten {
-            Some(o) => Cow::Owned(o),
-            None => after_secrets,
+        // A truncation marker we appended earlier is not part of the text: no rule may read
+        // it as the rest of a value.
+        let body_end = truncated_prefix_len(s).unwrap_or(s.len());
+        let rules = text::replacements(&s[..body_end], &ctx);
+        let merged = if found.is_empty() {
+            merge::merge(s, rules, &[], None, &self.counters)
+        } else {
+            merge::merge(s, rules, &found, Some(&self.registry()), &self.counters)
         };
-        text::cap(after_rules, max_chars, &ctx)
+        let after = if merged.again {
+            let current = merged.text;
+            let body_end = truncated_prefix_len(&current).unwrap_or(current.len());
+            match text::apply_rules_fixpoint(&current[..body_end], &ctx) {
+                Cow::Borrowed(_) => current,
+                Cow::Owned(mut o) => {
+                    o.push_str(&current[body_end..]);
+                    Cow::Owned(o)
+                }
+            }
+        } else {
+            merged.text
+        };
+        text::cap(after, max_chars, &ctx)
     }
 }
 
@@ -234,6 +283,26 @@ mod tests {
         );
     }
 
+    #[test]
+    fn check_secret_says_what_register_secret_would() {
+        assert_eq!(Sanitizer::check_secret("PIN", "4921"), Ok(true));
+        assert_eq!(Sanitizer::check_secret("PIN", "  "), Ok(false));
+        assert!(matches!(
+            Sanitizer::check_secret("PIN", "492"),
+            Err(SecretError::TooShort { min: 4, .. })
+        ));
+        assert!(matches!(
+            Sanitizer::check_secret("pin", "4921"),
+            Err(SecretError::InvalidName { .. })
+        ));
+        let s = Sanitizer::new();
+        assert!(s.register_secret("PIN", "492").is_err());
+        assert_eq!(format!("{s:?}").matches("names: 0").count(), 1, "{s:?}");
+    }
+
+    /// A literal and a rule on the same span: the rules see the original text (so the value is
+    /// known to be a token), and the span reads as the literal's placeholder, which hides as
+    /// much and says more. Unchanged from when literals were replaced before the rules.
     #[test]
     fn explicit_secrets_win_over_rules() {
         let s = Sanitizer::new();

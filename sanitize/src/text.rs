@@ -9,7 +9,7 @@ use crate::handles::{
 };
 use crate::keys::{classify, is_whole_line_header, KeyClass};
 use crate::prefilter::may_match;
-use crate::rules::{find_at, is_cdp_id, Detector, Hit, Rule};
+use crate::rules::{find_at, is_cdp_id, Detector, Hit, Parts, Rule, Sibling, Span};
 use crate::summary::Counters;
 use std::borrow::Cow;
 
@@ -33,18 +33,23 @@ pub(crate) struct Ctx<'s> {
     pub(crate) counters: &'s Counters,
 }
 
-/// Applies every text rule to `text` in one left-to-right pass (borrowed when nothing changed),
-/// and says whether a replacement may have joined its neighbours
-/// into something a rule could now match (see [`may_bridge`]).
-fn apply_rules_once<'a>(text: &'a str, ctx: &Ctx<'_>) -> (Cow<'a, str>, bool) {
+/// One replacement a rule decided on, found on the text as it is, not yet applied or counted.
+pub(crate) struct Replacement {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) with: Cow<'static, str>,
+    pub(crate) rule: Rule,
+}
+
+/// Every text rule's replacements in `text`, from one left-to-right pass: sorted, never
+/// overlapping, nothing counted yet.
+pub(crate) fn replacements(text: &str, ctx: &Ctx<'_>) -> Vec<Replacement> {
+    let mut out = Vec::new();
     if !may_match(text) {
-        return (Cow::Borrowed(text), false);
+        return out;
     }
     let protected = protected_spans(text, &|_| true);
-    let mut out = String::new();
-    let mut copied = 0;
     let mut pos = 0;
-    let mut bridged = false;
     while pos < text.len() {
         let Some(hit) = find_at(text, pos) else {
             break;
@@ -62,17 +67,36 @@ fn apply_rules_once<'a>(text: &'a str, ctx: &Ctx<'_>) -> (Cow<'a, str>, bool) {
                 rule,
                 resume,
             } => {
-                bridged |= may_bridge(text, start, end);
-                out.push_str(&text[copied..start]);
-                out.push_str(&with);
-                copied = end;
+                out.push(Replacement {
+                    start,
+                    end,
+                    with,
+                    rule,
+                });
                 pos = next_boundary(text, resume.max(end).max(hit.start + 1));
-                ctx.counters.count(rule);
             }
         }
     }
-    if copied == 0 && out.is_empty() {
+    out
+}
+
+/// Applies every text rule to `text` in one left-to-right pass (borrowed when nothing changed),
+/// and says whether a replacement may have joined its neighbours
+/// into something a rule could now match (see [`may_bridge`]).
+fn apply_rules_once<'a>(text: &'a str, ctx: &Ctx<'_>) -> (Cow<'a, str>, bool) {
+    let found = replacements(text, ctx);
+    if found.is_empty() {
         return (Cow::Borrowed(text), false);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut bridged = false;
+    for r in found {
+        bridged |= may_bridge(text, r.start, r.end);
+        out.push_str(&text[copied..r.start]);
+        out.push_str(&r.with);
+        copied = r.end;
+        ctx.counters.count(r.rule);
     }
     out.push_str(&text[copied..]);
     (Cow::Owned(out), bridged)
@@ -83,7 +107,7 @@ fn apply_rules_once<'a>(text: &'a str, ctx: &Ctx<'_>) -> (Cow<'a, str>, bool) {
 /// not, and the span is not itself fenced off by blanks, quotes or the text's ends. Replacing a
 /// key block in `https://x-----BEGIN … KEY-----user@h` leaves `https://x[…]user@h`, which reads
 /// as userinfo; replacing a cookie header's value up to the end of its line cannot join anything.
-fn may_bridge(text: &str, start: usize, end: usize) -> bool {
+pub(crate) fn may_bridge(text: &str, start: usize, end: usize) -> bool {
     let breaks =
         |c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '\\');
     let fence = |c: Option<char>| c.is_none_or(|c| c.is_whitespace() || matches!(c, '"' | '\''));
@@ -207,7 +231,6 @@ fn guard(
 /// The per-detector decision.
 fn decide(hit: &Hit, text: &str, ctx: &Ctx<'_>) -> Action {
     let (whole_start, whole_end) = (hit.start, hit.end);
-    let group = |name: &str| hit.group(name);
     let replace_whole = |rule: Rule, with: Cow<'static, str>| Action::Replace {
         start: whole_start,
         end: whole_end,
@@ -215,40 +238,53 @@ fn decide(hit: &Hit, text: &str, ctx: &Ctx<'_>) -> Action {
         rule,
         resume: whole_end,
     };
-    match hit.detector {
-        Detector::PrivateKey => replace_whole(Rule::PrivateKey, Rule::PrivateKey.marker().into()),
-        Detector::Jwt => replace_whole(Rule::Jwt, Rule::Jwt.marker().into()),
-        Detector::KnownToken => replace_whole(Rule::ApiKey, Rule::ApiKey.marker().into()),
-        Detector::CdpId => replace_whole(
-            Rule::CdpId,
-            ctx.handles.handle(&text[whole_start..whole_end]).into(),
-        ),
-        Detector::Userinfo => match group("userinfo_value") {
-            Some((s, e)) => Action::Replace {
-                start: s,
-                end: e,
-                with: Rule::Userinfo.marker().into(),
-                rule: Rule::Userinfo,
-                resume: whole_end,
-            },
-            None => Action::Skip(whole_end),
+    match hit.parts {
+        Parts::Whole => match hit.detector {
+            Detector::PrivateKey => {
+                replace_whole(Rule::PrivateKey, Rule::PrivateKey.marker().into())
+            }
+            Detector::Jwt => replace_whole(Rule::Jwt, Rule::Jwt.marker().into()),
+            Detector::CdpId => replace_whole(
+                Rule::CdpId,
+                ctx.handles.handle(&text[whole_start..whole_end]).into(),
+            ),
+            Detector::KnownToken => replace_whole(Rule::ApiKey, Rule::ApiKey.marker().into()),
+            // These report groups, never `Whole`; fail closed all the same.
+            Detector::Userinfo
+            | Detector::CdpCapability
+            | Detector::QueryParam
+            | Detector::NameValue
+            | Detector::KeyValue
+            | Detector::SchemeCredential => {
+                debug_assert!(false, "{:?} matched without its groups", hit.detector);
+                replace_whole(Rule::Secret, Rule::Secret.marker().into())
+            }
         },
-        Detector::CdpCapability => match group("cdp_capability_id") {
-            Some((s, e)) if !is_protected(&text[s..e]) => Action::Replace {
-                start: s,
-                end: e,
-                with: ctx.handles.handle(&text[s..e]).into(),
-                rule: Rule::CdpCapability,
-                resume: e,
-            },
-            _ => Action::Skip(whole_end),
+        Parts::NoMatch => Action::Skip(hit.start + 1),
+        Parts::Unresolved => {
+            // Impossible by construction (see `Parts::Unresolved`); fail closed.
+            debug_assert!(false, "{:?} matched without its groups", hit.detector);
+            replace_whole(Rule::Secret, Rule::Secret.marker().into())
+        }
+        Parts::Userinfo { value: (s, e) } => Action::Replace {
+            start: s,
+            end: e,
+            with: Rule::Userinfo.marker().into(),
+            rule: Rule::Userinfo,
+            resume: whole_end,
         },
-        Detector::QueryParam => {
-            let (Some((ns, ne)), Some((vs, ve))) =
-                (group("query_param_name"), group("query_param_value"))
-            else {
-                return Action::Skip(whole_end);
-            };
+        Parts::CdpCapability { id: (s, e) } if !is_protected(&text[s..e]) => Action::Replace {
+            start: s,
+            end: e,
+            with: ctx.handles.handle(&text[s..e]).into(),
+            rule: Rule::CdpCapability,
+            resume: e,
+        },
+        Parts::CdpCapability { .. } => Action::Skip(whole_end),
+        Parts::QueryParam {
+            name: (ns, ne),
+            value: (vs, ve),
+        } => {
             let rule = match classify(&text[ns..ne]) {
                 KeyClass::Sensitive(rule) | KeyClass::IdLike(rule) => rule,
                 KeyClass::Plain => Rule::QueryToken,
@@ -256,14 +292,11 @@ fn decide(hit: &Hit, text: &str, ctx: &Ctx<'_>) -> Action {
             };
             redact_value(text, vs, ve, rule, whole_end)
         }
-        Detector::KeyValue => {
-            let (Some((ns, ne)), Some((ss, se)), Some((vs, ve))) = (
-                group("key_value_name"),
-                group("key_value_sep"),
-                group("key_value_value"),
-            ) else {
-                return Action::Skip(whole_end);
-            };
+        Parts::KeyValue {
+            name: (ns, ne),
+            sep: (ss, se),
+            value,
+        } => {
             let name = &text[ns..ne];
             // A header quoted as a whole (`-H "Cookie: a=1"`) ends at its closing quote.
             let quote = text[..ns]
@@ -283,34 +316,59 @@ fn decide(hit: &Hit, text: &str, ctx: &Ctx<'_>) -> Action {
                 header_sep: text[ss..se].contains(':') && !text[ss..se].contains('='),
                 escapes: true,
             };
-            key_value(text, shape, (vs, ve), (rule, id_like), ctx)
+            key_value(text, shape, value, (rule, id_like), ctx)
         }
-        Detector::NameValue => {
-            let pair = group("name_value_json_name")
-                .zip(group("name_value_json_value"))
-                .or_else(|| group("name_value_html_name").zip(group("name_value_html_value")));
-            let Some(((ns, ne), (vs, ve))) = pair else {
-                return Action::Skip(whole_end);
+        Parts::NameValue { name, value, form } => {
+            let (ns, ne) = match form {
+                Sibling::Json => name,
+                Sibling::Html => html_inner(text, name),
             };
             let (rule, id_like) = match classify(&text[ns..ne]) {
                 KeyClass::Sensitive(rule) => (rule, false),
                 KeyClass::IdLike(rule) => (rule, true),
-                // Not a secret's name: scan the rest (the value may hold one) as usual.
-                KeyClass::Plain | KeyClass::Structural => return Action::Skip(ne),
+                // Not a secret's name: scan the rest as usual — from the value on when it comes
+                // first, since it may hold a secret of its own.
+                KeyClass::Plain | KeyClass::Structural => {
+                    return Action::Skip(name.1.min(value.0));
+                }
             };
-            // HTML attribute values have no backslash escapes; JSON ones do.
-            let shape = ValueShape {
-                url_param: false,
-                header: None,
-                header_sep: false,
-                escapes: group("name_value_json_value").is_some(),
-            };
-            key_value(text, shape, (vs, ve), (rule, id_like), ctx)
+            match form {
+                Sibling::Json => {
+                    let shape = ValueShape {
+                        url_param: false,
+                        header: None,
+                        header_sep: false,
+                        escapes: true,
+                    };
+                    match key_value(text, shape, value, (rule, id_like), ctx) {
+                        Action::Replace {
+                            start,
+                            end,
+                            with,
+                            rule,
+                            resume,
+                        } => Action::Replace {
+                            start,
+                            end,
+                            with,
+                            rule,
+                            resume: resume.max(whole_end),
+                        },
+                        Action::Skip(resume) => Action::Skip(resume.max(whole_end)),
+                    }
+                }
+                // HTML attribute values have no backslash escapes, and their quotes come in
+                // several spellings.
+                Sibling::Html => {
+                    let (vs, ve) = html_inner(text, value);
+                    redact_inner(text, (vs, ve), whole_end, (rule, id_like), ctx)
+                }
+            }
         }
-        Detector::SchemeCredential => match group("scheme_credential_value") {
+        Parts::SchemeCredential { value: (s, e) } => {
             // A token68 ends the header or is followed by a delimiter; `bearer sessionCount=3`
             // or `Bearer /devtools/page/target:…` are something else after a scheme word.
-            Some((s, e)) if looks_like_credential(&text[s..e]) && ends_token(&text[e..]) => {
+            if looks_like_credential(&text[s..e]) && ends_token(&text[e..]) {
                 Action::Replace {
                     start: s,
                     end: e,
@@ -318,11 +376,49 @@ fn decide(hit: &Hit, text: &str, ctx: &Ctx<'_>) -> Action {
                     rule: Rule::Bearer,
                     resume: e,
                 }
+            } else {
+                Action::Skip(s)
             }
-            Some((s, _)) => Action::Skip(s),
-            None => Action::Skip(whole_end),
-        },
+        }
     }
+}
+
+/// Opening and closing delimiters of an HTML attribute value, besides backslashes before a
+/// quote (a value inside a JSON string).
+const HTML_QUOTES: &[(&str, &[&str])] = &[
+    ("\"", &["\""]),
+    ("'", &["'"]),
+    ("&quot;", &["&quot;", "&#34;", "&#x22;", "&#X22;"]),
+    ("&#34;", &["&quot;", "&#34;", "&#x22;", "&#X22;"]),
+    ("&#x22;", &["&quot;", "&#34;", "&#x22;", "&#X22;"]),
+    ("&#X22;", &["&quot;", "&#34;", "&#x22;", "&#X22;"]),
+    ("&apos;", &["&apos;", "&#39;", "&#x27;", "&#X27;"]),
+    ("&#39;", &["&apos;", "&#39;", "&#x27;", "&#X27;"]),
+    ("&#x27;", &["&apos;", "&#39;", "&#x27;", "&#X27;"]),
+    ("&#X27;", &["&apos;", "&#39;", "&#x27;", "&#X27;"]),
+];
+
+/// The inside of an HTML attribute value as the detector captured it: without its quotes
+/// (`"…"`, `'…'`, `\"…\"` in a JSON string, `&quot;…&quot;`). An unclosed value runs to the end
+/// of the capture; a bare value is all inside.
+fn html_inner(text: &str, (s, e): Span) -> Span {
+    let raw = &text[s..e];
+    let slashes = raw.len() - raw.trim_start_matches('\\').len();
+    let after_slashes = &raw[slashes..];
+    for &(open, closes) in HTML_QUOTES {
+        let Some(body) = after_slashes.strip_prefix(open) else {
+            continue;
+        };
+        let start = s + slashes + open.len();
+        for close in closes {
+            if let Some(inner) = body.strip_suffix(close) {
+                let inner = inner.trim_end_matches('\\');
+                return (start, start + inner.len());
+            }
+        }
+        return (start, e);
+    }
+    (s, e)
 }
 
 /// Redacts a bare value (a query parameter).
@@ -389,6 +485,19 @@ fn key_value(
         end = vs + text[vs..line_end].trim_end().len();
         resume = resume.max(end);
     }
+    redact_inner(text, (start, end), resume, (rule, id_like), ctx)
+}
+
+/// Redacts the inside of a value (its quotes already stripped): after the scheme word for
+/// authorization values, as a handle for a CDP id under an id-like name, else as the rule's
+/// marker. A blank value, or one that already is a marker, placeholder or handle, is skipped.
+fn redact_inner(
+    text: &str,
+    (mut start, end): Span,
+    resume: usize,
+    (rule, id_like): (Rule, bool),
+    ctx: &Ctx<'_>,
+) -> Action {
     if rule == Rule::Authorization {
         start = skip_scheme(text, start, end);
     }

@@ -272,7 +272,7 @@ const CASES: &[Case] = &[
         what: "ASP.NET anti-forgery field",
         input: "__RequestVerificationToken=CfDJ8Kz9xQ3vY1mN2pL4rT6wU8; Path=/",
         gone: &["CfDJ8Kz9xQ3vY1mN2pL4rT6wU8"],
-        kept: &["__RequestVerificationToken=[redacted:token]; Path=/"],
+        kept: &["__RequestVerificationToken=[redacted:csrf]; Path=/"],
     },
     // --- URLs ------------------------------------------------------------------------------
     Case {

@@ -221,3 +221,25 @@ fn cap_marks_and_never_splits() {
     assert_eq!(s.text_capped("short", 5).as_str(), "short");
     assert_eq!(s.summary().truncated, 4);
 }
+
+#[test]
+fn html_attribute_values_lose_their_quotes_in_every_spelling() {
+    for (raw, inner) in [
+        (r#""abc""#, "abc"),
+        ("'abc'", "abc"),
+        (r#"\"abc\""#, "abc"),
+        (r#"\\"abc\\""#, "abc"),
+        ("&quot;abc&quot;", "abc"),
+        ("&#34;abc&#x22;", "abc"),
+        ("&apos;abc&#39;", "abc"),
+        ("abc", "abc"),
+        // Unclosed (a cut log line): to the end.
+        (r#""abc"#, "abc"),
+        ("&quot;abc", "abc"),
+        (r#""""#, ""),
+    ] {
+        let text = format!("x {raw} y");
+        let (s, e) = super::html_inner(&text, (2, 2 + raw.len()));
+        assert_eq!(&text[s..e], inner, "{raw}");
+    }
+}
