@@ -294,10 +294,14 @@ impl EvidenceSettings {
                 "--secret-env {name:?}: secret names must match [A-Z_][A-Z0-9_]*"
             )));
         }
-        if literal.trim().is_empty() {
-            return Err(Error::Usage(format!(
-                "--secret-env {name} names an environment variable that is unset or empty; export {name} first"
-            )));
+        match cdp_sanitize::Sanitizer::check_secret(name, &literal) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(Error::Usage(format!(
+                    "--secret-env {name} names an environment variable that is unset or empty; export {name} first"
+                )))
+            }
+            Err(e) => return Err(Error::Usage(format!("--secret-env {name}: {e}"))),
         }
         self.secrets.push((name.to_owned(), SecretValue(literal)));
         Ok(())
@@ -376,7 +380,12 @@ mod tests {
     fn secret_settings() {
         let mut e = EvidenceSettings::default();
         assert!(e.add_secret("PASSWORD", "hunter2".into()).is_ok());
-        assert!(e.add_secret("_X1", "v".into()).is_ok());
+        assert!(e.add_secret("_X1", "v4lue".into()).is_ok());
+        let short = e.add_secret("PIN", "123".into()).unwrap_err().to_string();
+        assert!(
+            short.contains("too short") && !short.contains("123"),
+            "{short}"
+        );
         for bad in ["", "password", "1X", "A-B"] {
             assert!(e.add_secret(bad, "v".into()).is_err(), "{bad}");
         }

@@ -39,19 +39,32 @@ impl Answer {
 /// Sends `METHOD path` to `addr` (`host:port`) with the given extra header lines.
 /// `Host` defaults to `addr` unless `headers` carries one.
 pub async fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
+    request_with_body(addr, method, path, headers, b"").await
+}
+
+/// Like [`request`], with a body (`Content-Length` is added for PUT and POST).
+pub async fn request_with_body(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Answer {
     let mut tcp = TcpStream::connect(addr).await.expect("connect");
     let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
         req.push_str(&format!("Host: {addr}\r\n"));
     }
     if method == "PUT" || method == "POST" {
-        req.push_str("Content-Length: 0\r\n");
+        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
     for (n, v) in headers {
         req.push_str(&format!("{n}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    tcp.write_all(req.as_bytes()).await.expect("write");
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    tcp.write_all(&bytes).await.expect("write");
     // Chrome keeps connections open whatever the request says: stop at Content-Length.
     let mut raw = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];

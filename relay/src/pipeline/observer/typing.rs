@@ -1,14 +1,13 @@
 //! Typing bursts: consecutive keystrokes and insertions on one session, recorded as one step
-//! with the length only. The typed text stays in memory, only to protect echoes of it.
+//! with the length only. The typed text never leaves memory: from the first keystroke it is
+//! registered with the run's sanitizer (a growing `${TYPED_n}`), so a page echoing it — even
+//! partially, while typing goes on — is masked.
 
 use super::{Key, Observer, TOOL};
 use crate::pipeline::Trigger;
 use cdp_evidence::{Action, Record, RecordKind, Status};
-use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer};
+use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer, TypedEcho};
 use std::time::SystemTime;
-
-/// The typed text kept per burst for echo protection; longer input is counted, not kept.
-const MAX_KEPT_BYTES: usize = 4096;
 
 /// Consecutive keystrokes and insertions on one session, reported as one typing step.
 pub(crate) struct Burst {
@@ -17,8 +16,8 @@ pub(crate) struct Burst {
     pub(crate) last: SystemTime,
     answered_at: SystemTime,
     summary: InputSummary,
-    /// The typed text, in memory only, to register it for echo protection.
-    typed: String,
+    /// Echo protection of what this burst typed, extended at every keystroke.
+    echo: TypedEcho,
     commands: u64,
     pub(crate) outstanding: usize,
     error: Option<SafeText>,
@@ -32,6 +31,7 @@ impl Burst {
         at: SystemTime,
         target: Option<SafeJson>,
         target_id: Option<String>,
+        echo: TypedEcho,
     ) -> Burst {
         Burst {
             seq,
@@ -39,7 +39,7 @@ impl Burst {
             last: at,
             answered_at: at,
             summary: InputSummary::of("", InputType::Unknown),
-            typed: String::new(),
+            echo,
             commands: 0,
             outstanding: 0,
             error: None,
@@ -50,9 +50,8 @@ impl Burst {
 
     pub(crate) fn add(&mut self, text: &str, at: SystemTime) {
         self.summary.extend(text);
-        if self.typed.len() < MAX_KEPT_BYTES {
-            self.typed.push_str(text);
-        }
+        // Protected from now on: the page may echo it before the burst ends.
+        self.echo.extend(text);
         self.commands += 1;
         self.outstanding += 1;
         self.last = at;
@@ -64,11 +63,6 @@ impl Burst {
         if self.error.is_none() {
             self.error = error;
         }
-    }
-
-    /// Registers what was typed so an echo of it (console, errors, URLs) is masked.
-    fn protect(&self, sanitizer: &Sanitizer) {
-        sanitizer.register_typed(&self.typed);
     }
 
     fn into_record(
@@ -122,14 +116,13 @@ impl Observer {
         else {
             return 0;
         };
-        let burst = session
-            .typing
-            .get_or_insert_with(|| Burst::new(next, at, target, target_id));
+        let burst = session.typing.get_or_insert_with(|| {
+            Burst::new(next, at, target, target_id, self.sanitizer.typed_echo())
+        });
         if burst.seq == next {
             self.next_burst += 1;
         }
         burst.add(text, at);
-        burst.protect(&self.sanitizer);
         burst.seq
     }
 
@@ -197,7 +190,6 @@ impl Observer {
     }
 
     pub(super) fn emit_burst(&mut self, burst: Burst, at: SystemTime, interrupted: Option<&str>) {
-        burst.protect(&self.sanitizer);
         let target_id = burst.target_id.clone();
         let record = burst.into_record(&self.sanitizer, at, interrupted);
         self.emit(record);
@@ -214,11 +206,12 @@ mod tests {
     #[test]
     fn burst_counts_characters_only() {
         let t0 = SystemTime::UNIX_EPOCH;
-        let mut b = Burst::new(1, t0, None, None);
+        let s = Sanitizer::new();
+        let mut b = Burst::new(1, t0, None, None, s.typed_echo());
         b.add("hé", t0);
         b.add("llo", t0);
         assert_eq!(b.commands(), 2);
-        let r = b.into_record(&Sanitizer::new(), t0, None);
+        let r = b.into_record(&s, t0, None);
         let RecordKind::Action(action) = r.kind() else {
             panic!("a typing step is an action");
         };
