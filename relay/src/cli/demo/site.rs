@@ -371,3 +371,92 @@ a { color: var(--brand); }
 .facts dd { margin: 0; font-weight: 600; }
 img { display: block; border: 1px dashed #d0d5dd; border-radius: 8px; color: var(--muted); }
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// One HTTP/1.1 exchange; returns the status line and headers, and the body.
+    async fn exchange(site: &Site, request: &str) -> (String, String) {
+        let authority = site.origin.trim_start_matches("http://");
+        let mut tcp = tokio::net::TcpStream::connect(authority).await.unwrap();
+        let request = request.replace("{host}", authority);
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        tcp.read_to_end(&mut raw).await.unwrap();
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        (head.to_owned(), body.to_owned())
+    }
+
+    async fn get(site: &Site, path: &str) -> (String, String) {
+        exchange(
+            site,
+            &format!("GET {path} HTTP/1.1\r\nHost: {{host}}\r\nConnection: close\r\n\r\n"),
+        )
+        .await
+    }
+
+    async fn sign_in(site: &Site, form: &str) -> String {
+        let request = format!(
+            "POST /session HTTP/1.1\r\nHost: {{host}}\r\nConnection: close\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        );
+        exchange(site, &request).await.0
+    }
+
+    #[tokio::test]
+    async fn pages_and_failures() {
+        let site = Site::start().await.unwrap();
+        let (head, body) = get(&site, "/login").await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(body.contains(r#"autocomplete="one-time-code""#));
+        assert!(body.contains(r#"type="password""#));
+        let (head, body) = get(&site, "/dashboard").await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(body.contains(&format!("?token={LIVE_TOKEN}")));
+        let (head, _) = get(&site, "/api/search?q=x").await;
+        assert!(head.starts_with("HTTP/1.1 500"), "{head}");
+        let (head, _) = get(&site, "/files/INV-1042-receipt.png").await;
+        assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+        let (head, body) = get(&site, INVOICE_PATH).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(body.contains("/files/INV-1042-receipt.png"));
+        let (head, _) = get(&site, "/static/app.css").await;
+        assert!(head.contains("text/css"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn sign_in_checks_every_field() {
+        let site = Site::start().await.unwrap();
+        let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+        let good = format!(
+            "user={}&password={}&otp={}",
+            enc(USERNAME),
+            enc(PASSWORD),
+            enc(OTP)
+        );
+        let head = sign_in(&site, &good).await;
+        assert!(head.starts_with("HTTP/1.1 303"), "{head}");
+        assert!(head.contains("location: /dashboard"), "{head}");
+        assert!(head.contains(SESSION_COOKIE), "{head}");
+        let wrong = good.replace(&enc(OTP), "000000");
+        let head = sign_in(&site, &wrong).await;
+        assert!(head.contains("location: /login?error=1"), "{head}");
+        assert!(!head.contains(SESSION_COOKIE), "{head}");
+        let (_, body) = get(&site, "/login?error=1").await;
+        assert!(body.contains("That did not work"));
+    }
+
+    #[tokio::test]
+    async fn the_live_updates_port_refuses() {
+        let site = Site::start().await.unwrap();
+        let (_, body) = get(&site, "/dashboard").await;
+        let start = body.find("fetch('").unwrap() + "fetch('http://".len();
+        let authority = body[start..].split('/').next().unwrap();
+        let refused = tokio::net::TcpStream::connect(authority).await.unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    }
+}
