@@ -42,8 +42,8 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show what cdp-relay is for: drive a small built-in web app through the relay in a headless
-    /// Chromium, then print the path of the report.html it recorded.
+    /// See what it records: an agent drives a built-in web app through the relay in Chromium;
+    /// prints the path of the report.
     Demo(demo::DemoArgs),
     /// Relay an already running Chromium (started with --remote-debugging-port).
     Serve(ServeArgs),
