@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Runs cdp-relay's main job on a fresh machine: installs Debian's chromium when no browser is
-# found, builds the release binary, and starts `cdp-relay launch` (headless Chromium on a
-# temporary profile, relayed on 127.0.0.1:9223 by default). Extra arguments go to `launch`,
-# e.g. `scripts/run.sh --listen 127.0.0.1:0` or `scripts/run.sh -- --window-size=1280,800`.
+# The README's first command. On a fresh Debian/Ubuntu machine with Rust: installs Debian's
+# chromium when no browser is found, builds the release binary, and runs `cdp-relay demo` —
+# Chromium behind the relay, driven through a small built-in web app — which ends by printing the
+# path of the report.html it recorded.
+#
+#   scripts/run.sh                      the demo; extra arguments go to `demo` (e.g. --headed)
+#   scripts/run.sh launch [ARGS...]     any other cdp-relay command instead, e.g. `launch`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -13,5 +16,9 @@ if [ -z "${CDP_RELAY_BROWSER:-}" ] && ! command -v chromium >/dev/null 2>&1 \
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+echo "==> building cdp-relay (release)" >&2
 cargo build --release --locked --bin cdp-relay >&2
-exec target/release/cdp-relay launch "$@"
+case "${1:-}" in
+  ""|-*) exec target/release/cdp-relay demo "$@" ;;
+  *) exec target/release/cdp-relay "$@" ;;
+esac

@@ -4,6 +4,7 @@
 //! Exit codes: 0 success (also when a reader closes stdout early, e.g. `| head`), 64 usage error
 //! (`EX_USAGE`), 1 anything else. Errors print as one line on stderr.
 
+mod demo;
 mod evidence;
 mod logging;
 mod relay;
@@ -41,6 +42,9 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// See what it records: an agent drives a built-in web app through the relay in Chromium;
+    /// prints the path of the report.
+    Demo(demo::DemoArgs),
     /// Relay an already running Chromium (started with --remote-debugging-port).
     Serve(ServeArgs),
     /// Start a headless Chromium with a fresh profile and relay it.
@@ -216,6 +220,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             };
             runtime()?.block_on(relay::launch(config, launch))
         }
+        Command::Demo(args) => demo::run(args),
         Command::Sanitize(args) => sanitize::run(args),
         Command::Evidence(args) => evidence::run_evidence(args),
         Command::Runs(args) => evidence::run_runs(args),
