@@ -350,6 +350,22 @@ async fn malformed_frames_get_what_chromium_gives_or_a_protocol_close() {
             let answer = ws.until(|f| f.close_code().is_some()).await;
             assert_eq!(answer.close_code(), Some(1000), "{addr}: {answer:?}");
         }
+        // Once both closes have crossed, the relay drops the client's connection at once (as a
+        // server should), instead of waiting for the client to do it.
+        let mut ws = raw::open(&relayed, &relay_ws, &[]).await;
+        let started = std::time::Instant::now();
+        ws.send(&client_frame(true, 0, 8, &1000u16.to_be_bytes(), true))
+            .await;
+        assert_eq!(
+            ws.until(|f| f.close_code().is_some()).await.close_code(),
+            Some(1000)
+        );
+        assert_eq!(ws.next().await, Incoming::Eof);
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "the relay held the closed session for {:?}",
+            started.elapsed()
+        );
         let stderr = relay.stop().await;
         assert_eq!(
             stderr.matches("broke the websocket protocol").count(),

@@ -36,6 +36,13 @@ impl Scratch {
             "profile left behind: {:?}",
             self.profiles()
         );
+        // Nothing else either (Chromium's own org.chromium.Chromium.* temporary files).
+        let left: Vec<String> = std::fs::read_dir(self.path())
+            .expect("read scratch")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(left.is_empty(), "left in TMPDIR: {left:?}");
         let needle = self.path().to_string_lossy().into_owned();
         let procs = processes_mentioning(&needle);
         assert!(procs.is_empty(), "orphan browser processes: {procs:?}");

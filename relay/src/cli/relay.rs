@@ -12,10 +12,11 @@ pub(crate) async fn serve(config: Config) -> anyhow::Result<ExitCode> {
         .upstream
         .clone()
         .ok_or_else(|| super::Usage("serve needs --upstream".into()))?;
+    let mut shutdown = super::signals::Shutdown::listen();
     probe_upstream(&upstream).await?;
     let running = Running::start(config, Evidence::BestEffort).await?;
     announce(&running, &upstream);
-    let name = super::signals::shutdown_signal().await;
+    let name = shutdown.recv().await;
     tracing::info!("{name} received; shutting down");
     running.stop().await;
     Ok(ExitCode::SUCCESS)
@@ -24,10 +25,11 @@ pub(crate) async fn serve(config: Config) -> anyhow::Result<ExitCode> {
 /// `cdp-relay launch`: start the browser, relay it, print the endpoint, and tear everything
 /// down on Ctrl-C, SIGTERM or browser exit.
 pub(crate) async fn launch(config: Config, launch: LaunchConfig) -> anyhow::Result<ExitCode> {
+    let mut shutdown = super::signals::Shutdown::listen();
     let (mut browser, running) = start_behind_relay(config, &launch, Evidence::BestEffort).await?;
     announce(&running, browser.upstream());
     let outcome = tokio::select! {
-        name = super::signals::shutdown_signal() => {
+        name = shutdown.recv() => {
             tracing::info!("{name} received; shutting down");
             None
         }

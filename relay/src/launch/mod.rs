@@ -6,6 +6,7 @@
 //! touches the traffic, and nothing here logs Chromium's output unsanitized (its stderr carries
 //! capability URLs).
 
+mod procfs;
 mod profiles;
 
 use crate::config::{LaunchConfig, Upstream};
@@ -159,8 +160,14 @@ impl Browser {
             .map_err(|e| start_err(format!("cannot write into the temporary profile: {e}")))?;
         let as_root = nix::unistd::geteuid().is_root();
         let started = SystemTime::now();
+        // Chromium's own temporary files (shared memory with --disable-dev-shm-usage, crash
+        // handler scratch) go inside the profile, so they are removed with it even after a kill.
+        let scratch = profile.path().join("tmp");
+        std::fs::create_dir(&scratch)
+            .map_err(|e| start_err(format!("cannot write into the temporary profile: {e}")))?;
         let mut command = Command::new(exe);
         command
+            .env("TMPDIR", &scratch)
             .args(browser_args(
                 profile.path(),
                 launch.headed,
@@ -382,9 +389,9 @@ fn die_with_parent(command: &mut Command) {
     }
 }
 
-/// True while any process of the group exists (zombies included).
+/// True while a process of the group runs (zombies waiting to be reaped do not count).
 fn group_alive(pgid: Pid) -> bool {
-    killpg(pgid, None).is_ok()
+    procfs::group_running(pgid.as_raw() as u32)
 }
 
 /// Chromium's stderr made safe to log: capability URLs become handles, secrets are redacted.

@@ -6,6 +6,7 @@
 //! file (from older relays) must also have no user and be over a minute old, so a relay that is
 //! just creating one is never raced.
 
+use super::procfs::{self, start_time};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -83,31 +84,11 @@ fn old_enough(dir: &Path) -> bool {
         .is_some_and(|age| age >= OWNERLESS_GRACE)
 }
 
-/// A process's start time (field 22 of `/proc/<pid>/stat`), which tells a reused pid apart.
-fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: fields restart after the
-    // last ')'.
-    let rest = stat.rsplit_once(')')?.1;
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 /// Every `--user-data-dir` that a live process was started with.
 fn profiles_in_use() -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for e in entries.flatten() {
-        if !e
-            .file_name()
-            .to_string_lossy()
-            .bytes()
-            .all(|b| b.is_ascii_digit())
-        {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+    for pid in procfs::pids() {
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
             continue;
         };
         for arg in cmdline.split(|b| *b == 0) {
@@ -142,11 +123,5 @@ mod tests {
         assert!(!dead.exists(), "a dead owner's profile is removed");
         assert!(fresh.exists(), "an ownerless profile gets a grace period");
         assert!(unrelated.exists());
-    }
-
-    #[test]
-    fn start_time_of_self_is_known() {
-        assert!(start_time(std::process::id()).is_some());
-        assert_eq!(start_time(u32::MAX), None);
     }
 }

@@ -16,7 +16,7 @@ use super::frames::{close_frame, Event, From, Scanner, Stop};
 use crate::pipeline::tap::{Direction, Mask, Payload, SessionEnd, Tap};
 use crate::stats::Stats;
 use bytes::{Buf, Bytes, BytesMut};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
@@ -99,7 +99,7 @@ where
     BR: AsyncRead + Unpin,
     BW: AsyncWrite + Unpin,
 {
-    let pings = Pings::default();
+    let shared = Shared::default();
     let (tell_client, told_client) = oneshot::channel::<u16>();
     let (tell_browser, told_browser) = oneshot::channel::<u16>();
     let up = Pump::new(id.0, Direction::ToBrowser, cx.max_message, &client.leftover).run(
@@ -107,7 +107,7 @@ where
         browser.write,
         told_browser,
         tell_client,
-        &pings,
+        &shared,
         cx,
     );
     let down = Pump::new(id.0, Direction::ToClient, cx.max_message, &browser.leftover).run(
@@ -115,7 +115,7 @@ where
         client.write,
         told_client,
         tell_browser,
-        &pings,
+        &shared,
         cx,
     );
     tokio::pin!(up, down);
@@ -127,21 +127,31 @@ where
                 PumpEnd::Flood => SessionEnd::ClientNotReading,
                 PumpEnd::PeerGone => SessionEnd::BrowserLost,
                 PumpEnd::Stopped => SessionEnd::Shutdown,
+                PumpEnd::Closed if shared.browser_first.load(Ordering::Relaxed) => {
+                    SessionEnd::BrowserClosed
+                }
                 PumpEnd::Closed | PumpEnd::Lost | PumpEnd::Told => SessionEnd::ClientClosed,
             };
             // The browser answers a close, and the client must hear what ended the session.
-            let _ = tokio::time::timeout(CLOSE_GRACE, &mut down).await;
+            if !shared.handshake_done() {
+                let _ = tokio::time::timeout(CLOSE_GRACE, &mut down).await;
+            }
             end
         }
         e = &mut down => {
             let end = match e {
                 PumpEnd::TooBig => SessionEnd::TooBig,
                 PumpEnd::PeerGone | PumpEnd::Told => SessionEnd::ClientClosed,
+                PumpEnd::Closed if !shared.browser_first.load(Ordering::Relaxed) => {
+                    SessionEnd::ClientClosed
+                }
                 PumpEnd::Closed => SessionEnd::BrowserClosed,
                 PumpEnd::Lost | PumpEnd::Violation | PumpEnd::Flood => SessionEnd::BrowserLost,
                 PumpEnd::Stopped => SessionEnd::Shutdown,
             };
-            let _ = tokio::time::timeout(CLOSE_GRACE, &mut up).await;
+            if !shared.handshake_done() {
+                let _ = tokio::time::timeout(CLOSE_GRACE, &mut up).await;
+            }
             end
         }
     };
@@ -181,7 +191,7 @@ impl Pump {
         mut dst: W,
         mut told: oneshot::Receiver<u16>,
         tell_peer: oneshot::Sender<u16>,
-        pings: &Pings,
+        shared: &Shared,
         cx: &Context<'_>,
     ) -> PumpEnd
     where
@@ -245,7 +255,12 @@ impl Pump {
             if let Err(stop) = scanned {
                 return self.stop_at(stop, &mut dst, &mut tell_peer).await;
             }
-            if pings.count(self.dir, &events) > MAX_UNANSWERED_PINGS {
+            if self.close_seen && shared.closed(self.dir) {
+                // Both closes have crossed: the session is over, nobody waits for the other
+                // side to drop its TCP connection.
+                return PumpEnd::Closed;
+            }
+            if shared.count_pings(self.dir, &events) > MAX_UNANSWERED_PINGS {
                 tracing::info!(
                     session = self.conn,
                     "the client sent {MAX_UNANSWERED_PINGS} pings without reading the answers; closing it"
@@ -386,28 +401,52 @@ impl Pump {
     }
 }
 
-/// Pings forwarded to the browser and pongs forwarded back, per session.
+/// What the two directions of a session share: pings forwarded to the browser and pongs
+/// forwarded back, and which side has sent its close frame.
 #[derive(Default)]
-struct Pings {
-    sent: AtomicU64,
-    answered: AtomicU64,
+struct Shared {
+    pings_sent: AtomicU64,
+    pings_answered: AtomicU64,
+    client_closed: AtomicBool,
+    browser_closed: AtomicBool,
+    /// The browser sent its close before the client did.
+    browser_first: AtomicBool,
 }
 
-impl Pings {
+impl Shared {
     /// Counts the pings (client → browser) or pongs (browser → client) of a forwarded chunk;
     /// returns how many pings are unanswered.
-    fn count(&self, dir: Direction, events: &[Event]) -> u64 {
+    fn count_pings(&self, dir: Direction, events: &[Event]) -> u64 {
         let (counter, wanted) = match dir {
-            Direction::ToBrowser => (&self.sent, Event::Ping),
-            Direction::ToClient => (&self.answered, Event::Pong),
+            Direction::ToBrowser => (&self.pings_sent, Event::Ping),
+            Direction::ToClient => (&self.pings_answered, Event::Pong),
         };
         let n = events.iter().filter(|e| **e == wanted).count() as u64;
         if n == 0 {
             return 0;
         }
         counter.fetch_add(n, Ordering::Relaxed);
-        let sent = self.sent.load(Ordering::Relaxed);
-        sent.saturating_sub(self.answered.load(Ordering::Relaxed))
+        let sent = self.pings_sent.load(Ordering::Relaxed);
+        sent.saturating_sub(self.pings_answered.load(Ordering::Relaxed))
+    }
+
+    /// Notes that the source of `dir` sent its close frame; true once both sides have (the close
+    /// handshake is complete: nothing more will come).
+    fn closed(&self, dir: Direction) -> bool {
+        let (mine, theirs) = match dir {
+            Direction::ToBrowser => (&self.client_closed, &self.browser_closed),
+            Direction::ToClient => (&self.browser_closed, &self.client_closed),
+        };
+        let other_first = theirs.load(Ordering::Relaxed);
+        if dir == Direction::ToClient && !mine.load(Ordering::Relaxed) && !other_first {
+            self.browser_first.store(true, Ordering::Relaxed);
+        }
+        mine.store(true, Ordering::Relaxed);
+        other_first
+    }
+
+    fn handshake_done(&self) -> bool {
+        self.client_closed.load(Ordering::Relaxed) && self.browser_closed.load(Ordering::Relaxed)
     }
 }
 

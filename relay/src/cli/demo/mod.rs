@@ -99,6 +99,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         extra_args,
         browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
     };
+    let mut shutdown = super::signals::Shutdown::listen();
     let (mut browser, running) = start_behind_relay(config, &launch, Evidence::Required).await?;
     tracing::info!(
         "demo: Chromium is running behind the relay at {}",
@@ -107,7 +108,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let mut outcome = tokio::select! {
         done = script::run(running.endpoint(), &site) => done,
         status = browser.wait() => Err(browser_gone(status)),
-        name = super::signals::shutdown_signal() => Err(anyhow::anyhow!("interrupted by {name}")),
+        name = shutdown.recv() => Err(anyhow::anyhow!("interrupted by {name}")),
     };
     if outcome.is_ok() && args.keep_open {
         tracing::info!(
@@ -116,7 +117,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
             running.endpoint()
         );
         outcome = tokio::select! {
-            name = super::signals::shutdown_signal() => {
+            name = shutdown.recv() => {
                 tracing::info!("{name} received; finishing");
                 Ok(())
             }
