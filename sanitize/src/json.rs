@@ -248,15 +248,42 @@ pub(crate) fn target_info(s: &Sanitizer, v: &Value) -> Value {
             Value::String(text) if WORD_KEYS.contains(&k) => {
                 Value::String(s.text_capped(text, 32).into_string())
             }
-            Value::String(text) if k == "title" => {
-                Value::String(s.text_capped(text, 256).into_string())
-            }
+            Value::String(text) if k == "title" => Value::String(title(s, text)),
             Value::Bool(b) if BOOL_KEYS.contains(&k) => Value::Bool(*b),
             _ => continue,
         };
         out.insert(key.clone(), kept);
     }
     Value::Object(out)
+}
+
+/// A page title. Until a page sets one, Chromium titles it with its URL minus the scheme
+/// (`shop.test/search?q=private&email=bob%40x.test`): such a title, and any URL inside a title,
+/// is reduced like a URL (origin + path), so the query a URL field would never keep cannot come
+/// back through the title.
+fn title(s: &Sanitizer, text: &str) -> String {
+    let trimmed = text.trim();
+    let url_like = !trimmed.is_empty()
+        && !trimmed.contains(char::is_whitespace)
+        && trimmed.contains(['/', '?', '#']);
+    if url_like && !trimmed.contains("://") {
+        let reduced = s.url(&format!("http://{trimmed}")).into_string();
+        if let Some(rest) = reduced.strip_prefix("http://") {
+            return s.text_capped(rest, 256).into_string();
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    for (i, word) in text.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        if word.contains("://") {
+            out.push_str(s.url(word).as_str());
+        } else {
+            out.push_str(word);
+        }
+    }
+    s.text_capped(&out, 256).into_string()
 }
 
 pub(crate) mod stream;

@@ -144,6 +144,30 @@ fn target_info_is_allowlisted() {
     );
 }
 
+/// Chromium titles an untitled page with its URL minus the scheme: the query must not come back
+/// through the title when the URL field drops it.
+#[test]
+fn titles_that_are_urls_lose_their_query() {
+    let s = Sanitizer::new();
+    let title = |t: &str| s.target_info(&json!({ "title": t })).into_value()["title"].clone();
+    for (raw, want) in [
+        (
+            "shop.test:8080/search?q=private+medical+question&email=bob%40example.com",
+            "shop.test:8080/search",
+        ),
+        ("127.0.0.1:8765/search.html?q=Q#frag", "127.0.0.1:8765/search.html"),
+        ("bob:pw@host.test/p?x=1", "host.test/p"),
+        (
+            "Results for https://shop.test/s?q=private — Shop",
+            "Results for https://shop.test/s — Shop",
+        ),
+        ("Inbox (3) — Mail", "Inbox (3) — Mail"),
+        ("a/b testing: why?", "a/b testing: why?"),
+    ] {
+        assert_eq!(title(raw), json!(want), "{raw}");
+    }
+}
+
 fn stream(s: &Sanitizer, doc: &str) -> Result<serde_json::Value, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(doc);
     s.json_stream(&mut de, serde_json::value::Serializer, usize::MAX)
