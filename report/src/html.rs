@@ -576,9 +576,16 @@ fn redactions(r: &Report) -> Markup {
                     @if !red.rules.is_empty() {
                         ul.kv { @for (k, n) in red.rules.iter().take(100) { li { span.u { (crate::text::line(k, 60)) } " " b { (n) } } } }
                     }
-                    @if !red.secrets.is_empty() {
+                    @let (named, typed, literals) = crate::text::secret_counts(&red.secrets);
+                    @if !named.is_empty() {
                         p.small { "Registered secrets:" }
-                        ul.kv { @for (k, n) in red.secrets.iter().take(100) { li { code.u { "${" (crate::text::line(k, 60)) "}" } " " b { (n) } } } }
+                        ul.kv { @for (k, n) in named.iter().take(100) { li { code.u { "${" (crate::text::line(k, 60)) "}" } " " b { (n) } } } }
+                    }
+                    @if literals > 0 {
+                        p.small {
+                            "Echoes of typed text masked: " b { (typed) } " (from "
+                            (count(literals, "typing step", "typing steps")) ", shown as " code.u { "${TYPED_n}" } ")."
+                        }
                     }
                 }
             }

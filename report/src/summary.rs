@@ -256,12 +256,16 @@ pub(crate) fn render(r: &Report) -> String {
                 .take(100)
                 .map(|(k, n)| format!("{} {n}", md_code(&crate::text::line(k, 60))))
                 .collect();
-            parts.extend(red.secrets.iter().take(100).map(|(k, n)| {
+            let (named, typed, literals) = crate::text::secret_counts(&red.secrets);
+            parts.extend(named.iter().take(100).map(|(k, n)| {
                 format!(
                     "{} {n}",
                     md_code(&format!("${{{}}}", crate::text::line(k, 60)))
                 )
             }));
+            if literals > 0 {
+                parts.push(format!("typed-text echoes {typed}"));
+            }
             let _ = write!(out, "- Redactions: {}", red.total);
             if !parts.is_empty() {
                 let _ = write!(out, " ({})", parts.join(", "));

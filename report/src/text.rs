@@ -145,9 +145,48 @@ pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// Registered-secret counts for display: names a person registered, and the typed-text masks
+/// (`TYPED_1`, `TYPED_2`, … — burst numbers that mean nothing to a reader) folded into one line:
+/// (named secrets, typed-text replacements, typed literals).
+pub(crate) fn secret_counts(
+    secrets: &std::collections::BTreeMap<String, u64>,
+) -> (Vec<(&str, u64)>, u64, usize) {
+    let is_typed = |name: &str| {
+        name.strip_prefix("TYPED_")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let named = secrets
+        .iter()
+        .filter(|(k, _)| !is_typed(k))
+        .map(|(k, n)| (k.as_str(), *n))
+        .collect();
+    let typed: Vec<u64> = secrets
+        .iter()
+        .filter(|(k, _)| is_typed(k))
+        .map(|(_, n)| *n)
+        .collect();
+    (named, typed.iter().sum(), typed.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_text_masks_fold_into_one_count() {
+        let secrets: std::collections::BTreeMap<String, u64> = [
+            ("PASSWORD", 2u64),
+            ("TYPED_1", 3),
+            ("TYPED_12", 4),
+            ("TYPED_X", 1),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let (named, typed, literals) = secret_counts(&secrets);
+        assert_eq!(named, vec![("PASSWORD", 2), ("TYPED_X", 1)]);
+        assert_eq!((typed, literals), (7, 2));
+    }
 
     #[test]
     fn controls_and_bidi_become_visible_escapes() {

@@ -146,8 +146,12 @@ impl Pages {
             *self.tabs.entry(h.to_owned()).or_insert(next)
         });
         let nonempty = |k: &str| str_of(t, k).filter(|s| !s.trim().is_empty());
-        let title = nonempty("title").map(|s| line(s, MAX_TITLE));
         let url = nonempty("url").map(|s| line(s, MAX_URL));
+        // Chromium titles an untitled page with its URL minus the scheme: saying it twice helps
+        // nobody.
+        let title = nonempty("title")
+            .map(|s| line(s, MAX_TITLE))
+            .filter(|t| !url.as_deref().is_some_and(|u| same_as_url(t, u)));
         if title.is_some() || url.is_some() {
             let page = Page { title, url, tab };
             if let Some(h) = handle {
@@ -585,6 +589,13 @@ pub(crate) fn link_frames_after(tl: &mut Timeline) {
             .any(|fr| shown(fr) && matches!((fr.at_ms, f.at_ms), (Some(a), Some(b)) if a >= b));
         f.frame_after = if own { Some(f.step) } else { next[f.step + 1] };
     }
+}
+
+/// True when `title` is `url` without its scheme (or is the URL itself).
+fn same_as_url(title: &str, url: &str) -> bool {
+    let bare = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let t = title.trim_end_matches('/');
+    t == url.trim_end_matches('/') || t == bare.trim_end_matches('/')
 }
 
 #[cfg(test)]

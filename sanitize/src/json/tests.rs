@@ -155,7 +155,10 @@ fn titles_that_are_urls_lose_their_query() {
             "shop.test:8080/search?q=private+medical+question&email=bob%40example.com",
             "shop.test:8080/search",
         ),
-        ("127.0.0.1:8765/search.html?q=Q#frag", "127.0.0.1:8765/search.html"),
+        (
+            "127.0.0.1:8765/search.html?q=Q#frag",
+            "127.0.0.1:8765/search.html",
+        ),
         ("bob:pw@host.test/p?x=1", "host.test/p"),
         (
             "Results for https://shop.test/s?q=private — Shop",
