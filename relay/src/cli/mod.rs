@@ -231,8 +231,16 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 
 /// A multi-threaded tokio runtime for the relay commands.
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
+    let flavour = std::env::var("CDP_RELAY_RUNTIME").unwrap_or_default();
+    let mut b = if flavour == "current" {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    if let Ok(n) = flavour.parse::<usize>() {
+        b.worker_threads(n);
+    }
+    b.enable_all()
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))
 }

@@ -5,7 +5,7 @@
 use super::upstream;
 use crate::config::Upstream;
 use serde::Serialize;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
@@ -85,20 +85,39 @@ impl Health {
             },
         }
     }
+}
 
-    /// Probes `up` every [`PROBE_EVERY`] until `stop`.
-    pub(crate) async fn watch(&self, up: &Upstream, stop: &CancellationToken) {
-        loop {
-            match upstream::probe(up).await {
-                Ok(()) => self.observe(true, None),
-                Err(crate::Error::Upstream { reason, .. }) => self.observe(false, Some(reason)),
-                Err(other) => self.observe(false, Some(other.to_string())),
-            }
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(PROBE_EVERY) => {}
-            }
-        }
+/// Probes `up` every [`PROBE_EVERY`] until `stop`, on a thread of its own: the relay's runtime
+/// keeps no timer armed while it forwards (a pending timer makes every park read the clock).
+pub(crate) fn watch_in_background(health: &Arc<Health>, up: &Upstream, stop: &CancellationToken) {
+    let (health, up, stop) = (health.clone(), up.clone(), stop.clone());
+    let spawned = std::thread::Builder::new()
+        .name("cdp-relay-health".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                loop {
+                    match upstream::probe(&up).await {
+                        Ok(()) => health.observe(true, None),
+                        Err(crate::Error::Upstream { reason, .. }) => {
+                            health.observe(false, Some(reason))
+                        }
+                        Err(other) => health.observe(false, Some(other.to_string())),
+                    }
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(PROBE_EVERY) => {}
+                    }
+                }
+            });
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the browser health probe ({e}); status will not report it");
     }
 }
 

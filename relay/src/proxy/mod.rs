@@ -68,7 +68,7 @@ struct State {
     /// The connection cap and the eviction of clients that never send a request.
     admission: Arc<Admission>,
     /// Whether the browser answers.
-    health: health::Health,
+    health: Arc<health::Health>,
 }
 
 impl Relay {
@@ -135,12 +135,9 @@ impl Relay {
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
             admission: Admission::new(admission::default_max_connections()),
-            health: health::Health::default(),
+            health: Arc::default(),
         });
-        let watcher = state.clone();
-        state.tasks.spawn(async move {
-            watcher.health.watch(&watcher.upstream, &watcher.stop).await;
-        });
+        health::watch_in_background(&state.health, &state.upstream, &state.stop);
         tokio::pin!(shutdown);
         let accept_failures = admission::RateLimited::default();
         loop {

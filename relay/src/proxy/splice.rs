@@ -19,7 +19,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::oneshot;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// After one side has ended, how long the other gets to finish (a close handshake, a drain).
@@ -100,21 +100,33 @@ where
     BW: AsyncWrite + Unpin,
 {
     let shared = Shared::default();
-    let (tell_client, told_client) = oneshot::channel::<u16>();
-    let (tell_browser, told_browser) = oneshot::channel::<u16>();
+    // Each direction has a control channel: the other direction asks it to close its destination
+    // (1009, 1002, 1008), and relay shutdown asks both (1001). Shutdown is relayed by a parked
+    // task, so the pumps poll one cheap channel per read instead of the relay-wide token.
+    let (to_browser, up_control) = mpsc::channel::<u16>(2);
+    let (to_client, down_control) = mpsc::channel::<u16>(2);
+    let stop_watch = {
+        let stop = cx.stop.clone();
+        let (a, b) = (to_browser.clone(), to_client.clone());
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            let _ = a.try_send(GOING_AWAY);
+            let _ = b.try_send(GOING_AWAY);
+        })
+    };
     let up = Pump::new(id.0, Direction::ToBrowser, cx.max_message, &client.leftover).run(
         client.read,
         browser.write,
-        told_browser,
-        tell_client,
+        up_control,
+        to_client,
         &shared,
         cx,
     );
     let down = Pump::new(id.0, Direction::ToClient, cx.max_message, &browser.leftover).run(
         browser.read,
         client.write,
-        told_client,
-        tell_browser,
+        down_control,
+        to_browser,
         &shared,
         cx,
     );
@@ -155,6 +167,7 @@ where
             end
         }
     };
+    stop_watch.abort();
     end
 }
 
@@ -189,8 +202,8 @@ impl Pump {
         mut self,
         mut src: R,
         mut dst: W,
-        mut told: oneshot::Receiver<u16>,
-        tell_peer: oneshot::Sender<u16>,
+        mut control: mpsc::Receiver<u16>,
+        tell_peer: mpsc::Sender<u16>,
         shared: &Shared,
         cx: &Context<'_>,
     ) -> PumpEnd
@@ -199,15 +212,10 @@ impl Pump {
         W: AsyncWrite + Unpin,
     {
         let mut tell_peer = Some(tell_peer);
-        // The other direction may ask this one to close its destination (1009, 1002).
         let mut listening = true;
         let mut asked: Option<u16> = None;
         let mut events: Vec<Event> = Vec::new();
         let mut need_more = false;
-        // Registered once: a fresh `cancelled()` per read would take the token's lock twice per
-        // message, shared by every session.
-        let stopped = cx.stop.cancelled();
-        tokio::pin!(stopped);
         loop {
             if let Some(code) = asked {
                 if self.scanner.at_boundary() {
@@ -220,17 +228,16 @@ impl Pump {
                 self.buf.reserve(READ_SIZE);
                 let read = tokio::select! {
                     biased;
-                    _ = &mut stopped => {
-                        if self.scanner.at_boundary() {
-                            self.write_close(&mut dst, GOING_AWAY).await;
-                        }
-                        return PumpEnd::Stopped;
-                    }
-                    code = &mut told, if listening => {
-                        listening = false;
-                        // A dropped sender means the other direction simply ended.
-                        if let Ok(code) = code {
-                            asked = Some(code);
+                    code = control.recv(), if listening => {
+                        match code {
+                            Some(GOING_AWAY) => {
+                                if self.scanner.at_boundary() {
+                                    self.write_close(&mut dst, GOING_AWAY).await;
+                                }
+                                return PumpEnd::Stopped;
+                            }
+                            Some(code) => asked = Some(code),
+                            None => listening = false,
                         }
                         continue;
                     }
@@ -267,7 +274,7 @@ impl Pump {
                 );
                 let _ = dst.shutdown().await;
                 if let Some(t) = tell_peer.take() {
-                    let _ = t.send(POLICY);
+                    let _ = t.try_send(POLICY);
                 }
                 return PumpEnd::Flood;
             }
@@ -353,7 +360,7 @@ impl Pump {
         &mut self,
         stop: Stop,
         dst: &mut W,
-        tell_peer: &mut Option<oneshot::Sender<u16>>,
+        tell_peer: &mut Option<mpsc::Sender<u16>>,
     ) -> PumpEnd {
         match stop {
             Stop::TooBig { .. } => {
@@ -364,7 +371,7 @@ impl Pump {
                 );
                 self.write_close(dst, TOO_BIG).await;
                 if let Some(t) = tell_peer.take() {
-                    let _ = t.send(TOO_BIG);
+                    let _ = t.try_send(TOO_BIG);
                 }
                 PumpEnd::TooBig
             }
@@ -376,7 +383,7 @@ impl Pump {
                 // The browser sees its client go, as it would without the relay.
                 let _ = dst.shutdown().await;
                 if let Some(t) = tell_peer.take() {
-                    let _ = t.send(PROTOCOL_ERROR);
+                    let _ = t.try_send(PROTOCOL_ERROR);
                 }
                 PumpEnd::Violation
             }
