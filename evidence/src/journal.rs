@@ -137,13 +137,19 @@ impl Locked<'_> {
     /// Appends one complete line (ending in `\n`) with a single `write`. On a short or failed
     /// write the journal is truncated back, so a live writer never leaves a torn tail.
     pub(crate) fn write_line(&self, line: &[u8]) -> Result<(), Error> {
-        debug_assert_eq!(line.last(), Some(&b'\n'));
+        self.write_lines(line)
+    }
+
+    /// Appends complete lines (each `\n`-terminated) in one write: under the lock, so no other
+    /// writer interleaves, and all or nothing (a short write is rolled back).
+    pub(crate) fn write_lines(&self, lines: &[u8]) -> Result<(), Error> {
+        debug_assert_eq!(lines.last(), Some(&b'\n'));
         let before = self.len()?;
         #[cfg(feature = "test-hooks")]
-        test_hook::maybe_tear(self.journal(), line);
+        test_hook::maybe_tear(self.journal(), lines);
         let mut f = self.journal();
-        match f.write(line) {
-            Ok(n) if n == line.len() => Ok(()),
+        match f.write(lines) {
+            Ok(n) if n == lines.len() => Ok(()),
             Ok(_) => {
                 let _ = f.set_len(before);
                 Err(self.io(
@@ -200,20 +206,25 @@ mod test_hook {
 
     use super::{TEST_HOOK_TORN_APPEND_ENV as ENV, TEST_HOOK_TORN_APPEND_READY as READY};
 
-    pub(super) fn maybe_tear(mut journal: &File, line: &[u8]) {
+    /// Counts the lines of `lines`; if the armed one is among them, writes everything before
+    /// it and half of it, then blocks.
+    pub(super) fn maybe_tear(mut journal: &File, lines: &[u8]) {
         static TARGET: OnceLock<Option<u64>> = OnceLock::new();
         static WRITES: AtomicU64 = AtomicU64::new(0);
         let Some(target) = *TARGET.get_or_init(|| std::env::var(ENV).ok()?.parse().ok()) else {
             return;
         };
-        if WRITES.fetch_add(1, Ordering::SeqCst) + 1 != target {
-            return;
+        let mut start = 0;
+        for line in lines.split_inclusive(|b| *b == b'\n') {
+            if WRITES.fetch_add(1, Ordering::SeqCst) + 1 == target {
+                let _ = journal.write_all(&lines[..start + line.len() / 2]);
+                eprintln!("{READY}");
+                let _ = std::io::stderr().flush();
+                let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+                std::process::abort();
+            }
+            start += line.len();
         }
-        let _ = journal.write_all(&line[..line.len() / 2]);
-        eprintln!("{READY}");
-        let _ = std::io::stderr().flush();
-        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-        std::process::abort();
     }
 }
 

@@ -633,6 +633,87 @@ impl Record {
         &self.kind
     }
 
+    /// The journal line for this record, serialized straight from the record's fields (no
+    /// intermediate JSON tree): the same JSON as [`Record::to_value`], envelope fields always in
+    /// the documented order.
+    pub(crate) fn to_json(
+        &self,
+        action_id: &str,
+        default_source: &Source,
+        session_id: &str,
+        now: SystemTime,
+    ) -> Result<Vec<u8>, Error> {
+        use serde::ser::SerializeMap;
+        struct Line<'a> {
+            record: &'a Record,
+            action_id: &'a str,
+            source: &'a Source,
+            session_id: &'a str,
+            started_at: String,
+        }
+        /// The allowlisted fields of `target`, in their order.
+        struct Target<'a>(&'a Map<String, Value>);
+        impl Serialize for Target<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let kept = self
+                    .0
+                    .iter()
+                    .filter(|(k, _)| TARGET_FIELDS.contains(&k.as_str()));
+                let mut m = s.serialize_map(None)?;
+                for (k, v) in kept {
+                    m.serialize_entry(k, v)?;
+                }
+                m.end()
+            }
+        }
+        struct Payload<'a>(&'a RecordKind);
+        impl Serialize for Payload<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self.0 {
+                    RecordKind::Action(p) => p.serialize(s),
+                    RecordKind::Network(p) => p.serialize(s),
+                    RecordKind::Console(p) => p.serialize(s),
+                    RecordKind::Lifecycle(p) => p.serialize(s),
+                    RecordKind::Marker(p) => p.serialize(s),
+                    RecordKind::Custom(c) => c.payload.as_value().serialize(s),
+                }
+            }
+        }
+        impl Serialize for Line<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let r = self.record;
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("actionId", self.action_id)?;
+                m.serialize_entry("source", r.source.as_ref().unwrap_or(self.source))?;
+                m.serialize_entry("tool", r.tool.as_str())?;
+                m.serialize_entry("sessionId", self.session_id)?;
+                m.serialize_entry("startedAt", &self.started_at)?;
+                let ms = u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX);
+                m.serialize_entry("durationMs", &ms)?;
+                m.serialize_entry("status", r.status.as_str())?;
+                if let Some(Value::Object(t)) = r.target.as_ref().map(SafeJson::as_value) {
+                    m.serialize_entry("target", &Target(t))?;
+                }
+                let artifacts: Vec<&str> = r.artifacts.iter().map(ArtifactRef::as_str).collect();
+                m.serialize_entry("artifacts", &artifacts)?;
+                if let Some(error) = &r.error {
+                    m.serialize_entry("error", error.as_str())?;
+                }
+                m.serialize_entry("kind", r.kind.name())?;
+                m.serialize_entry("payload", &Payload(&r.kind))?;
+                m.end()
+            }
+        }
+        let line = Line {
+            record: self,
+            action_id,
+            source: default_source,
+            session_id,
+            started_at: crate::time::format_rfc3339_millis(self.started_at.unwrap_or(now)),
+        };
+        serde_json::to_vec(&line).map_err(Error::Serialize)
+    }
+
     /// The JSON object written to the journal (before size bounding).
     pub(crate) fn to_value(
         &self,
@@ -689,6 +770,48 @@ mod tests {
         let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
         r.to_value("id-1".into(), &Source::RELAY, "sess", at)
             .unwrap()
+    }
+
+    /// The direct serialization writes exactly what the JSON tree would.
+    #[test]
+    fn direct_serialization_matches_the_tree() {
+        let s = Sanitizer::new();
+        let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
+        let mut action = Action::new(SafeText::literal("Page.navigate"));
+        action.url = Some(s.url("https://a.test/x?y=1"));
+        action.detail = Some(s.json(&serde_json::json!({"b": 1, "a": [true, "t"]})));
+        let records = [
+            Record::new(SafeText::literal("cdp"), RecordKind::Action(action))
+                .target(s.target_info(&serde_json::json!({
+                    "targetId": "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1", "type": "page",
+                    "title": "T \"q\"", "url": "https://a.test/", "zzz": "dropped"
+                })))
+                .error(SafeText::literal("boom"))
+                .duration(Duration::from_millis(42)),
+            Record::new(
+                SafeText::literal("cdp"),
+                RecordKind::Console(Console::new(ConsoleLevel::Error, s.text("x\ny"))),
+            )
+            .source(Source::DEVICE),
+            Record::new(
+                SafeText::literal("adb"),
+                RecordKind::Custom(
+                    CustomKind::new("gesture", s.json(&serde_json::json!({"n": 2}))).unwrap(),
+                ),
+            ),
+        ];
+        for r in &records {
+            let tree = r
+                .to_value("id-1".into(), &Source::RELAY, "sess", at)
+                .unwrap();
+            let direct = r.to_json("id-1", &Source::RELAY, "sess", at).unwrap();
+            let parsed: Value = serde_json::from_slice(&direct).unwrap();
+            assert_eq!(parsed, tree);
+            // Envelope fields in the documented order, whatever map the tree would use.
+            assert!(direct.starts_with(b"{\"actionId\":\"id-1\",\"source\":"));
+            let text = String::from_utf8(direct).unwrap();
+            assert!(text.find("\"kind\"") < text.find("\"payload\""), "{text}");
+        }
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //!
 //! - every command `{"id":N,...}` is answered `{"id":N,"result":{}}` at once;
 //! - `Synthetic.blob {"size":S}` is answered with a result carrying `S` bytes of text;
-//! - `Synthetic.flood {"count":C,"kind":"console"|"network"}` emits C events back to back, then
-//!   answers.
+//! - `Synthetic.flood {"count":C,"kind":"console"|"network","rate":R}` emits C events back to back
+//!   (or R per second), then answers.
 //!
 //! Usage: `cdp-synthetic` prints `http://127.0.0.1:PORT` on stdout and serves until killed.
 
@@ -126,7 +126,18 @@ async fn websocket(ws: tokio_tungstenite::WebSocketStream<TcpStream>) {
             "Synthetic.flood" => {
                 let count = cmd["params"]["count"].as_u64().unwrap_or(0);
                 let console = cmd["params"]["kind"] == "console";
+                // Events per second; 0 = as fast as the socket takes them.
+                let rate = cmd["params"]["rate"].as_u64().unwrap_or(0);
+                let started = tokio::time::Instant::now();
                 for i in 0..count {
+                    if rate > 0 && i % 100 == 0 {
+                        let due =
+                            started + std::time::Duration::from_secs_f64(i as f64 / rate as f64);
+                        if tx.flush().await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep_until(due).await;
+                    }
                     let event = if console {
                         format!("{{\"method\":\"Runtime.consoleAPICalled\",\"params\":{{\"type\":\"error\",\"args\":[{{\"type\":\"string\",\"value\":\"flood {i}\"}}],\"executionContextId\":1,\"timestamp\":{i}}}}}")
                     } else {
