@@ -101,12 +101,22 @@ pub struct EvidenceArgs {
     pub evidence_dir: PathBuf,
 
     /// Record nothing; only forward.
-    #[arg(long, conflicts_with_all = ["session", "no_screenshots", "secret_env"])]
+    #[arg(long, conflicts_with_all = ["session", "no_screenshots", "secret_env", "observe"])]
     pub no_evidence: bool,
 
-    /// Keep no screenshots (client captures and screencast frames) as artifacts.
+    /// Keep no screenshots (client captures, screencast frames, the observer's own frames).
     #[arg(long)]
     pub no_screenshots: bool,
+
+    /// Open the relay's own CDP connection to the browser: page events even for clients that
+    /// enable nothing, frames around failures, input types and typed-text verification.
+    /// Default: on for `launch`, off for `serve` (the browser may not expect a second client).
+    #[arg(long, overrides_with = "no_observe")]
+    pub observe: bool,
+
+    /// Do not open the relay's own CDP connection; record only what clients' traffic shows.
+    #[arg(long, overrides_with = "observe")]
+    pub no_observe: bool,
 
     /// Join this session's active run, shared with other producers (e.g. a device layer).
     #[arg(long, value_name = "NAME")]
@@ -118,15 +128,25 @@ pub struct EvidenceArgs {
 }
 
 impl EvidenceArgs {
-    fn into_settings(self) -> anyhow::Result<EvidenceSettings> {
+    /// The settings; `observe_by_default` is the command's default for `--observe`.
+    pub(crate) fn into_settings(
+        self,
+        observe_by_default: bool,
+    ) -> anyhow::Result<EvidenceSettings> {
         if self.no_evidence {
             return Ok(EvidenceSettings::disabled());
         }
+        let observe = match (self.observe, self.no_observe) {
+            (true, _) => true,
+            (_, true) => false,
+            _ => observe_by_default,
+        };
         let mut settings = EvidenceSettings {
             enabled: true,
             root: self.evidence_dir,
             session: self.session,
             screenshots: !self.no_screenshots,
+            observe,
             secrets: Vec::new(),
         };
         for (name, value) in secrets::from_env(&self.secret_env)? {
@@ -168,7 +188,11 @@ pub struct LaunchArgs {
 }
 
 impl RelayArgs {
-    fn into_config(self, upstream: Option<String>) -> anyhow::Result<Config> {
+    fn into_config(
+        self,
+        upstream: Option<String>,
+        observe_by_default: bool,
+    ) -> anyhow::Result<Config> {
         let policy = ListenPolicy::new(
             self.listen,
             self.allow_host,
@@ -177,7 +201,7 @@ impl RelayArgs {
             self.insecure_no_auth,
         )?;
         let mut config = Config::new(upstream.as_deref(), policy, self.max_message_size)?;
-        config.evidence = self.evidence.into_settings()?;
+        config.evidence = self.evidence.into_settings(observe_by_default)?;
         Ok(config)
     }
 }
@@ -203,11 +227,11 @@ pub fn main() -> ExitCode {
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => {
-            let config = args.relay.into_config(Some(args.upstream))?;
+            let config = args.relay.into_config(Some(args.upstream), false)?;
             runtime()?.block_on(relay::serve(config))
         }
         Command::Launch(args) => {
-            let config = args.relay.into_config(None)?;
+            let config = args.relay.into_config(None, true)?;
             let launch = LaunchConfig {
                 browser: args.browser,
                 headed: args.headed,

@@ -68,9 +68,15 @@ impl Running {
         let upstream = config.upstream.clone();
         let evidence = config.evidence.clone();
         let mut relay = Relay::bind(config).await?;
-        let pipeline = start_pipeline(&evidence)?;
-        if let Some(p) = &pipeline {
+        let mut pipeline = start_pipeline(&evidence)?;
+        if let Some(p) = pipeline.as_mut() {
             relay = relay.with_evidence(p.handle().clone());
+            if let Some(up) = upstream.as_ref() {
+                p.observe(up);
+                if p.observing() {
+                    tracing::info!("observer: the relay opens its own CDP connection to the browser (--no-observe turns it off)");
+                }
+            }
         }
         announce(&relay, upstream.as_ref());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
