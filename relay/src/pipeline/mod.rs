@@ -86,6 +86,8 @@ pub struct PipelineHandle {
     capture: Arc<CapturePolicy>,
     triggers: broadcast::Sender<Trigger>,
     session: String,
+    /// Set when the active observer is configured: the pages it covers.
+    observed: Option<Arc<OncePerPage>>,
 }
 
 /// The evidence run as `/relay/v1/status` shows it.
@@ -100,6 +102,9 @@ pub struct EvidenceStatus {
     pub session: String,
     /// Evidence lost so far: queue overflow plus failed writes.
     pub dropped: u64,
+    /// With the active observer on: the pages it is attached to and records events of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_pages: Option<usize>,
 }
 
 impl PipelineHandle {
@@ -141,6 +146,7 @@ impl PipelineHandle {
             run_dir: current.dir,
             session: self.session.clone(),
             dropped: self.tap.dropped() + self.writer.failures(),
+            observed_pages: self.observed.as_ref().map(|o| o.covered_count()),
         }
     }
 }
@@ -217,6 +223,7 @@ impl Pipeline {
             capture.clone(),
         )
         .with_once(once.clone());
+        let observed = settings.observe.then(|| once.clone());
         let parts = if settings.observe {
             let (requests, verify_rx) = mpsc::channel(256);
             let (verify_tx, replies) = mpsc::channel(256);
@@ -249,6 +256,7 @@ impl Pipeline {
                 capture,
                 triggers,
                 session,
+                observed,
             },
             observer: Some(thread),
             writer: Some(writer_thread),

@@ -102,6 +102,14 @@ impl OncePerPage {
             .clear();
     }
 
+    /// How many pages the active observer records events of now.
+    pub(crate) fn covered_count(&self) -> usize {
+        self.covered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// Does the active observer record `page`'s events?
     pub(crate) fn covered(&self, page: &str) -> bool {
         self.covered

@@ -121,12 +121,17 @@
       if (data == null && e.dataTransfer) data = e.dataTransfer.getData('text/plain');
       if (!data) return;
       if (!open || open.done || open.el !== el) {
-        const before = valueOf(el);
-        open = { el, kind: kindOf(el), before, sel: el.isContentEditable ? null : selection(el), data: '', done: false };
+        const kind = kindOf(el);
+        // Nothing of a sensitive field is kept: not its value, not what is typed, only a count.
+        const secret = SENSITIVE.has(kind);
+        const before = secret ? null : valueOf(el);
+        const sel = secret || el.isContentEditable ? null : selection(el);
+        open = { el, kind, before, sel, data: '', count: 0, done: false };
         log.push(open);
         if (log.length > MAX_SESSIONS) log.shift().done = true;
       }
-      if (open.data.length + data.length <= MAX_DATA) open.data += data;
+      open.count += chars(data);
+      if (!SENSITIVE.has(open.kind) && open.data.length + data.length <= MAX_DATA) open.data += data;
     },
     true,
   );
@@ -218,6 +223,14 @@
         return { reason: SENSITIVE.has(run.kind) ? 'sensitive-field' : 'rewritten', kind: run.kind, expected: n };
       }
       if (start === -1) {
+        // A sensitive field keeps no text to match: a run of the same length stands for it.
+        const secret = log.findIndex((r) => !r.done && SENSITIVE.has(r.kind) && r.count === n);
+        if (secret !== -1) {
+          const run = log[secret];
+          run.done = true;
+          if (open === run) open = null;
+          return { reason: 'sensitive-field', kind: run.kind, expected: n };
+        }
         const kind = agent.focusKind();
         if (kind === 'frame') return { reason: 'frame', kind, expected: n };
         if (performance.now() - installedAt < Number(sinceStartMs) + 50) {

@@ -315,6 +315,7 @@ impl<'a> Browser<'a> {
             "Runtime.executionContextCreated" => {
                 if let Some(p) = frame.params::<ContextCreated>() {
                     if p.context.name == WORLD && p.context.aux_data.frame_id == target {
+                        tracing::trace!("observer: page agent world {}", p.context.id);
                         page.world = Some(p.context.id);
                     }
                 }
@@ -338,6 +339,10 @@ impl<'a> Browser<'a> {
                     return;
                 };
                 if m.t == "focus" {
+                    tracing::trace!(
+                        "observer: focus {}",
+                        verify::field_kind(&m.kind).map_or("?", |_| m.kind.as_str())
+                    );
                     self.ctx
                         .capture
                         .focused(&target, verify::field_kind(&m.kind));

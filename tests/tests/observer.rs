@@ -1,0 +1,302 @@
+//! The active observer (`--observe`) against a real Chromium: page events for a client that
+//! enables nothing, recorded once per page however many sessions watch; frames around failures,
+//! linked from the failure records; never a frame right after typing or while a sensitive field
+//! has focus; honest typed-text verdicts per case and per client; nothing typed in any byte of
+//! the run; a browser restarted on the same port; a dialog; and clients that cannot tell the
+//! observer is there.
+
+use cdp_evidence::{parse_journal, StoredRecord};
+use cdp_relay::EvidenceSettings;
+use cdp_relay_tests::cdp::Cdp;
+use cdp_relay_tests::http::get;
+use cdp_relay_tests::pages::{observer_routes, CASES};
+use cdp_relay_tests::site::Site;
+use cdp_relay_tests::{page_ws, run_node_client, within, Chromium, RelayFixture};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+use tokio_tungstenite::tungstenite::Message;
+
+fn settings(root: &Path, observe: bool) -> EvidenceSettings {
+    EvidenceSettings {
+        root: root.to_path_buf(),
+        observe,
+        ..EvidenceSettings::default()
+    }
+}
+
+/// Waits until the relay's observer covers at least `n` pages.
+async fn observing(relay: &RelayFixture, n: u64) {
+    within("the observer to attach", async {
+        loop {
+            let status = get(&relay.authority(), "/relay/v1/status").await.json();
+            if status["evidence"]["observedPages"].as_u64().unwrap_or(0) >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}
+
+/// Stops the relay (finalizing the run) and reads its journal, in `startedAt` order.
+async fn finish(relay: RelayFixture) -> (PathBuf, Vec<StoredRecord>) {
+    let summary = relay.stop().await.expect("pipeline summary");
+    let bytes = std::fs::read(summary.run_dir.join("actions.jsonl")).expect("journal");
+    let journal = parse_journal(&bytes);
+    assert!(journal.corrupt.is_empty(), "{:?}", journal.corrupt);
+    let mut records = journal.records;
+    records.sort_by(|a, b| (&a.started_at, &a.action_id).cmp(&(&b.started_at, &b.action_id)));
+    (summary.run_dir, records)
+}
+
+fn ms(r: &StoredRecord) -> u64 {
+    let t = r.started_at.as_deref().expect("startedAt");
+    cdp_evidence::time::parse_rfc3339_millis(t).expect("time")
+}
+
+fn typing(records: &[StoredRecord]) -> Vec<&StoredRecord> {
+    records
+        .iter()
+        .filter(|r| r.kind == "action" && r.payload["method"] == "type")
+        .collect()
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// Every file under `dir`, recursively.
+fn all_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).expect("read");
+                out.push((p, bytes));
+            }
+        }
+    }
+    out
+}
+
+/// A raw client that enables no domain still leaves network failures and console errors — each
+/// once, however many sessions watch the page — and the failures name a frame taken after them.
+/// With the observer off, the same client leaves none.
+#[tokio::test]
+async fn a_client_that_enables_nothing_still_leaves_failures_with_frames() {
+    within("raw client, observer on and off", async {
+        let site = Site::start(observer_routes()).await;
+        let chrome = Chromium::start().await;
+        for observe in [true, false] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let relay =
+                RelayFixture::start_recording(&chrome.http(), settings(dir.path(), observe)).await;
+            if observe {
+                observing(&relay, 1).await;
+            }
+            let url = page_ws(&relay.authority()).await;
+            let mut client = Cdp::connect(&url).await;
+            // Start from an empty page: a previous document's messages would be replayed.
+            client
+                .call("Page.navigate", json!({ "url": "about:blank" }))
+                .await;
+            // A second connection to the same page that does enable domains, as an agent's own
+            // DevTools model does: still once per page.
+            let mut second = Cdp::connect(&url).await;
+            second.call("Runtime.enable", json!({})).await;
+            second.call("Network.enable", json!({})).await;
+            second.call("Log.enable", json!({})).await;
+            let before_failure = SystemTime::now();
+            client
+                .call(
+                    "Page.navigate",
+                    json!({ "url": format!("{}/noisy", site.origin) }),
+                )
+                .await;
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            drop(client);
+            drop(second);
+            let (run_dir, records) = finish(relay).await;
+            let missing: Vec<&StoredRecord> = records
+                .iter()
+                .filter(|r| {
+                    r.kind == "network"
+                        && r.payload["url"]
+                            .as_str()
+                            .is_some_and(|u| u.ends_with("/missing"))
+                })
+                .collect();
+            let errors: Vec<&StoredRecord> = records
+                .iter()
+                .filter(|r| r.kind == "console" && r.payload["text"] == "noisy page error")
+                .collect();
+            if !observe {
+                // The second connection enabled the domains: the passive observer still sees
+                // them, once.
+                assert_eq!(missing.len(), 1, "{records:#?}");
+                assert_eq!(errors.len(), 1, "{records:#?}");
+                continue;
+            }
+            assert_eq!(missing.len(), 1, "one 404 record: {records:#?}");
+            assert_eq!(errors.len(), 1, "one console record: {records:#?}");
+            let failure = missing[0];
+            assert_eq!(failure.payload["status"], 404);
+            assert_eq!(failure.tool.as_deref(), Some("observer"));
+            let frame = failure
+                .artifacts
+                .first()
+                .expect("the failure names its frame");
+            assert!(frame.ends_with("-frame.jpeg"), "{frame}");
+            let path = run_dir.join(frame);
+            let bytes = std::fs::read(&path).expect("frame file");
+            assert_eq!(&bytes[..3], &[0xFF, 0xD8, 0xFF], "a JPEG");
+            let written = std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .expect("mtime");
+            assert!(
+                written > before_failure,
+                "the frame was taken after the failure"
+            );
+            assert_eq!(
+                errors[0].artifacts, failure.artifacts,
+                "one frame for the burst"
+            );
+        }
+    })
+    .await;
+}
+
+/// Never a frame right after typing (frames after clicks wait until the page has been quiet) and
+/// never while a password, one-time-code or payment field has focus; frames come back after the
+/// next navigation.
+#[tokio::test]
+async fn no_frame_right_after_typing_or_while_a_sensitive_field_has_focus() {
+    within("frames and typing", async {
+        let site = Site::start(observer_routes()).await;
+        let chrome = Chromium::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
+        observing(&relay, 1).await;
+        let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
+        c.call("Page.navigate", json!({ "url": format!("{}/verify", site.origin) }))
+            .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let keep = c
+            .call(
+                "Runtime.evaluate",
+                json!({"expression": "JSON.stringify(document.getElementById('keep').getBoundingClientRect())", "returnByValue": true}),
+            )
+            .await;
+        let rect: Value =
+            serde_json::from_str(keep["result"]["value"].as_str().expect("rect")).expect("json");
+        let (x, y) = (
+            rect["x"].as_f64().unwrap_or(0.0) + 5.0,
+            rect["y"].as_f64().unwrap_or(0.0) + 5.0,
+        );
+        async fn click_at(c: &mut Cdp, x: f64, y: f64) {
+            for kind in ["mousePressed", "mouseReleased"] {
+                c.call(
+                    "Input.dispatchMouseEvent",
+                    json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
+                )
+                .await;
+            }
+        }
+        let focus = |sel: &str| json!({"expression": format!("document.querySelector('{sel}').focus()")});
+        // 1. Ordinary typing, then a click at once: its frame waits for quiet.
+        c.call("Runtime.evaluate", focus("#plain")).await;
+        c.call("Input.insertText", json!({"text": "Zq7plainLit"})).await;
+        click_at(&mut c, x, y).await;
+        tokio::time::sleep(Duration::from_millis(1800)).await;
+        // 2. A one-time-code field has focus (nothing typed): a click's frame is withheld.
+        c.call("Runtime.evaluate", focus("#code")).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        click_at(&mut c, x, y).await;
+        tokio::time::sleep(Duration::from_millis(1800)).await;
+        // 3. A password typed: no frame until the page navigates.
+        c.call("Runtime.evaluate", focus("#pw")).await;
+        for ch in "Zq7Passw0rd!".chars() {
+            let ch = ch.to_string();
+            c.call("Input.dispatchKeyEvent", json!({"type": "keyDown", "key": ch, "text": ch}))
+                .await;
+            c.call("Input.dispatchKeyEvent", json!({"type": "keyUp", "key": ch}))
+                .await;
+        }
+        c.call("Runtime.evaluate", json!({"expression": "document.activeElement.blur()"}))
+            .await;
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        click_at(&mut c, x, y).await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // 4. A navigation: frames again.
+        c.call("Page.navigate", json!({ "url": format!("{}/done", site.origin) }))
+            .await;
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        drop(c);
+        let (run_dir, records) = finish(relay).await;
+
+        let typed = typing(&records);
+        assert_eq!(typed.len(), 2, "{typed:#?}");
+        assert_eq!(typed[0].payload["input"]["inputType"], "text");
+        assert_eq!(typed[1].payload["input"]["inputType"], "password");
+        let frames: Vec<&StoredRecord> = records
+            .iter()
+            .filter(|r| r.kind == "action" && r.payload["method"] == "frame")
+            .collect();
+        let with_pixels: Vec<&StoredRecord> =
+            records.iter().filter(|r| !r.artifacts.is_empty()).collect();
+        // No picture within a second after any typing, and none between the password and the
+        // navigation that followed it.
+        let nav_ms = records
+            .iter()
+            .filter(|r| r.payload["method"] == "Page.navigate")
+            .map(ms)
+            .max()
+            .expect("navigation");
+        for r in &with_pixels {
+            for t in &typed {
+                let end = ms(t) + r_duration(t);
+                assert!(
+                    ms(r) < ms(t) || ms(r) >= end + 900,
+                    "a frame {} ms after typing: {r:#?}",
+                    ms(r).saturating_sub(end)
+                );
+            }
+            assert!(
+                ms(r) < ms(typed[1]) || ms(r) >= nav_ms,
+                "a frame after the password and before the navigation: {r:#?}"
+            );
+            for a in &r.artifacts {
+                assert!(run_dir.join(a).is_file(), "{a}");
+            }
+        }
+        let after_click: Vec<&&StoredRecord> = frames
+            .iter()
+            .filter(|f| f.payload["detail"]["after"].as_array().is_some_and(|a| a.contains(&json!("click"))))
+            .collect();
+        assert_eq!(after_click.len(), 3, "{:#?}", after_click.iter().map(|f| (&f.payload, &f.artifacts, &f.started_at)).collect::<Vec<_>>());
+        assert!(!after_click[0].artifacts.is_empty(), "the first click's frame, after quiet");
+        assert_eq!(
+            after_click[1].payload["detail"]["screenshotWithheld"],
+            "a sensitive field has focus",
+            "{:#?}",
+            after_click.iter().map(|f| (&f.payload, &f.artifacts, &f.started_at)).collect::<Vec<_>>()
+        );
+        assert!(after_click[1].artifacts.is_empty());
+        assert!(after_click[2].artifacts.is_empty());
+        assert!(
+            frames.iter().any(|f| ms(f) >= nav_ms && !f.artifacts.is_empty()),
+            "a frame after the navigation: {frames:#?}"
+        );
+    })
+    .await;
+}
+
+fn r_duration(r: &StoredRecord) -> u64 {
+    r.duration_ms.unwrap_or(0)
+}
