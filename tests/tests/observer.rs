@@ -300,3 +300,124 @@ async fn no_frame_right_after_typing_or_while_a_sensitive_field_has_focus() {
 fn r_duration(r: &StoredRecord) -> u64 {
     r.duration_ms.unwrap_or(0)
 }
+
+/// The verdict each client must get for each case: (`verified`, accepted reasons).
+fn expected(client: &str, case: &str) -> (Value, &'static [&'static str]) {
+    let ind = || json!("indeterminate");
+    match case {
+        "plain" | "placeholder-equal" | "placeholder-edge" | "contenteditable" => {
+            (json!(true), &["landed"])
+        }
+        "lossy" => (json!(false), &["dropped-characters"]),
+        // Keys into a full field holding the text change nothing; fill replaces it by itself.
+        "held" => (ind(), &["already-held", "same-text"]),
+        "selected" => (ind(), &["same-text"]),
+        "mask" => (ind(), &["rewritten"]),
+        // One insertion of six digits into a one-digit box: five never land.
+        "boxes" if client == "pw-fill" => (json!(false), &["dropped-characters"]),
+        "boxes" => (ind(), &["focus-moved"]),
+        "password" | "one-time-code" | "payment" | "marked" => (ind(), &["sensitive-field"]),
+        other => panic!("no expectation for {other}"),
+    }
+}
+
+fn input_type(case: &str) -> &'static str {
+    match case {
+        "mask" => "tel",
+        "password" => "password",
+        "one-time-code" => "one-time-code",
+        "payment" => "payment",
+        "marked" => "unknown",
+        _ => "text",
+    }
+}
+
+/// One case per verification bullet, through Playwright fill, Playwright type, Puppeteer type and
+/// raw Input.insertText / Input.dispatchKeyEvent. No verdict is a false `true`, notes carry no
+/// characters, and no typed literal is anywhere in the run directory.
+#[tokio::test]
+async fn typed_text_verdicts_per_case_and_client() {
+    within("verdicts", async {
+        let site = Site::start(observer_routes()).await;
+        let chrome = Chromium::start().await;
+        let cases: Vec<Value> = CASES
+            .iter()
+            .map(|c| json!({"name": c.name, "selector": c.selector, "literal": c.literal}))
+            .collect();
+        let mut table = Vec::new();
+        for client in ["raw", "pw-fill", "pw-type", "pptr-type"] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let relay =
+                RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
+            observing(&relay, 1).await;
+            let cfg = json!({
+                "endpoint": relay.endpoint(),
+                "client": client,
+                "site": site.origin,
+                "cases": cases,
+            });
+            let run = run_node_client("verify.mjs", &cfg.to_string()).await;
+            assert!(run.ok, "verify.mjs {client} failed:\n{}", run.stderr);
+            let (run_dir, records) = finish(relay).await;
+            let typed = typing(&records);
+            let names: Vec<&str> = CASES.iter().map(|c| c.name).collect();
+            assert_eq!(
+                typed.len(),
+                CASES.len(),
+                "{client}: one typing step per case {names:?}: {:#?}",
+                typed.iter().map(|t| &t.payload).collect::<Vec<_>>()
+            );
+            for (case, step) in CASES.iter().zip(&typed) {
+                let v = &step.payload["verification"];
+                let (verified, reasons) = expected(client, case.name);
+                table.push(format!(
+                    "{client:9} {:18} {:14} {:15} {}",
+                    case.name,
+                    v["verified"].to_string(),
+                    v["reason"].as_str().unwrap_or("-"),
+                    v["note"].as_str().unwrap_or("-")
+                ));
+                assert_eq!(v["verified"], verified, "{client} {}: {v}", case.name);
+                assert!(
+                    reasons.contains(&v["reason"].as_str().unwrap_or_default()),
+                    "{client} {}: {v}",
+                    case.name
+                );
+                assert_eq!(
+                    step.payload["input"]["inputType"],
+                    input_type(case.name),
+                    "{client} {}: {}",
+                    case.name,
+                    step.payload
+                );
+                assert_eq!(
+                    step.payload["input"]["chars"],
+                    case.literal.chars().count(),
+                    "{client} {}",
+                    case.name
+                );
+                // Value-free: counts and structural words only.
+                let note = v["note"].as_str().unwrap_or_default();
+                for c in CASES {
+                    assert!(!note.contains(c.literal), "{note}");
+                }
+            }
+            // Nothing typed is anywhere in the run directory.
+            for (path, bytes) in all_files(&run_dir) {
+                for c in CASES {
+                    assert!(
+                        !contains(&bytes, c.literal),
+                        "{client}: typed literal of {} in {}",
+                        c.name,
+                        path.display()
+                    );
+                }
+            }
+        }
+        println!("client    case               verified       reason          note");
+        for line in table {
+            println!("{line}");
+        }
+    })
+    .await;
+}
