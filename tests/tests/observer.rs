@@ -421,3 +421,111 @@ async fn typed_text_verdicts_per_case_and_client() {
     })
     .await;
 }
+
+/// Playwright and Puppeteer cannot tell the observer is there: their own scripts run as without
+/// it, through the relay.
+#[tokio::test]
+async fn real_clients_with_the_observer_on() {
+    within("real clients, observer on", async {
+        let chrome = Chromium::start().await;
+        for script in ["playwright.mjs", "puppeteer.mjs"] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let relay =
+                RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
+            observing(&relay, 1).await;
+            let run = run_node_client(script, relay.endpoint()).await;
+            assert!(run.ok, "{script} failed:\n{}", run.stderr);
+            let report = run.report.expect("report");
+            assert_eq!(report["text"], "hello", "{report}");
+            assert_eq!(report["sum"], 42, "{report}");
+            assert_eq!(report["title"], "through the relay", "{report}");
+            assert_eq!(report["pngMagic"], "PNG", "{report}");
+            let (_, records) = finish(relay).await;
+            assert!(records.iter().any(|r| r.tool.as_deref() == Some("cdp")));
+        }
+    })
+    .await;
+}
+
+/// With the observer on, a client's frames stay byte-identical (a 5 MB answer compared with the
+/// browser's own), every answer it gets is to an id it sent, exactly once, and nothing of the
+/// observer's own traffic (its sessions, its binding) reaches it.
+#[tokio::test]
+async fn client_frames_and_ids_are_untouched_with_the_observer_on() {
+    within("transparency, observer on", async {
+        let site = Site::start(observer_routes()).await;
+        let chrome = Chromium::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
+        observing(&relay, 1).await;
+        let url = page_ws(&relay.authority()).await;
+        let expr = json!({"expression": "'\\u00e9\"\\\\'.repeat(1024 * 1024) + '🙂'", "returnByValue": true});
+        let direct_url = url.replace(&relay.authority(), &format!("127.0.0.1:{}", chrome.port()));
+        let mut direct = Cdp::connect(&direct_url).await;
+        let want = direct.call_raw("Runtime.evaluate", expr.clone(), None).await;
+        drop(direct);
+
+        let mut ws = cdp_relay_tests::cdp::connect(&url, &[])
+            .await
+            .expect("connect");
+        let mut sent = Vec::new();
+        fn command(sent: &mut Vec<u64>, method: &str, params: Value) -> Message {
+            // Ids of the client's own choosing, not 1, 2, 3.
+            let id = 100 + 7 * (sent.len() as u64 + 1);
+            sent.push(id);
+            Message::text(json!({"id": id, "method": method, "params": params}).to_string())
+        }
+        for m in ["Runtime.enable", "Network.enable", "Page.enable", "Log.enable"] {
+            ws.send(command(&mut sent, m, json!({}))).await.expect("send");
+        }
+        ws.send(command(&mut sent, "Runtime.evaluate", expr)).await.expect("send");
+        let mut answered = Vec::new();
+        let mut big = None;
+        let big_id = sent[4];
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        for phase in 0..2 {
+            if phase == 1 {
+                // Then a navigation to a page with failures, and more commands.
+                ws.send(command(&mut sent, "Page.navigate", json!({"url": format!("{}/noisy", site.origin)})))
+                    .await
+                    .expect("send");
+                for i in 0..20 {
+                    ws.send(command(&mut sent, "Runtime.evaluate", json!({"expression": format!("{i} * 2")})))
+                        .await
+                        .expect("send");
+                }
+            }
+            while answered.len() < sent.len() {
+                let msg = tokio::time::timeout_at(deadline, ws.next())
+                    .await
+                    .expect("answers in time")
+                    .expect("open")
+                    .expect("frame");
+                let Message::Text(text) = msg else { continue };
+                assert!(!text.contains("__cdpRelayObserve"), "the observer's binding: {text}");
+                let v: Value = serde_json::from_str(&text).expect("json");
+                assert!(v.get("sessionId").is_none(), "a session the client never made: {text}");
+                if let Some(i) = v.get("id").and_then(Value::as_u64) {
+                    assert!(sent.contains(&i), "an answer to an id the client never sent: {i}");
+                    assert!(!answered.contains(&i), "answered twice: {i}");
+                    answered.push(i);
+                    if i == big_id {
+                        big = Some(text.to_string());
+                    }
+                }
+            }
+        }
+        let big = big.expect("the 5 MB answer");
+        assert!(big.len() > 4 * 1024 * 1024, "{}", &big[..big.len().min(300)]);
+        // The direct answer had id 1; the relayed one carries the client's own id.
+        let relayed_id = big_id;
+        assert_eq!(
+            big.replacen(&format!("{{\"id\":{relayed_id},"), "{\"id\":1,", 1),
+            want,
+            "the answer differs from the browser's own"
+        );
+        drop(ws);
+        let _ = finish(relay).await;
+    })
+    .await;
+}
