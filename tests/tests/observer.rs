@@ -529,3 +529,175 @@ async fn client_frames_and_ids_are_untouched_with_the_observer_on() {
     })
     .await;
 }
+
+/// The browser restarts on the same port (a new browser id): the relay keeps serving new
+/// clients, and the observer reconnects and records again.
+#[tokio::test]
+async fn a_browser_restarted_on_the_same_port_is_observed_again() {
+    within("browser restart", async {
+        let site = Site::start(observer_routes()).await;
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("addr").port()
+        };
+        let mut chrome = FixedPortChrome::start(port).await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let upstream = format!("http://127.0.0.1:{port}");
+        let relay = RelayFixture::start_recording(&upstream, settings(dir.path(), true)).await;
+        observing(&relay, 1).await;
+        let first = get(&relay.authority(), "/json/version").await.json();
+        chrome.kill();
+        drop(chrome);
+        let _chrome = FixedPortChrome::start(port).await;
+        observing(&relay, 1).await;
+        let second = get(&relay.authority(), "/json/version").await.json();
+        assert_ne!(
+            first["webSocketDebuggerUrl"],
+            second["webSocketDebuggerUrl"]
+        );
+        let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
+        c.call(
+            "Page.navigate",
+            json!({ "url": format!("{}/noisy", site.origin) }),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        drop(c);
+        let (_, records) = finish(relay).await;
+        assert!(
+            records.iter().any(|r| r.kind == "network"
+                && r.tool.as_deref() == Some("observer")
+                && r.payload["url"]
+                    .as_str()
+                    .is_some_and(|u| u.ends_with("/missing"))),
+            "{records:#?}"
+        );
+    })
+    .await;
+}
+
+/// A page blocked in a `confirm()` dialog and a crashed renderer: each is a recorded reason,
+/// never a stuck observer, and the client's own commands are answered meanwhile.
+#[tokio::test]
+async fn a_dialog_and_a_crash_are_recorded_reasons() {
+    within("dialog and crash", async {
+        let site = Site::start(observer_routes()).await;
+        let chrome = Chromium::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
+        observing(&relay, 1).await;
+        let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
+        c.call("Page.navigate", json!({ "url": format!("{}/verify", site.origin) }))
+            .await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        c.call(
+            "Runtime.evaluate",
+            json!({"expression": "setTimeout(() => { fetch('/boom'); setTimeout(() => confirm('sure?'), 30); }, 0)"}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // The client is answered while the page is blocked.
+        let started = std::time::Instant::now();
+        c.call("Browser.getVersion", json!({})).await; 
+        assert!(started.elapsed() < Duration::from_secs(1));
+        // The client dismisses the dialog (answered by the browser, whatever it says).
+        let _ = c
+            .call_raw("Page.handleJavaScriptDialog", json!({"accept": false}), None)
+            .await;
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            c.call_raw("Page.crash", json!({}), None),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        drop(c);
+        let (_, records) = finish(relay).await;
+        let boom = records
+            .iter()
+            .find(|r| r.kind == "network" && r.payload["status"] == 500)
+            .expect("the 500");
+        assert!(boom.artifacts.is_empty(), "no frame while a dialog is open");
+        assert!(
+            records.iter().any(|r| r.payload["method"] == "frame"
+                && r.status.as_deref() == Some("error")
+                && r.error.as_deref().is_some_and(|e| e.contains("dialog"))),
+            "{records:#?}"
+        );
+        assert!(
+            records
+                .iter()
+                .any(|r| r.kind == "console" && r.payload["text"].as_str().is_some_and(|t| t.contains("crashed"))),
+            "{records:#?}"
+        );
+    })
+    .await;
+}
+
+/// A Chromium on a port of the test's choosing (the product's launcher always picks its own),
+/// killed with its whole process group on drop.
+struct FixedPortChrome {
+    child: Option<std::process::Child>,
+    _profile: tempfile::TempDir,
+}
+
+impl FixedPortChrome {
+    async fn start(port: u16) -> FixedPortChrome {
+        use std::os::unix::process::CommandExt;
+        let profile = tempfile::tempdir().expect("profile");
+        let exe = std::env::var_os("CDP_RELAY_BROWSER").unwrap_or_else(|| "chromium".into());
+        let child = std::process::Command::new(exe)
+            .args([
+                "--headless",
+                "--disable-gpu",
+                "--no-sandbox",
+                "--no-first-run",
+                "--disable-dev-shm-usage",
+                "--remote-debugging-address=127.0.0.1",
+                &format!("--remote-debugging-port={port}"),
+                &format!("--user-data-dir={}", profile.path().display()),
+                "about:blank",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("spawn chromium");
+        let chrome = FixedPortChrome {
+            child: Some(child),
+            _profile: profile,
+        };
+        within("chromium on its port", async {
+            loop {
+                let up = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_ok();
+                if up
+                    && get(&format!("127.0.0.1:{port}"), "/json/list")
+                        .await
+                        .json()
+                        .as_array()
+                        .is_some_and(|l| !l.is_empty())
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await;
+        chrome
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for FixedPortChrome {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
