@@ -410,7 +410,8 @@ impl<'a> Browser<'a> {
                 self.ctx.capture.navigated(&target);
             }
             "Page.loadEventFired" => {
-                if page.loading_since.take().is_some() {
+                let was_loading = page.loading_since.take().is_some();
+                if was_loading {
                     let delay = self.opts.after_load;
                     self.want(session, After::Navigation, delay, None).await;
                 }
@@ -569,7 +570,7 @@ impl<'a> Browser<'a> {
             let Some(page) = self.pages.get_mut(&session) else {
                 continue;
             };
-            if page.capturing || !page.want.as_ref().is_some_and(|w| w.due <= now) {
+            if page.capturing || page.want.as_ref().is_none_or(|w| w.due > now) {
                 continue;
             }
             let target = page.target_id.clone();
