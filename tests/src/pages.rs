@@ -144,3 +144,36 @@ pub fn observer_routes() -> HashMap<&'static str, Route> {
     );
     r
 }
+
+/// A sign-in page with a broken image and a console error, and a welcome page whose API call
+/// fails: the login flow of the observer's end-to-end test.
+pub fn login_routes() -> HashMap<&'static str, Route> {
+    let mut r = HashMap::new();
+    r.insert(
+        "/login",
+        Route::ok(
+            "text/html",
+            r#"<!doctype html><title>Sign in</title>
+<img src="/logo.png" alt="logo">
+<form action="/welcome" method="get">
+  <input id="user" name="user" type="email" autocomplete="username">
+  <input id="password" name="password" type="password" autocomplete="current-password">
+  <button id="submit" type="submit">Sign in</button>
+</form>
+<script>console.error('analytics blocked');</script>"#,
+        ),
+    );
+    r.insert(
+        "/welcome",
+        Route::ok(
+            "text/html",
+            r#"<!doctype html><title>Welcome</title><h1>Welcome</h1>
+<script>fetch('/api/profile').then(r => { if (!r.ok) console.error('profile failed: ' + r.status); document.body.dataset.loaded = 'yes'; });</script>"#,
+        ),
+    );
+    r.insert(
+        "/api/profile",
+        Route::ok("application/json", "{\"error\":\"boom\"}").status(500),
+    );
+    r
+}

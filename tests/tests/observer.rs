@@ -592,7 +592,7 @@ async fn a_dialog_and_a_crash_are_recorded_reasons() {
         tokio::time::sleep(Duration::from_millis(1000)).await;
         c.call(
             "Runtime.evaluate",
-            json!({"expression": "setTimeout(() => { fetch('/boom'); setTimeout(() => confirm('sure?'), 30); }, 0)"}),
+            json!({"expression": "setTimeout(() => fetch('/boom').then(() => confirm('sure?')), 0)"}),
         )
         .await;
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -700,4 +700,84 @@ impl Drop for FixedPortChrome {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Done when: a login flow through `cdp-relay launch` (observer on by default) leaves a run whose
+/// failures each have a frame and whose typing steps carry input type and an honest verdict, with
+/// nothing secret in any byte (stderr included).
+#[tokio::test]
+async fn a_login_flow_through_launch() {
+    within("login through launch", async {
+        const USER: &str = "kim.planted@example.com";
+        const PASSWORD: &str = "Pl4nted-L0gin!pw";
+        let site = Site::start(cdp_relay_tests::pages::login_routes()).await;
+        let evidence = tempfile::tempdir().expect("tempdir");
+        let dir = evidence.path().to_string_lossy().into_owned();
+        let relay = cdp_relay_tests::RelayProcess::spawn(
+            &["-vv", "launch", "--listen", "127.0.0.1:0", "--evidence-dir", &dir],
+            &[],
+        )
+        .await;
+        within("the observer to attach", async {
+            loop {
+                let s = get(&relay.authority(), "/relay/v1/status").await.json();
+                if s["evidence"]["observedPages"].as_u64().unwrap_or(0) >= 1 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        let cfg = json!({"endpoint": relay.endpoint, "site": site.origin, "user": USER, "password": PASSWORD});
+        let run = run_node_client("login.mjs", &cfg.to_string()).await;
+        assert!(run.ok, "login.mjs failed:\n{}", run.stderr);
+        let stderr = relay.stop().await;
+        let runs = evidence.path().join("runs");
+        let run_dir = std::fs::read_dir(&runs)
+            .expect("runs")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.is_dir())
+            .expect("a run");
+        let journal = parse_journal(&std::fs::read(run_dir.join("actions.jsonl")).expect("journal"));
+        let records = journal.records;
+
+        let failures: Vec<&StoredRecord> = records
+            .iter()
+            .filter(|r| r.kind == "network" || (r.kind == "console" && r.status.as_deref() == Some("error")))
+            .collect();
+        assert!(failures.len() >= 3, "{failures:#?}");
+        for f in &failures {
+            assert!(!f.artifacts.is_empty(), "a failure without a frame: {f:#?}");
+            for a in &f.artifacts {
+                assert!(run_dir.join(a).is_file(), "{a}");
+            }
+        }
+        let typed = typing(&records);
+        assert_eq!(typed.len(), 2, "{typed:#?}");
+        assert_eq!(typed[0].payload["input"]["inputType"], "email");
+        assert_eq!(typed[0].payload["verification"]["verified"], true);
+        assert_eq!(typed[1].payload["input"]["inputType"], "password");
+        assert_eq!(typed[1].payload["verification"]["verified"], "indeterminate");
+        assert_eq!(typed[1].payload["verification"]["reason"], "sensitive-field");
+        for (path, bytes) in all_files(&run_dir) {
+            for secret in [USER, PASSWORD] {
+                assert!(!contains(&bytes, secret), "{secret} in {}", path.display());
+            }
+        }
+        for secret in [USER, PASSWORD] {
+            assert!(!stderr.contains(secret), "{secret} in stderr");
+        }
+        let frames = all_files(&run_dir.join("artifacts")).len();
+        let first = records.iter().map(ms).min().unwrap_or(0);
+        let last = records.iter().map(ms).max().unwrap_or(0);
+        println!(
+            "login flow: {} records, {} failures, {frames} frames in {} ms ({:.1} frames/min)",
+            records.len(),
+            failures.len(),
+            last - first,
+            frames as f64 * 60_000.0 / (last - first).max(1) as f64
+        );
+    })
+    .await;
 }

@@ -70,9 +70,14 @@ impl FieldKind {
         }
     }
 
-    /// Typing into it withholds frames until the next navigation: sensitive, or unidentified.
+    /// Typing into it withholds frames until the next navigation: sensitive, or unidentified
+    /// (typing while nothing editable seems focused means the report is stale: unidentified too).
     fn withholds_until_navigation(self) -> bool {
-        self.is_sensitive() || self == FieldKind::Input(InputType::Unknown)
+        self.is_sensitive()
+            || matches!(
+                self,
+                FieldKind::Input(InputType::Unknown) | FieldKind::NotEditable
+            )
     }
 
     /// The input type a typing step records.

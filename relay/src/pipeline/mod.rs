@@ -168,6 +168,7 @@ struct ActiveParts {
     once: Arc<OncePerPage>,
     verify_rx: mpsc::Receiver<active::verify::VerifyRequest>,
     verify_tx: mpsc::Sender<active::verify::VerifyReply>,
+    failures_rx: mpsc::Receiver<(String, cdp_evidence::Record)>,
 }
 
 /// A running pipeline. Stop it with [`Pipeline::finish`].
@@ -227,15 +228,18 @@ impl Pipeline {
         let parts = if settings.observe {
             let (requests, verify_rx) = mpsc::channel(256);
             let (verify_tx, replies) = mpsc::channel(256);
+            let (failures, failures_rx) = mpsc::channel(1024);
             observer = observer.with_verifier(observer::Verifier {
                 requests,
                 replies,
+                failures,
                 wait: VERIFY_WAIT,
             });
             Some(ActiveParts {
                 once,
                 verify_rx,
                 verify_tx,
+                failures_rx,
             })
         } else {
             None
@@ -285,6 +289,7 @@ impl Pipeline {
             triggers: self.handle.triggers.subscribe(),
             verify_rx: parts.verify_rx,
             verify_tx: parts.verify_tx,
+            failures_rx: parts.failures_rx,
             dropped: Arc::new(AtomicU64::new(0)),
         };
         self.active = Some(Active::spawn(ctx, upstream.clone(), opts));

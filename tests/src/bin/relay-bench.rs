@@ -10,6 +10,11 @@
 //! Options (env): `BENCH_ROUNDS` (default 10), `BENCH_RELAY_ARGS` (extra `serve` flags for both
 //! relays).
 //! Prints a Markdown table for BENCHMARKS.md.
+//!
+//! `relay-bench observer` instead measures what the relay's own observer costs a client: two
+//! `cdp-relay launch` processes (each with its own Chromium), one with the observer (the default)
+//! and one with `--no-observe`, and rounds of 500 sequential `Runtime.evaluate` against each,
+//! interleaved.
 
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::{clients_dir, page_ws, relay_binary, Chromium, RelayProcess};
@@ -119,12 +124,71 @@ async fn start_peer(chrome_http: &str) -> Peer {
     }
 }
 
+/// Sequential round trips per round in the observer comparison.
+const OBSERVER_SEQUENTIAL: usize = 500;
+
+/// `relay-bench observer`: client round trips with the observer on and off, side by side.
+async fn observer_cost(rounds: usize) {
+    let on = RelayProcess::spawn(&["launch", "--listen", "127.0.0.1:0"], &[]).await;
+    let off =
+        RelayProcess::spawn(&["launch", "--listen", "127.0.0.1:0", "--no-observe"], &[]).await;
+    let paths = [
+        (
+            "cdp-relay launch (observer on)",
+            page_ws(&on.authority()).await,
+        ),
+        (
+            "cdp-relay launch --no-observe",
+            page_ws(&off.authority()).await,
+        ),
+    ];
+    // Let the observer attach and enable its domains before measuring.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+    for r in 0..rounds {
+        for k in 0..paths.len() {
+            let i = (r + k) % paths.len();
+            let mut cdp = Cdp::connect(&paths[i].1).await;
+            for _ in 0..20 {
+                cdp.call("Runtime.evaluate", json!({"expression": "1"}))
+                    .await;
+            }
+            for _ in 0..OBSERVER_SEQUENTIAL {
+                let t = Instant::now();
+                cdp.call("Runtime.evaluate", json!({"expression": "1"}))
+                    .await;
+                samples[i].push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        eprintln!("round {}/{rounds} done", r + 1);
+    }
+    let base = percentile(&samples[1], 0.5);
+    println!("| path | RTT p50 (µs) | p90 (µs) | p99 (µs) | p50 vs --no-observe |");
+    println!("|---|---:|---:|---:|---:|");
+    for ((name, _), s) in paths.iter().zip(&samples) {
+        let p50 = percentile(s, 0.5);
+        println!(
+            "| {name} | {p50:.0} | {:.0} | {:.0} | {:.2}× |",
+            percentile(s, 0.9),
+            percentile(s, 0.99),
+            p50 / base
+        );
+    }
+    println!(
+        "\n{rounds} rounds × {OBSERVER_SEQUENTIAL} sequential `Runtime.evaluate` per path, order rotated per round."
+    );
+    drop((on, off));
+}
+
 #[tokio::main]
 async fn main() {
     let rounds: usize = std::env::var("BENCH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
+    if std::env::args().nth(1).as_deref() == Some("observer") {
+        return observer_cost(rounds).await;
+    }
     let extra = std::env::var("BENCH_RELAY_ARGS").unwrap_or_default();
     eprintln!("relay binary: {}", relay_binary().display());
 

@@ -122,6 +122,11 @@
       if (!data) return;
       if (!open || open.done || open.el !== el) {
         const kind = kindOf(el);
+        // Programmatic focus in a page without window focus fires no focusin: say it now.
+        if (kind !== lastFocus) {
+          lastFocus = kind;
+          send({ t: 'focus', kind });
+        }
         // Nothing of a sensitive field is kept: not its value, not what is typed, only a count.
         const secret = SENSITIVE.has(kind);
         const before = secret ? null : valueOf(el);
@@ -205,11 +210,26 @@
       }
     },
 
+    // Which run a burst of `n` characters typed into a field taken for a sensitive one went to:
+    // matched by count, never by content (the relay does not send a credential back).
+    uncompared(n) {
+      const i = log.findIndex((r) => !r.done && r.count === n);
+      if (i === -1) return { reason: 'sensitive-field', kind: agent.focusKind(), expected: n };
+      const run = log[i];
+      for (const r of log.splice(0, i + 1)) r.done = true;
+      if (open && open.done) open = null;
+      return { reason: SENSITIVE.has(run.kind) ? 'sensitive-field' : 'not-compared', kind: run.kind, expected: n };
+    },
+
     // Did `literal` land? `sinceStartMs`: how long ago the burst started (relay's clock).
     async verify(literal, sinceStartMs) {
       // Let the page's own input handlers and re-renders run first.
       await new Promise((r) => setTimeout(r, 30));
-      await new Promise((r) => requestAnimationFrame(() => r()));
+      // A frame for re-renders, but a hidden page's throttled frames do not hold the reading up.
+      await Promise.race([
+        new Promise((r) => requestAnimationFrame(() => r())),
+        new Promise((r) => setTimeout(r, 200)),
+      ]);
       const n = chars(literal);
       // The runs that carry the literal: the oldest run whose data starts it, and the runs
       // right after it while their data continues it.

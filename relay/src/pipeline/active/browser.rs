@@ -192,6 +192,9 @@ impl<'a> Browser<'a> {
                     Err(broadcast::error::RecvError::Closed) => {}
                 },
                 Some(req) = self.ctx.verify_rx.recv() => self.verify(req),
+                Some((target, record)) = self.ctx.failures_rx.recv() => {
+                    self.passive_failure(&target, record).await;
+                }
                 Some(done) = self.done_rx.recv() => self.done(done).await,
                 _ = tokio::time::sleep_until(next.into()) => self.due().await,
             }
@@ -292,7 +295,7 @@ impl<'a> Browser<'a> {
         self.by_target.remove(&page.target_id);
         self.ctx.once.uncover(&page.target_id);
         for req in page.verify_queue.drain(..) {
-            let chars = req.literal.chars();
+            let chars = req.chars;
             self.reply(VerifyReply {
                 burst: req.burst,
                 verification: verify::unread(chars, "the page closed before the reading"),
@@ -498,6 +501,19 @@ impl<'a> Browser<'a> {
             } else {
                 self.write(vec![Emit::Record(r)]).await;
             }
+        }
+    }
+
+    /// A failure the passive observer recorded on a page this observer does not cover yet: it
+    /// waits for the page's next frame, or is written now when there is no session to take one.
+    async fn passive_failure(&mut self, target: &str, record: Record) {
+        match self.by_target.get(target).cloned() {
+            Some(session) => {
+                let delay = self.opts.failure_debounce;
+                self.want(&session, After::Failure, delay, Some(record))
+                    .await;
+            }
+            None => self.write(vec![Emit::Record(record)]).await,
         }
     }
 
@@ -738,7 +754,7 @@ impl<'a> Browser<'a> {
 
     fn verify(&mut self, req: VerifyRequest) {
         let Some(session) = self.by_target.get(&req.target_id).cloned() else {
-            let chars = req.literal.chars();
+            let chars = req.chars;
             return self.reply(VerifyReply {
                 burst: req.burst,
                 verification: verify::unread(chars, "the observer has no session on that page"),
@@ -762,7 +778,7 @@ impl<'a> Browser<'a> {
             let Some(req) = page.verify_queue.pop_front() else {
                 return;
             };
-            let chars = req.literal.chars();
+            let chars = req.chars;
             let why = if page.dialog {
                 Some("a JavaScript dialog is open")
             } else if page.crashed {
@@ -840,6 +856,9 @@ impl<'a> Browser<'a> {
     /// failures still waiting are written without one.
     async fn drain(&mut self) {
         self.draining = true;
+        while let Ok((target, record)) = self.ctx.failures_rx.try_recv() {
+            self.passive_failure(&target, record).await;
+        }
         let now = Instant::now();
         for page in self.pages.values_mut() {
             if let Some(w) = page.want.as_mut() {
@@ -871,26 +890,29 @@ impl<'a> Browser<'a> {
 /// when `Runtime.enable` reports contexts.
 async fn setup(cdp: &Cdp, session: &str, t: Duration) -> Result<(), CallError> {
     let s = Some(session);
-    cdp.call(
-        "Runtime.addBinding",
-        json!({ "name": BINDING, "executionContextName": WORLD }),
-        s,
-        t,
-    )
-    .await?;
-    cdp.call("Page.enable", json!({}), s, t).await?;
-    cdp.call(
-        "Page.addScriptToEvaluateOnNewDocument",
-        json!({ "source": AGENT_SOURCE, "worldName": WORLD, "runImmediately": true }),
-        s,
-        t,
-    )
-    .await?;
-    let (runtime, network, log) = tokio::join!(
+    // Sent back to back (a session answers in order): one round trip, so a new page is covered
+    // before its first request in all but the tightest races.
+    let (binding, page, agent, runtime, network, log) = tokio::join!(
+        cdp.call(
+            "Runtime.addBinding",
+            json!({ "name": BINDING, "executionContextName": WORLD }),
+            s,
+            t,
+        ),
+        cdp.call("Page.enable", json!({}), s, t),
+        cdp.call(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": AGENT_SOURCE, "worldName": WORLD, "runImmediately": true }),
+            s,
+            t,
+        ),
         cdp.call("Runtime.enable", json!({}), s, t),
         cdp.call("Network.enable", json!({}), s, t),
         cdp.call("Log.enable", json!({}), s, t),
     );
+    binding?;
+    page?;
+    agent?;
     runtime?;
     network?;
     log?;

@@ -114,12 +114,25 @@ pub(crate) struct Ctx {
     pub(crate) triggers: broadcast::Receiver<Trigger>,
     pub(crate) verify_rx: mpsc::Receiver<VerifyRequest>,
     pub(crate) verify_tx: mpsc::Sender<VerifyReply>,
+    /// Failure records the passive observer saw on pages this observer does not cover (yet).
+    pub(crate) failures_rx: mpsc::Receiver<(String, cdp_evidence::Record)>,
     pub(crate) dropped: Arc<AtomicU64>,
 }
 
 impl Ctx {
     fn dropped_one(&self) {
         self.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Writes the failure records waiting for a frame no one can take now.
+    async fn flush_failures(&mut self) {
+        let mut batch = Vec::new();
+        while let Ok((_, record)) = self.failures_rx.try_recv() {
+            batch.push(crate::pipeline::Emit::Record(record));
+        }
+        if !batch.is_empty() {
+            self.writer.send(batch).await;
+        }
     }
 }
 
@@ -164,6 +177,7 @@ async fn supervise(
     let mut warned = false;
     loop {
         if *stop.borrow() {
+            ctx.flush_failures().await;
             return;
         }
         let connected = match conn::browser_path(&upstream).await {
@@ -179,6 +193,7 @@ async fn supervise(
                     .await;
                 ctx.once.uncover_all();
                 if ended == browser::Ended::Stopped {
+                    ctx.flush_failures().await;
                     return;
                 }
                 tracing::info!("observer: lost the browser connection; reconnecting");
@@ -197,10 +212,16 @@ async fn supervise(
         let until = tokio::time::Instant::now() + backoff;
         loop {
             tokio::select! {
-                _ = stop.changed() => return,
+                _ = stop.changed() => {
+                    ctx.flush_failures().await;
+                    return;
+                }
                 _ = tokio::time::sleep_until(until) => break,
+                Some((_, record)) = ctx.failures_rx.recv() => {
+                    ctx.writer.send(vec![crate::pipeline::Emit::Record(record)]).await;
+                }
                 Some(req) = ctx.verify_rx.recv() => {
-                    let chars = req.literal.chars();
+                    let chars = req.chars;
                     let _ = ctx.verify_tx.try_send(VerifyReply {
                         burst: req.burst,
                         verification: verify::unread(chars, "the observer is not connected to the browser"),

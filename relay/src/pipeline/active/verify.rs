@@ -50,8 +50,11 @@ pub(crate) struct VerifyRequest {
     pub(crate) burst: u64,
     /// The page typed into (raw target id, memory only).
     pub(crate) target_id: String,
-    /// What was typed.
-    pub(crate) literal: Literal,
+    /// What was typed; `None` when the field was taken for a sensitive one (a credential is
+    /// never sent back, only its length).
+    pub(crate) literal: Option<Literal>,
+    /// Characters typed.
+    pub(crate) chars: u64,
     /// When the burst's first keystroke was seen.
     pub(crate) started_at: SystemTime,
 }
@@ -219,6 +222,14 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
             None,
             None,
         ),
+        "not-compared" => verdict(
+            Indeterminate,
+            "not-read",
+            "not read: the field was taken for a sensitive one when typing started".into(),
+            n,
+            None,
+            None,
+        ),
         "detached" => verdict(
             Indeterminate,
             "detached",
@@ -238,18 +249,6 @@ pub(crate) fn sensitive(chars: u64) -> Verification {
         Verified::Indeterminate,
         "sensitive-field",
         "not read back: a password, one-time-code, payment or page-marked field".into(),
-        chars,
-        None,
-        None,
-    )
-}
-
-/// Nothing editable had focus when the burst started.
-pub(crate) fn not_editable(chars: u64) -> Verification {
-    verdict(
-        Verified::Indeterminate,
-        "no-field",
-        "no editable field had focus when typing started".into(),
         chars,
         None,
         None,
@@ -303,19 +302,28 @@ pub(crate) async fn run(
     timeout: std::time::Duration,
 ) -> VerifyReply {
     use super::conn::CallError;
-    let chars = req.literal.chars();
+    let chars = req.chars;
     let since_ms = SystemTime::now()
         .duration_since(req.started_at)
         .unwrap_or_default()
         .as_millis() as u64;
-    let params = serde_json::json!({
-        "functionDeclaration": "function (literal, sinceStartMs) { return globalThis.__cdpRelayAgent.verify(literal, sinceStartMs); }",
-        "executionContextId": world,
-        "arguments": [{ "value": req.literal.expose_to_page() }, { "value": since_ms }],
-        "awaitPromise": true,
-        "returnByValue": true,
-        "silent": true,
-    });
+    let params = match &req.literal {
+        Some(literal) => serde_json::json!({
+            "functionDeclaration": "function (literal, sinceStartMs) { return globalThis.__cdpRelayAgent.verify(literal, sinceStartMs); }",
+            "executionContextId": world,
+            "arguments": [{ "value": literal.expose_to_page() }, { "value": since_ms }],
+            "awaitPromise": true,
+            "returnByValue": true,
+            "silent": true,
+        }),
+        None => serde_json::json!({
+            "functionDeclaration": "function (n) { return globalThis.__cdpRelayAgent.uncompared(n); }",
+            "executionContextId": world,
+            "arguments": [{ "value": chars }],
+            "returnByValue": true,
+            "silent": true,
+        }),
+    };
     let outcome = cdp
         .call("Runtime.callFunctionOn", params, Some(session), timeout)
         .await;
@@ -406,7 +414,8 @@ mod tests {
         let r = VerifyRequest {
             burst: 1,
             target_id: "T".into(),
-            literal: l,
+            literal: Some(l),
+            chars: 7,
             started_at: SystemTime::UNIX_EPOCH,
         };
         assert!(!format!("{r:?}").contains("hunter2"));

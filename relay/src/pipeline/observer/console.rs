@@ -193,9 +193,10 @@ impl Observer {
             r = r.target(t);
         }
         if is_error {
-            self.failure_seen(conn, key, at);
+            self.failure(conn, key, r, at);
+        } else {
+            self.emit(r);
         }
-        self.emit(r);
     }
 
     /// Records a failed request of (connection, session) unless the active observer covers the
@@ -219,14 +220,23 @@ impl Observer {
         if let Some(t) = self.target_for(conn, key) {
             r = r.target(t);
         }
-        self.failure_seen(conn, key, at);
-        self.emit(r);
+        self.failure(conn, key, r, at);
     }
 
-    fn failure_seen(&mut self, conn: u64, key: &Key, at: SystemTime) {
+    /// A failure record: handed to the active observer (it writes it with the frame it takes
+    /// after it) when it runs, else written now with a trigger for whoever takes frames.
+    fn failure(&mut self, conn: u64, key: &Key, record: Record, at: SystemTime) {
         let target_id = self.raw_target(conn, key);
+        let record = match (self.verifier.as_ref(), target_id.as_ref()) {
+            (Some(v), Some(t)) => match v.failures.try_send((t.clone(), record)) {
+                Ok(()) => return,
+                Err(e) => e.into_inner().1,
+            },
+            _ => record,
+        };
         self.out
             .triggers
             .push(Trigger::FailureSeen { target_id, at });
+        self.emit(record);
     }
 }

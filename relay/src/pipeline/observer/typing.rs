@@ -14,6 +14,9 @@ use std::time::{Duration, SystemTime};
 /// The typed text kept per burst for echo protection; longer input is counted, not kept.
 const MAX_KEPT_BYTES: usize = 4096;
 
+/// Typing steps waiting for a verdict at once; past it, steps are written without one.
+const MAX_HELD: usize = 1024;
+
 /// Consecutive keystrokes and insertions on one session, reported as one typing step.
 pub(crate) struct Burst {
     pub(crate) seq: u64,
@@ -179,10 +182,13 @@ pub(crate) struct Held {
     deadline: SystemTime,
 }
 
-/// The way to the active observer's verification, when it runs.
+/// The way to the active observer, when it runs: verification, and failure records that should
+/// name the frame it takes after them.
 pub(crate) struct Verifier {
     pub(crate) requests: tokio::sync::mpsc::Sender<VerifyRequest>,
     pub(crate) replies: tokio::sync::mpsc::Receiver<VerifyReply>,
+    /// Failure records of pages the active observer does not cover yet, with their raw target id.
+    pub(crate) failures: tokio::sync::mpsc::Sender<(String, Record)>,
     /// How long a typing step waits for its verdict before it is written without one.
     pub(crate) wait: Duration,
 }
@@ -301,11 +307,9 @@ impl Observer {
         });
         if interrupted.is_none() && burst.error.is_none() {
             if let Some(v) = self.verifier.as_ref() {
-                let local = if burst.kind.is_sensitive() {
-                    Some(verify::sensitive(burst.summary.chars()))
-                } else if burst.kind == FieldKind::NotEditable {
-                    Some(verify::not_editable(burst.summary.chars()))
-                } else if burst.attribute {
+                // A field taken for a sensitive one is still asked about (its kind may be a
+                // stale report), but by length only: a credential is never sent back.
+                let local = if burst.attribute {
                     Some(verify::attribute(burst.summary.chars()))
                 } else if burst.cut {
                     Some(verify::too_long(burst.summary.chars()))
@@ -314,11 +318,18 @@ impl Observer {
                 };
                 if let Some(verdict) = local {
                     burst.verification = Some(verdict);
+                } else if self.held.len() >= MAX_HELD {
+                    burst.verification = Some(verify::unread(
+                        burst.summary.chars(),
+                        "too many typing steps were waiting for a reading",
+                    ));
                 } else if let Some(target_id) = target_id {
+                    let typed = std::mem::take(&mut burst.typed);
                     let request = VerifyRequest {
                         burst: burst.seq,
                         target_id,
-                        literal: Literal::new(std::mem::take(&mut burst.typed)),
+                        literal: (!burst.kind.is_sensitive()).then(|| Literal::new(typed)),
+                        chars: burst.summary.chars(),
                         started_at: burst.started,
                     };
                     match v.requests.try_send(request) {
