@@ -742,6 +742,18 @@ async fn a_login_flow_through_launch() {
         let journal = parse_journal(&std::fs::read(run_dir.join("actions.jsonl")).expect("journal"));
         let records = journal.records;
 
+        for r in &records {
+            println!(
+                "  {} {:8} {:9} {:12} {:60} {:?} {}",
+                r.started_at.as_deref().unwrap_or("-"),
+                r.tool.as_deref().unwrap_or("-"),
+                r.kind,
+                r.status.as_deref().unwrap_or("-"),
+                r.payload.get("method").or(r.payload.get("text")).map(|v| v.to_string()).unwrap_or_default().chars().take(60).collect::<String>(),
+                r.artifacts,
+                r.payload.get("detail").map(|d| d.to_string()).unwrap_or_default()
+            );
+        }
         let failures: Vec<&StoredRecord> = records
             .iter()
             .filter(|r| r.kind == "network" || (r.kind == "console" && r.status.as_deref() == Some("error")))

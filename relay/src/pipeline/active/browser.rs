@@ -9,6 +9,7 @@ use super::frames::{self, After, NoFrame, Shot, Want};
 use super::page::{Meta, Page};
 use super::verify::{self, VerifyReply, VerifyRequest};
 use super::{ActiveOptions, Ctx, AGENT_SOURCE, BINDING, TOOL, WORLD};
+use crate::pipeline::capture::Withheld;
 use crate::pipeline::observer::console::{
     console_record, console_status, from_api, from_exception, from_log, network_record,
 };
@@ -25,6 +26,10 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 /// Failure records one frame may hold back; more are written at once, without a frame.
 const MAX_GROUP: usize = 64;
+
+/// How long failures typed over wait for a frame of the next document before they are written
+/// without one.
+const PARKED: Duration = Duration::from_secs(60);
 
 /// How a connection ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -489,9 +494,10 @@ impl<'a> Browser<'a> {
             return;
         };
         let now = Instant::now();
-        let want = page.want.get_or_insert_with(|| {
-            Want::new(frames::due_at(now, delay, page.last_frame, cooldown))
-        });
+        let due = frames::due_at(now, delay, page.last_frame, cooldown);
+        let want = page.want.get_or_insert_with(|| Want::new(due));
+        // A navigation's or click's frame does not wait for a failure's debounce.
+        want.due = want.due.min(due);
         if !want.after.contains(&after) {
             want.after.push(after);
         }
@@ -538,9 +544,10 @@ impl<'a> Browser<'a> {
         };
         if let Some(page) = self.pages.get_mut(&session) {
             let now = Instant::now();
-            let want = page.want.get_or_insert_with(|| {
-                Want::new(frames::due_at(now, delay, page.last_frame, cooldown))
-            });
+            let due = frames::due_at(now, delay, page.last_frame, cooldown);
+            let want = page.want.get_or_insert_with(|| Want::new(due));
+            // A navigation's or click's frame does not wait for a failure's debounce.
+            want.due = want.due.min(due);
             if !want.after.contains(&after) {
                 want.after.push(after);
             }
@@ -612,11 +619,19 @@ impl<'a> Browser<'a> {
             } else if page.dialog {
                 Some(NoFrame::Failed("a JavaScript dialog is open".into()))
             } else {
-                self.ctx
-                    .capture
-                    .verdict_at(&target, now_sys)
-                    .err()
-                    .map(NoFrame::Withheld)
+                match self.ctx.capture.verdict_at(&target, now_sys) {
+                    // Failures typed over keep waiting: the next document's frame is still one
+                    // taken after them (the navigation's want takes this one over).
+                    Err(Withheld::TypedSinceNavigation)
+                        if !want.group.is_empty() && !self.draining =>
+                    {
+                        let mut want = want;
+                        want.due = now + PARKED;
+                        page.want = Some(want);
+                        continue;
+                    }
+                    verdict => verdict.err().map(NoFrame::Withheld),
+                }
             };
             if let Some(no) = blocked {
                 self.no_frame(&target, want, no, now_sys, Duration::ZERO)
@@ -708,6 +723,16 @@ impl<'a> Browser<'a> {
             // Typing that began while the frame was taken makes it a frame right after typing.
             Ok(shot) => match self.ctx.capture.verdict_at(&target, SystemTime::now()) {
                 Ok(()) => shot,
+                Err(Withheld::JustTyped | Withheld::TypedSinceNavigation) if !self.draining => {
+                    // Typing began while the frame was taken: drop it, and wait for quiet.
+                    let now_sys = SystemTime::now();
+                    let until = self.ctx.capture.quiet_until(&target, now_sys);
+                    let due = until.map_or_else(Instant::now, |u| {
+                        frames::instant_of(u, now_sys, Instant::now())
+                    });
+                    self.requeue(session, want, due);
+                    return;
+                }
                 Err(w) => {
                     return self
                         .no_frame(&target, want, NoFrame::Withheld(w), started, took)
@@ -743,6 +768,23 @@ impl<'a> Browser<'a> {
             },
         }])
         .await;
+    }
+
+    /// Puts a want whose frame could not be kept back on its page, merged with any newer one.
+    fn requeue(&mut self, session: &str, mut want: Want, due: Instant) {
+        let Some(page) = self.pages.get_mut(session) else {
+            return;
+        };
+        if let Some(newer) = page.want.take() {
+            for a in newer.after {
+                if !want.after.contains(&a) {
+                    want.after.push(a);
+                }
+            }
+            want.group.extend(newer.group);
+        }
+        want.due = due;
+        page.want = Some(want);
     }
 
     // ---- verification ------------------------------------------------------------------
