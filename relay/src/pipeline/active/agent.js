@@ -216,9 +216,13 @@
       const i = log.findIndex((r) => !r.done && r.count === n);
       if (i === -1) return { reason: 'sensitive-field', kind: agent.focusKind(), expected: n };
       const run = log[i];
+      if (!SENSITIVE.has(run.kind)) {
+        // Not a sensitive field after all: left in place for a reading with the text.
+        return { reason: 'not-compared', kind: run.kind, expected: n };
+      }
       for (const r of log.splice(0, i + 1)) r.done = true;
       if (open && open.done) open = null;
-      return { reason: SENSITIVE.has(run.kind) ? 'sensitive-field' : 'not-compared', kind: run.kind, expected: n };
+      return { reason: 'sensitive-field', kind: run.kind, expected: n };
     },
 
     // Did `literal` land? `sinceStartMs`: how long ago the burst started (relay's clock).

@@ -305,6 +305,7 @@ impl<'a> Browser<'a> {
                 burst: req.burst,
                 verification: verify::unread(chars, "the page closed before the reading"),
                 kind: None,
+                needs_literal: false,
             });
         }
         if let Some(want) = page.want.take() {
@@ -620,17 +621,12 @@ impl<'a> Browser<'a> {
                 Some(NoFrame::Failed("a JavaScript dialog is open".into()))
             } else {
                 match self.ctx.capture.verdict_at(&target, now_sys) {
-                    // Failures typed over keep waiting: the next document's frame is still one
-                    // taken after them (the navigation's want takes this one over).
-                    Err(Withheld::TypedSinceNavigation)
-                        if !want.group.is_empty() && !self.draining =>
-                    {
-                        let mut want = want;
-                        want.due = now + PARKED;
-                        page.want = Some(want);
+                    Ok(()) => None,
+                    Err(w) => {
+                        self.withheld(&session, &target, want, w, now_sys, Duration::ZERO)
+                            .await;
                         continue;
                     }
-                    verdict => verdict.err().map(NoFrame::Withheld),
                 }
             };
             if let Some(no) = blocked {
@@ -721,24 +717,20 @@ impl<'a> Browser<'a> {
         let target = page.target_id.clone();
         let shot = match outcome {
             // Typing that began while the frame was taken makes it a frame right after typing.
+            // Typing that began while the frame was taken makes it a frame right after typing.
             Ok(shot) => match self.ctx.capture.verdict_at(&target, SystemTime::now()) {
                 Ok(()) => shot,
-                Err(Withheld::JustTyped | Withheld::TypedSinceNavigation) if !self.draining => {
-                    // Typing began while the frame was taken: drop it, and wait for quiet.
-                    let now_sys = SystemTime::now();
-                    let until = self.ctx.capture.quiet_until(&target, now_sys);
-                    let due = until.map_or_else(Instant::now, |u| {
-                        frames::instant_of(u, now_sys, Instant::now())
-                    });
-                    self.requeue(session, want, due);
-                    return;
-                }
                 Err(w) => {
                     return self
-                        .no_frame(&target, want, NoFrame::Withheld(w), started, took)
+                        .withheld(session, &target, want, w, started, took)
                         .await
                 }
             },
+            Err(NoFrame::Withheld(w)) => {
+                return self
+                    .withheld(session, &target, want, w, started, took)
+                    .await
+            }
             Err(no) => return self.no_frame(&target, want, no, started, took).await,
         };
         let mut records = Vec::new();
@@ -768,6 +760,40 @@ impl<'a> Browser<'a> {
             },
         }])
         .await;
+    }
+
+    /// A frame the policy withheld. Failures keep waiting for one they may have — after quiet,
+    /// once the sensitive field loses focus, in the next document — for at most [`PARKED`];
+    /// anything else is written now, saying why.
+    async fn withheld(
+        &mut self,
+        session: &str,
+        target: &str,
+        want: Want,
+        w: Withheld,
+        started: SystemTime,
+        took: Duration,
+    ) {
+        let waits = !want.group.is_empty() && !self.draining && want.born.elapsed() < PARKED;
+        if !waits || w == Withheld::ScreenshotsOff {
+            return self
+                .no_frame(target, want, NoFrame::Withheld(w), started, took)
+                .await;
+        }
+        let now = Instant::now();
+        let due = match w {
+            Withheld::JustTyped => {
+                let now_sys = SystemTime::now();
+                self.ctx
+                    .capture
+                    .quiet_until(target, now_sys)
+                    .map_or(now, |u| frames::instant_of(u, now_sys, now))
+            }
+            Withheld::SensitiveFocus => now + self.opts.frame_cooldown,
+            // Until the next navigation takes the want over.
+            Withheld::TypedSinceNavigation | Withheld::ScreenshotsOff => want.born + PARKED,
+        };
+        self.requeue(session, want, due);
     }
 
     /// Puts a want whose frame could not be kept back on its page, merged with any newer one.
@@ -801,6 +827,7 @@ impl<'a> Browser<'a> {
                 burst: req.burst,
                 verification: verify::unread(chars, "the observer has no session on that page"),
                 kind: None,
+                needs_literal: false,
             });
         };
         if let Some(page) = self.pages.get_mut(&session) {
@@ -835,6 +862,7 @@ impl<'a> Browser<'a> {
                     burst: req.burst,
                     verification: verify::unread(chars, why),
                     kind: None,
+                    needs_literal: false,
                 };
                 self.reply(reply);
                 continue;

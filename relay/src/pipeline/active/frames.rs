@@ -37,6 +37,8 @@ pub(crate) struct Want {
     pub(crate) after: Vec<After>,
     /// Failure records held until their frame is stored (bounded).
     pub(crate) group: Vec<Record>,
+    /// When the want was made: failures wait for a frame at most so long.
+    pub(crate) born: Instant,
 }
 
 impl Want {
@@ -45,6 +47,7 @@ impl Want {
             due,
             after: Vec::new(),
             group: Vec::new(),
+            born: Instant::now(),
         }
     }
 

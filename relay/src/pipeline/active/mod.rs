@@ -226,6 +226,7 @@ async fn supervise(
                         burst: req.burst,
                         verification: verify::unread(chars, "the observer is not connected to the browser"),
                         kind: None,
+                        needs_literal: false,
                     });
                 }
             }

@@ -65,6 +65,8 @@ pub(crate) struct VerifyReply {
     pub(crate) burst: u64,
     pub(crate) verification: Verification,
     pub(crate) kind: Option<FieldKind>,
+    /// Asked by length only, the field turned out not to be sensitive: ask again with the text.
+    pub(crate) needs_literal: bool,
 }
 
 /// What the page agent answers (`agent.js`, `verify`). Strings are checked against closed
@@ -328,6 +330,10 @@ pub(crate) async fn run(
         .call("Runtime.callFunctionOn", params, Some(session), timeout)
         .await;
     drop(req.literal);
+    let needs_literal = matches!(
+        &outcome,
+        Ok(v) if v.pointer("/result/value/reason").and_then(serde_json::Value::as_str) == Some("not-compared")
+    );
     let (verification, kind) = match outcome {
         Ok(v) if v.get("exceptionDetails").is_some() => (
             unread(chars, "the page agent could not read the field"),
@@ -359,6 +365,7 @@ pub(crate) async fn run(
         burst: req.burst,
         verification,
         kind,
+        needs_literal,
     }
 }
 

@@ -180,6 +180,9 @@ pub(crate) struct Held {
     burst: Burst,
     at: SystemTime,
     deadline: SystemTime,
+    /// The text, kept (memory only) when it was not sent because the field was taken for a
+    /// sensitive one: sent if the page agent says it was not.
+    kept: Option<String>,
 }
 
 /// The way to the active observer, when it runs: verification, and failure records that should
@@ -325,10 +328,15 @@ impl Observer {
                     ));
                 } else if let Some(target_id) = target_id {
                     let typed = std::mem::take(&mut burst.typed);
+                    let (literal, kept) = if burst.kind.is_sensitive() {
+                        (None, Some(typed))
+                    } else {
+                        (Some(Literal::new(typed)), None)
+                    };
                     let request = VerifyRequest {
                         burst: burst.seq,
                         target_id,
-                        literal: (!burst.kind.is_sensitive()).then(|| Literal::new(typed)),
+                        literal,
                         chars: burst.summary.chars(),
                         started_at: burst.started,
                     };
@@ -341,6 +349,7 @@ impl Observer {
                                     burst,
                                     at,
                                     deadline,
+                                    kept,
                                 },
                             );
                             return;
@@ -411,6 +420,28 @@ impl Observer {
             let Some(mut held) = self.held.remove(&reply.burst) else {
                 continue;
             };
+            let not_sensitive = reply.kind.is_some_and(|k| !k.is_sensitive());
+            if reply.needs_literal && not_sensitive {
+                if let (Some(text), Some(v), Some(target_id)) = (
+                    held.kept.take(),
+                    self.verifier.as_ref(),
+                    held.burst.target_id.clone(),
+                ) {
+                    // Taken for a sensitive field by a stale report: ask again, with the text.
+                    let request = VerifyRequest {
+                        burst: held.burst.seq,
+                        target_id,
+                        literal: Some(Literal::new(text)),
+                        chars: held.burst.summary.chars(),
+                        started_at: held.burst.started,
+                    };
+                    if v.requests.try_send(request).is_ok() {
+                        held.deadline = now + v.wait;
+                        self.held.insert(reply.burst, held);
+                        continue;
+                    }
+                }
+            }
             if let Some(kind) = reply.kind {
                 held.burst.retype(kind);
                 if let Some(page) = held.burst.target_id.clone() {
