@@ -320,3 +320,33 @@ fn one_line(e: &anyhow::Error) -> String {
     }
     out.replace('\n', " ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(args: &[&str]) -> Result<EvidenceSettings, String> {
+        let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+        match cli.command {
+            Command::Serve(a) => a.relay.evidence.into_settings(false),
+            Command::Launch(a) => a.relay.evidence.into_settings(true),
+            _ => unreachable!("a relay command"),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn observe_defaults_per_command_and_flags_override() {
+        let serve = ["cdp-relay", "serve", "--upstream", "127.0.0.1:9222"];
+        assert!(!settings(&serve).unwrap().observe, "off for serve");
+        assert!(settings(&[&serve[..], &["--observe"]].concat()).unwrap().observe);
+        assert!(settings(&["cdp-relay", "launch"]).unwrap().observe, "on for launch");
+        assert!(!settings(&["cdp-relay", "launch", "--no-observe"]).unwrap().observe);
+        // The last of the two wins, as with other on/off pairs.
+        assert!(settings(&["cdp-relay", "launch", "--no-observe", "--observe"]).unwrap().observe);
+        // --no-screenshots still wins over frames: the observer runs, pictures are off.
+        let s = settings(&["cdp-relay", "launch", "--no-screenshots"]).unwrap();
+        assert!(s.observe && !s.screenshots);
+        assert!(settings(&["cdp-relay", "launch", "--no-evidence", "--observe"]).is_err());
+    }
+}
