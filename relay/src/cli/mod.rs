@@ -339,11 +339,26 @@ mod tests {
     fn observe_defaults_per_command_and_flags_override() {
         let serve = ["cdp-relay", "serve", "--upstream", "127.0.0.1:9222"];
         assert!(!settings(&serve).unwrap().observe, "off for serve");
-        assert!(settings(&[&serve[..], &["--observe"]].concat()).unwrap().observe);
-        assert!(settings(&["cdp-relay", "launch"]).unwrap().observe, "on for launch");
-        assert!(!settings(&["cdp-relay", "launch", "--no-observe"]).unwrap().observe);
+        assert!(
+            settings(&[&serve[..], &["--observe"]].concat())
+                .unwrap()
+                .observe
+        );
+        assert!(
+            settings(&["cdp-relay", "launch"]).unwrap().observe,
+            "on for launch"
+        );
+        assert!(
+            !settings(&["cdp-relay", "launch", "--no-observe"])
+                .unwrap()
+                .observe
+        );
         // The last of the two wins, as with other on/off pairs.
-        assert!(settings(&["cdp-relay", "launch", "--no-observe", "--observe"]).unwrap().observe);
+        assert!(
+            settings(&["cdp-relay", "launch", "--no-observe", "--observe"])
+                .unwrap()
+                .observe
+        );
         // --no-screenshots still wins over frames: the observer runs, pictures are off.
         let s = settings(&["cdp-relay", "launch", "--no-screenshots"]).unwrap();
         assert!(s.observe && !s.screenshots);

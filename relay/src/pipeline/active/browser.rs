@@ -734,7 +734,8 @@ impl<'a> Browser<'a> {
             Err(no) => return self.no_frame(&target, want, no, started, took).await,
         };
         let mut records = Vec::new();
-        if !want.failures_only() {
+        // Failures name the frame themselves; a frame record of its own only when none does.
+        if want.group.is_empty() {
             let mut action = Action::new(SafeText::literal("frame"));
             action.bytes = Some(shot.bytes.len() as u64);
             action.detail = Some(self.ctx.sanitizer.json(&json!({

@@ -51,11 +51,6 @@ impl Want {
         }
     }
 
-    /// Only failures: the failure records carry the frame, no frame record of its own.
-    pub(crate) fn failures_only(&self) -> bool {
-        self.after.iter().all(|a| *a == After::Failure) && !self.group.is_empty()
-    }
-
     pub(crate) fn detail_after(&self) -> Value {
         Value::Array(self.after.iter().map(|a| Value::from(a.word())).collect())
     }
