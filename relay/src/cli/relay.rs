@@ -12,8 +12,9 @@ pub(crate) async fn serve(config: Config) -> anyhow::Result<ExitCode> {
         .clone()
         .ok_or_else(|| super::Usage("serve needs --upstream".into()))?;
     probe_upstream(&upstream).await?;
+    let shutdown = super::signals::Shutdown::listen();
     let running = Running::start(config).await?;
-    let name = super::signals::shutdown_signal().await;
+    let name = shutdown.wait().await;
     tracing::info!("{name} received; shutting down");
     running.stop().await;
     Ok(ExitCode::SUCCESS)
@@ -25,6 +26,7 @@ pub(crate) async fn launch(mut config: Config, launch: LaunchConfig) -> anyhow::
     let exe = cdp_relay::launch::find_browser(&launch, std::env::var_os("PATH"))?;
     let mut browser = Browser::launch(&exe, &launch).await?;
     config.upstream = Some(browser.upstream().clone());
+    let shutdown = super::signals::Shutdown::listen();
     let running = match Running::start(config).await {
         Ok(r) => r,
         Err(e) => {
@@ -33,7 +35,7 @@ pub(crate) async fn launch(mut config: Config, launch: LaunchConfig) -> anyhow::
         }
     };
     let outcome = tokio::select! {
-        name = super::signals::shutdown_signal() => {
+        name = shutdown.wait() => {
             tracing::info!("{name} received; shutting down");
             None
         }
