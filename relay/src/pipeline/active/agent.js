@@ -200,6 +200,16 @@
     return out('rewritten');
   };
 
+  // Runs that got their reading leave the log.
+  const settle = (runs) => {
+    for (const r of runs) {
+      r.done = true;
+      const i = log.indexOf(r);
+      if (i !== -1) log.splice(i, 1);
+      if (open === r) open = null;
+    }
+  };
+
   const agent = {
     // The kind of field that has focus now (the capture veto's live check).
     focusKind() {
@@ -220,8 +230,7 @@
         // Not a sensitive field after all: left in place for a reading with the text.
         return { reason: 'not-compared', kind: run.kind, expected: n };
       }
-      for (const r of log.splice(0, i + 1)) r.done = true;
-      if (open && open.done) open = null;
+      settle([run]);
       return { reason: 'sensitive-field', kind: run.kind, expected: n };
     },
 
@@ -242,8 +251,7 @@
       if (start === -1 && longer !== -1) {
         // Typing went on into the same field before this reading: it cannot be split honestly.
         const run = log[longer];
-        run.done = true;
-        if (open === run) open = null;
+        settle([run]);
         return { reason: SENSITIVE.has(run.kind) ? 'sensitive-field' : 'rewritten', kind: run.kind, expected: n };
       }
       if (start === -1) {
@@ -251,8 +259,7 @@
         const secret = log.findIndex((r) => !r.done && SENSITIVE.has(r.kind) && r.count === n);
         if (secret !== -1) {
           const run = log[secret];
-          run.done = true;
-          if (open === run) open = null;
+          settle([run]);
           return { reason: 'sensitive-field', kind: run.kind, expected: n };
         }
         const kind = agent.focusKind();
@@ -271,10 +278,8 @@
         used.push(r);
         if (acc === literal) break;
       }
-      // Everything up to the last run used is settled.
-      const last = log.indexOf(used[used.length - 1]);
-      for (const r of log.splice(0, last + 1)) r.done = true;
-      if (open && open.done) open = null;
+      // Only the runs used are settled: an older run may still wait for its own reading.
+      settle(used);
       const first = used[0];
       if (SENSITIVE.has(first.kind)) return { reason: 'sensitive-field', kind: first.kind, expected: n };
       const fields = new Set(used.map((r) => r.el)).size;
