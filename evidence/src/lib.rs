@@ -68,7 +68,7 @@ pub use record::{
     Action, ActionOf, ArtifactRef, Console, ConsoleLevel, ConsoleOf, CustomKind, Form, Lifecycle,
     LifecycleEvent, LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Sanitized, Status,
     Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork,
-    BUILTIN_KINDS, TARGET_FIELDS,
+    StoredVerification, Verification, VerificationOf, Verified, BUILTIN_KINDS, TARGET_FIELDS,
 };
 pub use retention::{PruneReport, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals};

@@ -213,6 +213,91 @@ pub struct ActionOf<F: Form> {
     /// Small sanitized extra detail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<F::Json>,
+    /// For a typing step: whether the typed text landed in the field the burst started in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<VerificationOf<F>>,
+}
+
+/// Whether typed text landed: `true`, `false`, or `"indeterminate"` in the journal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verified {
+    /// The field changed exactly as the typed text would change it.
+    True,
+    /// The text did not land, or only part of it did.
+    False,
+    /// No honest yes or no: the reading could not run, or what it saw fits both.
+    Indeterminate,
+}
+
+impl Serialize for Verified {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Verified::True => s.serialize_bool(true),
+            Verified::False => s.serialize_bool(false),
+            Verified::Indeterminate => s.serialize_str("indeterminate"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Verified {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Verified, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Bool(true) => Ok(Verified::True),
+            Value::Bool(false) => Ok(Verified::False),
+            Value::String(s) if s == "indeterminate" => Ok(Verified::Indeterminate),
+            _ => Err(serde::de::Error::custom(
+                "expected true, false or \"indeterminate\"",
+            )),
+        }
+    }
+}
+
+/// `payload.verification` of a typing step: the verdict and a value-free account of it (counts
+/// and structural facts, never characters).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    bound(
+        serialize = "F::Text: Serialize",
+        deserialize = "F::Text: Deserialize<'de>"
+    )
+)]
+#[non_exhaustive]
+pub struct VerificationOf<F: Form> {
+    /// The verdict.
+    pub verified: Verified,
+    /// A short kebab-case reason (`landed`, `dropped-characters`, `sensitive-field`, …).
+    pub reason: F::Text,
+    /// One value-free sentence for people.
+    pub note: F::Text,
+    /// Characters typed in the burst.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<u64>,
+    /// How many characters the field's length changed by (negative when it shrank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grew: Option<i64>,
+    /// Fields the burst's input went to, when more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<u64>,
+}
+
+/// A verification to write (sanitized form).
+pub type Verification = VerificationOf<Sanitized>;
+/// A verification as read back from a journal.
+pub type StoredVerification = VerificationOf<Stored>;
+
+impl Verification {
+    /// A verdict with its reason and note; counts are set as known.
+    pub fn new(verified: Verified, reason: SafeText, note: SafeText) -> Verification {
+        Verification {
+            verified,
+            reason,
+            note,
+            expected: None,
+            grew: None,
+            fields: None,
+        }
+    }
 }
 
 /// An action to write (sanitized form).
@@ -230,6 +315,7 @@ impl Action {
             point: None,
             bytes: None,
             detail: None,
+            verification: None,
         }
     }
 }
@@ -937,6 +1023,14 @@ mod tests {
         a.point = Some(Point { x: 1.5, y: 2.0 });
         a.bytes = Some(9);
         a.detail = Some(s.json(&serde_json::json!({"key": "Enter"})));
+        let mut v = Verification::new(
+            Verified::False,
+            SafeText::literal("dropped-characters"),
+            SafeText::literal("the field grew by 5 of 7 typed characters"),
+        );
+        v.expected = Some(7);
+        v.grew = Some(5);
+        a.verification = Some(v);
         let (written, read) = read_back(&Record::new(
             SafeText::literal("cdp"),
             RecordKind::Action(a),
@@ -950,6 +1044,12 @@ mod tests {
             read.input.as_ref().unwrap().input_type.as_deref(),
             Some("password")
         );
+        let v = read.verification.as_ref().unwrap();
+        assert_eq!(
+            (v.verified, v.expected, v.grew),
+            (Verified::False, Some(7), Some(5))
+        );
+        assert_eq!(written["verification"]["verified"], false);
         // Same schema: the read form serializes back to exactly what the writer wrote.
         assert_eq!(serde_json::to_value(&read).unwrap(), written);
 
@@ -1066,6 +1166,19 @@ mod tests {
             Some(13),
             "fractions of a millisecond are rounded"
         );
+    }
+
+    #[test]
+    fn verdicts_are_booleans_or_indeterminate() {
+        for (v, json) in [
+            (Verified::True, serde_json::json!(true)),
+            (Verified::False, serde_json::json!(false)),
+            (Verified::Indeterminate, serde_json::json!("indeterminate")),
+        ] {
+            assert_eq!(serde_json::to_value(v).unwrap(), json);
+            assert_eq!(serde_json::from_value::<Verified>(json).unwrap(), v);
+        }
+        assert!(serde_json::from_value::<Verified>(serde_json::json!("yes")).is_err());
     }
 
     #[test]

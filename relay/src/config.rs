@@ -255,8 +255,14 @@ pub struct EvidenceSettings {
     pub root: PathBuf,
     /// Join this session's active run (shared with other producers). By default, a new session.
     pub session: Option<String>,
-    /// Keep screenshots as artifacts. By default, true; `--no-screenshots` turns them off.
+    /// Keep screenshots as artifacts. By default, true; `--no-screenshots` turns them off (the
+    /// observer's own frames too).
     pub screenshots: bool,
+    /// Run the active observer: the relay's own CDP connection to the browser (page events for
+    /// clients that enable nothing, frames around failures, input types, typed-text
+    /// verification). By default, false here; the CLI turns it on for `launch` and `demo`
+    /// (`--no-observe` turns it off) and leaves it off for `serve` (`--observe` turns it on).
+    pub observe: bool,
     /// Explicit secrets, by name, registered before anything is recorded.
     pub secrets: Vec<(String, SecretValue)>,
 }
@@ -268,6 +274,7 @@ impl Default for EvidenceSettings {
             root: PathBuf::from(cdp_evidence::DEFAULT_ROOT),
             session: None,
             screenshots: true,
+            observe: false,
             secrets: Vec::new(),
         }
     }

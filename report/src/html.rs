@@ -225,6 +225,7 @@ fn step(r: &Report, s: &Step) -> Markup {
                     }
                 }
                 @if let Some(p) = &s.page { (page(p, s.page_inferred, tl.tabs)) }
+                @if let What::Type { verdict: Some(v), .. } = &s.what { (verdict(v)) }
                 @if let Some(e) = &s.error { p.err.u { (e) } }
                 @if !s.fields.is_empty() {
                     dl.fields { @for (k, v) in &s.fields { dt.u { (k) } dd.u { (v) } } }
@@ -602,6 +603,22 @@ fn records(r: &Report) -> Markup {
             ul.kv { @for (k, n) in tl.kinds.iter().take(40) { li { span.u { (k) } " " b { (n) } } } }
             @if tl.kinds.len() > 40 { p.small { (tl.kinds.len() - 40) " more kinds." } }
             ul.kv { @for (k, n) in &tl.statuses { li { span.u { (k) } " " b { (n) } } } }
+        }
+    }
+}
+
+/// Whether typed text landed, as the relay's observer judged it in the page (value-free).
+fn verdict(v: &crate::timeline::Verdict) -> Markup {
+    let (class, mark, word) = match v.verified.as_str() {
+        "true" => ("v-ok", "✓", "landed"),
+        "false" => ("v-bad", "✗", "did not land"),
+        _ => ("v-unk", "?", "not verified"),
+    };
+    html! {
+        p class=(format!("verdict {class}")) {
+            span.vm { (mark) } " " b { (word) }
+            @if !v.reason.is_empty() && v.reason != "landed" { " · " span.u { (v.reason.replace('-', " ")) } }
+            @if !v.note.is_empty() { " — " span.u { (v.note) } }
         }
     }
 }

@@ -136,6 +136,22 @@ fn step_block(out: &mut String, r: &Report, s: &Step) {
     }
     out.push('\n');
     let indent = "       ";
+    if let crate::timeline::What::Type {
+        verdict: Some(v), ..
+    } = &s.what
+    {
+        let word = match v.verified.as_str() {
+            "true" => "landed",
+            "false" => "did not land",
+            _ => "not verified",
+        };
+        let _ = writeln!(
+            out,
+            "{indent}verified: {word} ({}) {}",
+            md_code(&v.reason),
+            md_code(&v.note)
+        );
+    }
     if let Some(p) = &s.page {
         let mut parts = Vec::new();
         if let Some(t) = &p.title {

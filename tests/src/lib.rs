@@ -9,6 +9,7 @@
 pub mod cdp;
 pub mod fake;
 pub mod http;
+pub mod pages;
 pub mod raw;
 pub mod site;
 
@@ -113,9 +114,13 @@ impl RelayFixture {
         let mut config =
             Config::new(Some(upstream), policy, DEFAULT_MAX_MESSAGE_SIZE).expect("config");
         config.evidence = settings;
-        let pipeline = Pipeline::start(&config.evidence)
+        let mut pipeline = Pipeline::start(&config.evidence)
             .expect("start pipeline")
             .expect("evidence enabled");
+        if let Some(up) = config.upstream.as_ref() {
+            // Starts the active observer when the settings ask for it.
+            pipeline.observe(up);
+        }
         let relay = Relay::bind(config)
             .await
             .expect("bind relay")

@@ -91,6 +91,17 @@ fn network<'a>(records: &'a [StoredRecord], path: &str) -> Option<&'a Value> {
 
 #[tokio::test]
 async fn planted_secrets_never_reach_disk_or_stderr() {
+    sweep(false).await;
+}
+
+/// The same sweep with the relay's own observer on: typed literals travel back into the page
+/// for verification, frames are taken around failures — and still nothing planted is anywhere.
+#[tokio::test]
+async fn planted_secrets_never_reach_disk_or_stderr_with_the_observer_on() {
+    sweep(true).await;
+}
+
+async fn sweep(observe: bool) {
     within("the sweep", async {
         let site = Site::start(site_routes()).await;
         let port = site.origin.rsplit(':').next().expect("port").to_owned();
@@ -99,21 +110,27 @@ async fn planted_secrets_never_reach_disk_or_stderr() {
             Chromium::start_with(vec!["--host-resolver-rules=MAP *.invalid ~NOTFOUND".into()])
                 .await;
         let evidence = tempfile::tempdir().expect("tempdir");
+        let upstream = chrome.http();
+        let dir = evidence.path().to_string_lossy().into_owned();
+        let mut args = vec![
+            "-vv",
+            "serve",
+            "--upstream",
+            &upstream,
+            "--listen",
+            "127.0.0.1:0",
+            "--evidence-dir",
+            &dir,
+            "--session",
+            "sweep",
+            "--secret-env",
+            "SWEEP_ENV_SECRET",
+        ];
+        if observe {
+            args.push("--observe");
+        }
         let relay = RelayProcess::spawn(
-            &[
-                "-vv",
-                "serve",
-                "--upstream",
-                &chrome.http(),
-                "--listen",
-                "127.0.0.1:0",
-                "--evidence-dir",
-                &evidence.path().to_string_lossy(),
-                "--session",
-                "sweep",
-                "--secret-env",
-                "SWEEP_ENV_SECRET",
-            ],
+            &args,
             &[("SWEEP_ENV_SECRET", std::ffi::OsStr::new(ENV_SECRET))],
         )
         .await;
@@ -190,8 +207,16 @@ async fn planted_secrets_never_reach_disk_or_stderr() {
             ("/cors", None, Some("CORS")),
         ];
         for (path, status, error) in expect_net {
-            let n =
-                network(&records, path).unwrap_or_else(|| panic!("no network record for {path}"));
+            let n = network(&records, path).unwrap_or_else(|| {
+                panic!(
+                    "no network record for {path}: {:#?}",
+                    records
+                        .iter()
+                        .filter(|r| r.kind != "action")
+                        .map(|r| (&r.kind, r.payload.to_string()))
+                        .collect::<Vec<_>>()
+                )
+            });
             assert_eq!(n["resourceType"], "Fetch", "{path}: {n}");
             if let Some(s) = status {
                 assert_eq!(n["status"], s, "{path}: {n}");
@@ -281,6 +306,18 @@ async fn planted_secrets_never_reach_disk_or_stderr() {
                 !stderr.contains(secret.as_str()),
                 "{what} found in the relay's stderr"
             );
+        }
+        if observe {
+            // The observer was there: verdicts on the typing steps, its own records.
+            let verdicts = records
+                .iter()
+                .filter(|r| r.kind == "action" && r.payload["method"] == "type")
+                .filter(|r| r.payload.get("verification").is_some())
+                .count();
+            assert!(verdicts >= 3, "{records:#?}");
+            assert!(records
+                .iter()
+                .any(|r| r.tool.as_deref() == Some("observer")));
         }
         // The sweep is only as good as its coverage: the relay did log and record plenty.
         assert!(stderr.lines().count() > 5, "{stderr}");

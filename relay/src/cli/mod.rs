@@ -105,12 +105,22 @@ pub struct EvidenceArgs {
     pub evidence_dir: PathBuf,
 
     /// Record nothing; only forward.
-    #[arg(long, conflicts_with_all = ["session", "no_screenshots", "secret_env"])]
+    #[arg(long, conflicts_with_all = ["session", "no_screenshots", "secret_env", "observe"])]
     pub no_evidence: bool,
 
-    /// Keep no screenshots (client captures and screencast frames) as artifacts.
+    /// Keep no screenshots (client captures, screencast frames, the observer's own frames).
     #[arg(long)]
     pub no_screenshots: bool,
+
+    /// Open the relay's own CDP connection to the browser: page events even for clients that
+    /// enable nothing, frames around failures, input types and typed-text verification.
+    /// Default: on for `launch`, off for `serve` (the browser may not expect a second client).
+    #[arg(long, overrides_with = "no_observe")]
+    pub observe: bool,
+
+    /// Do not open the relay's own CDP connection; record only what clients' traffic shows.
+    #[arg(long, overrides_with = "observe")]
+    pub no_observe: bool,
 
     /// Join this session's active run, shared with other producers (e.g. a device layer).
     #[arg(long, value_name = "NAME")]
@@ -122,15 +132,25 @@ pub struct EvidenceArgs {
 }
 
 impl EvidenceArgs {
-    fn into_settings(self) -> anyhow::Result<EvidenceSettings> {
+    /// The settings; `observe_by_default` is the command's default for `--observe`.
+    pub(crate) fn into_settings(
+        self,
+        observe_by_default: bool,
+    ) -> anyhow::Result<EvidenceSettings> {
         if self.no_evidence {
             return Ok(EvidenceSettings::disabled());
         }
+        let observe = match (self.observe, self.no_observe) {
+            (true, _) => true,
+            (_, true) => false,
+            _ => observe_by_default,
+        };
         let mut settings = EvidenceSettings {
             enabled: true,
             root: self.evidence_dir,
             session: self.session,
             screenshots: !self.no_screenshots,
+            observe,
             secrets: Vec::new(),
         };
         for (name, value) in secrets::from_env(&self.secret_env)? {
@@ -172,7 +192,11 @@ pub struct LaunchArgs {
 }
 
 impl RelayArgs {
-    fn into_config(self, upstream: Option<String>) -> anyhow::Result<Config> {
+    fn into_config(
+        self,
+        upstream: Option<String>,
+        observe_by_default: bool,
+    ) -> anyhow::Result<Config> {
         let policy = ListenPolicy::new(
             self.listen,
             self.allow_host,
@@ -181,7 +205,7 @@ impl RelayArgs {
             self.insecure_no_auth,
         )?;
         let mut config = Config::new(upstream.as_deref(), policy, self.max_message_size)?;
-        config.evidence = self.evidence.into_settings()?;
+        config.evidence = self.evidence.into_settings(observe_by_default)?;
         Ok(config)
     }
 }
@@ -207,11 +231,11 @@ pub fn main() -> ExitCode {
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => {
-            let config = args.relay.into_config(Some(args.upstream))?;
+            let config = args.relay.into_config(Some(args.upstream), false)?;
             runtime()?.block_on(relay::serve(config))
         }
         Command::Launch(args) => {
-            let config = args.relay.into_config(None)?;
+            let config = args.relay.into_config(None, true)?;
             let launch = LaunchConfig {
                 browser: args.browser,
                 headed: args.headed,
@@ -308,4 +332,49 @@ fn one_line(e: &anyhow::Error) -> String {
         out.push_str(s.trim());
     }
     out.replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(args: &[&str]) -> Result<EvidenceSettings, String> {
+        let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+        match cli.command {
+            Command::Serve(a) => a.relay.evidence.into_settings(false),
+            Command::Launch(a) => a.relay.evidence.into_settings(true),
+            _ => unreachable!("a relay command"),
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn observe_defaults_per_command_and_flags_override() {
+        let serve = ["cdp-relay", "serve", "--upstream", "127.0.0.1:9222"];
+        assert!(!settings(&serve).unwrap().observe, "off for serve");
+        assert!(
+            settings(&[&serve[..], &["--observe"]].concat())
+                .unwrap()
+                .observe
+        );
+        assert!(
+            settings(&["cdp-relay", "launch"]).unwrap().observe,
+            "on for launch"
+        );
+        assert!(
+            !settings(&["cdp-relay", "launch", "--no-observe"])
+                .unwrap()
+                .observe
+        );
+        // The last of the two wins, as with other on/off pairs.
+        assert!(
+            settings(&["cdp-relay", "launch", "--no-observe", "--observe"])
+                .unwrap()
+                .observe
+        );
+        // --no-screenshots still wins over frames: the observer runs, pictures are off.
+        let s = settings(&["cdp-relay", "launch", "--no-screenshots"]).unwrap();
+        assert!(s.observe && !s.screenshots);
+        assert!(settings(&["cdp-relay", "launch", "--no-evidence", "--observe"]).is_err());
+    }
 }

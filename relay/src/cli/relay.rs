@@ -95,10 +95,17 @@ impl Running {
     /// pipeline and serves.
     async fn start(config: Config, evidence: Evidence) -> anyhow::Result<Running> {
         let settings = config.evidence.clone();
+        let upstream = config.upstream.clone();
         let mut relay = Relay::bind(config).await?;
-        let pipeline = start_pipeline(&settings, evidence)?;
-        if let Some(p) = &pipeline {
+        let mut pipeline = start_pipeline(&settings, evidence)?;
+        if let Some(p) = pipeline.as_mut() {
             relay = relay.with_evidence(p.handle().clone());
+            if let Some(up) = upstream.as_ref() {
+                p.observe(up);
+                if p.observing() {
+                    tracing::info!("observer: the relay opens its own CDP connection to the browser (--no-observe turns it off)");
+                }
+            }
         }
         let endpoint = relay.endpoint();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -1,21 +1,36 @@
 //! The capture policy: when a picture of a page may be kept (DESIGN §5).
 //!
 //! One policy per pipeline, shared by every producer that can keep a frame (the passive observer
-//! keeping a client's screenshot, the relay's own capture). It knows which targets were typed into
-//! since their last main-frame navigation, and the switch `--no-screenshots`. Target keys are raw
-//! CDP target ids (or a connection/session key when the target is unknown) held in memory only;
-//! nothing here is persisted.
+//! keeping a client's screenshot, the active observer's own frames). Per page it knows:
+//!
+//! - which typing bursts since the last main-frame navigation went into a sensitive field
+//!   (password, one-time code, payment, page-marked) or into a field nobody could identify —
+//!   their pixels may show what was typed, so no frame until the page navigates;
+//! - when the page was last typed into — never a frame right after typing;
+//! - which kind of field has focus now (reported by the active observer's page agent) — never a
+//!   frame while a sensitive field has focus.
+//!
+//! and the switch `--no-screenshots`. Target keys are raw CDP target ids (or a connection/session
+//! key when the target is unknown) held in memory only; nothing here is persisted.
 
-use std::collections::HashSet;
+use cdp_sanitize::InputType;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 /// Why a frame was not kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Withheld {
     /// `--no-screenshots`.
     ScreenshotsOff,
-    /// The page was typed into since its last navigation: its pixels may show what was typed.
+    /// The page was typed into since its last navigation, into a sensitive field or one the
+    /// relay could not identify: its pixels may show what was typed.
     TypedSinceNavigation,
+    /// A password, one-time-code, payment or page-marked field (or an unreadable frame) has
+    /// focus.
+    SensitiveFocus,
+    /// The page was typed into moments ago.
+    JustTyped,
 }
 
 impl Withheld {
@@ -23,20 +38,89 @@ impl Withheld {
     pub fn reason(self) -> &'static str {
         match self {
             Withheld::ScreenshotsOff => "screenshots are off",
-            Withheld::TypedSinceNavigation => "typing since the last navigation",
+            Withheld::TypedSinceNavigation => {
+                "typing into a sensitive or unidentified field since the last navigation"
+            }
+            Withheld::SensitiveFocus => "a sensitive field has focus",
+            Withheld::JustTyped => "typing moments ago",
         }
     }
 }
 
-/// Bound on remembered typed-into targets; past it the oldest entries are not evicted but new
-/// targets are treated as typed into (withholding more, never less).
+/// What kind of element has focus in a page, as the page agent reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldKind {
+    /// An editable field of this input type (`Unknown` when nobody could tell).
+    Input(InputType),
+    /// A field (or an ancestor) the page marks sensitive (`data-sensitive`, `data-private`, …).
+    Marked,
+    /// Focus is inside a frame the agent cannot read (e.g. a cross-origin payment iframe).
+    Unreadable,
+    /// Nothing editable has focus.
+    NotEditable,
+}
+
+impl FieldKind {
+    /// Frames must not show it, and typed text must not be read back from it.
+    pub fn is_sensitive(self) -> bool {
+        match self {
+            FieldKind::Input(t) => t.is_sensitive(),
+            FieldKind::Marked | FieldKind::Unreadable => true,
+            FieldKind::NotEditable => false,
+        }
+    }
+
+    /// Typing into it withholds frames until the next navigation: sensitive, or unidentified
+    /// (typing while nothing editable seems focused means the report is stale: unidentified too).
+    fn withholds_until_navigation(self) -> bool {
+        self.is_sensitive()
+            || matches!(
+                self,
+                FieldKind::Input(InputType::Unknown) | FieldKind::NotEditable
+            )
+    }
+
+    /// The input type a typing step records.
+    pub fn input_type(self) -> InputType {
+        match self {
+            FieldKind::Input(t) => t,
+            FieldKind::Marked | FieldKind::Unreadable | FieldKind::NotEditable => {
+                InputType::Unknown
+            }
+        }
+    }
+}
+
+/// Bound on pages tracked; past it, an untracked page is withheld (more, never less).
 const MAX_TRACKED: usize = 16 * 1024;
+/// Bursts remembered per page between navigations; past it, the page stays withheld.
+const MAX_BURSTS: usize = 1024;
+
+/// How long after the last keystroke a page counts as "just typed into". By default, 1 s.
+pub const DEFAULT_QUIET_AFTER_TYPING: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+struct Page {
+    /// Bursts since the last navigation that went to a sensitive or unidentified field.
+    withholding: HashSet<u64>,
+    /// More bursts than [`MAX_BURSTS`] were withholding: until navigation, always withhold.
+    overflowed: bool,
+    last_typed: Option<SystemTime>,
+    focused: Option<FieldKind>,
+}
 
 /// Shared screenshot veto.
 #[derive(Debug)]
 pub struct CapturePolicy {
     screenshots: bool,
-    typed: Mutex<HashSet<String>>,
+    quiet: Duration,
+    pages: Mutex<HashMap<String, Page>>,
+}
+
+impl std::fmt::Debug for Page {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Page").finish_non_exhaustive()
+    }
 }
 
 impl CapturePolicy {
@@ -44,37 +128,118 @@ impl CapturePolicy {
     pub fn new(screenshots: bool) -> CapturePolicy {
         CapturePolicy {
             screenshots,
-            typed: Mutex::new(HashSet::new()),
+            quiet: DEFAULT_QUIET_AFTER_TYPING,
+            pages: Mutex::new(HashMap::new()),
         }
     }
 
-    fn typed(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.typed.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Sets how long after typing no frame is kept.
+    pub fn with_quiet_after_typing(mut self, quiet: Duration) -> CapturePolicy {
+        self.quiet = quiet;
+        self
     }
 
-    /// Text was typed into `target`: no frames of it until it navigates.
-    pub fn typed_into(&self, target: &str) {
-        let mut typed = self.typed();
-        if typed.len() < MAX_TRACKED || typed.contains(target) {
-            typed.insert(target.to_owned());
+    fn pages(&self) -> std::sync::MutexGuard<'_, HashMap<String, Page>> {
+        self.pages.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn with_page(&self, target: &str, f: impl FnOnce(&mut Page)) {
+        let mut pages = self.pages();
+        if let Some(p) = pages.get_mut(target) {
+            f(p);
+        } else if pages.len() < MAX_TRACKED {
+            f(pages.entry(target.to_owned()).or_default());
         }
+    }
+
+    /// Text of burst `burst` was typed into `target`, into a field of `kind`, at `at`.
+    pub fn typed_into(&self, target: &str, burst: u64, kind: FieldKind, at: SystemTime) {
+        self.with_page(target, |p| {
+            p.last_typed = Some(p.last_typed.map_or(at, |t| t.max(at)));
+            if kind.withholds_until_navigation() {
+                if p.withholding.len() < MAX_BURSTS {
+                    p.withholding.insert(burst);
+                } else {
+                    p.overflowed = true;
+                }
+            }
+        });
+    }
+
+    /// The field burst `burst` went to is now known to be `kind` (read back by the page agent).
+    pub fn burst_kind(&self, target: &str, burst: u64, kind: FieldKind) {
+        self.with_page(target, |p| {
+            if kind.withholds_until_navigation() {
+                if p.withholding.len() < MAX_BURSTS {
+                    p.withholding.insert(burst);
+                } else {
+                    p.overflowed = true;
+                }
+            } else {
+                p.withholding.remove(&burst);
+            }
+        });
     }
 
     /// `target`'s main frame navigated: what was typed is gone from its pixels.
     pub fn navigated(&self, target: &str) {
-        self.typed().remove(target);
+        let mut pages = self.pages();
+        if let Some(p) = pages.get_mut(target) {
+            p.withholding.clear();
+            p.overflowed = false;
+            p.last_typed = None;
+        }
     }
 
-    /// May a frame of `target` be kept?
+    /// What has focus in `target` now (`None`: unknown).
+    pub fn focused(&self, target: &str, kind: Option<FieldKind>) {
+        self.with_page(target, |p| p.focused = kind);
+    }
+
+    /// What has focus in `target`, as last reported.
+    pub fn focused_kind(&self, target: &str) -> Option<FieldKind> {
+        self.pages().get(target).and_then(|p| p.focused)
+    }
+
+    /// The page is gone.
+    pub fn forget(&self, target: &str) {
+        self.pages().remove(target);
+    }
+
+    /// May a frame of `target` taken now be kept?
     pub fn verdict(&self, target: &str) -> Result<(), Withheld> {
+        self.verdict_at(target, SystemTime::now())
+    }
+
+    /// May a frame of `target` taken at `at` be kept?
+    pub fn verdict_at(&self, target: &str, at: SystemTime) -> Result<(), Withheld> {
         if !self.screenshots {
             return Err(Withheld::ScreenshotsOff);
         }
-        let typed = self.typed();
-        if typed.contains(target) || typed.len() >= MAX_TRACKED {
+        let pages = self.pages();
+        let Some(p) = pages.get(target) else {
+            return if pages.len() >= MAX_TRACKED {
+                Err(Withheld::TypedSinceNavigation)
+            } else {
+                Ok(())
+            };
+        };
+        if p.overflowed || !p.withholding.is_empty() {
             return Err(Withheld::TypedSinceNavigation);
         }
+        if p.focused.is_some_and(FieldKind::is_sensitive) {
+            return Err(Withheld::SensitiveFocus);
+        }
+        if p.last_typed.is_some_and(|t| at < t + self.quiet) {
+            return Err(Withheld::JustTyped);
+        }
         Ok(())
+    }
+
+    /// Until when `target` counts as just typed into, if it does at `at`.
+    pub fn quiet_until(&self, target: &str, at: SystemTime) -> Option<SystemTime> {
+        let until = self.pages().get(target)?.last_typed? + self.quiet;
+        (until > at).then_some(until)
     }
 
     /// True when screenshots are on at all.
@@ -87,16 +252,62 @@ impl CapturePolicy {
 mod tests {
     use super::*;
 
+    const TEXT: FieldKind = FieldKind::Input(InputType::Text);
+    const UNKNOWN: FieldKind = FieldKind::Input(InputType::Unknown);
+    const PASSWORD: FieldKind = FieldKind::Input(InputType::Password);
+
+    fn t(ms: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms)
+    }
+
     #[test]
-    fn typing_withholds_until_navigation() {
+    fn sensitive_or_unidentified_typing_withholds_until_navigation() {
         let p = CapturePolicy::new(true);
-        assert_eq!(p.verdict("T1"), Ok(()));
-        p.typed_into("T1");
-        assert_eq!(p.verdict("T1"), Err(Withheld::TypedSinceNavigation));
-        assert_eq!(p.verdict("T2"), Ok(()));
+        assert_eq!(p.verdict_at("T1", t(0)), Ok(()));
+        p.typed_into("T1", 1, UNKNOWN, t(0));
+        assert_eq!(
+            p.verdict_at("T1", t(60_000)),
+            Err(Withheld::TypedSinceNavigation)
+        );
+        assert_eq!(p.verdict_at("T2", t(0)), Ok(()));
         p.navigated("T1");
-        assert_eq!(p.verdict("T1"), Ok(()));
+        assert_eq!(p.verdict_at("T1", t(60_000)), Ok(()));
+        p.typed_into("T1", 2, PASSWORD, t(70_000));
+        assert_eq!(
+            p.verdict_at("T1", t(99_000)),
+            Err(Withheld::TypedSinceNavigation)
+        );
         let off = CapturePolicy::new(false);
         assert_eq!(off.verdict("T1"), Err(Withheld::ScreenshotsOff));
+    }
+
+    #[test]
+    fn ordinary_typing_withholds_only_right_after() {
+        let p = CapturePolicy::new(true);
+        p.typed_into("T1", 1, TEXT, t(0));
+        assert_eq!(p.verdict_at("T1", t(500)), Err(Withheld::JustTyped));
+        assert_eq!(p.quiet_until("T1", t(500)), Some(t(1000)));
+        assert_eq!(p.verdict_at("T1", t(1000)), Ok(()));
+        assert_eq!(p.quiet_until("T1", t(1000)), None);
+        // An unidentified burst later found to be a text field stops withholding.
+        p.typed_into("T1", 2, UNKNOWN, t(2000));
+        assert_eq!(
+            p.verdict_at("T1", t(9000)),
+            Err(Withheld::TypedSinceNavigation)
+        );
+        p.burst_kind("T1", 2, TEXT);
+        assert_eq!(p.verdict_at("T1", t(9000)), Ok(()));
+    }
+
+    #[test]
+    fn sensitive_focus_withholds_while_it_lasts() {
+        let p = CapturePolicy::new(true);
+        p.focused("T1", Some(FieldKind::Input(InputType::OneTimeCode)));
+        assert_eq!(p.verdict_at("T1", t(0)), Err(Withheld::SensitiveFocus));
+        p.focused("T1", Some(FieldKind::Marked));
+        assert_eq!(p.verdict_at("T1", t(0)), Err(Withheld::SensitiveFocus));
+        p.focused("T1", Some(FieldKind::NotEditable));
+        assert_eq!(p.verdict_at("T1", t(0)), Ok(()));
+        assert_eq!(p.focused_kind("T1"), Some(FieldKind::NotEditable));
     }
 }

@@ -1,31 +1,41 @@
-//! The evidence pipeline: tap → observer → run writer → journal.
+//! The evidence pipeline: tap → observer → run writer → journal, and the relay's own eyes.
 //!
 //! Owns everything the relay does with copies of the traffic, off the hot path: the tap's queues
 //! (`tap.rs`), the passive observer and its thread (`observer/`, `passive.rs`), the shared
-//! capture policy (`capture.rs`) and the one thread that writes the evidence run (`writer.rs`).
-//! It never touches a socket the client or browser uses, never delays or alters a frame, and
-//! persists only what went through the run's sanitizer.
+//! capture policy (`capture.rs`), the once-per-page table (`once.rs`), the one thread that
+//! writes the evidence run (`writer.rs`) and, when asked, the active observer (`active/`): a
+//! CDP connection of the relay's own, a second producer of the same run. It never touches a
+//! socket the client uses, never delays or alters a frame, and persists only what went through
+//! the run's sanitizer.
 //!
-//! `serve` and `launch` start it the same way ([`Pipeline::start`]) and stop it the same way
-//! ([`Pipeline::finish`]: drain → finalize → render → prune).
+//! `serve` and `launch` start it the same way ([`Pipeline::start`], then [`Pipeline::observe`]
+//! once the browser is known) and stop it the same way ([`Pipeline::finish`]: drain the passive
+//! observer → stop the active one → finalize → render → prune).
 
+pub(crate) mod active;
 pub mod capture;
 pub mod observer;
+pub(crate) mod once;
 mod passive;
 pub mod tap;
 pub mod writer;
 
-use crate::config::EvidenceSettings;
+use crate::config::{EvidenceSettings, Upstream};
 use crate::Error;
+use active::{Active, ActiveOptions};
+
+pub use active::ActiveOptions as ObserveOptions;
 use capture::CapturePolicy;
 use cdp_evidence::{EvidenceConfig, Store};
 use cdp_sanitize::{Sanitizer, SecretError};
 use observer::{Observer, ObserverOptions};
+use once::OncePerPage;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use tap::Tap;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 pub use writer::{Emit, NewArtifact, RunWriter, WriterSummary};
 
 /// Tap events buffered between the hot path and the observer thread. Beyond this, evidence is
@@ -76,6 +86,8 @@ pub struct PipelineHandle {
     capture: Arc<CapturePolicy>,
     triggers: broadcast::Sender<Trigger>,
     session: String,
+    /// Set when the active observer is configured: the pages it covers.
+    observed: Option<Arc<OncePerPage>>,
 }
 
 /// The evidence run as `/relay/v1/status` shows it.
@@ -90,6 +102,9 @@ pub struct EvidenceStatus {
     pub session: String,
     /// Evidence lost so far: queue overflow plus failed writes.
     pub dropped: u64,
+    /// With the active observer on: the pages it is attached to and records events of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_pages: Option<usize>,
 }
 
 impl PipelineHandle {
@@ -131,6 +146,7 @@ impl PipelineHandle {
             run_dir: current.dir,
             session: self.session.clone(),
             dropped: self.tap.dropped() + self.writer.failures(),
+            observed_pages: self.observed.as_ref().map(|o| o.covered_count()),
         }
     }
 }
@@ -144,12 +160,33 @@ pub struct PipelineSummary {
     pub dropped: u64,
 }
 
+/// How long a typing step waits for its verdict before it is written without one.
+const VERIFY_WAIT: Duration = Duration::from_secs(4);
+
+/// The parts the active observer is started with, once the browser is known.
+struct ActiveParts {
+    once: Arc<OncePerPage>,
+    verify_rx: mpsc::Receiver<active::verify::VerifyRequest>,
+    verify_tx: mpsc::Sender<active::verify::VerifyReply>,
+    failures_rx: mpsc::Receiver<(String, cdp_evidence::Record)>,
+}
+
 /// A running pipeline. Stop it with [`Pipeline::finish`].
-#[derive(Debug)]
 pub struct Pipeline {
     handle: PipelineHandle,
     observer: Option<std::thread::JoinHandle<u64>>,
     writer: Option<std::thread::JoinHandle<()>>,
+    /// Set when observing is on, until [`Pipeline::observe`] starts the active observer.
+    parts: Option<ActiveParts>,
+    active: Option<Active>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("observing", &self.active.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Pipeline {
@@ -180,11 +217,33 @@ impl Pipeline {
         let (tap, rx) = Tap::channel(QUEUE_CAPACITY);
         let capture = Arc::new(CapturePolicy::new(settings.screenshots));
         let (triggers, _) = broadcast::channel(256);
-        let observer = Observer::new(
+        let once = Arc::new(OncePerPage::default());
+        let mut observer = Observer::new(
             sanitizer.clone(),
             ObserverOptions::default(),
             capture.clone(),
-        );
+        )
+        .with_once(once.clone());
+        let observed = settings.observe.then(|| once.clone());
+        let parts = if settings.observe {
+            let (requests, verify_rx) = mpsc::channel(256);
+            let (verify_tx, replies) = mpsc::channel(256);
+            let (failures, failures_rx) = mpsc::channel(1024);
+            observer = observer.with_verifier(observer::Verifier {
+                requests,
+                replies,
+                failures,
+                wait: VERIFY_WAIT,
+            });
+            Some(ActiveParts {
+                once,
+                verify_rx,
+                verify_tx,
+                failures_rx,
+            })
+        } else {
+            None
+        };
         let thread = {
             let writer = writer.clone();
             let triggers = triggers.clone();
@@ -201,10 +260,44 @@ impl Pipeline {
                 capture,
                 triggers,
                 session,
+                observed,
             },
             observer: Some(thread),
             writer: Some(writer_thread),
+            parts,
+            active: None,
         }))
+    }
+
+    /// Starts the active observer on the browser at `upstream`, if observing is on (call from
+    /// within a tokio runtime, once). It connects in the background: an unreachable browser is
+    /// retried, never an error here.
+    pub fn observe(&mut self, upstream: &Upstream) {
+        self.observe_with(upstream, ActiveOptions::default());
+    }
+
+    /// [`Pipeline::observe`] with other knobs.
+    pub fn observe_with(&mut self, upstream: &Upstream, opts: ActiveOptions) {
+        let Some(parts) = self.parts.take() else {
+            return;
+        };
+        let ctx = active::Ctx {
+            sanitizer: self.handle.sanitizer.clone(),
+            writer: self.handle.writer.clone(),
+            capture: self.handle.capture.clone(),
+            once: parts.once,
+            triggers: self.handle.triggers.subscribe(),
+            verify_rx: parts.verify_rx,
+            verify_tx: parts.verify_tx,
+            failures_rx: parts.failures_rx,
+            dropped: Arc::new(AtomicU64::new(0)),
+        };
+        self.active = Some(Active::spawn(ctx, upstream.clone(), opts));
+    }
+
+    /// True when the active observer runs.
+    pub fn observing(&self) -> bool {
+        self.active.is_some()
     }
 
     /// The handle the relay serves the status and secrets API with, and producers append
@@ -218,11 +311,25 @@ impl Pipeline {
     pub async fn finish(mut self) -> Option<PipelineSummary> {
         let observer = self.observer.take()?;
         let writer_thread = self.writer.take();
+        let active = self.active.take();
         let handle = self.handle.clone();
+        // The passive observer drains first: its last typing steps still get their verdicts
+        // from the active observer, which stops after it.
+        let passive = {
+            let handle = handle.clone();
+            tokio::task::spawn_blocking(move || {
+                handle.tap.finish();
+                observer.join().unwrap_or(0)
+            })
+            .await
+            .unwrap_or(0)
+        };
+        let active_dropped = match active {
+            Some(a) => a.stop().await,
+            None => 0,
+        };
         tokio::task::spawn_blocking(move || {
-            handle.tap.finish();
-            let observer_dropped = observer.join().unwrap_or(0);
-            let dropped = handle.tap.dropped() + observer_dropped;
+            let dropped = handle.tap.dropped() + passive + active_dropped;
             let summary = handle.writer.finish_blocking(dropped);
             if let Some(t) = writer_thread {
                 let _ = t.join();

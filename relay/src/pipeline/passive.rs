@@ -21,6 +21,9 @@ const IDLE_POLL: Duration = Duration::from_millis(10);
 /// Records handed to the writer at once when the queue is busy.
 const BATCH: usize = 256;
 
+/// At the end, how long typing steps may still wait for their verdicts.
+const FINISH_WAIT: Duration = Duration::from_secs(4);
+
 /// Runs until a `Finish` event (or until every tap is gone); returns the observer's own drops.
 pub(super) fn run(
     mut rx: TapReceiver,
@@ -60,10 +63,20 @@ pub(super) fn run(
                 }
                 let gone = empty_or_gone == TryRecvError::Disconnected;
                 if gone || finish_at.is_some() {
-                    observer.finish(finish_at.unwrap_or_else(SystemTime::now));
+                    let at = finish_at.unwrap_or_else(SystemTime::now);
+                    observer.finish_typing(at);
+                    // Typing steps waiting for a verdict get a little longer.
+                    let deadline = std::time::Instant::now() + FINISH_WAIT;
+                    while observer.holding() > 0 && std::time::Instant::now() < deadline {
+                        observer.tick(SystemTime::now());
+                        hand_over(&mut observer);
+                        std::thread::sleep(IDLE_POLL);
+                    }
+                    observer.finish(at);
                     hand_over(&mut observer);
                     return observer.dropped();
                 }
+                observer.tick(SystemTime::now());
                 hand_over(&mut observer);
                 std::thread::sleep(IDLE_POLL);
             }

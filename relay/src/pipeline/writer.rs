@@ -27,6 +27,14 @@ pub enum Emit {
         /// The artifact's bytes.
         artifact: NewArtifact,
     },
+    /// Store `artifact` once and append every record naming it (one frame illustrating several
+    /// failures); the records are appended without it when it is refused.
+    Shared {
+        /// The records.
+        records: Vec<Record>,
+        /// The artifact's bytes.
+        artifact: NewArtifact,
+    },
 }
 
 /// Artifact bytes to store as `artifacts/<seq>-<stem>.<ext>`.
@@ -90,6 +98,17 @@ impl RunWriter {
         }
         let n = batch.len() as u64;
         if self.tx.blocking_send(Msg::Batch(batch)).is_err() {
+            self.failures.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Appends a batch from async code, waiting for room in the queue (never on the hot path).
+    pub async fn send(&self, batch: Vec<Emit>) {
+        if batch.is_empty() {
+            return;
+        }
+        let n = batch.len() as u64;
+        if self.tx.send(Msg::Batch(batch)).await.is_err() {
             self.failures.fetch_add(n, Ordering::Relaxed);
         }
     }
@@ -203,6 +222,14 @@ impl Writer {
                         None => record,
                     };
                     plain.push(record);
+                }
+                Emit::Shared { records, artifact } => {
+                    self.append(&mut plain);
+                    let stored = self.store_artifact(&artifact);
+                    plain.extend(records.into_iter().map(|r| match &stored {
+                        Some(a) => r.artifact(a.clone()),
+                        None => r,
+                    }));
                 }
             }
         }

@@ -16,7 +16,7 @@ mod http;
 mod policy;
 mod splice;
 mod upgrade;
-mod upstream;
+pub(crate) mod upstream;
 
 pub use upstream::probe as probe_upstream;
 

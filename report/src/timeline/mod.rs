@@ -24,7 +24,7 @@
 use crate::text::{clean, line, Lines};
 use cdp_evidence::{LifecycleEvent, MarkerKind, StoredPayload, StoredRecord};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 mod types;
 
@@ -60,6 +60,7 @@ fn plumbing_category(method: &str) -> Option<Category> {
         "Page.startScreencast" | "Page.stopScreencast" | "Page.screencastFrame" => {
             Category::Screencast
         }
+        "frame" => Category::Frame,
         "DOM.setFileInputFiles" => return None,
         m if m.starts_with("DOM.")
             || m.starts_with("Runtime.")
@@ -231,6 +232,18 @@ fn action_role(a: &cdp_evidence::StoredAction, foreign: bool) -> Role {
                 .as_ref()
                 .and_then(|i| i.input_type.as_deref())
                 .map(|t| line(t, 24)),
+            verdict: a.verification.as_ref().map(|v| Verdict {
+                verified: serde_json::to_value(v.verified)
+                    .ok()
+                    .map(|w| match w {
+                        Value::Bool(b) => b.to_string(),
+                        Value::String(s) => line(&s, 16),
+                        _ => "indeterminate".into(),
+                    })
+                    .unwrap_or_else(|| "indeterminate".into()),
+                reason: line(&v.reason, 40),
+                note: line(&v.note, 200),
+            }),
         },
         "press" => What::Press {
             key: detail_str("key").map(|k| line(k, 40)),
@@ -375,8 +388,19 @@ fn setup_step(at_ms: Option<u64>, time_known: bool, page: Option<Page>) -> Step 
 }
 
 /// Splits a record's artifacts into frames (declared images) and other files.
-fn attach_artifacts(step: &mut Step, r: &StoredRecord, at_ms: Option<u64>, screencast: bool) {
+/// `attached`: every artifact path attached so far in the run. A frame several records name
+/// (the relay's frame after a burst of failures) is shown once, where it first appears.
+fn attach_artifacts(
+    step: &mut Step,
+    r: &StoredRecord,
+    at_ms: Option<u64>,
+    screencast: bool,
+    attached: &mut HashSet<String>,
+) {
     for path in &r.artifacts {
+        if !attached.insert(path.clone()) {
+            continue;
+        }
         let shown_path = line(path, MAX_URL);
         let refused = cdp_evidence::check_artifact_path(path).err();
         match ImageType::of(path) {
@@ -438,6 +462,7 @@ pub(crate) fn build(
     let mut pages = Pages::default();
     let mut first_known: Option<u64> = None;
     let mut numbered = 0usize;
+    let mut attached: HashSet<String> = HashSet::new();
     let mut last_end: Option<u64> = None;
 
     for (at_ms, time_known, r) in order {
@@ -480,7 +505,7 @@ pub(crate) fn build(
                         if let (Some(d), Some(more)) = (prev.duration_ms, r.duration_ms) {
                             prev.duration_ms = Some(d.saturating_add(more));
                         }
-                        attach_artifacts(prev, r, at_ms, false);
+                        attach_artifacts(prev, r, at_ms, false, &mut attached);
                         continue;
                     }
                 }
@@ -491,11 +516,7 @@ pub(crate) fn build(
                     fields = flatten(&r.payload);
                     fields.retain(|(k, _)| k != "method" && k != "url");
                 }
-                let withheld = r
-                    .payload
-                    .get("detail")
-                    .and_then(|d| str_of(d, "screenshotWithheld"))
-                    .map(|w| line(w, 120));
+                let withheld = withheld_reason(r);
                 let mut step = Step {
                     number: Some(number),
                     what,
@@ -516,7 +537,7 @@ pub(crate) fn build(
                     fields,
                     withheld,
                 };
-                attach_artifacts(&mut step, r, at_ms, false);
+                attach_artifacts(&mut step, r, at_ms, false, &mut attached);
                 tl.steps.push(step);
             }
             Role::Plumb(category, label) => {
@@ -526,6 +547,14 @@ pub(crate) fn build(
                 let Some(step) = tl.steps.last_mut() else {
                     continue;
                 };
+                if category == Category::Frame {
+                    // The relay's own picture of the page after this step, or why there is none.
+                    attach_artifacts(step, r, at_ms, false, &mut attached);
+                    if step.frames.is_empty() && step.withheld.is_none() {
+                        step.withheld = withheld_reason(r);
+                    }
+                    continue;
+                }
                 step.plumbing.push(Plumb {
                     category,
                     label,
@@ -534,7 +563,13 @@ pub(crate) fn build(
                     outcome: status,
                     error,
                 });
-                attach_artifacts(step, r, at_ms, category == Category::Screencast);
+                attach_artifacts(
+                    step,
+                    r,
+                    at_ms,
+                    category == Category::Screencast,
+                    &mut attached,
+                );
                 if step.page.is_none() {
                     step.page = page;
                     step.page_inferred = inferred;
@@ -557,7 +592,7 @@ pub(crate) fn build(
                     frame_after: None,
                 });
                 tl.steps[step].failures.push(id - 1);
-                attach_artifacts(&mut tl.steps[step], r, at_ms, false);
+                attach_artifacts(&mut tl.steps[step], r, at_ms, false, &mut attached);
             }
         }
     }
@@ -600,3 +635,11 @@ fn same_as_url(title: &str, url: &str) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// Why the relay kept no picture for a record (`detail.screenshotWithheld`).
+fn withheld_reason(r: &StoredRecord) -> Option<String> {
+    r.payload
+        .get("detail")
+        .and_then(|d| str_of(d, "screenshotWithheld"))
+        .map(|w| line(w, 120))
+}

@@ -324,3 +324,65 @@ fn the_model_does_not_depend_on_file_order() {
     let b = format!("{:?}", build_values(v));
     assert_eq!(a, b);
 }
+
+/// The relay's observer writes `frame` records after clicks and navigations, and names one frame
+/// in every failure of a burst: the picture goes to the step (once), and a typing step shows its
+/// verdict.
+#[test]
+fn observer_frames_fold_into_their_step_shared_frames_show_once_and_verdicts_are_read() {
+    let mut click = act(0, 1, "click");
+    click["payload"]["point"] = json!({"x": 1.0, "y": 2.0});
+    let mut frame = act(300, 2, "frame");
+    frame["tool"] = json!("observer");
+    frame["artifacts"] = json!(["artifacts/000001-frame.jpeg"]);
+    let mut fail_a = rec(
+        400,
+        3,
+        "network",
+        json!({"method": "GET", "url": "https://a.test/x"}),
+    );
+    fail_a["artifacts"] = json!(["artifacts/000002-frame.jpeg"]);
+    let mut fail_b = rec(410, 4, "console", json!({"level": "error", "text": "boom"}));
+    fail_b["status"] = json!("error");
+    fail_b["artifacts"] = json!(["artifacts/000002-frame.jpeg"]);
+    let mut typing = act(500, 5, "type");
+    typing["payload"]["input"] = json!({"chars": 11, "inputType": "text"});
+    typing["payload"]["verification"] = json!({
+        "verified": false, "reason": "dropped-characters",
+        "note": "expected 11 characters; the field grew by 10", "expected": 11, "grew": 10
+    });
+    let mut withheld = act(600, 6, "frame");
+    withheld["tool"] = json!("observer");
+    withheld["payload"]["detail"] = json!({"screenshotWithheld": "a sensitive field has focus"});
+    let tl = build_values(vec![click, frame, fail_a, fail_b, typing, withheld]);
+    assert_eq!(
+        labels(&tl),
+        vec!["Clicked|", "Typed 11 chars|"],
+        "frames are not steps"
+    );
+    let shown: Vec<&str> = tl.steps[0]
+        .frames
+        .iter()
+        .map(|f| f.raw_path.as_str())
+        .collect();
+    assert_eq!(
+        shown,
+        vec!["artifacts/000001-frame.jpeg", "artifacts/000002-frame.jpeg"],
+        "the shared failure frame is attached once"
+    );
+    assert!(tl.steps[0].plumbing.is_empty(), "a frame is not plumbing");
+    let What::Type {
+        verdict: Some(v), ..
+    } = &tl.steps[1].what
+    else {
+        panic!("typing step with a verdict: {:?}", tl.steps[1].what);
+    };
+    assert_eq!(
+        (v.verified.as_str(), v.reason.as_str()),
+        ("false", "dropped-characters")
+    );
+    assert_eq!(
+        tl.steps[1].withheld.as_deref(),
+        Some("a sensitive field has focus")
+    );
+}

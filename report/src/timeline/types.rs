@@ -94,6 +94,8 @@ pub(crate) enum What {
     Type {
         chars: u64,
         input_type: Option<String>,
+        /// `payload.verification`: whether the text landed, and why (value-free).
+        verdict: Option<Verdict>,
     },
     Press {
         key: Option<String>,
@@ -173,7 +175,9 @@ impl What {
             ),
             What::Tap { .. } => h("Tapped", None, None),
             What::Scroll => h("Scrolled", None, times),
-            What::Type { chars, input_type } => {
+            What::Type {
+                chars, input_type, ..
+            } => {
                 let what = if *chars == 1 { "char" } else { "chars" };
                 let note = input_type.as_ref().map(|t| format!("({t})"));
                 h(&format!("Typed {chars} {what}"), None, note)
@@ -225,6 +229,8 @@ pub(crate) enum Category {
     Attach,
     Screencast,
     Connection,
+    /// The relay's own frames (`frame` records of the observer): their picture goes to the step.
+    Frame,
 }
 
 impl Category {
@@ -239,6 +245,8 @@ impl Category {
             (Category::Screencast, false) => "screencast events",
             (Category::Connection, true) => "connection event",
             (Category::Connection, false) => "connection events",
+            (Category::Frame, true) => "frame",
+            (Category::Frame, false) => "frames",
         }
     }
 }
@@ -505,4 +513,15 @@ impl Timeline {
     pub(crate) fn step_of(&self, f: &Failure) -> &Step {
         &self.steps[f.step]
     }
+}
+
+/// A typing step's verification, as the relay's observer judged it in the page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    /// `true`, `false` or `indeterminate`.
+    pub verified: String,
+    /// The kebab-case reason (`landed`, `dropped-characters`, …).
+    pub reason: String,
+    /// One value-free sentence.
+    pub note: String,
 }

@@ -64,6 +64,11 @@ pub struct DemoArgs {
     #[arg(long)]
     pub no_screenshots: bool,
 
+    /// Do not open the relay's own CDP connection (no frames around failures, no input types
+    /// or typed-text verdicts).
+    #[arg(long)]
+    pub no_observe: bool,
+
     /// Extra arguments passed to Chromium after `--`.
     #[arg(last = true, value_name = "CHROMIUM_ARGS")]
     pub extra_args: Vec<String>,
@@ -87,6 +92,8 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     config.evidence = EvidenceSettings {
         root: args.evidence_dir,
         screenshots: !args.no_screenshots,
+        // The relay's own eyes: frames around failures, input types, typed-text verdicts.
+        observe: !args.no_observe,
         ..EvidenceSettings::default()
     };
     let mut extra_args = args.extra_args;

@@ -235,6 +235,8 @@ pub(crate) struct ConsoleApiCalled<'a> {
     pub(crate) args: Vec<RemoteObject<'a>>,
     #[serde(borrow)]
     pub(crate) stack_trace: Option<StackTrace<'a>>,
+    /// Milliseconds since the epoch; the same in every session that sees the call.
+    pub(crate) timestamp: f64,
 }
 
 #[derive(Deserialize, Default)]
@@ -257,11 +259,14 @@ pub(crate) struct ExceptionDetails<'a> {
 pub(crate) struct ExceptionThrown<'a> {
     #[serde(borrow)]
     pub(crate) exception_details: ExceptionDetails<'a>,
+    pub(crate) timestamp: f64,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct LogEntry<'a> {
+    #[serde(borrow)]
+    pub(crate) source: Str<'a>,
     #[serde(borrow)]
     pub(crate) level: Str<'a>,
     #[serde(borrow)]
@@ -269,6 +274,7 @@ pub(crate) struct LogEntry<'a> {
     #[serde(borrow)]
     pub(crate) url: Option<Str<'a>>,
     pub(crate) line_number: Option<u32>,
+    pub(crate) timestamp: f64,
 }
 
 #[derive(Deserialize, Default)]

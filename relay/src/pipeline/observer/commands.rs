@@ -18,8 +18,8 @@ pub(crate) enum Command {
     Navigate(Action),
     /// `Page.captureScreenshot`: the response may become an artifact.
     Screenshot { action: Action, ext: &'static str },
-    /// Text typed into the page (memory only).
-    Typing { text: String },
+    /// Text typed into the page (memory only); `attribute` when set as a `value` attribute.
+    Typing { text: String, attribute: bool },
 }
 
 /// Keys whose names say nothing about what was typed; any other key is part of typing.
@@ -131,12 +131,14 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             }
             Command::Typing {
                 text: p.text.into_owned(),
+                attribute: false,
             }
         }
         M::InputInsertText => {
             let p: cdp::InsertText = frame.params()?;
             Command::Typing {
                 text: p.text.into_owned(),
+                attribute: false,
             }
         }
         M::DomSetAttributeValue => {
@@ -146,6 +148,7 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             }
             Command::Typing {
                 text: p.value.into_owned(),
+                attribute: true,
             }
         }
         M::DomSetFileInputFiles => {

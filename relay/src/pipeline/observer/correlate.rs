@@ -62,8 +62,8 @@ impl Observer {
         let key: Key = frame.session().map(Box::from);
         self.close_stale_typing(conn, &key, at);
         let waiting = match cmd {
-            Command::Typing { text } => {
-                let seq = self.add_typing(conn, &key, &text, at);
+            Command::Typing { text, attribute } => {
+                let seq = self.add_typing(conn, &key, &text, attribute, at);
                 Waiting::Typing { seq }
             }
             Command::Action(action) => {
@@ -89,7 +89,10 @@ impl Observer {
             }
             Command::Screenshot { action, ext } => {
                 self.end_typing(conn, &key, at);
-                let withheld = self.capture.verdict(&self.typing_key(conn, &key)).err();
+                let withheld = self
+                    .capture
+                    .verdict_at(&self.typing_key(conn, &key), at)
+                    .err();
                 let target = self.target_for(conn, &key);
                 Waiting::Screenshot {
                     action,

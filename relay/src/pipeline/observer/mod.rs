@@ -10,18 +10,19 @@
 //! It never writes: [`Observer::take`] hands its records to the run writer and its triggers to
 //! whoever subscribed. It never panics on a frame: anything unexpected is ignored.
 
-mod cdp;
+pub(crate) mod cdp;
 mod commands;
-mod console;
+pub(crate) mod console;
 mod correlate;
-mod frame;
+pub(crate) mod frame;
 mod methods;
-mod network;
+pub(crate) mod network;
 mod screenshots;
 mod targets;
 mod typing;
 
 use crate::pipeline::capture::CapturePolicy;
+use crate::pipeline::once::OncePerPage;
 use crate::pipeline::tap::{Direction, SessionEnd, TapEvent};
 use crate::pipeline::{Emit, Trigger};
 use cdp_evidence::{Lifecycle, LifecycleEvent, Record, RecordKind, Status};
@@ -34,7 +35,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use targets::{Endpoint, Session, Targets};
-use typing::Burst;
+pub(crate) use typing::Verifier;
+use typing::{Burst, Held};
 
 /// Observer knobs. Tests build it directly.
 #[derive(Debug, Clone)]
@@ -99,6 +101,12 @@ pub struct Observer {
     dropped: u64,
     last_sweep: Option<SystemTime>,
     out: Output,
+    /// Page events recorded once per page, shared with the active observer.
+    once: Arc<OncePerPage>,
+    /// The active observer's verification, when it runs.
+    verifier: Option<Verifier>,
+    /// Typing steps waiting for their verdict, by burst number.
+    held: HashMap<u64, Held>,
 }
 
 impl Observer {
@@ -118,7 +126,22 @@ impl Observer {
             dropped: 0,
             last_sweep: None,
             out: Output::default(),
+            once: Arc::new(OncePerPage::default()),
+            verifier: None,
+            held: HashMap::new(),
         }
+    }
+
+    /// Shares the once-per-page table with the active observer.
+    pub(crate) fn with_once(mut self, once: Arc<OncePerPage>) -> Observer {
+        self.once = once;
+        self
+    }
+
+    /// Hands typing bursts to the active observer for verification.
+    pub(crate) fn with_verifier(mut self, verifier: Verifier) -> Observer {
+        self.verifier = Some(verifier);
+        self
     }
 
     /// Evidence the observer itself had to drop (pending or request tables full).
@@ -180,12 +203,15 @@ impl Observer {
         }
     }
 
-    /// Ends every open connection (the pipeline stops): pending commands become interrupted.
+    /// Ends every open connection (the pipeline stops): pending commands become interrupted,
+    /// typing steps still waiting for a verdict are written without one.
     pub fn finish(&mut self, at: SystemTime) {
         let conns: Vec<u64> = self.conns.keys().copied().collect();
         for conn in conns {
             self.close_conn(conn, at, "the relay stopped before the browser answered");
         }
+        self.tick(at);
+        self.release_all();
     }
 
     fn emit(&mut self, record: Record) {
@@ -306,24 +332,24 @@ impl Observer {
                 }
             }
             E::NetworkResponseReceived => {
-                let failure = match (
-                    frame.params::<cdp::ResponseReceived>(),
-                    self.conns.get_mut(&conn),
-                ) {
-                    (Some(p), Some(c)) => c.requests.response(&key, &p, &self.sanitizer),
-                    _ => None,
+                let Some(p) = frame.params::<cdp::ResponseReceived>() else {
+                    return;
                 };
-                self.emit_network(conn, &key, failure, at);
+                let failure = match self.conns.get_mut(&conn) {
+                    Some(c) => c.requests.response(&key, &p, &self.sanitizer),
+                    None => None,
+                };
+                self.emit_network(conn, &key, &p.request_id, failure, at);
             }
             E::NetworkLoadingFailed => {
-                let failure = match (
-                    frame.params::<cdp::LoadingFailed>(),
-                    self.conns.get_mut(&conn),
-                ) {
-                    (Some(p), Some(c)) => c.requests.failed(&key, &p, &self.sanitizer),
-                    _ => None,
+                let Some(p) = frame.params::<cdp::LoadingFailed>() else {
+                    return;
                 };
-                self.emit_network(conn, &key, failure, at);
+                let failure = match self.conns.get_mut(&conn) {
+                    Some(c) => c.requests.failed(&key, &p, &self.sanitizer),
+                    None => None,
+                };
+                self.emit_network(conn, &key, &p.request_id, failure, at);
             }
             E::NetworkLoadingFinished => {
                 if let (Some(p), Some(c)) =
@@ -339,7 +365,7 @@ impl Observer {
             }
             E::RuntimeExceptionThrown => {
                 if let Some(p) = frame.params::<cdp::ExceptionThrown>() {
-                    self.exception(conn, &key, &p.exception_details, at);
+                    self.exception(conn, &key, &p, at);
                 }
             }
             E::LogEntryAdded => {

@@ -25,6 +25,8 @@ type Key = (Option<Box<str>>, Box<str>);
 pub(crate) struct Requests {
     map: HashMap<Key, Request>,
     max: usize,
+    /// A `Network.requestWillBeSent` went by: this connection's client enabled `Network`.
+    seen: bool,
 }
 
 /// A failure to record, and when its request started (if it was seen).
@@ -35,7 +37,13 @@ impl Requests {
         Requests {
             map: HashMap::new(),
             max,
+            seen: false,
         }
+    }
+
+    /// True once a request went by on this connection.
+    pub(crate) fn seen_any(&self) -> bool {
+        self.seen
     }
 
     /// Tracks a request; `false` when the table is full and it was not tracked.
@@ -45,6 +53,7 @@ impl Requests {
         p: &cdp::RequestWillBeSent<'_>,
         at: SystemTime,
     ) -> bool {
+        self.seen = true;
         let key = (session.clone(), Box::from(p.request_id.as_ref()));
         // A redirect reuses the requestId: the entry follows the request to its new URL.
         if !self.map.contains_key(&key) && self.map.len() >= self.max {

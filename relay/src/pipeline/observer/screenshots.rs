@@ -35,7 +35,11 @@ impl Observer {
 
     /// A screencast frame: at most one per session per `screencast_every`, unless withheld.
     pub(super) fn screencast(&mut self, conn: u64, key: &Key, frame: &Frame<'_>, at: SystemTime) {
-        if self.capture.verdict(&self.typing_key(conn, key)).is_err() {
+        if self
+            .capture
+            .verdict_at(&self.typing_key(conn, key), at)
+            .is_err()
+        {
             return;
         }
         let every = self.opts.screencast_every;

@@ -63,6 +63,7 @@ impl Harness {
                     cdp_evidence::ArtifactOutcome::Stored(a) => record.artifact(a),
                     _ => record,
                 },
+                Emit::Shared { .. } => panic!("the passive observer shares no artifacts"),
             };
             self.run.append(record).expect("append");
         }
@@ -421,7 +422,7 @@ fn screenshots_are_withheld_after_typing_until_navigation() {
     assert!(shots[1].artifacts.is_empty(), "withheld after typing");
     assert_eq!(
         shots[1].payload["detail"]["screenshotWithheld"],
-        "typing since the last navigation"
+        "typing into a sensitive or unidentified field since the last navigation"
     );
     assert_eq!(
         shots[2].artifacts.len(),
@@ -480,4 +481,63 @@ fn malformed_and_hostile_frames_are_ignored() {
     h.handle(TapEvent::Finish { at: t(10) });
     assert_eq!(h.actions("Page.reload").len(), 8);
     let _ = &h.sanitizer;
+}
+
+/// A page seen by two sessions of one connection and by a second connection (an agent's own
+/// DevTools model, a second client): each console message and each failed request is recorded
+/// once.
+#[test]
+fn page_events_are_recorded_once_per_page() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/b", 0);
+    for sid in ["S1", "S2"] {
+        h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": sid, "targetInfo": {"targetId": PAGE, "type": "page", "url": "https://a.test/", "title": "t"}}}));
+    }
+    h.open(2, &format!("/devtools/page/{PAGE}"), 2);
+    let console = |sid: Option<&str>| {
+        let mut m = json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "boom"}], "timestamp": 1700000000123.5, "executionContextId": 1}});
+        if let Some(s) = sid {
+            m["sessionId"] = json!(s);
+        }
+        m
+    };
+    h.recv(1, 10, console(Some("S1")));
+    h.recv(1, 11, console(Some("S2")));
+    h.recv(2, 12, console(None));
+    // The same text at another moment is another message.
+    let mut later = console(None);
+    later["params"]["timestamp"] = json!(1700000000999.0);
+    h.recv(2, 13, later);
+    for (conn, sid) in [(1, Some("S1")), (1, Some("S2")), (2, None)] {
+        let mut sent = json!({"method": "Network.requestWillBeSent", "params": {"requestId": "42.7", "request": {"url": "https://a.test/missing?token=1", "method": "GET"}, "type": "Fetch", "timestamp": 1.0}});
+        let mut resp = json!({"method": "Network.responseReceived", "params": {"requestId": "42.7", "type": "Fetch", "timestamp": 1.2, "response": {"status": 404, "statusText": "Not Found", "url": "https://a.test/missing?token=1"}}});
+        if let Some(s) = sid {
+            sent["sessionId"] = json!(s);
+            resp["sessionId"] = json!(s);
+        }
+        h.recv(conn, 20, sent);
+        h.recv(conn, 21, resp);
+    }
+    assert_eq!(h.of_kind("console").len(), 2);
+    assert_eq!(h.of_kind("network").len(), 1);
+}
+
+/// When the active observer covers a page, the passive observer leaves its page events to it.
+#[test]
+fn covered_pages_leave_page_events_to_the_active_observer() {
+    let once = Arc::new(crate::pipeline::once::OncePerPage::default());
+    let mut h = Harness::new(ObserverOptions::default());
+    h.observer = Observer::new(
+        h.sanitizer.clone(),
+        ObserverOptions::default(),
+        Arc::new(CapturePolicy::new(true)),
+    )
+    .with_once(once.clone());
+    once.cover(PAGE);
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.recv(1, 10, json!({"method": "Runtime.exceptionThrown", "params": {"timestamp": 5.0, "exceptionDetails": {"text": "Uncaught", "lineNumber": 0, "columnNumber": 0}}}));
+    assert!(h.of_kind("console").is_empty());
+    once.uncover(PAGE);
+    h.recv(1, 11, json!({"method": "Runtime.exceptionThrown", "params": {"timestamp": 6.0, "exceptionDetails": {"text": "Uncaught", "lineNumber": 0, "columnNumber": 0}}}));
+    assert_eq!(h.of_kind("console").len(), 1);
 }

@@ -1,13 +1,24 @@
 //! Typing bursts: consecutive keystrokes and insertions on one session, recorded as one step
-//! with the length only. The typed text never leaves memory: from the first keystroke it is
-//! registered with the run's sanitizer (a growing `${TYPED_n}`), so a page echoing it — even
-//! partially, while typing goes on — is masked.
+//! with the length and the input type only. The typed text never leaves memory: from the first
+//! keystroke it is registered with the run's sanitizer (a growing `${TYPED_n}`, so a page echoing
+//! it — even partially, while typing goes on — is masked), and when the active observer runs it
+//! is handed over (in memory) for verification in the page it was typed into. A step waiting for
+//! its verdict is held here, bounded in time.
 
 use super::{Key, Observer, TOOL};
+use crate::pipeline::active::verify::{self, Literal, VerifyReply, VerifyRequest};
+use crate::pipeline::capture::FieldKind;
 use crate::pipeline::Trigger;
-use cdp_evidence::{Action, Record, RecordKind, Status};
+use cdp_evidence::{Action, Record, RecordKind, Status, Verification};
 use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer, TypedEcho};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+/// The typed text kept per burst for verification; longer input is counted, not kept (echo
+/// protection has its own cap, in the sanitizer).
+const MAX_KEPT_BYTES: usize = 4096;
+
+/// Typing steps waiting for a verdict at once; past it, steps are written without one.
+const MAX_HELD: usize = 1024;
 
 /// Consecutive keystrokes and insertions on one session, reported as one typing step.
 pub(crate) struct Burst {
@@ -16,16 +27,26 @@ pub(crate) struct Burst {
     pub(crate) last: SystemTime,
     answered_at: SystemTime,
     summary: InputSummary,
+    /// The field that had focus when the burst started, as the page agent reported it.
+    kind: FieldKind,
+    /// The typed text, in memory only, for verification in the page.
+    typed: String,
     /// Echo protection of what this burst typed, extended at every keystroke.
     echo: TypedEcho,
+    /// More was typed than is kept.
+    cut: bool,
+    /// Some of the text was set as a `value` attribute, not typed.
+    attribute: bool,
     commands: u64,
     pub(crate) outstanding: usize,
     error: Option<SafeText>,
     target: Option<SafeJson>,
     target_id: Option<String>,
+    verification: Option<Verification>,
 }
 
 impl Burst {
+    #[cfg(test)]
     pub(crate) fn new(
         seq: u64,
         at: SystemTime,
@@ -33,25 +54,54 @@ impl Burst {
         target_id: Option<String>,
         echo: TypedEcho,
     ) -> Burst {
+        Burst::of_kind(
+            seq,
+            at,
+            target,
+            target_id,
+            FieldKind::Input(InputType::Unknown),
+            echo,
+        )
+    }
+
+    pub(crate) fn of_kind(
+        seq: u64,
+        at: SystemTime,
+        target: Option<SafeJson>,
+        target_id: Option<String>,
+        kind: FieldKind,
+        echo: TypedEcho,
+    ) -> Burst {
         Burst {
             seq,
             started: at,
             last: at,
             answered_at: at,
-            summary: InputSummary::of("", InputType::Unknown),
+            summary: InputSummary::of("", kind.input_type()),
+            kind,
+            typed: String::new(),
             echo,
+            cut: false,
+            attribute: false,
             commands: 0,
             outstanding: 0,
             error: None,
             target,
             target_id,
+            verification: None,
         }
     }
 
-    pub(crate) fn add(&mut self, text: &str, at: SystemTime) {
+    pub(crate) fn add(&mut self, text: &str, attribute: bool, at: SystemTime) {
         self.summary.extend(text);
         // Protected from now on: the page may echo it before the burst ends.
         self.echo.extend(text);
+        if self.typed.len() + text.len() <= MAX_KEPT_BYTES {
+            self.typed.push_str(text);
+        } else {
+            self.cut = true;
+        }
+        self.attribute |= attribute;
         self.commands += 1;
         self.outstanding += 1;
         self.last = at;
@@ -65,6 +115,12 @@ impl Burst {
         }
     }
 
+    /// The field turned out to be `kind` (the page agent read it where the burst landed).
+    fn retype(&mut self, kind: FieldKind) {
+        self.kind = kind;
+        self.summary = retyped(&self.summary, kind.input_type());
+    }
+
     fn into_record(
         self,
         sanitizer: &Sanitizer,
@@ -73,7 +129,17 @@ impl Burst {
     ) -> Record {
         let mut action = Action::new(SafeText::literal("type"));
         action.input = Some(self.summary);
-        action.detail = Some(sanitizer.json(&serde_json::json!({ "commands": self.commands })));
+        let mut detail = serde_json::json!({ "commands": self.commands });
+        match self.kind {
+            FieldKind::Marked => detail["field"] = "marked sensitive by the page".into(),
+            FieldKind::Unreadable => {
+                detail["field"] = "inside a frame the relay cannot read".into()
+            }
+            FieldKind::NotEditable => detail["field"] = "no editable field had focus".into(),
+            FieldKind::Input(_) => {}
+        }
+        action.detail = Some(sanitizer.json(&detail));
+        action.verification = self.verification;
         let ended = self.answered_at.max(self.last);
         let (status, error) = match (interrupted, self.error) {
             (_, Some(e)) => (Status::Error, Some(e)),
@@ -101,12 +167,57 @@ impl Burst {
     }
 }
 
+/// `summary` with another input type, same count. (`InputSummary` has no setter: it is rebuilt by
+/// counting, from text that is not the typed text.)
+fn retyped(summary: &InputSummary, input_type: InputType) -> InputSummary {
+    const BLANKS: &str = "                                                                ";
+    let mut out = InputSummary::of("", input_type);
+    let mut left = summary.chars();
+    while left > 0 {
+        let n = left.min(BLANKS.len() as u64);
+        out.extend(&BLANKS[..n as usize]);
+        left -= n;
+    }
+    out
+}
+
+/// A typing step waiting for its verdict.
+pub(crate) struct Held {
+    burst: Burst,
+    at: SystemTime,
+    deadline: SystemTime,
+    /// The text, kept (memory only) when it was not sent because the field was taken for a
+    /// sensitive one: sent if the page agent says it was not.
+    kept: Option<String>,
+}
+
+/// The way to the active observer, when it runs: verification, and failure records that should
+/// name the frame it takes after them.
+pub(crate) struct Verifier {
+    pub(crate) requests: tokio::sync::mpsc::Sender<VerifyRequest>,
+    pub(crate) replies: tokio::sync::mpsc::Receiver<VerifyReply>,
+    /// Failure records of pages the active observer does not cover yet, with their raw target id.
+    pub(crate) failures: tokio::sync::mpsc::Sender<(String, Record)>,
+    /// How long a typing step waits for its verdict before it is written without one.
+    pub(crate) wait: Duration,
+}
+
 impl Observer {
     /// Adds typed text to the session's burst and returns the burst's number.
-    pub(super) fn add_typing(&mut self, conn: u64, key: &Key, text: &str, at: SystemTime) -> u64 {
+    pub(super) fn add_typing(
+        &mut self,
+        conn: u64,
+        key: &Key,
+        text: &str,
+        attribute: bool,
+        at: SystemTime,
+    ) -> u64 {
         let typed = self.typing_key(conn, key);
-        self.capture.typed_into(&typed);
         let next = self.next_burst;
+        let kind = self
+            .capture
+            .focused_kind(&typed)
+            .unwrap_or(FieldKind::Input(InputType::Unknown));
         let target = self.target_for(conn, key);
         let target_id = self.raw_target(conn, key);
         let Some(session) = self
@@ -117,12 +228,20 @@ impl Observer {
             return 0;
         };
         let burst = session.typing.get_or_insert_with(|| {
-            Burst::new(next, at, target, target_id, self.sanitizer.typed_echo())
+            Burst::of_kind(
+                next,
+                at,
+                target,
+                target_id,
+                kind,
+                self.sanitizer.typed_echo(),
+            )
         });
         if burst.seq == next {
             self.next_burst += 1;
         }
-        burst.add(text, at);
+        burst.add(text, attribute, at);
+        self.capture.typed_into(&typed, burst.seq, burst.kind, at);
         burst.seq
     }
 
@@ -189,13 +308,186 @@ impl Observer {
         }
     }
 
-    pub(super) fn emit_burst(&mut self, burst: Burst, at: SystemTime, interrupted: Option<&str>) {
+    pub(super) fn emit_burst(
+        &mut self,
+        mut burst: Burst,
+        at: SystemTime,
+        interrupted: Option<&str>,
+    ) {
         let target_id = burst.target_id.clone();
+        self.out.triggers.push(Trigger::TypingEnded {
+            target_id: target_id.clone(),
+            at,
+        });
+        if interrupted.is_none() && burst.error.is_none() {
+            if let Some(v) = self.verifier.as_ref() {
+                // A field taken for a sensitive one is still asked about (its kind may be a
+                // stale report), but by length only: a credential is never sent back.
+                let local = if burst.attribute {
+                    Some(verify::attribute(burst.summary.chars()))
+                } else if burst.cut {
+                    Some(verify::too_long(burst.summary.chars()))
+                } else {
+                    None
+                };
+                if let Some(verdict) = local {
+                    burst.verification = Some(verdict);
+                } else if self.held.len() >= MAX_HELD {
+                    burst.verification = Some(verify::unread(
+                        burst.summary.chars(),
+                        "too many typing steps were waiting for a reading",
+                    ));
+                } else if let Some(target_id) = target_id {
+                    let typed = std::mem::take(&mut burst.typed);
+                    let (literal, kept) = if burst.kind.is_sensitive() {
+                        (None, Some(typed))
+                    } else {
+                        (Some(Literal::new(typed)), None)
+                    };
+                    let request = VerifyRequest {
+                        burst: burst.seq,
+                        target_id,
+                        literal,
+                        chars: burst.summary.chars(),
+                        started_at: burst.started,
+                    };
+                    match v.requests.try_send(request) {
+                        Ok(()) => {
+                            let deadline = at + v.wait;
+                            self.held.insert(
+                                burst.seq,
+                                Held {
+                                    burst,
+                                    at,
+                                    deadline,
+                                    kept,
+                                },
+                            );
+                            return;
+                        }
+                        Err(_) => {
+                            burst.verification = Some(verify::unread(
+                                burst.summary.chars(),
+                                "the verifier was busy",
+                            ))
+                        }
+                    }
+                } else {
+                    burst.verification = Some(verify::unread(
+                        burst.summary.chars(),
+                        "the page typed into is not known",
+                    ));
+                }
+            }
+        }
         let record = burst.into_record(&self.sanitizer, at, interrupted);
         self.emit(record);
-        self.out
-            .triggers
-            .push(Trigger::TypingEnded { target_id, at });
+    }
+
+    /// Typing steps waiting for a verdict.
+    pub fn holding(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Ends every burst whose gap has passed by `now` (`all`: every burst), so its step — and
+    /// its verdict — does not wait for the next keystroke.
+    fn close_bursts(&mut self, now: SystemTime, all: bool) {
+        let gap = self.opts.typing_gap;
+        let open: Vec<(u64, Key)> = self
+            .conns
+            .iter()
+            .flat_map(|(conn, c)| {
+                c.sessions
+                    .iter()
+                    .filter(|(_, s)| {
+                        s.typing.as_ref().is_some_and(|b| {
+                            all || now.duration_since(b.last).unwrap_or_default() > gap
+                        })
+                    })
+                    .map(|(k, _)| (*conn, k.clone()))
+            })
+            .collect();
+        for (conn, key) in open {
+            self.end_typing(conn, &key, now);
+        }
+    }
+
+    /// Ends every open burst (the pipeline is stopping): their verdicts are asked for now.
+    pub fn finish_typing(&mut self, at: SystemTime) {
+        self.close_bursts(at, true);
+    }
+
+    /// Ends bursts whose gap has passed, takes the verdicts that arrived and writes the steps
+    /// whose wait is over.
+    pub fn tick(&mut self, now: SystemTime) {
+        self.close_bursts(now, false);
+        let mut replies = Vec::new();
+        if let Some(v) = self.verifier.as_mut() {
+            while let Ok(reply) = v.replies.try_recv() {
+                replies.push(reply);
+            }
+        }
+        for reply in replies {
+            let Some(mut held) = self.held.remove(&reply.burst) else {
+                continue;
+            };
+            let not_sensitive = reply.kind.is_some_and(|k| !k.is_sensitive());
+            if reply.needs_literal && not_sensitive {
+                if let (Some(text), Some(v), Some(target_id)) = (
+                    held.kept.take(),
+                    self.verifier.as_ref(),
+                    held.burst.target_id.clone(),
+                ) {
+                    // Taken for a sensitive field by a stale report: ask again, with the text.
+                    let request = VerifyRequest {
+                        burst: held.burst.seq,
+                        target_id,
+                        literal: Some(Literal::new(text)),
+                        chars: held.burst.summary.chars(),
+                        started_at: held.burst.started,
+                    };
+                    if v.requests.try_send(request).is_ok() {
+                        held.deadline = now + v.wait;
+                        self.held.insert(reply.burst, held);
+                        continue;
+                    }
+                }
+            }
+            if let Some(kind) = reply.kind {
+                held.burst.retype(kind);
+                if let Some(page) = held.burst.target_id.clone() {
+                    self.capture.burst_kind(&page, held.burst.seq, kind);
+                }
+            }
+            held.burst.verification = Some(reply.verification);
+            let record = held.burst.into_record(&self.sanitizer, held.at, None);
+            self.emit(record);
+        }
+        let overdue: Vec<u64> = self
+            .held
+            .iter()
+            .filter(|(_, h)| now >= h.deadline)
+            .map(|(seq, _)| *seq)
+            .collect();
+        for seq in overdue {
+            self.release(seq, "no reading arrived in time");
+        }
+    }
+
+    /// Writes every held step without waiting longer (the pipeline stops).
+    pub(super) fn release_all(&mut self) {
+        let all: Vec<u64> = self.held.keys().copied().collect();
+        for seq in all {
+            self.release(seq, "the relay stopped before the reading");
+        }
+    }
+
+    fn release(&mut self, seq: u64, why: &'static str) {
+        if let Some(mut held) = self.held.remove(&seq) {
+            held.burst.verification = Some(verify::unread(held.burst.summary.chars(), why));
+            let record = held.burst.into_record(&self.sanitizer, held.at, None);
+            self.emit(record);
+        }
     }
 }
 
@@ -208,8 +500,8 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH;
         let s = Sanitizer::new();
         let mut b = Burst::new(1, t0, None, None, s.typed_echo());
-        b.add("hé", t0);
-        b.add("llo", t0);
+        b.add("hé", false, t0);
+        b.add("llo", false, t0);
         assert_eq!(b.commands(), 2);
         let r = b.into_record(&s, t0, None);
         let RecordKind::Action(action) = r.kind() else {
@@ -218,5 +510,12 @@ mod tests {
         let input = action.input.as_ref().expect("input summary");
         assert_eq!(input.chars(), 5);
         assert_eq!(input.input_type(), InputType::Unknown);
+    }
+
+    #[test]
+    fn retyping_keeps_the_count() {
+        let s = InputSummary::of(&"x".repeat(150), InputType::Unknown);
+        let r = retyped(&s, InputType::Email);
+        assert_eq!((r.chars(), r.input_type()), (150, InputType::Email));
     }
 }

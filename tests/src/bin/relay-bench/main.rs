@@ -11,9 +11,11 @@
 //!
 //! Run everything (prints Markdown for BENCHMARKS.md): `scripts/bench.sh`, or
 //! `cargo build --release --workspace --bins && target/release/relay-bench [real|synthetic|all]`.
+//! `relay-bench observer` compares `cdp-relay launch` with and without its own observer.
 //! `--smoke`: tiny sizes, seconds — what CI runs to keep the benchmark working.
 //! Env: `BENCH_ROUNDS` (default 10), `BENCH_RELAY_ARGS` (extra `serve` flags for both relays).
 
+mod observer;
 mod paths;
 mod real;
 mod stats;
@@ -28,8 +30,8 @@ async fn main() {
         .find(|a| !a.starts_with("--"))
         .map_or("all", String::as_str)
         .to_owned();
-    if !matches!(which.as_str(), "all" | "real" | "synthetic") {
-        eprintln!("usage: relay-bench [real|synthetic|all] [--smoke]");
+    if !matches!(which.as_str(), "all" | "real" | "synthetic" | "observer") {
+        eprintln!("usage: relay-bench [real|synthetic|observer|all] [--smoke]");
         std::process::exit(64);
     }
     let rounds: usize = std::env::var("BENCH_ROUNDS")
@@ -42,7 +44,14 @@ async fn main() {
         "relay binary: {}",
         cdp_relay_tests::relay_binary().display()
     );
-    if which != "synthetic" {
+    if which == "observer" || which == "all" {
+        println!("### The relay's own observer\n");
+        println!(
+            "{}",
+            observer::run(rounds, if smoke { 50 } else { 500 }).await
+        );
+    }
+    if which == "all" || which == "real" {
         let sizes = if smoke {
             real::Sizes {
                 small: 20,
@@ -59,7 +68,7 @@ async fn main() {
         println!("### Real Chromium\n");
         println!("{}", real::run(rounds, &sizes, &extra).await);
     }
-    if which != "real" {
+    if which == "all" || which == "synthetic" {
         let sizes = if smoke {
             synthetic::Sizes {
                 small: 200,

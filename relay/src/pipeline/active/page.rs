@@ -1,0 +1,114 @@
+//! What the active observer keeps per page: its own flattened session, the page agent's world,
+//! requests in flight (for failure joining), dialog and crash state, the frame it is waiting for,
+//! and verifications queued for it. Target ids and URLs are raw here, in memory only; records
+//! get the sanitized page summary.
+
+use super::frames::Want;
+use super::verify::VerifyRequest;
+use crate::pipeline::observer::network::Requests;
+use cdp_sanitize::{SafeJson, Sanitizer};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+/// Requests tracked per page for failure joining.
+const MAX_REQUESTS: usize = 8192;
+/// Target metadata entries kept; beyond this, records carry only the target handle.
+const MAX_META: usize = 4096;
+
+/// One page the observer is attached to.
+pub(crate) struct Page {
+    /// Raw target id (memory only).
+    pub(crate) target_id: String,
+    /// Domains enabled: the page's events are the observer's to record.
+    pub(crate) ready: bool,
+    /// The page agent's execution context in the main frame.
+    pub(crate) world: Option<i64>,
+    pub(crate) requests: Requests,
+    pub(crate) dialog: bool,
+    pub(crate) crashed: bool,
+    /// A main-frame navigation committed and its load has not fired yet.
+    pub(crate) loading_since: Option<Instant>,
+    pub(crate) want: Option<Want>,
+    pub(crate) capturing: bool,
+    pub(crate) last_frame: Option<Instant>,
+    pub(crate) verifying: bool,
+    pub(crate) verify_queue: VecDeque<VerifyRequest>,
+}
+
+impl Page {
+    pub(crate) fn new(target_id: String) -> Page {
+        Page {
+            target_id,
+            ready: false,
+            world: None,
+            requests: Requests::new(MAX_REQUESTS),
+            dialog: false,
+            crashed: false,
+            loading_since: None,
+            want: None,
+            capturing: false,
+            last_frame: None,
+            verifying: false,
+            verify_queue: VecDeque::new(),
+        }
+    }
+}
+
+/// Allowlisted `TargetInfo` fields kept raw (memory only).
+const KEPT: [&str; 4] = ["type", "title", "url", "browserContextId"];
+
+/// Target metadata for records, kept current from `Target.*` events and navigations.
+#[derive(Default)]
+pub(crate) struct Meta {
+    map: HashMap<String, (Map<String, Value>, Option<SafeJson>)>,
+}
+
+impl Meta {
+    /// Takes the allowlisted fields of a `TargetInfo`.
+    pub(crate) fn learn(&mut self, info: &Value) {
+        let Some(id) = info.get("targetId").and_then(Value::as_str) else {
+            return;
+        };
+        if !self.map.contains_key(id) && self.map.len() >= MAX_META {
+            return;
+        }
+        let (raw, safe) = self.map.entry(id.to_owned()).or_default();
+        for key in KEPT {
+            if let Some(v @ Value::String(_)) = info.get(key) {
+                if raw.get(key) != Some(v) {
+                    raw.insert(key.to_owned(), v.clone());
+                    *safe = None;
+                }
+            }
+        }
+    }
+
+    /// The page now shows `url`.
+    pub(crate) fn navigated(&mut self, id: &str, url: &str) {
+        if let Some((raw, safe)) = self.map.get_mut(id) {
+            if raw.get("url").and_then(Value::as_str) != Some(url) {
+                raw.insert("url".into(), Value::String(url.to_owned()));
+                *safe = None;
+            }
+        }
+    }
+
+    pub(crate) fn forget(&mut self, id: &str) {
+        self.map.remove(id);
+    }
+
+    /// The sanitized page summary for a record.
+    pub(crate) fn target(&mut self, id: &str, s: &Sanitizer) -> SafeJson {
+        match self.map.get_mut(id) {
+            Some((raw, safe)) => safe
+                .get_or_insert_with(|| {
+                    let mut v = raw.clone();
+                    v.insert("targetId".into(), Value::String(id.to_owned()));
+                    s.target_info(&Value::Object(v))
+                })
+                .clone(),
+            None => s.target_info(&serde_json::json!({ "targetId": id })),
+        }
+    }
+}
