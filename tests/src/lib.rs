@@ -8,6 +8,7 @@
 
 pub mod cdp;
 pub mod fake;
+pub mod files;
 pub mod http;
 pub mod pages;
 pub mod raw;

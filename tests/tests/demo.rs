@@ -5,9 +5,10 @@
 //! directory, the report included, or on stderr. Nothing of the browser is left behind.
 
 use cdp_evidence::{EvidenceConfig, Store, StoredRecord};
-use cdp_relay_tests::{processes_mentioning, relay_binary, within};
+use cdp_relay_tests::files::{all_files, leaks, Scratch};
+use cdp_relay_tests::{relay_binary, within};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 // The demo's planted secrets: the same literals as in relay/src/cli/demo/mod.rs.
 const USERNAME: &str = "alex.morgan@ledgerly.test";
@@ -17,31 +18,6 @@ const LIVE_TOKEN: &str = "lvt_4Qm9Zr7TxK2pWb8N";
 const SESSION_COOKIE: &str = "sess_7fH3kQ9vLm2XpR5w";
 // Typed, so never recorded either (it is not a secret: the results page shows it, in pixels).
 const SEARCH: &str = "overdue invoices";
-
-/// A private TMPDIR: the launcher creates its profile there, so leftovers are easy to find.
-struct Scratch(tempfile::TempDir);
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch(tempfile::tempdir().expect("tempdir"))
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn assert_clean(&self) {
-        let profiles: Vec<String> = std::fs::read_dir(self.path())
-            .expect("read scratch")
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("cdp-relay-profile-"))
-            .collect();
-        assert!(profiles.is_empty(), "profile left behind: {profiles:?}");
-        let procs = processes_mentioning(&self.path().to_string_lossy());
-        assert!(procs.is_empty(), "orphan browser processes: {procs:?}");
-    }
-}
 
 struct Demo {
     code: Option<i32>,
@@ -68,42 +44,6 @@ async fn demo(scratch: &Scratch, args: &[&str]) -> Demo {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
-}
-
-/// Every file under `dir`, recursively, as (path, bytes).
-fn all_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.display().to_string(), std::fs::read(&p).expect("read")));
-            }
-        }
-    }
-    out
-}
-
-/// Where `needle` occurs in `hay`. An all-digit needle (the one-time code) counts only where it
-/// is not part of a longer number: journals are full of millisecond timestamps and ids, and a
-/// six-digit code inside one of them is a coincidence, not a leak.
-fn leaks(hay: &[u8], needle: &str) -> bool {
-    let n = needle.as_bytes();
-    let digits = n.iter().all(u8::is_ascii_digit);
-    (0..hay.len().saturating_sub(n.len() - 1)).any(|i| {
-        if &hay[i..i + n.len()] != n {
-            return false;
-        }
-        if !digits {
-            return true;
-        }
-        let before = i.checked_sub(1).map(|j| hay[j]);
-        let after = hay.get(i + n.len()).copied();
-        !before.is_some_and(|b| b.is_ascii_digit()) && !after.is_some_and(|b| b.is_ascii_digit())
-    })
 }
 
 fn network<'a>(records: &'a [StoredRecord], path: &str) -> &'a Value {
@@ -354,13 +294,4 @@ async fn demo_without_a_working_browser_fails_in_one_line_and_leaves_nothing() {
         "a demo that never ran must leave no run"
     );
     scratch.assert_clean();
-}
-
-#[test]
-fn leaks_ignores_a_code_inside_a_longer_number() {
-    assert!(leaks(b"otp=824913&x", OTP));
-    assert!(leaks(b"824913", OTP));
-    assert!(!leaks(b"1796091824913042", OTP));
-    assert!(leaks(b"x demo-Passw0rd! y", PASSWORD));
-    assert!(!leaks(b"", PASSWORD));
 }

@@ -5,12 +5,12 @@
 //! directory is searched: no typed literal (nor any prefix of it of four characters or more) and
 //! no planted value may be there.
 
+use cdp_relay_tests::files::{all_files, leaks};
 use cdp_relay_tests::http::request_with_body;
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::{run_node_client, within, Chromium, RelayProcess};
 use serde_json::json;
 use std::collections::HashMap;
-use std::path::Path;
 
 const FILLED: &str = "Qx9FillSecretAAA1";
 const TYPED: &str = "Zw4TypeSecretBBB2";
@@ -76,26 +76,6 @@ document.getElementById('leak').addEventListener('click', () => {
     r
 }
 
-fn all_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.display().to_string(), std::fs::read(&p).expect("read")));
-            }
-        }
-    }
-    out
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
-}
-
 #[tokio::test]
 async fn a_page_that_echoes_what_is_typed_leaks_nothing() {
     within("echo leaks", async {
@@ -155,7 +135,7 @@ async fn a_page_that_echoes_what_is_typed_leaks_nothing() {
                 let prefix = &typed[..len];
                 for (path, bytes) in &files {
                     assert!(
-                        !contains(bytes, prefix),
+                        !leaks(bytes, prefix),
                         "typed prefix {prefix:?} in {path}"
                     );
                 }
@@ -167,7 +147,7 @@ async fn a_page_that_echoes_what_is_typed_leaks_nothing() {
         }
         for planted in PLANTED {
             for (path, bytes) in &files {
-                assert!(!contains(bytes, planted), "{planted} in {path}");
+                assert!(!leaks(bytes, planted), "{planted} in {path}");
             }
         }
     })

@@ -4,12 +4,12 @@
 //! is searched for them. Zero hits — and the journal still says what happened.
 
 use cdp_evidence::{EvidenceConfig, Store, StoredRecord};
+use cdp_relay_tests::files::{all_files, leaks};
 use cdp_relay_tests::http::get;
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::{run_node_client, within, Chromium, RelayProcess};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::path::Path;
 
 const PASSWORD: &str = "Pl4nted-Passw0rd!x";
 const USER: &str = "alice.planted@example.com";
@@ -57,27 +57,6 @@ fn site_routes() -> HashMap<&'static str, Route> {
 fn closed_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
-}
-
-/// Every file under `dir`, recursively, as (path, bytes).
-fn all_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.display().to_string(), std::fs::read(&p).expect("read")));
-            }
-        }
-    }
-    out
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 /// The network failure of the `GET` (not a CORS preflight) whose URL ends with `path`.
@@ -300,7 +279,7 @@ async fn sweep(observe: bool) {
         assert!(files.len() >= 4, "{files:?}");
         for (what, secret) in &planted {
             for (path, bytes) in &files {
-                assert!(!contains(bytes, secret), "{what} found in {path}");
+                assert!(!leaks(bytes, secret), "{what} found in {path}");
             }
             assert!(
                 !stderr.contains(secret.as_str()),

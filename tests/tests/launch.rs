@@ -2,52 +2,12 @@
 //! every exit path (SIGTERM, Ctrl-C, the browser closing, the browser being killed, the browser
 //! failing to start) leaves no Chromium process and no profile directory behind.
 
+use cdp_relay_tests::files::Scratch;
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::http::get;
 use cdp_relay_tests::{processes_mentioning, relay_binary, within, RelayProcess};
 use nix::sys::signal::Signal;
 use serde_json::json;
-use std::path::Path;
-
-/// A private TMPDIR: the launcher creates its profile there, so leftovers are easy to find.
-struct Scratch(tempfile::TempDir);
-
-impl Scratch {
-    fn new() -> Scratch {
-        Scratch(tempfile::tempdir().expect("tempdir"))
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    fn profiles(&self) -> Vec<String> {
-        std::fs::read_dir(self.path())
-            .expect("read scratch")
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("cdp-relay-profile-"))
-            .collect()
-    }
-
-    fn assert_clean(&self) {
-        assert!(
-            self.profiles().is_empty(),
-            "profile left behind: {:?}",
-            self.profiles()
-        );
-        // Nothing else either (Chromium's own org.chromium.Chromium.* temporary files).
-        let left: Vec<String> = std::fs::read_dir(self.path())
-            .expect("read scratch")
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        assert!(left.is_empty(), "left in TMPDIR: {left:?}");
-        let needle = self.path().to_string_lossy().into_owned();
-        let procs = processes_mentioning(&needle);
-        assert!(procs.is_empty(), "orphan browser processes: {procs:?}");
-    }
-}
 
 async fn launch(scratch: &Scratch) -> RelayProcess {
     RelayProcess::spawn(

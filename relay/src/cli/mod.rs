@@ -93,6 +93,11 @@ pub struct RelayArgs {
     #[arg(long, default_value_t = cdp_relay::DEFAULT_MAX_MESSAGE_SIZE, value_name = "BYTES")]
     pub max_message_size: usize,
 
+    /// Worker threads. Default: one per CPU core. 1 runs the relay on a single thread: the
+    /// lowest latency when one client drives one browser, but no parallelism across sessions.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
+
     #[command(flatten)]
     pub evidence: EvidenceArgs,
 }
@@ -231,10 +236,12 @@ pub fn main() -> ExitCode {
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => {
+            let threads = args.relay.threads;
             let config = args.relay.into_config(Some(args.upstream), false)?;
-            runtime()?.block_on(relay::serve(config))
+            runtime(threads)?.block_on(relay::serve(config))
         }
         Command::Launch(args) => {
+            let threads = args.relay.threads;
             let config = args.relay.into_config(None, true)?;
             let launch = LaunchConfig {
                 browser: args.browser,
@@ -242,7 +249,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 extra_args: args.extra_args,
                 browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
             };
-            runtime()?.block_on(relay::launch(config, launch))
+            runtime(threads)?.block_on(relay::launch(config, launch))
         }
         Command::Demo(args) => demo::run(args),
         Command::Sanitize(args) => sanitize::run(args),
@@ -253,17 +260,18 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// A multi-threaded tokio runtime for the relay commands.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    let flavour = std::env::var("CDP_RELAY_RUNTIME").unwrap_or_default();
-    let mut b = if flavour == "current" {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
+/// The tokio runtime of the relay commands: `--threads 1` is a current-thread runtime (no
+/// cross-thread wake-ups on the forwarding path), anything else a multi-threaded one.
+fn runtime(threads: Option<u16>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut b = match threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(usize::from(n));
+            b
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
     };
-    if let Ok(n) = flavour.parse::<usize>() {
-        b.worker_threads(n);
-    }
     b.enable_all()
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))

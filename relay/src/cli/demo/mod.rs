@@ -76,7 +76,7 @@ pub struct DemoArgs {
 
 /// Runs `cdp-relay demo`.
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    super::runtime()?.block_on(demo(args))
+    super::runtime(None)?.block_on(demo(args))
 }
 
 async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {

@@ -170,7 +170,15 @@ http {{
     let authority = format!("127.0.0.1:{port}");
     for _ in 0..200 {
         if tokio::net::TcpStream::connect(&authority).await.is_ok() {
-            let worker = child.id().and_then(first_child);
+            // The master forks its worker after it binds: give it a moment to appear.
+            let mut worker = None;
+            for _ in 0..40 {
+                worker = child.id().and_then(first_child);
+                if worker.is_some() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
             return Ok((child, dir, authority, worker));
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
@@ -178,10 +186,16 @@ http {{
     Err("did not start listening".into())
 }
 
-/// The first child process of `pid` (nginx's worker).
+/// A child process of `pid` (nginx's worker), found by scanning `/proc/*/stat` for its parent
+/// (`/proc/PID/task/PID/children` needs a kernel option these machines lack).
 fn first_child(pid: u32) -> Option<u32> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
-    text.split_whitespace().next()?.parse().ok()
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let child: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so split after the last ')'.
+        let ppid: u32 = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+        (ppid == pid).then_some(child)
+    })
 }
 
 async fn start_node_peer(upstream: &str) -> Result<(tokio::process::Child, String), String> {
