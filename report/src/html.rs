@@ -617,8 +617,10 @@ fn verdict(v: &crate::timeline::Verdict) -> Markup {
     html! {
         p class=(format!("verdict {class}")) {
             span.vm { (mark) } " " b { (word) }
-            @if !v.reason.is_empty() && v.reason != "landed" { " · " span.u { (v.reason.replace('-', " ")) } }
+            // The note is the reason told for people; the bare reason only stands in for a
+            // missing note.
             @if !v.note.is_empty() { " — " span.u { (v.note) } }
+            @else if !v.reason.is_empty() && v.reason != "landed" { " — " span.u { (v.reason.replace('-', " ")) } }
         }
     }
 }

@@ -134,10 +134,7 @@ async fn a_page_that_echoes_what_is_typed_leaks_nothing() {
             for len in 4..=typed.len() {
                 let prefix = &typed[..len];
                 for (path, bytes) in &files {
-                    assert!(
-                        !leaks(bytes, prefix),
-                        "typed prefix {prefix:?} in {path}"
-                    );
+                    assert!(!leaks(bytes, prefix), "typed prefix {prefix:?} in {path}");
                 }
                 assert!(
                     !stderr.contains(prefix),

@@ -2,8 +2,8 @@
 //! every exit path (SIGTERM, Ctrl-C, the browser closing, the browser being killed, the browser
 //! failing to start) leaves no Chromium process and no profile directory behind.
 
-use cdp_relay_tests::files::Scratch;
 use cdp_relay_tests::cdp::Cdp;
+use cdp_relay_tests::files::Scratch;
 use cdp_relay_tests::http::get;
 use cdp_relay_tests::{processes_mentioning, relay_binary, within, RelayProcess};
 use nix::sys::signal::Signal;

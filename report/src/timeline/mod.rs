@@ -390,14 +390,14 @@ fn setup_step(at_ms: Option<u64>, time_known: bool, page: Option<Page>) -> Step 
 /// Splits a record's artifacts into frames (declared images) and other files.
 /// `attached`: every artifact path attached so far in the run. A frame several records name
 /// (the relay's frame after a burst of failures) is shown once, where it first appears.
-fn attach_artifacts(
+fn attach_artifacts<'a>(
     step: &mut Step,
-    r: &StoredRecord,
+    paths: impl IntoIterator<Item = &'a String>,
     at_ms: Option<u64>,
     screencast: bool,
     attached: &mut HashSet<String>,
 ) {
-    for path in &r.artifacts {
+    for path in paths {
         if !attached.insert(path.clone()) {
             continue;
         }
@@ -463,6 +463,15 @@ pub(crate) fn build(
     let mut first_known: Option<u64> = None;
     let mut numbered = 0usize;
     let mut attached: HashSet<String> = HashSet::new();
+    // Artifacts that a `frame` record (the relay's own picture, stamped when it was taken)
+    // carries.
+    let framed: HashSet<&String> = records
+        .iter()
+        .filter(|r| {
+            r.kind == "action" && r.payload.get("method").and_then(|m| m.as_str()) == Some("frame")
+        })
+        .flat_map(|r| &r.artifacts)
+        .collect();
     let mut last_end: Option<u64> = None;
 
     for (at_ms, time_known, r) in order {
@@ -505,7 +514,7 @@ pub(crate) fn build(
                         if let (Some(d), Some(more)) = (prev.duration_ms, r.duration_ms) {
                             prev.duration_ms = Some(d.saturating_add(more));
                         }
-                        attach_artifacts(prev, r, at_ms, false, &mut attached);
+                        attach_artifacts(prev, &r.artifacts, at_ms, false, &mut attached);
                         continue;
                     }
                 }
@@ -537,24 +546,33 @@ pub(crate) fn build(
                     fields,
                     withheld,
                 };
-                attach_artifacts(&mut step, r, at_ms, false, &mut attached);
+                attach_artifacts(&mut step, &r.artifacts, at_ms, false, &mut attached);
                 tl.steps.push(step);
             }
             Role::Plumb(category, label) => {
                 if tl.steps.is_empty() {
                     tl.steps.push(setup_step(at_ms, time_known, page.clone()));
                 }
-                let Some(step) = tl.steps.last_mut() else {
-                    continue;
-                };
                 if category == Category::Frame {
-                    // The relay's own picture of the page after this step, or why there is none.
-                    attach_artifacts(step, r, at_ms, false, &mut attached);
+                    // The relay's own picture of a page, or why there is none: it belongs to the
+                    // last step on the same tab (another tab may have moved on meanwhile).
+                    let tab = page.as_ref().and_then(|p| p.tab);
+                    let same_tab = tab.and_then(|t| {
+                        tl.steps
+                            .iter()
+                            .rposition(|s| s.page.as_ref().and_then(|p| p.tab) == Some(t))
+                    });
+                    let index = same_tab.unwrap_or(tl.steps.len() - 1);
+                    let step = &mut tl.steps[index];
+                    attach_artifacts(step, &r.artifacts, at_ms, false, &mut attached);
                     if step.frames.is_empty() && step.withheld.is_none() {
                         step.withheld = withheld_reason(r);
                     }
                     continue;
                 }
+                let Some(step) = tl.steps.last_mut() else {
+                    continue;
+                };
                 step.plumbing.push(Plumb {
                     category,
                     label,
@@ -565,7 +583,7 @@ pub(crate) fn build(
                 });
                 attach_artifacts(
                     step,
-                    r,
+                    &r.artifacts,
                     at_ms,
                     category == Category::Screencast,
                     &mut attached,
@@ -592,7 +610,10 @@ pub(crate) fn build(
                     frame_after: None,
                 });
                 tl.steps[step].failures.push(id - 1);
-                attach_artifacts(&mut tl.steps[step], r, at_ms, false, &mut attached);
+                // A frame the relay's own frame record carries is shown in the step it was
+                // taken in (maybe a later page), not here: the failure links to it.
+                let own = r.artifacts.iter().filter(|p| !framed.contains(*p));
+                attach_artifacts(&mut tl.steps[step], own, at_ms, false, &mut attached);
             }
         }
     }

@@ -386,3 +386,64 @@ fn observer_frames_fold_into_their_step_shared_frames_show_once_and_verdicts_are
         Some("a sensitive field has focus")
     );
 }
+
+#[test]
+fn a_frame_shows_where_it_was_taken_on_its_own_tab_not_under_the_failure_that_waited_for_it() {
+    let on = |mut r: Value, tab: &str| {
+        r["target"] =
+            json!({"targetId": tab, "type": "page", "url": format!("https://{tab}.test/")});
+        r
+    };
+    let observer = |mut r: Value, artifact: &str| {
+        r["tool"] = json!("observer");
+        r["artifacts"] = json!([artifact]);
+        r
+    };
+    let click = on(act(0, 1, "click"), "a");
+    let mut failure = on(
+        rec(
+            100,
+            2,
+            "network",
+            json!({"method": "GET", "url": "https://a.test/x"}),
+        ),
+        "a",
+    );
+    failure["artifacts"] = json!(["artifacts/000003-frame.jpeg"]);
+    let mut navigate = on(act(200, 3, "Page.navigate"), "a");
+    navigate["payload"]["url"] = json!("https://a.test/next");
+    // Taken after the page navigated: a picture of the next document.
+    let late = on(
+        observer(act(300, 4, "frame"), "artifacts/000003-frame.jpeg"),
+        "a",
+    );
+    let other_tab = on(act(400, 5, "click"), "b");
+    // Tab a's frame, taken while tab b was the one being driven.
+    let tab_a = on(
+        observer(act(500, 6, "frame"), "artifacts/000004-frame.jpeg"),
+        "a",
+    );
+    let tl = build_values(vec![click, failure, navigate, late, other_tab, tab_a]);
+    let frames = |i: usize| -> Vec<&str> {
+        tl.steps[i]
+            .frames
+            .iter()
+            .map(|f| f.raw_path.as_str())
+            .collect()
+    };
+    assert_eq!(tl.steps.len(), 3, "{:?}", labels(&tl));
+    assert!(
+        frames(0).is_empty(),
+        "the failure's step does not show a later page"
+    );
+    assert_eq!(tl.failures.len(), 1);
+    assert_eq!(
+        frames(1),
+        vec!["artifacts/000003-frame.jpeg", "artifacts/000004-frame.jpeg"],
+        "both frames are tab a's, after its navigation"
+    );
+    assert!(
+        frames(2).is_empty(),
+        "tab b's step shows no picture of tab a"
+    );
+}

@@ -193,7 +193,13 @@ fn first_child(pid: u32) -> Option<u32> {
         let child: u32 = e.file_name().to_str()?.parse().ok()?;
         let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
         // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so split after the last ')'.
-        let ppid: u32 = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+        let ppid: u32 = stat
+            .rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
         (ppid == pid).then_some(child)
     })
 }

@@ -259,7 +259,6 @@ impl Browser<'_> {
         let target = page.target_id.clone();
         let shot = match outcome {
             // Typing that began while the frame was taken makes it a frame right after typing.
-            // Typing that began while the frame was taken makes it a frame right after typing.
             Ok(shot) => match self.ctx.capture.verdict_at(&target, SystemTime::now()) {
                 Ok(()) => shot,
                 Err(w) => {
@@ -275,24 +274,22 @@ impl Browser<'_> {
             }
             Err(no) => return self.no_frame(&target, want, no, started, took).await,
         };
-        let mut records = Vec::new();
-        // Failures name the frame themselves; a frame record of its own only when none does.
-        if want.group.is_empty() {
-            let mut action = Action::new(SafeText::literal("frame"));
-            action.bytes = Some(shot.bytes.len() as u64);
-            action.detail = Some(self.ctx.sanitizer.json(&json!({
-                "after": want.detail_after(),
-                "width": shot.width,
-                "height": shot.height,
-            })));
-            records.push(
-                Record::new(SafeText::literal(TOOL), RecordKind::Action(action))
-                    .started_at(started)
-                    .duration(took)
-                    .status(Status::Info)
-                    .target(self.meta.target(&target, &self.ctx.sanitizer)),
-            );
-        }
+        // The frame record says when the frame was taken (a failure's frame may come after a
+        // navigation, of the next document); the failures waiting for it name it too.
+        let mut action = Action::new(SafeText::literal("frame"));
+        action.bytes = Some(shot.bytes.len() as u64);
+        action.detail = Some(self.ctx.sanitizer.json(&json!({
+            "after": want.detail_after(),
+            "width": shot.width,
+            "height": shot.height,
+        })));
+        let mut records = vec![
+            Record::new(SafeText::literal(TOOL), RecordKind::Action(action))
+                .started_at(started)
+                .duration(took)
+                .status(Status::Info)
+                .target(self.meta.target(&target, &self.ctx.sanitizer)),
+        ];
         records.extend(want.group);
         self.write(vec![Emit::Shared {
             records,
