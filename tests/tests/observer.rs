@@ -47,8 +47,93 @@ async fn finish(relay: RelayFixture) -> (PathBuf, Vec<StoredRecord>) {
     let journal = parse_journal(&bytes);
     assert!(journal.corrupt.is_empty(), "{:?}", journal.corrupt);
     let mut records = journal.records;
-    records.sort_by(|a, b| (&a.started_at, &a.action_id).cmp(&(&b.started_at, &b.action_id)));
+    by_start(&mut records);
     (summary.run_dir, records)
+}
+
+fn by_start(records: &mut [StoredRecord]) {
+    records.sort_by(|a, b| (&a.started_at, &a.action_id).cmp(&(&b.started_at, &b.action_id)));
+}
+
+/// How long one wait for the browser or the observer may take (well within [`within`]'s bound,
+/// so a timeout names what was awaited).
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Polls the running run's journal until `done` holds over its records (in `startedAt` order,
+/// a line still being written left out) and returns them: how a test waits for the browser and
+/// the observer, instead of sleeping.
+async fn journal_until(
+    relay: &RelayFixture,
+    what: &str,
+    done: impl Fn(&[StoredRecord]) -> bool,
+) -> Vec<StoredRecord> {
+    let journal = relay.run_dir().expect("recording").join("actions.jsonl");
+    let mut records = Vec::new();
+    let polled = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Ok(bytes) = std::fs::read(&journal) {
+                records = parse_journal(&bytes).records;
+                by_start(&mut records);
+                if done(&records) {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    if polled.is_err() {
+        panic!("timed out after {WAIT:?} waiting for {what}; the journal holds {records:#?}");
+    }
+    records
+}
+
+/// Polls `expression` in the page behind `c` until it is `true` (an evaluation that fails, as
+/// while a navigation replaces the document, counts as not yet).
+async fn page_until(c: &mut Cdp, what: &str, expression: &str) {
+    let polled = tokio::time::timeout(WAIT, async {
+        loop {
+            let raw = c
+                .call_raw(
+                    "Runtime.evaluate",
+                    json!({ "expression": expression, "returnByValue": true }),
+                    None,
+                )
+                .await;
+            let v: Value = serde_json::from_str(&raw).expect("CDP JSON");
+            if v["result"]["result"]["value"] == true {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        polled.is_ok(),
+        "timed out after {WAIT:?} waiting for {what}"
+    );
+}
+
+/// The observer's frame records (taken or not) whose `detail.after` names `after`.
+fn frames_after<'a>(records: &'a [StoredRecord], after: &str) -> Vec<&'a StoredRecord> {
+    records
+        .iter()
+        .filter(|r| {
+            r.kind == "action"
+                && r.payload["method"] == "frame"
+                && r.payload["detail"]["after"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|w| w == after))
+        })
+        .collect()
+}
+
+/// A record of the 404 of `/missing`.
+fn is_missing(r: &StoredRecord) -> bool {
+    r.kind == "network"
+        && r.payload["url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with("/missing"))
 }
 
 fn ms(r: &StoredRecord) -> u64 {
@@ -119,23 +204,22 @@ async fn a_client_that_enables_nothing_still_leaves_failures_with_frames() {
                     json!({ "url": format!("{}/noisy", site.origin) }),
                 )
                 .await;
-            tokio::time::sleep(Duration::from_millis(2500)).await;
+            let noisy_error =
+                |r: &StoredRecord| r.kind == "console" && r.payload["text"] == "noisy page error";
+            // Both records are written (with the observer, each once its frame is stored).
+            journal_until(&relay, "the 404 and the console error", |records| {
+                records.iter().any(is_missing) && records.iter().any(noisy_error)
+            })
+            .await;
+            // A copy through the second connection would come before this answer on it.
+            second
+                .call("Runtime.evaluate", json!({"expression": "1"}))
+                .await;
             drop(client);
             drop(second);
             let (run_dir, records) = finish(relay).await;
-            let missing: Vec<&StoredRecord> = records
-                .iter()
-                .filter(|r| {
-                    r.kind == "network"
-                        && r.payload["url"]
-                            .as_str()
-                            .is_some_and(|u| u.ends_with("/missing"))
-                })
-                .collect();
-            let errors: Vec<&StoredRecord> = records
-                .iter()
-                .filter(|r| r.kind == "console" && r.payload["text"] == "noisy page error")
-                .collect();
+            let missing: Vec<&StoredRecord> = records.iter().filter(|r| is_missing(r)).collect();
+            let errors: Vec<&StoredRecord> = records.iter().filter(|r| noisy_error(r)).collect();
             if !observe {
                 // The second connection enabled the domains: the passive observer still sees
                 // them, once.
@@ -184,7 +268,12 @@ async fn no_frame_right_after_typing_or_while_a_sensitive_field_has_focus() {
         let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
         c.call("Page.navigate", json!({ "url": format!("{}/verify", site.origin) }))
             .await;
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // The page has loaded and the observer has taken its frame after the navigation (so the
+        // first click below gets a frame of its own).
+        journal_until(&relay, "the frame after loading /verify", |r| {
+            frames_after(r, "navigation").iter().any(|f| !f.artifacts.is_empty())
+        })
+        .await;
         let keep = c
             .call(
                 "Runtime.evaluate",
@@ -207,17 +296,24 @@ async fn no_frame_right_after_typing_or_while_a_sensitive_field_has_focus() {
             }
         }
         let focus = |sel: &str| json!({"expression": format!("document.querySelector('{sel}').focus()")});
+        // Each step below waits for the record that ends it: the frame record of its click (a
+        // frame taken, or one saying why not), and for typing, the typing step.
+        let clicked = |n: usize| move |r: &[StoredRecord]| frames_after(r, "click").len() >= n;
         // 1. Ordinary typing, then a click at once: its frame waits for quiet.
         c.call("Runtime.evaluate", focus("#plain")).await;
         c.call("Input.insertText", json!({"text": "Zq7plainLit"})).await;
         click_at(&mut c, x, y).await;
-        tokio::time::sleep(Duration::from_millis(1800)).await;
-        // 2. A one-time-code field has focus (nothing typed): a click's frame is withheld.
+        journal_until(&relay, "the first click's frame and the typing step", |r| {
+            clicked(1)(r) && !typing(r).is_empty()
+        })
+        .await;
+        // 2. A one-time-code field has focus (nothing typed): a click's frame is withheld. (The
+        // observer checks focus in the page itself before any frame, so no wait for its report.)
         c.call("Runtime.evaluate", focus("#code")).await;
-        tokio::time::sleep(Duration::from_millis(200)).await;
         click_at(&mut c, x, y).await;
-        tokio::time::sleep(Duration::from_millis(1800)).await;
-        // 3. A password typed: no frame until the page navigates.
+        journal_until(&relay, "the second click's frame record", clicked(2)).await;
+        // 3. A password typed: no frame until the page navigates (the click's frame waits for
+        // quiet, then is withheld).
         c.call("Runtime.evaluate", focus("#pw")).await;
         for ch in "Zq7Passw0rd!".chars() {
             let ch = ch.to_string();
@@ -228,13 +324,29 @@ async fn no_frame_right_after_typing_or_while_a_sensitive_field_has_focus() {
         }
         c.call("Runtime.evaluate", json!({"expression": "document.activeElement.blur()"}))
             .await;
-        tokio::time::sleep(Duration::from_millis(1200)).await;
         click_at(&mut c, x, y).await;
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        journal_until(&relay, "the third click's frame record and the typing step", |r| {
+            clicked(3)(r) && typing(r).len() >= 2
+        })
+        .await;
         // 4. A navigation: frames again.
         c.call("Page.navigate", json!({ "url": format!("{}/done", site.origin) }))
             .await;
-        tokio::time::sleep(Duration::from_millis(2000)).await;
+        journal_until(&relay, "a frame after the navigation to /done", |r| {
+            let navs: Vec<u64> = r
+                .iter()
+                .filter(|r| r.payload["method"] == "Page.navigate")
+                .map(ms)
+                .collect();
+            navs.len() >= 2
+                && r.iter().any(|f| {
+                    f.kind == "action"
+                        && f.payload["method"] == "frame"
+                        && !f.artifacts.is_empty()
+                        && navs.iter().all(|&n| ms(f) >= n)
+                })
+        })
+        .await;
         drop(c);
         let (run_dir, records) = finish(relay).await;
 
@@ -559,17 +671,14 @@ async fn a_browser_restarted_on_the_same_port_is_observed_again() {
             json!({ "url": format!("{}/noisy", site.origin) }),
         )
         .await;
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let observed = |r: &StoredRecord| is_missing(r) && r.tool.as_deref() == Some("observer");
+        journal_until(&relay, "the observer's record of the 404", |records| {
+            records.iter().any(observed)
+        })
+        .await;
         drop(c);
         let (_, records) = finish(relay).await;
-        assert!(
-            records.iter().any(|r| r.kind == "network"
-                && r.tool.as_deref() == Some("observer")
-                && r.payload["url"]
-                    .as_str()
-                    .is_some_and(|u| u.ends_with("/missing"))),
-            "{records:#?}"
-        );
+        assert!(records.iter().any(observed), "{records:#?}");
     })
     .await;
 }
@@ -587,27 +696,58 @@ async fn a_dialog_and_a_crash_are_recorded_reasons() {
         let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
         c.call("Page.navigate", json!({ "url": format!("{}/verify", site.origin) }))
             .await;
-        tokio::time::sleep(Duration::from_millis(1000)).await;
+        // The page has loaded and its frame after the navigation is taken: the failure below
+        // wants a frame of its own.
+        journal_until(&relay, "the frame after loading /verify", |r| {
+            frames_after(r, "navigation").iter().any(|f| !f.artifacts.is_empty())
+        })
+        .await;
+        page_until(
+            &mut c,
+            "/verify to have loaded",
+            "location.pathname === '/verify' && document.readyState === 'complete'",
+        )
+        .await;
         c.call(
             "Runtime.evaluate",
             json!({"expression": "setTimeout(() => fetch('/boom').then(() => confirm('sure?')), 0)"}),
         )
         .await;
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let dialog_frame = |r: &StoredRecord| {
+            r.payload["method"] == "frame"
+                && r.status.as_deref() == Some("error")
+                && r.error.as_deref().is_some_and(|e| e.contains("dialog"))
+        };
+        // The observer saw the dialog open: the failure's frame was given up for it.
+        journal_until(&relay, "the frame given up for the dialog", |records| {
+            records.iter().any(dialog_frame)
+        })
+        .await;
         // The client is answered while the page is blocked.
         let started = std::time::Instant::now();
-        c.call("Browser.getVersion", json!({})).await; 
+        c.call("Browser.getVersion", json!({})).await;
         assert!(started.elapsed() < Duration::from_secs(1));
         // The client dismisses the dialog (answered by the browser, whatever it says).
         let _ = c
             .call_raw("Page.handleJavaScriptDialog", json!({"accept": false}), None)
             .await;
-        let _ = tokio::time::timeout(
-            Duration::from_secs(5),
-            c.call_raw("Page.crash", json!({}), None),
-        )
-        .await;
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let crashed = |r: &StoredRecord| {
+            r.kind == "console" && r.payload["text"].as_str().is_some_and(|t| t.contains("crashed"))
+        };
+        // The crashed renderer may never answer Page.crash: done once the crash is recorded.
+        {
+            let crash = c.call_raw("Page.crash", json!({}), None);
+            let recorded = journal_until(&relay, "the crash record", |records| {
+                records.iter().any(crashed)
+            });
+            tokio::pin!(recorded);
+            tokio::select! {
+                _ = crash => {
+                    recorded.await;
+                }
+                _ = &mut recorded => {}
+            }
+        }
         drop(c);
         let (_, records) = finish(relay).await;
         let boom = records
@@ -615,18 +755,8 @@ async fn a_dialog_and_a_crash_are_recorded_reasons() {
             .find(|r| r.kind == "network" && r.payload["status"] == 500)
             .expect("the 500");
         assert!(boom.artifacts.is_empty(), "no frame while a dialog is open");
-        assert!(
-            records.iter().any(|r| r.payload["method"] == "frame"
-                && r.status.as_deref() == Some("error")
-                && r.error.as_deref().is_some_and(|e| e.contains("dialog"))),
-            "{records:#?}"
-        );
-        assert!(
-            records
-                .iter()
-                .any(|r| r.kind == "console" && r.payload["text"].as_str().is_some_and(|t| t.contains("crashed"))),
-            "{records:#?}"
-        );
+        assert!(records.iter().any(dialog_frame), "{records:#?}");
+        assert!(records.iter().any(crashed), "{records:#?}");
     })
     .await;
 }
