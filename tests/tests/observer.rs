@@ -8,6 +8,7 @@
 use cdp_evidence::{parse_journal, StoredRecord};
 use cdp_relay::EvidenceSettings;
 use cdp_relay_tests::cdp::Cdp;
+use cdp_relay_tests::files::{all_files, leaks};
 use cdp_relay_tests::http::get;
 use cdp_relay_tests::pages::{observer_routes, CASES};
 use cdp_relay_tests::site::Site;
@@ -146,28 +147,6 @@ fn typing(records: &[StoredRecord]) -> Vec<&StoredRecord> {
         .iter()
         .filter(|r| r.kind == "action" && r.payload["method"] == "type")
         .collect()
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
-}
-
-/// Every file under `dir`, recursively.
-fn all_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let bytes = std::fs::read(&p).expect("read");
-                out.push((p, bytes));
-            }
-        }
-    }
-    out
 }
 
 /// A raw client that enables no domain still leaves network failures and console errors — each
@@ -516,10 +495,10 @@ async fn typed_text_verdicts_per_case_and_client() {
             for (path, bytes) in all_files(&run_dir) {
                 for c in CASES {
                     assert!(
-                        !contains(&bytes, c.literal),
+                        !leaks(&bytes, c.literal),
                         "{client}: typed literal of {} in {}",
                         c.name,
-                        path.display()
+                        path
                     );
                 }
             }
@@ -902,7 +881,7 @@ async fn a_login_flow_through_launch() {
         assert_eq!(typed[1].payload["verification"]["reason"], "sensitive-field");
         for (path, bytes) in all_files(&run_dir) {
             for secret in [USER, PASSWORD] {
-                assert!(!contains(&bytes, secret), "{secret} in {}", path.display());
+                assert!(!leaks(&bytes, secret), "{secret} in {}", path);
             }
         }
         for secret in [USER, PASSWORD] {
