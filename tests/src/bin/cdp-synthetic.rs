@@ -5,7 +5,8 @@
 //! - every command `{"id":N,...}` is answered `{"id":N,"result":{}}` at once;
 //! - `Synthetic.blob {"size":S}` is answered with a result carrying `S` bytes of text;
 //! - `Synthetic.flood {"count":C,"kind":"console"|"network","rate":R}` emits C events back to back
-//!   (or R per second), then answers.
+//!   (or R per second), then answers: `console` errors, or `network` requests as Chromium reports
+//!   them (sent, response, finished; one in ten a 404).
 //!
 //! Usage: `cdp-synthetic` prints `http://127.0.0.1:PORT` on stdout and serves until killed.
 
@@ -141,7 +142,7 @@ async fn websocket(ws: tokio_tungstenite::WebSocketStream<TcpStream>) {
                     let event = if console {
                         format!("{{\"method\":\"Runtime.consoleAPICalled\",\"params\":{{\"type\":\"error\",\"args\":[{{\"type\":\"string\",\"value\":\"flood {i}\"}}],\"executionContextId\":1,\"timestamp\":{i}}}}}")
                     } else {
-                        format!("{{\"method\":\"Network.requestWillBeSent\",\"params\":{{\"requestId\":\"{i}\",\"request\":{{\"url\":\"https://example.com/r/{i}\",\"method\":\"GET\"}},\"timestamp\":{i}.0,\"type\":\"Fetch\"}}}}")
+                        network_event(i)
                     };
                     if tx.feed(Message::text(event)).await.is_err() {
                         return;
@@ -165,5 +166,19 @@ async fn websocket(ws: tokio_tungstenite::WebSocketStream<TcpStream>) {
                 }
             }
         }
+    }
+}
+
+/// Event `i` of a network flood: requests go through Chromium's usual three events (sent,
+/// response, finished); one request in ten answers 404, which a recorder keeps as a failure.
+fn network_event(i: u64) -> String {
+    let r = i / 3;
+    match i % 3 {
+        0 => format!("{{\"method\":\"Network.requestWillBeSent\",\"params\":{{\"requestId\":\"{r}\",\"request\":{{\"url\":\"https://example.com/r/{r}?q=1\",\"method\":\"GET\",\"headers\":{{\"Accept\":\"*/*\"}}}},\"timestamp\":{r}.0,\"wallTime\":{r}.0,\"type\":\"Fetch\",\"initiator\":{{\"type\":\"script\"}}}}}}"),
+        1 => {
+            let status = if r.is_multiple_of(10) { 404 } else { 200 };
+            format!("{{\"method\":\"Network.responseReceived\",\"params\":{{\"requestId\":\"{r}\",\"timestamp\":{r}.5,\"type\":\"Fetch\",\"response\":{{\"url\":\"https://example.com/r/{r}?q=1\",\"status\":{status},\"statusText\":\"\",\"headers\":{{\"content-type\":\"application/json\"}},\"mimeType\":\"application/json\"}}}}}}")
+        }
+        _ => format!("{{\"method\":\"Network.loadingFinished\",\"params\":{{\"requestId\":\"{r}\",\"timestamp\":{r}.9,\"encodedDataLength\":512}}}}"),
     }
 }

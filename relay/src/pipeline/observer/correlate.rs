@@ -10,7 +10,75 @@ use crate::pipeline::capture::Withheld;
 use crate::pipeline::{Emit, NewArtifact, Trigger};
 use cdp_evidence::{Action, Record, RecordKind, Status};
 use cdp_sanitize::{SafeJson, SafeText};
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
+
+/// Commands waiting for their response on one connection, by (session, id), with a count per id
+/// so that "may a reply with this id be awaited" is one lookup: a scan of the table costs its
+/// capacity, which a pipelined burst leaves large (it cost ~70% of the observer's time on every
+/// reply after one).
+#[derive(Default)]
+pub(super) struct PendingTable {
+    map: HashMap<(Key, u64), Pending>,
+    ids: HashMap<u64, u32>,
+}
+
+impl PendingTable {
+    pub(super) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    fn insert(&mut self, key: (Key, u64), p: Pending) {
+        let id = key.1;
+        if self.map.insert(key, p).is_none() {
+            *self.ids.entry(id).or_default() += 1;
+        }
+    }
+
+    /// True when a command with this id waits, on any session.
+    fn has_id(&self, id: u64) -> bool {
+        self.ids.contains_key(&id)
+    }
+
+    fn remove(&mut self, key: &(Key, u64)) -> Option<Pending> {
+        let p = self.map.remove(key)?;
+        if let Some(n) = self.ids.get_mut(&key.1) {
+            *n -= 1;
+            if *n == 0 {
+                self.ids.remove(&key.1);
+            }
+        }
+        // Give back what a burst grew, so iteration stays proportional to what waits.
+        if self.map.capacity() > 1024 && self.map.len() < self.map.capacity() / 8 {
+            self.map.shrink_to(self.map.len() * 2);
+            self.ids.shrink_to(self.ids.len() * 2);
+        }
+        Some(p)
+    }
+
+    /// The command with this id on whichever session (error replies may lack theirs).
+    fn remove_any_session(&mut self, id: u64) -> Option<Pending> {
+        if !self.has_id(id) {
+            return None;
+        }
+        let key = self.map.keys().find(|(_, i)| *i == id).cloned()?;
+        self.remove(&key)
+    }
+
+    /// Removes and returns every command `pred` selects.
+    pub(super) fn take_where(
+        &mut self,
+        pred: impl Fn(&(Key, u64), &Pending) -> bool,
+    ) -> Vec<Pending> {
+        let keys: Vec<(Key, u64)> = self
+            .map
+            .iter()
+            .filter(|(k, p)| pred(k, p))
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.iter().filter_map(|k| self.remove(k)).collect()
+    }
+}
 
 /// A command waiting for its response.
 pub(super) struct Pending {
@@ -121,9 +189,7 @@ impl Observer {
 
     /// True when a response with this id may be awaited on `conn` (the cheap pre-filter).
     pub(super) fn may_await(&self, conn: u64, id: u64) -> bool {
-        self.conns
-            .get(&conn)
-            .is_some_and(|c| c.pending.len() > 64 || c.pending.keys().any(|(_, i)| *i == id))
+        self.conns.get(&conn).is_some_and(|c| c.pending.has_id(id))
     }
 
     pub(super) fn response(&mut self, conn: u64, id: u64, frame: &Frame<'_>, at: SystemTime) {
@@ -134,10 +200,7 @@ impl Observer {
         let pending = match c.pending.remove(&(key.clone(), id)) {
             Some(p) => Some(p),
             // Some error replies lack the sessionId of their command: match on the id alone.
-            None if key.is_none() => {
-                let found = c.pending.keys().find(|(_, i)| *i == id).cloned();
-                found.and_then(|k| c.pending.remove(&k))
-            }
+            None if key.is_none() => c.pending.remove_any_session(id),
             None => None,
         };
         let Some(p) = pending else {
@@ -206,13 +269,11 @@ impl Observer {
         let timeout = self.opts.pending_timeout;
         let mut expired = Vec::new();
         for c in self.conns.values_mut() {
-            let old: Vec<_> = c
-                .pending
-                .iter()
-                .filter(|(_, p)| now.duration_since(p.started).unwrap_or_default() >= timeout)
-                .map(|(k, _)| k.clone())
-                .collect();
-            expired.extend(old.iter().filter_map(|k| c.pending.remove(k)));
+            expired.extend(
+                c.pending.take_where(|_, p| {
+                    now.duration_since(p.started).unwrap_or_default() >= timeout
+                }),
+            );
         }
         for p in expired {
             self.interrupt(
@@ -265,4 +326,50 @@ pub(super) fn action_record(
         r = r.target(t);
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting() -> Pending {
+        Pending {
+            started: SystemTime::UNIX_EPOCH,
+            what: Waiting::Action {
+                action: Action::new(SafeText::literal("Runtime.evaluate")),
+                target: None,
+                trigger: None,
+            },
+        }
+    }
+
+    #[test]
+    fn ids_are_counted_across_sessions_and_a_burst_gives_its_room_back() {
+        let mut t = PendingTable::default();
+        let s: Key = Some("S".into());
+        t.insert((None, 7), waiting());
+        t.insert((s.clone(), 7), waiting());
+        assert!(t.has_id(7) && !t.has_id(8));
+        assert!(t.remove(&(None, 7)).is_some());
+        assert!(t.has_id(7), "still waiting on session S");
+        assert!(t.remove_any_session(7).is_some());
+        assert!(!t.has_id(7) && t.len() == 0);
+        assert!(t.remove_any_session(7).is_none());
+
+        for id in 0..20_000 {
+            t.insert((None, id), waiting());
+        }
+        let grown = t.map.capacity();
+        for id in 1..20_000 {
+            assert!(t.remove(&(None, id)).is_some());
+        }
+        assert!(t.has_id(0) && t.len() == 1);
+        assert!(
+            t.map.capacity() < grown / 8,
+            "{} of {grown}",
+            t.map.capacity()
+        );
+        assert_eq!(t.take_where(|_, _| true).len(), 1);
+        assert!(!t.has_id(0));
+    }
 }

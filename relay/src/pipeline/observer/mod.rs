@@ -27,7 +27,7 @@ use crate::pipeline::tap::{Direction, SessionEnd, TapEvent};
 use crate::pipeline::{Emit, Trigger};
 use cdp_evidence::{Lifecycle, LifecycleEvent, Record, RecordKind, Status};
 use cdp_sanitize::{SafeText, Sanitizer};
-use correlate::Pending;
+use correlate::{Pending, PendingTable};
 use frame::Frame;
 use methods::EventMethod;
 use network::Requests;
@@ -83,7 +83,7 @@ type Key = Option<Box<str>>;
 /// Per-connection state. Keys hold raw CDP ids in memory only; nothing here is persisted as is.
 struct Conn {
     endpoint: Endpoint,
-    pending: HashMap<(Key, u64), Pending>,
+    pending: PendingTable,
     sessions: HashMap<Key, Session>,
     /// Typing bursts that ended but still wait for responses.
     closing: HashMap<u64, Burst>,
@@ -236,7 +236,7 @@ impl Observer {
             conn,
             Conn {
                 endpoint,
-                pending: HashMap::new(),
+                pending: PendingTable::default(),
                 sessions,
                 closing: HashMap::new(),
                 requests: Requests::new(self.opts.max_requests),
@@ -299,7 +299,7 @@ impl Observer {
         for s in c.sessions.values_mut() {
             bursts.extend(s.typing.take());
         }
-        let pending: Vec<Pending> = c.pending.drain().map(|(_, p)| p).collect();
+        let pending: Vec<Pending> = c.pending.take_where(|_, _| true);
         for p in pending {
             self.interrupt(p, at, why);
         }
@@ -407,13 +407,7 @@ impl Observer {
             return;
         };
         let burst = c.sessions.remove(&key).and_then(|mut s| s.typing.take());
-        let keys: Vec<_> = c
-            .pending
-            .keys()
-            .filter(|(s, _)| *s == key)
-            .cloned()
-            .collect();
-        let pending: Vec<Pending> = keys.iter().filter_map(|k| c.pending.remove(k)).collect();
+        let pending: Vec<Pending> = c.pending.take_where(|(s, _), _| *s == key);
         let why = "the target detached before the browser answered";
         for p in pending {
             self.interrupt(p, at, why);

@@ -13,7 +13,8 @@
 //! `cargo build --release --workspace --bins && target/release/relay-bench [real|synthetic|all]`.
 //! `relay-bench observer` compares `cdp-relay launch` with and without its own observer.
 //! `--smoke`: tiny sizes, seconds — what CI runs to keep the benchmark working.
-//! Env: `BENCH_ROUNDS` (default 10), `BENCH_RELAY_ARGS` (extra `serve` flags for both relays).
+//! Env: `BENCH_ROUNDS` (default 10), `BENCH_RELAY_ARGS` (extra `serve` flags for both relays),
+//! `BENCH_RTT_ONLY` (synthetic: only the round-trip table, e.g. to profile under it).
 
 mod observer;
 mod paths;
@@ -89,6 +90,6 @@ async fn main() {
             }
         };
         println!("### Synthetic upstream\n");
-        println!("{}", synthetic::run(rounds, &sizes).await);
+        println!("{}", synthetic::run(rounds, &sizes, &extra).await);
     }
 }

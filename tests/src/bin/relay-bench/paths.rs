@@ -20,8 +20,11 @@ pub struct Path {
 /// The paths and the processes behind them.
 pub struct Paths {
     pub list: Vec<Path>,
+    /// Where the recording relay writes its run.
+    evidence: PathBuf,
     _relays: Vec<RelayProcess>,
     _children: Vec<tokio::process::Child>,
+    _groups: Vec<Group>,
     _dirs: Vec<tempfile::TempDir>,
 }
 
@@ -58,6 +61,7 @@ impl Paths {
             },
         ];
         let mut children = Vec::new();
+        let mut groups = Vec::new();
         let mut dirs = vec![evidence];
         match start_nginx(&up_auth).await {
             Ok((child, dir, authority, worker)) => {
@@ -66,7 +70,7 @@ impl Paths {
                     authority,
                     pid: worker,
                 });
-                children.push(child);
+                groups.push(child);
                 dirs.push(dir);
             }
             Err(why) => eprintln!("note: nginx left out: {why}"),
@@ -85,11 +89,57 @@ impl Paths {
         }
         Paths {
             list,
+            evidence: PathBuf::from(&evidence_dir),
             _relays: vec![relay, plain],
             _children: children,
+            _groups: groups,
             _dirs: dirs,
         }
     }
+}
+
+/// A child process leading its own process group, which is killed whole on drop: nginx's master
+/// does not take its worker with it when it is killed.
+pub struct Group(tokio::process::Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.id().and_then(|p| i32::try_from(p).ok()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+impl Paths {
+    /// Waits until the recording relay has written what the last scenario gave it (its journal
+    /// stops growing), so its evidence work does not run into the next path's measurement.
+    pub async fn settle(&self) {
+        let mut last = None;
+        for _ in 0..400 {
+            let size = dir_size(&self.evidence);
+            if last == Some(size) {
+                return;
+            }
+            last = Some(size);
+            tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+        }
+    }
+}
+
+fn dir_size(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 /// nginx as a websocket reverse proxy in front of `upstream`, with its own config and prefix in a
@@ -98,7 +148,7 @@ async fn start_nginx(
     upstream: &str,
 ) -> Result<
     (
-        tokio::process::Child,
+        Group,
         tempfile::TempDir,
         String,
         Option<u32>,
@@ -164,8 +214,10 @@ http {{
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
+        .process_group(0)
         .spawn()
         .map_err(|e| e.to_string())?;
+    let child = Group(child);
     // Ready once it accepts.
     let authority = format!("127.0.0.1:{port}");
     for _ in 0..200 {
@@ -173,7 +225,7 @@ http {{
             // The master forks its worker after it binds: give it a moment to appear.
             let mut worker = None;
             for _ in 0..40 {
-                worker = child.id().and_then(first_child);
+                worker = child.0.id().and_then(first_child);
                 if worker.is_some() {
                     break;
                 }

@@ -94,6 +94,7 @@ pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str]) -> String {
         for k in 0..urls.len() {
             let i = (r + k) % urls.len();
             round(&urls[i], sizes, &mut samples[i]).await;
+            paths.settle().await;
         }
         eprintln!("real: round {}/{rounds} done", r + 1);
     }

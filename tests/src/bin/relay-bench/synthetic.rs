@@ -104,14 +104,17 @@ async fn large(authority: &str, mib: usize) -> f64 {
     (size as f64 / (1 << 20) as f64) / t.elapsed().as_secs_f64()
 }
 
-/// Floods `count` console events on one connection while a second connection measures round
-/// trips; returns (events/s delivered, probe RTTs in µs).
-async fn flood(authority: &str, count: u64) -> (f64, Vec<f64>) {
+/// The pace of the network flood, events per second.
+const FLOOD_RATE: u64 = 100_000;
+
+/// Floods `count` events of `kind` (at `rate` per second, 0 = unpaced) on one connection while a
+/// second connection measures round trips; returns (events/s delivered, probe RTTs in µs).
+async fn flood(authority: &str, count: u64, kind: &str, rate: u64) -> (f64, Vec<f64>) {
     let mut ws = connect(&url(authority), &[]).await.expect("connect");
     let mut probe = connect(&url(authority), &[]).await.expect("connect");
     let t = Instant::now();
     ws.send(Message::text(format!(
-        "{{\"id\":1,\"method\":\"Synthetic.flood\",\"params\":{{\"count\":{count},\"kind\":\"console\"}}}}"
+        "{{\"id\":1,\"method\":\"Synthetic.flood\",\"params\":{{\"count\":{count},\"kind\":\"{kind}\",\"rate\":{rate}}}}}"
     )))
     .await
     .expect("send");
@@ -223,9 +226,9 @@ fn mib(kib: Option<u64>) -> String {
 }
 
 /// Runs every synthetic scenario; returns the tables as Markdown.
-pub async fn run(rounds: usize, sizes: &Sizes) -> String {
+pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str]) -> String {
     let upstream = start_upstream().await;
-    let paths = Paths::start(&upstream.http, &[]).await;
+    let paths = Paths::start(&upstream.http, extra).await;
     let n = paths.list.len();
     let mut out = String::new();
 
@@ -237,7 +240,9 @@ pub async fn run(rounds: usize, sizes: &Sizes) -> String {
         for k in 0..n {
             let i = (r + k) % n;
             small(&paths.list[i].authority, sizes.small, &mut rtts[i]).await;
+            paths.settle().await;
             pipes[i].push(pipelined(&paths.list[i].authority, sizes.pipelined).await);
+            paths.settle().await;
         }
         eprintln!("synthetic: round {}/{rounds} done", r + 1);
     }
@@ -269,6 +274,10 @@ pub async fn run(rounds: usize, sizes: &Sizes) -> String {
         sizes.small, sizes.pipelined
     );
 
+    if std::env::var_os("BENCH_RTT_ONLY").is_some() {
+        return out;
+    }
+
     // Big messages: one size at a time, peak RSS per size.
     let _ = writeln!(out, "#### Large messages (browser → client)\n");
     let header: Vec<String> = sizes
@@ -288,6 +297,7 @@ pub async fn run(rounds: usize, sizes: &Sizes) -> String {
             let mut samples = Vec::new();
             for _ in 0..rounds.clamp(1, 3) {
                 samples.push(large(&p.authority, m).await);
+                paths.settle().await;
             }
             let rate = percentile(&samples, 0.5);
             rates[i].push(rate);
@@ -311,35 +321,40 @@ pub async fn run(rounds: usize, sizes: &Sizes) -> String {
         "\nMB/s = payload MiB / time from request to complete reply; median of up to 3 runs.\n"
     );
 
-    // Event flood: events/s, probe latency meanwhile, and evidence written vs dropped.
-    let _ = writeln!(
-        out,
-        "#### Event flood ({} console events back to back)\n",
-        sizes.flood
-    );
-    let _ = writeln!(out, "| path | events/s | probe RTT p50 during flood (µs) | p99 | evidence dropped | peak RSS (MiB) |");
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
-    for (i, p) in paths.list.iter().enumerate() {
-        if let Some(pid) = p.pid {
-            reset_peak(pid);
+    // Event floods: events/s, probe latency meanwhile, and evidence written vs dropped. Network
+    // events paced at a rate a busy page can reach, then console errors as fast as they go.
+    let floods = [
+        ("network", FLOOD_RATE, format!("{} `Network.*` events paced at {FLOOD_RATE}/s (requests sent, answered, finished; one in ten a 404)", sizes.flood)),
+        ("console", 0, format!("{} `console.error` events back to back", sizes.flood)),
+    ];
+    for (kind, rate, title) in floods {
+        let _ = writeln!(out, "#### Event flood: {title}\n");
+        let _ = writeln!(out, "| path | events/s | probe RTT p50 during flood (µs) | p99 | evidence dropped | peak RSS (MiB) |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+        for (i, p) in paths.list.iter().enumerate() {
+            if let Some(pid) = p.pid {
+                reset_peak(pid);
+            }
+            let before = dropped(&p.authority, i).await;
+            let (got, probe) = flood(&p.authority, sizes.flood, kind, rate).await;
+            paths.settle().await;
+            let after = dropped(&p.authority, i).await;
+            let drop_cell = match (before, after) {
+                (Some(b), Some(a)) => (a - b).to_string(),
+                _ => "—".into(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {got:.0} | {:.0} | {:.0} | {drop_cell} | {} |",
+                p.name,
+                percentile(&probe, 0.5),
+                percentile(&probe, 0.99),
+                mib(p.pid.map(peak_rss_kib)),
+            );
         }
-        let before = dropped(&p.authority, i).await;
-        let (rate, probe) = flood(&p.authority, sizes.flood).await;
-        let after = dropped(&p.authority, i).await;
-        let drop_cell = match (before, after) {
-            (Some(b), Some(a)) => (a - b).to_string(),
-            _ => "—".into(),
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {rate:.0} | {:.0} | {:.0} | {drop_cell} | {} |",
-            p.name,
-            percentile(&probe, 0.5),
-            percentile(&probe, 0.99),
-            mib(p.pid.map(peak_rss_kib)),
-        );
+        let _ = writeln!(out);
+        eprintln!("synthetic: {kind} flood done");
     }
-    let _ = writeln!(out);
 
     // Many connections at once.
     let _ = writeln!(
