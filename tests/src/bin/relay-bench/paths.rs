@@ -146,15 +146,7 @@ fn dir_size(dir: &std::path::Path) -> u64 {
 /// temporary directory, one worker (like the relay's single process), access log off.
 async fn start_nginx(
     upstream: &str,
-) -> Result<
-    (
-        Group,
-        tempfile::TempDir,
-        String,
-        Option<u32>,
-    ),
-    String,
-> {
+) -> Result<(Group, tempfile::TempDir, String, Option<u32>), String> {
     let exe = ["/usr/sbin/nginx", "/usr/bin/nginx"]
         .into_iter()
         .map(PathBuf::from)
