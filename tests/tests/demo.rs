@@ -164,7 +164,8 @@ async fn demo_reports_every_failure_and_leaks_nothing() {
     assert_eq!(
         kinds,
         ["email", "password", "one-time-code", "search"],
-        "input types"
+        "input types; stderr:\n{}",
+        run.stderr
     );
     let verdicts: Vec<&serde_json::Value> = typed
         .iter()
@@ -196,7 +197,15 @@ async fn demo_reports_every_failure_and_leaks_nothing() {
     let shots = actions(&records, "Page.captureScreenshot");
     assert_eq!(shots.len(), 5, "{shots:?}");
     let kept: Vec<bool> = shots.iter().map(|r| !r.artifacts.is_empty()).collect();
-    assert_eq!(kept, [true, false, true, true, true]);
+    assert_eq!(
+        kept,
+        [true, false, true, true, true],
+        "{:?}",
+        shots
+            .iter()
+            .map(|r| &r.payload["detail"])
+            .collect::<Vec<_>>()
+    );
     assert!(
         shots[1].payload["detail"]["screenshotWithheld"]
             .as_str()

@@ -7,14 +7,16 @@
 //!   (password, one-time code, payment, page-marked) or into a field nobody could identify —
 //!   their pixels may show what was typed, so no frame until the page navigates;
 //! - when the page was last typed into — never a frame right after typing;
-//! - which kind of field has focus now (reported by the active observer's page agent) — never a
-//!   frame while a sensitive field has focus.
+//! - which kind of field had focus when (reported by the active observer's page agent) — never a
+//!   frame while a sensitive field has focus. Focus is kept as a short history because the
+//!   passive observer decides about a client's screenshot or typing some milliseconds after the
+//!   fact, by when focus may have moved on: it asks about the moment of the command.
 //!
 //! and the switch `--no-screenshots`. Target keys are raw CDP target ids (or a connection/session
 //! key when the target is unknown) held in memory only; nothing here is persisted.
 
 use cdp_sanitize::InputType;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -99,6 +101,13 @@ const MAX_BURSTS: usize = 1024;
 /// How long after the last keystroke a page counts as "just typed into". By default, 1 s.
 pub const DEFAULT_QUIET_AFTER_TYPING: Duration = Duration::from_secs(1);
 
+/// Focus reports kept per page (the passive observer lags by milliseconds, not by dozens of
+/// focus changes).
+const FOCUS_HISTORY: usize = 32;
+/// A focus report arrives a moment after the focus moved (the agent's binding call crosses the
+/// renderer and the socket): it also counts for a question about this much earlier.
+const FOCUS_SLACK: Duration = Duration::from_millis(10);
+
 #[derive(Default)]
 struct Page {
     /// Bursts since the last navigation that went to a sensitive or unidentified field.
@@ -106,7 +115,21 @@ struct Page {
     /// More bursts than [`MAX_BURSTS`] were withholding: until navigation, always withhold.
     overflowed: bool,
     last_typed: Option<SystemTime>,
-    focused: Option<FieldKind>,
+    /// (reported at, what had focus), oldest first.
+    focus: VecDeque<(SystemTime, Option<FieldKind>)>,
+    /// Older reports were forgotten: before the first kept one, focus is that one's.
+    focus_truncated: bool,
+}
+
+impl Page {
+    /// What had focus at `at`, as reported.
+    fn focus_at(&self, at: SystemTime) -> Option<FieldKind> {
+        match self.focus.iter().rev().find(|(t, _)| *t <= at) {
+            Some((_, kind)) => *kind,
+            None if self.focus_truncated => self.focus.front().and_then(|(_, k)| *k),
+            None => None,
+        }
+    }
 }
 
 /// Shared screenshot veto.
@@ -191,14 +214,22 @@ impl CapturePolicy {
         }
     }
 
-    /// What has focus in `target` now (`None`: unknown).
-    pub fn focused(&self, target: &str, kind: Option<FieldKind>) {
-        self.with_page(target, |p| p.focused = kind);
+    /// What has focus in `target` since `at` (`None`: unknown).
+    pub fn focused_at(&self, target: &str, kind: Option<FieldKind>, at: SystemTime) {
+        self.with_page(target, |p| {
+            if p.focus.len() == FOCUS_HISTORY {
+                p.focus.pop_front();
+                p.focus_truncated = true;
+            }
+            p.focus.push_back((at, kind));
+        });
     }
 
-    /// What has focus in `target`, as last reported.
-    pub fn focused_kind(&self, target: &str) -> Option<FieldKind> {
-        self.pages().get(target).and_then(|p| p.focused)
+    /// What had focus in `target` at `at` (a report arriving just after counts).
+    pub fn focused_kind_at(&self, target: &str, at: SystemTime) -> Option<FieldKind> {
+        self.pages()
+            .get(target)
+            .and_then(|p| p.focus_at(at + FOCUS_SLACK))
     }
 
     /// The page is gone.
@@ -227,7 +258,8 @@ impl CapturePolicy {
         if p.overflowed || !p.withholding.is_empty() {
             return Err(Withheld::TypedSinceNavigation);
         }
-        if p.focused.is_some_and(FieldKind::is_sensitive) {
+        let sensitive = |t| p.focus_at(t).is_some_and(FieldKind::is_sensitive);
+        if sensitive(at) || sensitive(at + FOCUS_SLACK) {
             return Err(Withheld::SensitiveFocus);
         }
         if p.last_typed.is_some_and(|t| at < t + self.quiet) {
@@ -302,12 +334,46 @@ mod tests {
     #[test]
     fn sensitive_focus_withholds_while_it_lasts() {
         let p = CapturePolicy::new(true);
-        p.focused("T1", Some(FieldKind::Input(InputType::OneTimeCode)));
+        p.focused_at("T1", Some(FieldKind::Input(InputType::OneTimeCode)), t(0));
         assert_eq!(p.verdict_at("T1", t(0)), Err(Withheld::SensitiveFocus));
-        p.focused("T1", Some(FieldKind::Marked));
-        assert_eq!(p.verdict_at("T1", t(0)), Err(Withheld::SensitiveFocus));
-        p.focused("T1", Some(FieldKind::NotEditable));
+        p.focused_at("T1", Some(FieldKind::Marked), t(100));
+        assert_eq!(p.verdict_at("T1", t(100)), Err(Withheld::SensitiveFocus));
+        p.focused_at("T1", Some(FieldKind::NotEditable), t(200));
+        assert_eq!(p.verdict_at("T1", t(200)), Ok(()));
+        assert_eq!(
+            p.focused_kind_at("T1", t(200)),
+            Some(FieldKind::NotEditable)
+        );
+    }
+
+    #[test]
+    fn a_late_question_gets_the_focus_of_its_moment_and_a_report_just_after_counts() {
+        // The passive observer asks about a screenshot at t(0) after focus moved on at t(50).
+        let p = CapturePolicy::new(true);
+        p.focused_at("T1", Some(FieldKind::NotEditable), t(0));
+        p.focused_at("T1", Some(PASSWORD), t(50));
+        p.focused_at("T1", None, t(90));
         assert_eq!(p.verdict_at("T1", t(0)), Ok(()));
-        assert_eq!(p.focused_kind("T1"), Some(FieldKind::NotEditable));
+        assert_eq!(p.verdict_at("T1", t(60)), Err(Withheld::SensitiveFocus));
+        assert_eq!(p.focused_kind_at("T1", t(60)), Some(PASSWORD));
+        assert_eq!(p.verdict_at("T1", t(95)), Ok(()));
+        // A report arriving within the slack after the question still withholds.
+        assert_eq!(p.verdict_at("T1", t(45)), Err(Withheld::SensitiveFocus));
+        assert_eq!(p.focused_kind_at("T1", t(45)), Some(PASSWORD));
+        // Before any report: unknown.
+        assert_eq!(p.focused_kind_at("T1", t(0) - Duration::from_secs(1)), None);
+    }
+
+    #[test]
+    fn a_forgotten_history_answers_with_its_oldest_kept_report() {
+        let p = CapturePolicy::new(true);
+        p.focused_at("T1", Some(PASSWORD), t(0));
+        for i in 1..=FOCUS_HISTORY as u64 {
+            p.focused_at("T1", Some(TEXT), t(1000 + i));
+        }
+        // The password report is gone; a question about t(10) gets the oldest kept one, not
+        // "unknown".
+        assert_eq!(p.focused_kind_at("T1", t(10)), Some(TEXT));
+        assert_eq!(p.verdict_at("T1", t(5000)), Ok(()));
     }
 }

@@ -17,6 +17,7 @@ pub mod capture;
 pub mod observer;
 pub(crate) mod once;
 mod passive;
+mod priority;
 pub mod tap;
 pub mod writer;
 

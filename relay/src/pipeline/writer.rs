@@ -191,7 +191,9 @@ struct Writer {
 
 impl Writer {
     fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+        let mut priority = super::priority::Priority::start(rx.max_capacity());
         while let Some(msg) = rx.blocking_recv() {
+            priority.adapt(rx.len());
             match msg {
                 Msg::Batch(batch) => self.write(batch),
                 Msg::Finish { dropped, reply } => {

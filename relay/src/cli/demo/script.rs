@@ -70,7 +70,11 @@ pub(super) async fn run(endpoint: &str, site: &Site) -> anyhow::Result<()> {
 
     tracing::info!("demo: opening an invoice in a second page");
     let created = cdp
-        .call(None, "Target.createTarget", json!({ "url": "about:blank" }))
+        .call(
+            None,
+            "Target.createTarget",
+            json!({ "url": "about:blank", "newWindow": true }),
+        )
         .await?;
     let second = created["targetId"]
         .as_str()

@@ -218,6 +218,7 @@ impl Observer {
             return;
         };
         let (page, covered) = self.page_of(conn, key);
+        tracing::trace!("passive: a failed request, covered {covered}");
         if covered || !self.once.first(EventKey::request(&page, request_id)) {
             return;
         }

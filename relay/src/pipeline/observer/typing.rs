@@ -216,7 +216,7 @@ impl Observer {
         let next = self.next_burst;
         let kind = self
             .capture
-            .focused_kind(&typed)
+            .focused_kind_at(&typed, at)
             .unwrap_or(FieldKind::Input(InputType::Unknown));
         let target = self.target_for(conn, key);
         let target_id = self.raw_target(conn, key);

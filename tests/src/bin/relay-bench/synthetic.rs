@@ -9,6 +9,7 @@ use cdp_relay_tests::http::get;
 use futures_util::{SinkExt, StreamExt};
 use std::fmt::Write as _;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::AsyncBufReadExt;
 use tokio_tungstenite::tungstenite::Message;
@@ -154,13 +155,18 @@ async fn flood(authority: &str, count: u64, kind: &str, rate: u64) -> (f64, Vec<
     (rate, rtts)
 }
 
+/// Rate = messages / time from all connected to all done: a handshake that waits out a
+/// SYN retransmit (1 s) while 200 connect at once would otherwise dominate the row.
 async fn concurrent(authority: &str, conns: usize, each: usize) -> (Vec<f64>, f64) {
-    let t = Instant::now();
+    let ready = Arc::new(tokio::sync::Barrier::new(conns + 1));
     let tasks: Vec<_> = (0..conns)
         .map(|_| {
             let authority = authority.to_owned();
+            let ready = ready.clone();
             tokio::spawn(async move {
-                let mut ws = connect(&url(&authority), &[]).await.expect("connect");
+                let ws = connect(&url(&authority), &[]).await;
+                ready.wait().await;
+                let mut ws = ws.expect("connect");
                 let mut rtts = Vec::with_capacity(each);
                 for id in 0..each as u64 {
                     let s = Instant::now();
@@ -176,6 +182,8 @@ async fn concurrent(authority: &str, conns: usize, each: usize) -> (Vec<f64>, f6
             })
         })
         .collect();
+    ready.wait().await;
+    let t = Instant::now();
     let mut all = Vec::new();
     for task in tasks {
         all.extend(task.await.expect("task"));

@@ -56,6 +56,7 @@ impl Browser<'_> {
     /// A failure the passive observer recorded on a page this observer does not cover yet: it
     /// waits for the page's next frame, or is written now when there is no session to take one.
     pub(super) async fn passive_failure(&mut self, target: &str, record: Record) {
+        tracing::trace!("observer: a failure from the passive observer");
         match self.by_target.get(target).cloned() {
             Some(session) => {
                 let delay = self.opts.failure_debounce;
@@ -182,10 +183,16 @@ impl Browser<'_> {
             let done = self.done_tx.clone();
             let size = self.opts.frame_size();
             let t = self.opts.command_timeout;
+            let give_up = self.give_up.clone();
             self.in_flight += 1;
             tokio::spawn(async move {
                 let started = SystemTime::now();
-                let outcome = frames::take(&cdp, &session, world, size, t).await;
+                let outcome = tokio::select! {
+                    outcome = frames::take(&cdp, &session, world, size, t) => outcome,
+                    _ = give_up.cancelled() => Err(NoFrame::Failed(
+                        "the page gave no frame before the relay stopped".into(),
+                    )),
+                };
                 let _ = done
                     .send(Done::Frame {
                         session,
@@ -234,6 +241,7 @@ impl Browser<'_> {
         if let Some(e) = error {
             r = r.error(e);
         }
+        tracing::trace!("observer: no frame, {} failures", want.group.len());
         let mut batch: Vec<Emit> = want.group.into_iter().map(Emit::Record).collect();
         batch.push(Emit::Record(r));
         self.write(batch).await;
@@ -290,6 +298,7 @@ impl Browser<'_> {
                 .status(Status::Info)
                 .target(self.meta.target(&target, &self.ctx.sanitizer)),
         ];
+        tracing::trace!("observer: frame with {} failures", want.group.len());
         records.extend(want.group);
         self.write(vec![Emit::Shared {
             records,
@@ -333,12 +342,15 @@ impl Browser<'_> {
             // Until the next navigation takes the want over.
             Withheld::TypedSinceNavigation | Withheld::ScreenshotsOff => want.born + PARKED,
         };
-        self.requeue(session, want, due);
+        self.requeue(session, want, due).await;
     }
 
-    /// Puts a want whose frame could not be kept back on its page, merged with any newer one.
-    pub(super) fn requeue(&mut self, session: &str, mut want: Want, due: Instant) {
+    /// Puts a want whose frame could not be kept back on its page, merged with any newer one;
+    /// its failures are written now when the page has gone meanwhile.
+    async fn requeue(&mut self, session: &str, mut want: Want, due: Instant) {
         let Some(page) = self.pages.get_mut(session) else {
+            self.write(want.group.into_iter().map(Emit::Record).collect())
+                .await;
             return;
         };
         if let Some(newer) = page.want.take() {
