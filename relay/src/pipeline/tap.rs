@@ -98,6 +98,30 @@ impl Payload {
         Cow::Owned(out)
     }
 
+    /// The first `n` bytes of the message (fewer if it is shorter), unmasked; borrowed when they
+    /// lie in one unmasked slice. Lets the observer judge a large message by its head without
+    /// joining it.
+    pub fn head(&self, n: usize) -> Cow<'_, [u8]> {
+        if let Some((b, None)) = self.parts.first() {
+            if b.len() >= n.min(self.len) {
+                return Cow::Borrowed(&b[..n.min(b.len())]);
+            }
+        }
+        let mut out = Vec::with_capacity(n.min(self.len));
+        for (b, mask) in &self.parts {
+            if out.len() == n {
+                break;
+            }
+            let start = out.len();
+            let take = (n - start).min(b.len());
+            out.extend_from_slice(&b[..take]);
+            if let Some(m) = mask {
+                m.apply(&mut out[start..]);
+            }
+        }
+        Cow::Owned(out)
+    }
+
     /// The message as text: `None` for binary messages and invalid UTF-8 (which the browser
     /// answers with a parse error; there is nothing for the observer to read).
     pub fn as_text(&self) -> Option<Cow<'_, str>> {
@@ -322,5 +346,43 @@ mod tests {
                 .as_text()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn head_is_the_joined_prefix_across_masked_parts() {
+        let key = [0x9a, 0x01, 0xfe, 0x42];
+        let plain: Vec<u8> = (0..64u8).map(|i| b'a' + i % 26).collect();
+        let mut masked = plain.clone();
+        Mask { key, phase: 0 }.apply(&mut masked);
+        let parts = |masked: bool| {
+            let src = if masked {
+                &masked_bytes(&plain, key)
+            } else {
+                &plain
+            };
+            let cuts = [0, 5, 6, 30, 64];
+            cuts.windows(2)
+                .map(|w| {
+                    let mask = masked.then_some(Mask {
+                        key,
+                        phase: (w[0] % 4) as u8,
+                    });
+                    (Bytes::copy_from_slice(&src[w[0]..w[1]]), mask)
+                })
+                .collect::<Vec<_>>()
+        };
+        for masked in [false, true] {
+            let p = Payload::from_parts(true, parts(masked));
+            for n in [0, 1, 5, 6, 7, 29, 30, 31, 64, 1000] {
+                assert_eq!(&*p.head(n), &plain[..n.min(64)], "masked {masked}, n {n}");
+            }
+        }
+        assert_eq!(masked, masked_bytes(&plain, key));
+    }
+
+    fn masked_bytes(plain: &[u8], key: [u8; 4]) -> Vec<u8> {
+        let mut v = plain.to_vec();
+        Mask { key, phase: 0 }.apply(&mut v);
+        v
     }
 }

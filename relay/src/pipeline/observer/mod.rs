@@ -109,6 +109,10 @@ pub struct Observer {
     held: HashMap<u64, Held>,
 }
 
+/// Bytes of a large message read to decide whether it matters ([`frame::leading`] needs the
+/// leading `"id"` and `"method"` whole, else it answers `Unknown` and the message is read in full).
+const HEAD: usize = 512;
+
 impl Observer {
     /// An observer sanitizing with `sanitizer` and asking `capture` before keeping a picture.
     pub fn new(
@@ -170,6 +174,19 @@ impl Observer {
                 payload,
             } => {
                 self.sweep(at);
+                if payload.len() > HEAD && payload.is_text() {
+                    // Judge a large message by its head before paying to join and validate it
+                    // (a 64 MiB reply nobody waits for costs nothing more).
+                    let head = payload.head(HEAD);
+                    let valid = match std::str::from_utf8(&head) {
+                        Ok(s) => s,
+                        // A head cut inside a character: its valid prefix.
+                        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
+                    };
+                    if self.skippable(conn, dir, valid) {
+                        return;
+                    }
+                }
                 let Some(text) = payload.as_text() else {
                     // CDP is text; binary frames and invalid UTF-8 carry nothing to read.
                     return;

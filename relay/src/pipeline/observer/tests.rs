@@ -337,6 +337,43 @@ fn console_errors_exceptions_and_log_entries() {
 }
 
 #[test]
+fn a_large_reply_is_judged_by_its_head_and_read_whole_only_when_awaited() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let big = "x".repeat(2 * HEAD);
+    // Awaited: a refused navigation whose error message pushes the reply past the head.
+    h.send(
+        1,
+        10,
+        json!({"id": 5, "method": "Page.navigate", "params": {"url": "https://a.example/"}}),
+    );
+    h.recv(
+        1,
+        20,
+        json!({"id": 5, "error": {"code": -32000, "message": format!("Cannot navigate {big}")}}),
+    );
+    // Not awaited (a command the observer does not record): skipped from the head alone.
+    h.send(1, 30, json!({"id": 6, "method": "DOM.getDocument"}));
+    h.recv(1, 40, json!({"id": 6, "result": {"root": big}}));
+    // An event whose method name ends past the head is read whole, and recorded.
+    let padded = format!(
+        "{{\"method\":\"Runtime.exceptionThrown\",\"pad\":\"{big}\",\"params\":{{\"timestamp\":1,\"exceptionDetails\":{{\"text\":\"Uncaught boom\"}}}}}}"
+    );
+    h.frame(1, Direction::ToClient, 50, &padded);
+    let navs = h.actions("Page.navigate");
+    assert_eq!(navs.len(), 1);
+    assert_eq!(navs[0].status.as_deref(), Some("error"), "{:?}", navs[0]);
+    assert!(h.actions("DOM.getDocument").is_empty());
+    let console = h.of_kind("console");
+    assert!(
+        console.iter().any(|r| r.payload["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("boom"))),
+        "{console:?}"
+    );
+}
+
+#[test]
 fn unanswered_commands_are_interrupted_at_close() {
     let mut h = Harness::new(ObserverOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
