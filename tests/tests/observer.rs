@@ -115,6 +115,43 @@ async fn page_until(c: &mut Cdp, what: &str, expression: &str) {
     );
 }
 
+/// A recording relay with the observer on in front of a fresh Chromium, and a client on its page,
+/// which shows the site's /verify once the observer has taken its frame after loading it.
+struct VerifyPage {
+    site: Site,
+    _chrome: Chromium,
+    _dir: tempfile::TempDir,
+    relay: RelayFixture,
+    c: Cdp,
+}
+
+async fn verify_page() -> VerifyPage {
+    let site = Site::start(observer_routes()).await;
+    let chrome = Chromium::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
+    observing(&relay, 1).await;
+    let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
+    c.call(
+        "Page.navigate",
+        json!({ "url": format!("{}/verify", site.origin) }),
+    )
+    .await;
+    journal_until(&relay, "the frame after loading /verify", |r| {
+        frames_after(r, "navigation")
+            .iter()
+            .any(|f| !f.artifacts.is_empty())
+    })
+    .await;
+    VerifyPage {
+        site,
+        _chrome: chrome,
+        _dir: dir,
+        relay,
+        c,
+    }
+}
+
 /// The observer's frame records (taken or not) whose `detail.after` names `after`.
 fn frames_after<'a>(records: &'a [StoredRecord], after: &str) -> Vec<&'a StoredRecord> {
     records
@@ -239,20 +276,15 @@ async fn a_client_that_enables_nothing_still_leaves_failures_with_frames() {
 #[tokio::test]
 async fn no_frame_right_after_typing_or_while_a_sensitive_field_has_focus() {
     within("frames and typing", async {
-        let site = Site::start(observer_routes()).await;
-        let chrome = Chromium::start().await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
-        observing(&relay, 1).await;
-        let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
-        c.call("Page.navigate", json!({ "url": format!("{}/verify", site.origin) }))
-            .await;
-        // The page has loaded and the observer has taken its frame after the navigation (so the
-        // first click below gets a frame of its own).
-        journal_until(&relay, "the frame after loading /verify", |r| {
-            frames_after(r, "navigation").iter().any(|f| !f.artifacts.is_empty())
-        })
-        .await;
+        // The page has loaded and the observer has taken its frame after the navigation, so
+        // what follows gets a frame of its own.
+        let VerifyPage {
+            site,
+            _chrome,
+            _dir,
+            relay,
+            mut c,
+        } = verify_page().await;
         let keep = c
             .call(
                 "Runtime.evaluate",
@@ -667,20 +699,15 @@ async fn a_browser_restarted_on_the_same_port_is_observed_again() {
 #[tokio::test]
 async fn a_dialog_and_a_crash_are_recorded_reasons() {
     within("dialog and crash", async {
-        let site = Site::start(observer_routes()).await;
-        let chrome = Chromium::start().await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
-        observing(&relay, 1).await;
-        let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
-        c.call("Page.navigate", json!({ "url": format!("{}/verify", site.origin) }))
-            .await;
-        // The page has loaded and its frame after the navigation is taken: the failure below
-        // wants a frame of its own.
-        journal_until(&relay, "the frame after loading /verify", |r| {
-            frames_after(r, "navigation").iter().any(|f| !f.artifacts.is_empty())
-        })
-        .await;
+        // The page has loaded and the observer has taken its frame after the navigation, so
+        // what follows gets a frame of its own.
+        let VerifyPage {
+            site: _site,
+            _chrome,
+            _dir,
+            relay,
+            mut c,
+        } = verify_page().await;
         page_until(
             &mut c,
             "/verify to have loaded",
