@@ -69,6 +69,8 @@ pub(super) async fn run(endpoint: &str, site: &Site) -> anyhow::Result<()> {
     cdp.screenshot(&tab).await?;
 
     tracing::info!("demo: opening an invoice in a second page");
+    // In a window of its own: a tab opened beside the first would hide it, and a hidden page
+    // gives the observer no frame for a failure it may still be waiting to picture.
     let created = cdp
         .call(
             None,
