@@ -5,7 +5,7 @@
 use futures_util::{SinkExt, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -103,15 +103,9 @@ async fn serve(
     tx: mpsc::UnboundedSender<Seen>,
     flooded: Arc<AtomicU64>,
 ) {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match tcp.read(&mut byte).await {
-            Ok(1) => head.push(byte[0]),
-            _ => return,
-        }
-    }
-    let head = String::from_utf8_lossy(&head).into_owned();
+    let Some(head) = crate::http::read_request_head(&mut tcp, usize::MAX).await else {
+        return;
+    };
     let header = |name: &str| {
         head.lines().find_map(|l| {
             let (n, v) = l.split_once(':')?;

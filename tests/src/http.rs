@@ -4,6 +4,24 @@
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// Reads a request head (through the blank line) one byte at a time, so nothing after it (a
+/// websocket's first frame) is consumed. `None` when the peer goes away first or the head grows
+/// past `limit` bytes.
+pub async fn read_request_head(tcp: &mut TcpStream, limit: usize) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match tcp.read(&mut byte).await {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+        if head.len() > limit {
+            return None;
+        }
+    }
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
+
 /// A parsed response.
 #[derive(Debug, Clone)]
 pub struct Answer {

@@ -482,11 +482,16 @@ impl RelayProcess {
 
 /// Resident memory of process `pid` in KiB (`VmRSS`).
 pub fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS")
+}
+
+/// A KiB field of `/proc/PID/status` (`VmRSS`, `VmHWM`, …); 0 when unreadable.
+pub fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)

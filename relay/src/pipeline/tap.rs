@@ -84,18 +84,7 @@ impl Payload {
 
     /// The message bytes, joined and unmasked (borrowed when it is one unmasked slice).
     pub fn bytes(&self) -> Cow<'_, [u8]> {
-        if let [(b, None)] = self.parts.as_slice() {
-            return Cow::Borrowed(b);
-        }
-        let mut out = Vec::with_capacity(self.len);
-        for (b, mask) in &self.parts {
-            let start = out.len();
-            out.extend_from_slice(b);
-            if let Some(m) = mask {
-                m.apply(&mut out[start..]);
-            }
-        }
-        Cow::Owned(out)
+        self.head(self.len)
     }
 
     /// The first `n` bytes of the message (fewer if it is shorter), unmasked; borrowed when they

@@ -10,9 +10,10 @@
 //!
 //! Usage: `cdp-synthetic` prints `http://127.0.0.1:PORT` on stdout and serves until killed.
 
+use cdp_relay_tests::http::read_request_head;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
@@ -32,18 +33,9 @@ async fn main() {
 }
 
 async fn serve(mut tcp: TcpStream, port: u16) {
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match tcp.read(&mut b).await {
-            Ok(1) => head.push(b[0]),
-            _ => return,
-        }
-        if head.len() > 16 * 1024 {
-            return;
-        }
-    }
-    let text = String::from_utf8_lossy(&head).into_owned();
+    let Some(text) = read_request_head(&mut tcp, 16 * 1024).await else {
+        return;
+    };
     let path = text.split(' ').nth(1).unwrap_or("/").to_owned();
     if text.to_ascii_lowercase().contains("upgrade: websocket") {
         let key = text

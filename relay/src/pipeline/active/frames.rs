@@ -51,6 +51,13 @@ impl Want {
         }
     }
 
+    /// Adds a reason for the frame, once.
+    pub(crate) fn add_after(&mut self, after: After) {
+        if !self.after.contains(&after) {
+            self.after.push(after);
+        }
+    }
+
     pub(crate) fn detail_after(&self) -> Value {
         Value::Array(self.after.iter().map(|a| Value::from(a.word())).collect())
     }

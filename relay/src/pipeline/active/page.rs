@@ -3,13 +3,13 @@
 //! and verifications queued for it. Target ids and URLs are raw here, in memory only; records
 //! get the sanitized page summary.
 
-use super::frames::Want;
+use super::frames::{self, After, Want};
 use super::verify::VerifyRequest;
 use crate::pipeline::observer::network::Requests;
 use cdp_sanitize::{SafeJson, Sanitizer};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Requests tracked per page for failure joining.
 const MAX_REQUESTS: usize = 8192;
@@ -52,6 +52,22 @@ impl Page {
             verifying: false,
             verify_queue: VecDeque::new(),
         }
+    }
+
+    /// Asks for a frame `delay` from now, never sooner than `cooldown` after the last one, for
+    /// the reason `after`; joins the frame already wanted (which then comes no later).
+    pub(crate) fn want_frame(
+        &mut self,
+        after: After,
+        delay: Duration,
+        cooldown: Duration,
+    ) -> &mut Want {
+        let due = frames::due_at(Instant::now(), delay, self.last_frame, cooldown);
+        let want = self.want.get_or_insert_with(|| Want::new(due));
+        // A navigation's or click's frame does not wait for a failure's debounce.
+        want.due = want.due.min(due);
+        want.add_after(after);
+        want
     }
 }
 

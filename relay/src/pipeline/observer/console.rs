@@ -218,7 +218,9 @@ impl Observer {
             return;
         };
         let (page, covered) = self.page_of(conn, key);
-        tracing::trace!("passive: a failed request, covered {covered}");
+        tracing::trace!(
+            "passive observer: a failed request (the active observer covers the page: {covered})"
+        );
         if covered || !self.once.first(EventKey::request(&page, request_id)) {
             return;
         }

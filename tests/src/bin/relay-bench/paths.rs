@@ -276,12 +276,5 @@ pub fn reset_peak(pid: u32) {
 
 /// Peak resident memory of `pid` since start or the last [`reset_peak`], in KiB.
 pub fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+    cdp_relay_tests::status_kib(pid, "VmHWM")
 }

@@ -331,7 +331,7 @@ impl Browser<'_> {
         if !self.ctx.once.first(EventKey::request(&target, request_id)) {
             return;
         }
-        tracing::trace!("observer: a failed request");
+        tracing::trace!("observer: a failed request; it waits for a frame");
         let r = network_record(TOOL, failure, at)
             .target(self.meta.target(&target, &self.ctx.sanitizer));
         let delay = self.opts.failure_debounce;

@@ -210,27 +210,24 @@ impl<'a> Browser<'a> {
             }
         }
         self.due().await;
-        let deadline = tokio::time::Instant::now() + self.opts.stop_grace;
+        self.settle(self.opts.stop_grace).await;
+        if self.in_flight > 0 {
+            // Frames still out report back at once, with the failures that waited for them.
+            self.give_up.cancel();
+            self.settle(Duration::from_millis(500)).await;
+        }
+        self.lost().await;
+    }
+
+    /// Handles completions until nothing is in flight or `within` has passed.
+    async fn settle(&mut self, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
         while self.in_flight > 0 {
             match tokio::time::timeout_at(deadline, self.done_rx.recv()).await {
                 Ok(Some(done)) => self.done(done).await,
-                Ok(None) => break,
-                Err(_) if self.give_up.is_cancelled() => break,
-                Err(_) => {
-                    // Frames still out report back at once, with the failures that waited.
-                    self.give_up.cancel();
-                    let more = tokio::time::Instant::now() + Duration::from_millis(500);
-                    while self.in_flight > 0 {
-                        match tokio::time::timeout_at(more, self.done_rx.recv()).await {
-                            Ok(Some(done)) => self.done(done).await,
-                            _ => break,
-                        }
-                    }
-                    break;
-                }
+                _ => break,
             }
         }
-        self.lost().await;
     }
 
     /// What pages reported just before the stop may still be on the wire: a round trip on every

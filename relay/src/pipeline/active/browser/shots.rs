@@ -36,14 +36,7 @@ impl Browser<'_> {
             }
             return;
         };
-        let now = Instant::now();
-        let due = frames::due_at(now, delay, page.last_frame, cooldown);
-        let want = page.want.get_or_insert_with(|| Want::new(due));
-        // A navigation's or click's frame does not wait for a failure's debounce.
-        want.due = want.due.min(due);
-        if !want.after.contains(&after) {
-            want.after.push(after);
-        }
+        let want = page.want_frame(after, delay, cooldown);
         if let Some(r) = record {
             if want.group.len() < MAX_GROUP {
                 want.group.push(r);
@@ -56,7 +49,9 @@ impl Browser<'_> {
     /// A failure the passive observer recorded on a page this observer does not cover yet: it
     /// waits for the page's next frame, or is written now when there is no session to take one.
     pub(super) async fn passive_failure(&mut self, target: &str, record: Record) {
-        tracing::trace!("observer: a failure from the passive observer");
+        tracing::trace!(
+            "observer: a failure recorded by the passive observer; it waits for a frame"
+        );
         match self.by_target.get(target).cloned() {
             Some(session) => {
                 let delay = self.opts.failure_debounce;
@@ -87,14 +82,7 @@ impl Browser<'_> {
             _ => self.opts.failure_debounce,
         };
         if let Some(page) = self.pages.get_mut(&session) {
-            let now = Instant::now();
-            let due = frames::due_at(now, delay, page.last_frame, cooldown);
-            let want = page.want.get_or_insert_with(|| Want::new(due));
-            // A navigation's or click's frame does not wait for a failure's debounce.
-            want.due = want.due.min(due);
-            if !want.after.contains(&after) {
-                want.after.push(after);
-            }
+            page.want_frame(after, delay, cooldown);
         }
     }
 
@@ -241,7 +229,10 @@ impl Browser<'_> {
         if let Some(e) = error {
             r = r.error(e);
         }
-        tracing::trace!("observer: no frame, {} failures", want.group.len());
+        tracing::trace!(
+            "observer: no frame; {} waiting failures written without one",
+            want.group.len()
+        );
         let mut batch: Vec<Emit> = want.group.into_iter().map(Emit::Record).collect();
         batch.push(Emit::Record(r));
         self.write(batch).await;
@@ -298,7 +289,10 @@ impl Browser<'_> {
                 .status(Status::Info)
                 .target(self.meta.target(&target, &self.ctx.sanitizer)),
         ];
-        tracing::trace!("observer: frame with {} failures", want.group.len());
+        tracing::trace!(
+            "observer: frame taken; {} waiting failures written with it",
+            want.group.len()
+        );
         records.extend(want.group);
         self.write(vec![Emit::Shared {
             records,
@@ -355,9 +349,7 @@ impl Browser<'_> {
         };
         if let Some(newer) = page.want.take() {
             for a in newer.after {
-                if !want.after.contains(&a) {
-                    want.after.push(a);
-                }
+                want.add_after(a);
             }
             want.group.extend(newer.group);
         }
