@@ -48,9 +48,14 @@ impl Layout {
         let root = if root.is_absolute() {
             root.to_path_buf()
         } else {
-            std::env::current_dir()
-                .map_err(|e| Error::io("cannot resolve the current directory for", root, e))?
-                .join(root)
+            let mut abs = std::env::current_dir()
+                .map_err(|e| Error::io("cannot resolve the current directory for", root, e))?;
+            // `./cdp-evidence` → `<cwd>/cdp-evidence`, not `<cwd>/./cdp-evidence` in messages.
+            abs.extend(
+                root.components()
+                    .filter(|c| !matches!(c, std::path::Component::CurDir)),
+            );
+            abs
         };
         Ok(Layout { root })
     }
@@ -289,6 +294,15 @@ pub(crate) fn dir_size(dir: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relative_root_is_made_absolute_without_dot_segments() {
+        let cwd = std::env::current_dir().unwrap();
+        let l = Layout::new(Path::new("./cdp-evidence")).unwrap();
+        assert_eq!(l.root(), cwd.join("cdp-evidence"));
+        let l = Layout::new(Path::new("a/./b/../c")).unwrap();
+        assert_eq!(l.root(), cwd.join("a").join("b").join("..").join("c"));
+    }
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {
