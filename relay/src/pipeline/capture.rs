@@ -115,6 +115,15 @@ struct Page {
     /// More bursts than [`MAX_BURSTS`] were withholding: until navigation, always withhold.
     overflowed: bool,
     last_typed: Option<SystemTime>,
+    /// Bursts typed into the current document, with their last keystroke: a kind read back
+    /// later for a burst of an earlier document changes nothing here.
+    typed: HashMap<u64, SystemTime>,
+    /// More bursts than [`MAX_BURSTS`]: which document a burst went to is no longer known.
+    typed_overflowed: bool,
+    /// The latest main-frame navigation reported. Producers report it at different moments
+    /// (the passive observer from the client's traffic, the active one from its own session):
+    /// typing stamped before it went to the document it replaced.
+    navigated_at: Option<SystemTime>,
     /// (reported at, what had focus), oldest first.
     focus: VecDeque<(SystemTime, Option<FieldKind>)>,
     /// Older reports were forgotten: before the first kept one, focus is that one's.
@@ -122,6 +131,36 @@ struct Page {
 }
 
 impl Page {
+    /// See [`CapturePolicy::navigated`].
+    fn navigated(&mut self, at: SystemTime) {
+        self.navigated_at = Some(self.navigated_at.map_or(at, |n| n.max(at)));
+        if self.last_typed.is_none_or(|t| t < at) {
+            // Everything typed was before: the page starts clean.
+            self.withholding.clear();
+            self.overflowed = false;
+            self.typed.clear();
+            self.typed_overflowed = false;
+            self.last_typed = None;
+            return;
+        }
+        self.typed.retain(|_, t| *t >= at);
+        if !self.typed_overflowed {
+            // Without an overflow every burst is in `typed`: keep those typed after `at`.
+            let Page {
+                typed, withholding, ..
+            } = self;
+            withholding.retain(|b| typed.contains_key(b));
+        }
+    }
+
+    fn withhold(&mut self, burst: u64) {
+        if self.withholding.len() < MAX_BURSTS {
+            self.withholding.insert(burst);
+        } else {
+            self.overflowed = true;
+        }
+    }
+
     /// What had focus at `at`, as reported.
     fn focus_at(&self, at: SystemTime) -> Option<FieldKind> {
         match self.focus.iter().rev().find(|(t, _)| *t <= at) {
@@ -178,40 +217,42 @@ impl CapturePolicy {
     /// Text of burst `burst` was typed into `target`, into a field of `kind`, at `at`.
     pub fn typed_into(&self, target: &str, burst: u64, kind: FieldKind, at: SystemTime) {
         self.with_page(target, |p| {
+            if p.navigated_at.is_some_and(|n| at < n) {
+                // Typed into the document a navigation already replaced.
+                return;
+            }
+            if p.typed.len() < MAX_BURSTS || p.typed.contains_key(&burst) {
+                let last = p.typed.entry(burst).or_insert(at);
+                *last = (*last).max(at);
+            } else {
+                p.typed_overflowed = true;
+            }
             p.last_typed = Some(p.last_typed.map_or(at, |t| t.max(at)));
             if kind.withholds_until_navigation() {
-                if p.withholding.len() < MAX_BURSTS {
-                    p.withholding.insert(burst);
-                } else {
-                    p.overflowed = true;
-                }
+                p.withhold(burst);
             }
         });
     }
 
     /// The field burst `burst` went to is now known to be `kind` (read back by the page agent).
+    /// A burst of a document the page has since navigated away from changes nothing.
     pub fn burst_kind(&self, target: &str, burst: u64, kind: FieldKind) {
         self.with_page(target, |p| {
+            if !p.typed.contains_key(&burst) && !p.typed_overflowed {
+                return;
+            }
             if kind.withholds_until_navigation() {
-                if p.withholding.len() < MAX_BURSTS {
-                    p.withholding.insert(burst);
-                } else {
-                    p.overflowed = true;
-                }
+                p.withhold(burst);
             } else {
                 p.withholding.remove(&burst);
             }
         });
     }
 
-    /// `target`'s main frame navigated: what was typed is gone from its pixels.
-    pub fn navigated(&self, target: &str) {
-        let mut pages = self.pages();
-        if let Some(p) = pages.get_mut(target) {
-            p.withholding.clear();
-            p.overflowed = false;
-            p.last_typed = None;
-        }
+    /// `target`'s main frame navigated at `at`: what was typed before it is gone from its
+    /// pixels. Typing after `at` stays (a second producer may report the same navigation late).
+    pub fn navigated(&self, target: &str, at: SystemTime) {
+        self.with_page(target, |p| p.navigated(at));
     }
 
     /// What has focus in `target` since `at` (`None`: unknown).
@@ -302,7 +343,7 @@ mod tests {
             Err(Withheld::TypedSinceNavigation)
         );
         assert_eq!(p.verdict_at("T2", t(0)), Ok(()));
-        p.navigated("T1");
+        p.navigated("T1", t(1));
         assert_eq!(p.verdict_at("T1", t(60_000)), Ok(()));
         p.typed_into("T1", 2, PASSWORD, t(70_000));
         assert_eq!(
@@ -329,6 +370,44 @@ mod tests {
         );
         p.burst_kind("T1", 2, TEXT);
         assert_eq!(p.verdict_at("T1", t(9000)), Ok(()));
+    }
+
+    #[test]
+    fn a_kind_read_back_after_a_navigation_leaves_the_new_document_alone() {
+        let p = CapturePolicy::new(true);
+        p.typed_into("T1", 1, TEXT, t(0));
+        p.navigated("T1", t(100));
+        // The page agent's reading arrives after the page moved on: it was a password field.
+        p.burst_kind("T1", 1, PASSWORD);
+        assert_eq!(p.verdict_at("T1", t(5000)), Ok(()));
+        // Read back before the navigation, it withholds until then.
+        p.typed_into("T1", 2, TEXT, t(6000));
+        p.burst_kind("T1", 2, PASSWORD);
+        assert_eq!(
+            p.verdict_at("T1", t(9000)),
+            Err(Withheld::TypedSinceNavigation)
+        );
+    }
+
+    #[test]
+    fn navigations_and_typing_reported_out_of_order_keep_each_to_its_document() {
+        // Typing stamped before a navigation that was reported first: the old document's.
+        let p = CapturePolicy::new(true);
+        p.navigated("T1", t(100));
+        p.typed_into("T1", 1, PASSWORD, t(50));
+        assert_eq!(p.verdict_at("T1", t(5000)), Ok(()));
+        assert_eq!(p.quiet_until("T1", t(60)), None);
+        // A second producer reporting the same navigation late keeps the typing after it.
+        p.typed_into("T1", 2, PASSWORD, t(200));
+        p.navigated("T1", t(100));
+        assert_eq!(
+            p.verdict_at("T1", t(5000)),
+            Err(Withheld::TypedSinceNavigation)
+        );
+        assert_eq!(p.quiet_until("T1", t(300)), Some(t(1200)));
+        // The next navigation clears it.
+        p.navigated("T1", t(6000));
+        assert_eq!(p.verdict_at("T1", t(7000)), Ok(()));
     }
 
     #[test]

@@ -294,6 +294,16 @@ pub(crate) fn unread(chars: u64, why: &'static str) -> Verification {
     )
 }
 
+/// The verdict when the reading could not run: a burst taken for a sensitive field when typing
+/// started keeps that verdict (the reading only confirms it); any other is not read.
+fn no_reading(taken_for_sensitive: bool, chars: u64, why: &'static str) -> Verification {
+    if taken_for_sensitive {
+        sensitive(chars)
+    } else {
+        unread(chars, why)
+    }
+}
+
 /// Asks the page agent in `world` of `session` whether `req`'s text landed. Every way this can
 /// fail is a note on the verdict, never an error.
 pub(crate) async fn run(
@@ -329,7 +339,11 @@ pub(crate) async fn run(
     let outcome = cdp
         .call("Runtime.callFunctionOn", params, Some(session), timeout)
         .await;
+    // Without the literal the field was taken for a sensitive one when typing started, and
+    // the reading only confirms it: when it cannot run, that is still the verdict.
+    let taken_for_sensitive = req.literal.is_none();
     drop(req.literal);
+    let unread = |chars, why| no_reading(taken_for_sensitive, chars, why);
     let needs_literal = matches!(
         &outcome,
         Ok(v) if v.pointer("/result/value/reason").and_then(serde_json::Value::as_str) == Some("not-compared")
@@ -375,6 +389,22 @@ mod tests {
 
     fn answer(json: serde_json::Value) -> AgentAnswer {
         serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_reading_that_cannot_run_keeps_a_sensitive_verdict_and_is_a_note_otherwise() {
+        let why = "the page navigated or closed before the reading";
+        let v = no_reading(true, 14, why);
+        assert_eq!(
+            (v.verified, v.reason.as_str()),
+            (Verified::Indeterminate, "sensitive-field")
+        );
+        let v = no_reading(false, 14, why);
+        assert_eq!(
+            (v.verified, v.reason.as_str()),
+            (Verified::Indeterminate, "not-read")
+        );
+        assert!(v.note.as_str().contains("navigated"), "{}", v.note.as_str());
     }
 
     #[test]

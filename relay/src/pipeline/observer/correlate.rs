@@ -147,7 +147,7 @@ impl Observer {
             Command::Navigate(action) => {
                 self.end_typing(conn, &key, at);
                 let typed = self.typing_key(conn, &key);
-                self.capture.navigated(&typed);
+                self.capture.navigated(&typed, at);
                 let target = self.target_for(conn, &key);
                 Waiting::Action {
                     action,

@@ -392,7 +392,7 @@ impl Observer {
             }
             E::PageFrameNavigated => {
                 if let Some(p) = frame.params::<cdp::FrameNavigated>() {
-                    self.frame_navigated(conn, &key, &p);
+                    self.frame_navigated(conn, &key, &p, at);
                 }
             }
             E::PageScreencastFrame => self.screencast(conn, &key, frame, at),
@@ -414,6 +414,8 @@ impl Observer {
             E::TargetTargetDestroyed => {
                 if let Some(p) = frame.params::<cdp::TargetId>() {
                     self.targets.forget(&p.target_id);
+                    // Pages are keyed by target id here too; a closed one needs no veto.
+                    self.capture.forget(&p.target_id);
                 }
             }
         }

@@ -11,6 +11,7 @@ use super::{Key, Observer};
 use cdp_sanitize::SafeJson;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::time::SystemTime;
 
 /// What a websocket path points at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,12 +204,18 @@ impl Observer {
 
     /// A main-frame navigation of the page behind (connection, session): its URL changes, and
     /// what was typed into it is gone from its pixels.
-    pub(super) fn frame_navigated(&mut self, conn: u64, key: &Key, p: &cdp::FrameNavigated<'_>) {
+    pub(super) fn frame_navigated(
+        &mut self,
+        conn: u64,
+        key: &Key,
+        p: &cdp::FrameNavigated<'_>,
+        at: SystemTime,
+    ) {
         if p.frame.parent_id.is_some() {
             return;
         }
         let typed = self.typing_key(conn, key);
-        self.capture.navigated(&typed);
+        self.capture.navigated(&typed, at);
         if let Some(id) = self.raw_target(conn, key) {
             if !p.frame.url.is_empty() {
                 self.targets.navigated(&id, &p.frame.url);

@@ -271,7 +271,7 @@ impl Browser<'_> {
                 if !p.frame.url.is_empty() {
                     self.meta.navigated(&target, &p.frame.url);
                 }
-                self.ctx.capture.navigated(&target);
+                self.ctx.capture.navigated(&target, at);
             }
             "Page.loadEventFired" => {
                 let was_loading = page.loading_since.take().is_some();
