@@ -3,7 +3,7 @@
 //! a range outside the chunk, and stop only at a frame boundary it has not consumed past.
 #![no_main]
 
-use cdp_relay::proxy::frames::{Event, From, Scanner};
+use cdp_relay_proxy::frames::{Event, From, Scanner};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,7 +4,7 @@
 
 use cdp_relay::pipeline::capture::CapturePolicy;
 use cdp_relay::pipeline::observer::{Observer, ObserverOptions};
-use cdp_relay::pipeline::tap::{Direction, Payload, SessionEnd, TapEvent};
+use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd, TapEvent};
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

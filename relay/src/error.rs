@@ -1,6 +1,5 @@
 //! The relay's error type. Every message is one line that says what happened and what to do.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// Errors the relay library reports to its caller.
@@ -11,23 +10,10 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
-    /// The listen address could not be bound.
-    #[error("cannot listen on {addr}: {source} (is another process using the port? pick another with --listen, or port 0 for any free port)")]
-    Bind {
-        /// The address we tried.
-        addr: SocketAddr,
-        /// Why the bind failed.
-        source: std::io::Error,
-    },
-
-    /// The upstream did not answer like a Chrome DevTools endpoint.
-    #[error("upstream {upstream} is not a usable DevTools endpoint: {reason} (start Chromium with --remote-debugging-port=PORT and pass --upstream http://127.0.0.1:PORT)")]
-    Upstream {
-        /// The upstream authority (`host:port`).
-        upstream: String,
-        /// What went wrong, already free of capability ids.
-        reason: String,
-    },
+    /// The proxy could not start: a bad listen/upstream/policy setting, a port in use, or an
+    /// upstream that is not a DevTools endpoint.
+    #[error(transparent)]
+    Proxy(#[from] cdp_relay_proxy::Error),
 
     /// No Chromium executable was found.
     #[error("no Chromium found (looked for {looked_for}); install one (Debian/Ubuntu: apt-get install chromium) or pass --browser /path/to/chrome or set CDP_RELAY_BROWSER")]
@@ -52,6 +38,13 @@ pub enum Error {
         reason: String,
     },
 
+    /// A command that exists to record evidence (`demo`, `mcp`) cannot record it.
+    #[error("cannot record evidence: {reason} (pass --evidence-dir DIR)")]
+    EvidenceRequired {
+        /// What went wrong, naming the path.
+        reason: String,
+    },
+
     /// A filesystem or process error with the path it concerns.
     #[error("{context} {path}: {source}")]
     Io {
@@ -67,6 +60,10 @@ pub enum Error {
 impl Error {
     /// True when the user invoked the command incorrectly (exit code 64).
     pub fn is_usage(&self) -> bool {
-        matches!(self, Error::Usage(_))
+        match self {
+            Error::Usage(_) => true,
+            Error::Proxy(e) => e.is_usage(),
+            _ => false,
+        }
     }
 }

@@ -3,46 +3,47 @@
 //!
 //! The data path, one folder each:
 //!
-//! - [`proxy`]: client ⇄ relay ⇄ browser. Discovery (capability URLs rewritten to the relay),
-//!   Chrome's access policy, websocket splicing byte for byte.
+//! - [`proxy`]: client ⇄ relay ⇄ browser, its own crate (`cdp-relay-proxy`). Discovery
+//!   (capability URLs rewritten to the relay), Chrome's access policy, websocket splicing byte
+//!   for byte, and the tap: copies for the pipeline. It knows nothing of evidence.
 //! - [`pipeline`]: tap → observer → run writer → journal, off the hot path.
 //! - [`launch`]: the Chromium the relay starts and owns (`cdp-relay launch`).
+//! - [`Recording`]: the proxy and the pipeline started and stopped as one, the way every
+//!   command (and the tests) runs them; [`api`]: the relay's part of `/relay/v1/`.
 //!
 //! The `cdp-relay` command line lives in the binary (`src/main.rs`, `src/cli/`), not here.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), cdp_relay::Error> {
-//! use cdp_relay::{Config, ListenPolicy, Pipeline, Relay};
+//! use cdp_relay::{Config, EvidenceNeed, ListenPolicy, Recording};
 //! let policy = ListenPolicy::loopback("127.0.0.1:0".parse().unwrap());
 //! let config = Config::new(Some("http://127.0.0.1:9222"), policy, cdp_relay::DEFAULT_MAX_MESSAGE_SIZE)?;
-//! let pipeline = Pipeline::start(&config.evidence)?;
-//! let mut relay = Relay::bind(config).await?;
-//! if let Some(p) = &pipeline {
-//!     relay = relay.with_evidence(p.handle().clone());
-//! }
-//! println!("{}", relay.endpoint());
-//! relay.run_until(async { let _ = tokio::signal::ctrl_c().await; }).await;
-//! if let Some(p) = pipeline {
-//!     p.finish().await;
+//! let recording = Recording::start(config, EvidenceNeed::BestEffort).await?;
+//! println!("{}", recording.endpoint());
+//! let _ = tokio::signal::ctrl_c().await;
+//! if let Some(run) = recording.stop().await {
+//!     println!("report: {}", run.run_dir.join("report.html").display());
 //! }
 //! # Ok(()) }
 //! ```
 
 #![deny(unsafe_code)]
 
+pub mod api;
 mod config;
 mod error;
 pub mod launch;
 pub mod pipeline;
-pub mod proxy;
-mod stats;
+mod recording;
 
-pub use config::{
-    Config, EvidenceSettings, LaunchConfig, ListenPolicy, OriginPolicy, SecretValue, Token,
-    Upstream, DEFAULT_MAX_MESSAGE_SIZE,
+/// The proxy (its own crate, `cdp-relay-proxy`, which knows nothing of evidence).
+pub use cdp_relay_proxy as proxy;
+pub use cdp_relay_proxy::{
+    ListenPolicy, OriginPolicy, ProxyConfig, Relay, Stats, StatsSnapshot, Token, Upstream,
+    DEFAULT_MAX_MESSAGE_SIZE,
 };
+pub use config::{Config, EvidenceSettings, LaunchConfig, SecretValue};
 pub use error::Error;
 pub use launch::Browser;
 pub use pipeline::{Pipeline, PipelineHandle, PipelineSummary};
-pub use proxy::Relay;
-pub use stats::{Stats, StatsSnapshot};
+pub use recording::{EvidenceNeed, Recording};

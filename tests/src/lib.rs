@@ -15,14 +15,13 @@ pub mod raw;
 pub mod site;
 
 use cdp_relay::{
-    Browser, Config, LaunchConfig, ListenPolicy, Pipeline, PipelineSummary, Relay, Stats,
-    DEFAULT_MAX_MESSAGE_SIZE,
+    Browser, Config, EvidenceNeed, LaunchConfig, ListenPolicy, PipelineSummary, ProxyConfig,
+    Recording, Stats, DEFAULT_MAX_MESSAGE_SIZE,
 };
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// Upper bound for anything a test waits on; a hang becomes a failure, not a stuck CI job.
@@ -94,79 +93,65 @@ impl Chromium {
     }
 }
 
-/// An in-process relay in front of `upstream`, stopped on drop.
+/// An in-process relay in front of `upstream` (the product's own [`Recording`]), stopped on drop.
 pub struct RelayFixture {
+    recording: Option<Recording>,
     endpoint: String,
     addr: std::net::SocketAddr,
     stats: Arc<Stats>,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
-    pipeline: Option<Pipeline>,
 }
 
 impl RelayFixture {
     /// A relay recording evidence with `settings` (its pipeline is finished by
-    /// [`RelayFixture::stop`]).
+    /// [`RelayFixture::stop`]); the relay's own observer starts when the settings ask for it.
     pub async fn start_recording(
         upstream: &str,
         settings: cdp_relay::EvidenceSettings,
     ) -> RelayFixture {
-        let policy = ListenPolicy::loopback("127.0.0.1:0".parse().expect("addr"));
-        let mut config =
-            Config::new(Some(upstream), policy, DEFAULT_MAX_MESSAGE_SIZE).expect("config");
-        config.evidence = settings;
-        let mut pipeline = Pipeline::start(&config.evidence)
-            .expect("start pipeline")
-            .expect("evidence enabled");
-        if let Some(up) = config.upstream.as_ref() {
-            // Starts the active observer when the settings ask for it.
-            pipeline.observe(up);
-        }
-        let relay = Relay::bind(config)
-            .await
-            .expect("bind relay")
-            .with_evidence(pipeline.handle().clone());
-        let mut fixture = RelayFixture::run(relay);
-        fixture.pipeline = Some(pipeline);
-        fixture
+        assert!(settings.enabled, "start_recording needs evidence on");
+        RelayFixture::start_recording_with(upstream, settings, |_| {}).await
     }
 
     /// The pipeline's run directory, when recording.
     pub fn run_dir(&self) -> Option<PathBuf> {
-        self.pipeline.as_ref().map(|p| p.handle().status().run_dir)
+        let recording = self.recording.as_ref()?;
+        recording.evidence().map(|e| e.status().run_dir)
     }
 
-    /// Default policy (loopback, no token) on an OS-chosen port.
+    /// Default policy (loopback, no token) on an OS-chosen port, evidence off.
     pub async fn start(upstream: &str) -> RelayFixture {
         RelayFixture::start_with(upstream, |_| {}).await
     }
 
-    /// Lets the test adjust the policy and limits before binding.
-    pub async fn start_with(upstream: &str, adjust: impl FnOnce(&mut Config)) -> RelayFixture {
+    /// Lets the test adjust the policy and limits before binding; evidence off.
+    pub async fn start_with(upstream: &str, adjust: impl FnOnce(&mut ProxyConfig)) -> RelayFixture {
+        RelayFixture::start_recording_with(
+            upstream,
+            cdp_relay::EvidenceSettings::disabled(),
+            adjust,
+        )
+        .await
+    }
+
+    /// A relay with these evidence settings and an adjusted policy and limits.
+    pub async fn start_recording_with(
+        upstream: &str,
+        evidence: cdp_relay::EvidenceSettings,
+        adjust: impl FnOnce(&mut ProxyConfig),
+    ) -> RelayFixture {
         let policy = ListenPolicy::loopback("127.0.0.1:0".parse().expect("addr"));
         let mut config =
             Config::new(Some(upstream), policy, DEFAULT_MAX_MESSAGE_SIZE).expect("config");
-        adjust(&mut config);
-        let relay = Relay::bind(config).await.expect("bind relay");
-        RelayFixture::run(relay)
-    }
-
-    /// Runs an already bound relay.
-    pub fn run(relay: Relay) -> RelayFixture {
-        let endpoint = relay.endpoint();
-        let addr = relay.local_addr();
-        let stats = relay.stats();
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(relay.run_until(async {
-            let _ = rx.await;
-        }));
+        adjust(&mut config.proxy);
+        config.evidence = evidence;
+        let recording = Recording::start(config, EvidenceNeed::Required)
+            .await
+            .unwrap_or_else(|e| panic!("start the relay: {e}"));
         RelayFixture {
-            endpoint,
-            addr,
-            stats,
-            stop: Some(tx),
-            task: Some(task),
-            pipeline: None,
+            endpoint: recording.endpoint().to_owned(),
+            addr: recording.local_addr(),
+            stats: recording.stats(),
+            recording: Some(recording),
         }
     }
 
@@ -187,27 +172,8 @@ impl RelayFixture {
 
     /// Asks the relay to stop and waits until it has; a pipeline then finalizes its run.
     pub async fn stop(mut self) -> Option<PipelineSummary> {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(task) = self.task.take() {
-            let _ = within("relay shutdown", task).await;
-        }
-        match self.pipeline.take() {
-            Some(p) => within("pipeline finish", p.finish()).await,
-            None => None,
-        }
-    }
-}
-
-impl Drop for RelayFixture {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
+        let recording = self.recording.take()?;
+        within("relay shutdown and pipeline finish", recording.stop()).await
     }
 }
 

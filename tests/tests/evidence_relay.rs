@@ -7,7 +7,7 @@ use cdp_evidence::{EvidenceConfig, Store};
 use cdp_relay::EvidenceSettings;
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::fake::{FakeUpstream, HttpMode, Script};
-use cdp_relay_tests::http::{get, request};
+use cdp_relay_tests::http::{get, request, request_with_body};
 use cdp_relay_tests::{page_ws, within, Chromium, RelayFixture, RelayProcess};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
@@ -143,6 +143,76 @@ async fn secrets_api() {
                 .0,
             409
         );
+    })
+    .await;
+}
+
+/// A web page can make a browser send a write to the relay (a form, `fetch` with `no-cors`): the
+/// websocket Origin rule applies to every `/relay/v1/` write, whatever client sends it.
+#[tokio::test]
+async fn relay_api_writes_follow_the_origin_rule() {
+    within("relay api origin rule", async {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fake = FakeUpstream::start(HttpMode::DevTools, Script::Echo).await;
+        let relay = RelayFixture::start_recording_with(&fake.http(), settings(dir.path()), |c| {
+            c.policy.origins.allowed = vec!["http://tools.example".into()];
+        })
+        .await;
+        let auth = relay.authority();
+        let own = format!("http://{auth}");
+        let put = |origin: Option<String>| {
+            let auth = auth.clone();
+            async move {
+                let headers: Vec<(&str, &str)> = match &origin {
+                    Some(o) => vec![("Origin", o.as_str())],
+                    None => vec![],
+                };
+                request_with_body(
+                    &auth,
+                    "PUT",
+                    "/relay/v1/secrets/API_KEY",
+                    &headers,
+                    b"k3y-value-123",
+                )
+                .await
+            }
+        };
+        for evil in [
+            "http://evil.example",
+            "null",
+            "http://tools.example.evil.example",
+            "http://tools.example/",
+        ] {
+            let r = put(Some(evil.to_owned())).await;
+            assert_eq!(r.status, 403, "Origin {evil}: {}", r.text());
+            assert!(r.text().contains("--allow-origin"), "{}", r.text());
+        }
+        assert_eq!(
+            put(None).await.status,
+            204,
+            "no Origin: a non-browser client"
+        );
+        assert_eq!(
+            put(Some("http://tools.example".into())).await.status,
+            204,
+            "allowed"
+        );
+        assert_eq!(put(Some(own)).await.status, 204, "the relay's own origin");
+        // Reading is not a write: a page may not read it either (no CORS headers), but the rule
+        // is the websocket one, for writes.
+        let status = request(
+            &auth,
+            "GET",
+            "/relay/v1/status",
+            &[("Origin", "http://evil.example")],
+        )
+        .await;
+        assert_eq!(status.status, 200);
+        assert!(
+            status.header("access-control-allow-origin").is_none(),
+            "the relay never grants CORS"
+        );
+        relay.stop().await;
     })
     .await;
 }

@@ -9,8 +9,9 @@
 mod procfs;
 mod profiles;
 
-use crate::config::{LaunchConfig, Upstream};
+use crate::config::LaunchConfig;
 use crate::Error;
+use cdp_relay_proxy::Upstream;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::ffi::OsString;

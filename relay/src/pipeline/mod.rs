@@ -1,7 +1,7 @@
 //! The evidence pipeline: tap → observer → run writer → journal, and the relay's own eyes.
 //!
-//! Owns everything the relay does with copies of the traffic, off the hot path: the tap's queues
-//! (`tap.rs`), the passive observer and its thread (`observer/`, `passive.rs`), the shared
+//! Owns everything the relay does with copies of the traffic, off the hot path: the consumer end
+//! of the proxy's tap, the passive observer and its thread (`observer/`, `passive.rs`), the shared
 //! capture policy (`capture.rs`), the once-per-page table (`once.rs`), the one thread that
 //! writes the evidence run (`writer.rs`) and, when asked, the active observer (`active/`): a
 //! CDP connection of the relay's own, a second producer of the same run. It never touches a
@@ -18,16 +18,17 @@ pub mod observer;
 pub(crate) mod once;
 mod passive;
 mod priority;
-pub mod tap;
 pub mod writer;
 
-use crate::config::{EvidenceSettings, Upstream};
+use crate::config::EvidenceSettings;
 use crate::Error;
 use active::{Active, ActiveOptions};
+use cdp_relay_proxy::Upstream;
 
 pub use active::ActiveOptions as ObserveOptions;
 use capture::CapturePolicy;
 use cdp_evidence::{EvidenceConfig, Store};
+use cdp_relay_proxy::tap::Tap;
 use cdp_sanitize::{Sanitizer, SecretError};
 use observer::{Observer, ObserverOptions};
 use once::OncePerPage;
@@ -35,7 +36,6 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tap::Tap;
 use tokio::sync::{broadcast, mpsc};
 pub use writer::{Emit, NewArtifact, RunWriter, WriterSummary};
 

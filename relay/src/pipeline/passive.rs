@@ -7,9 +7,9 @@
 //! empty after it arrived — by then every frame of that connection has been read.
 
 use super::observer::Observer;
-use super::tap::{TapEvent, TapReceiver};
 use super::writer::RunWriter;
 use super::Trigger;
+use cdp_relay_proxy::tap::{TapEvent, TapReceiver};
 use std::time::{Duration, SystemTime};
 use tokio::sync::broadcast;
 use tokio::sync::mpsc::error::TryRecvError;

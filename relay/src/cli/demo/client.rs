@@ -10,10 +10,7 @@
 //! an error message.
 
 use anyhow::Context as _;
-use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -63,7 +60,7 @@ impl Cdp {
     /// advertises.
     pub(super) async fn connect(endpoint: &str) -> anyhow::Result<Cdp> {
         let authority = endpoint.trim_start_matches("http://");
-        let url = within("the relay's /json/version", browser_url(authority)).await??;
+        let url = within("the relay's /json/version", browser_url(endpoint)).await??;
         let tcp = TcpStream::connect(authority)
             .await
             .with_context(|| format!("cannot connect to the relay at {authority}"))?;
@@ -336,39 +333,13 @@ impl Cdp {
     }
 }
 
-/// `webSocketDebuggerUrl` from the relay's `/json/version`.
-async fn browser_url(authority: &str) -> anyhow::Result<String> {
-    let tcp = TcpStream::connect(authority)
+/// `webSocketDebuggerUrl` from the relay's `/json/version` (the relay rewrote it to itself).
+async fn browser_url(endpoint: &str) -> anyhow::Result<String> {
+    let relay = cdp_relay::Upstream::parse(endpoint)?;
+    let version = cdp_relay::proxy::upstream::version(&relay)
         .await
-        .with_context(|| format!("cannot connect to the relay at {authority}"))?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-        .await
-        .context("cannot talk HTTP to the relay")?;
-    tokio::spawn(connection);
-    let request = hyper::Request::get("/json/version")
-        .header(hyper::header::HOST, authority)
-        .body(Empty::<Bytes>::new())
-        .context("cannot build the discovery request")?;
-    let response = sender
-        .send_request(request)
-        .await
-        .context("the relay did not answer /json/version")?;
-    let status = response.status();
-    let body = Limited::new(response.into_body(), 64 * 1024)
-        .collect()
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot read /json/version: {e}"))?
-        .to_bytes();
-    anyhow::ensure!(
-        status.is_success(),
-        "the relay answered /json/version with {status}"
-    );
-    let version: Value =
-        serde_json::from_slice(&body).context("the relay's /json/version is not JSON")?;
-    version["webSocketDebuggerUrl"]
-        .as_str()
-        .map(str::to_owned)
-        .context("the relay's /json/version has no webSocketDebuggerUrl")
+        .context("the relay's /json/version")?;
+    Ok(version.websocket_url)
 }
 
 /// Bounds `fut` by [`STEP_TIMEOUT`], naming what it waited for.

@@ -12,9 +12,8 @@ mod client;
 mod script;
 mod site;
 
-use super::relay::{start_behind_relay, Evidence};
 use anyhow::Context as _;
-use cdp_relay::{Config, EvidenceSettings, LaunchConfig, ListenPolicy};
+use cdp_relay::{Config, EvidenceNeed, EvidenceSettings, LaunchConfig, ListenPolicy, Recording};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -107,7 +106,9 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
     };
     let mut shutdown = super::signals::Shutdown::listen();
-    let (mut browser, running) = start_behind_relay(config, &launch, Evidence::Required).await?;
+    let path = std::env::var_os("PATH");
+    let (mut browser, running) =
+        Recording::launch(config, &launch, path, EvidenceNeed::Required).await?;
     tracing::info!(
         "demo: Chromium is running behind the relay at {}",
         running.endpoint()

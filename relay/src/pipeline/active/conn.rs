@@ -5,7 +5,7 @@
 //! It never logs a message's contents (commands can carry typed text on their way back into the
 //! page they were typed into) and never blocks: a full event queue drops events, counted.
 
-use crate::config::Upstream;
+use cdp_relay_proxy::Upstream;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -60,32 +60,13 @@ pub(crate) struct Cdp {
 
 /// The browser's websocket path, from its `/json/version`.
 pub(crate) async fn browser_path(up: &Upstream) -> Result<String, String> {
-    let answer = crate::proxy::upstream::http(
-        up,
-        hyper::Method::GET,
-        "/json/version",
-        None,
-        bytes::Bytes::new(),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    if !answer.status.is_success() {
-        return Err(format!(
-            "/json/version answered HTTP {}",
-            answer.status.as_u16()
-        ));
-    }
-    let v: Value = serde_json::from_slice(&answer.body)
-        .map_err(|_| "/json/version did not answer JSON".to_string())?;
-    let url = v
-        .get("webSocketDebuggerUrl")
-        .and_then(Value::as_str)
-        .ok_or_else(|| "/json/version has no webSocketDebuggerUrl".to_string())?;
-    let path = url
-        .find("/devtools/")
-        .map(|i| url[i..].to_owned())
-        .ok_or_else(|| "the browser's webSocketDebuggerUrl has no /devtools/ path".to_string())?;
-    Ok(path)
+    let version = cdp_relay_proxy::upstream::version(up)
+        .await
+        .map_err(|e| e.to_string())?;
+    version
+        .websocket_path()
+        .map(str::to_owned)
+        .ok_or_else(|| "the browser's webSocketDebuggerUrl has no /devtools/ path".to_string())
 }
 
 impl Cdp {

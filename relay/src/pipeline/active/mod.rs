@@ -27,10 +27,10 @@ mod frames;
 mod page;
 pub(crate) mod verify;
 
-use crate::config::Upstream;
 use crate::pipeline::capture::CapturePolicy;
 use crate::pipeline::once::OncePerPage;
 use crate::pipeline::{RunWriter, Trigger};
+use cdp_relay_proxy::Upstream;
 use cdp_sanitize::Sanitizer;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

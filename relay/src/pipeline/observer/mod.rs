@@ -23,9 +23,9 @@ mod typing;
 
 use crate::pipeline::capture::CapturePolicy;
 use crate::pipeline::once::OncePerPage;
-use crate::pipeline::tap::{Direction, SessionEnd, TapEvent};
 use crate::pipeline::{Emit, Trigger};
 use cdp_evidence::{Lifecycle, LifecycleEvent, Record, RecordKind, Status};
+use cdp_relay_proxy::tap::{Direction, SessionEnd, TapEvent};
 use cdp_sanitize::{SafeText, Sanitizer};
 use correlate::{Pending, PendingTable};
 use frame::Frame;

@@ -2,9 +2,9 @@
 //! what is asserted is what a reader would see).
 
 use super::*;
-use crate::pipeline::tap::Payload;
 use crate::pipeline::{Emit, NewArtifact};
 use cdp_evidence::{EvidenceConfig, Run, Store, StoredRecord};
+use cdp_relay_proxy::tap::Payload;
 use serde_json::json;
 use std::time::UNIX_EPOCH;
 

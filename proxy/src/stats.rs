@@ -1,7 +1,7 @@
 //! Relay counters, served at `/relay/v1/status`. Relaxed atomics: they cost the hot path one
 //! uncontended add per message and need no ordering with anything else.
 
-use crate::pipeline::tap::Direction;
+use crate::tap::Direction;
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 

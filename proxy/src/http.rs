@@ -1,11 +1,14 @@
-//! The relay's HTTP side: routing, discovery forwarding, and the relay's own API
-//! (`/relay/v1/status`, `/relay/v1/secrets/<NAME>`). Applies the access policy before anything
-//! else; responses for refused requests never echo a token.
+//! The relay's HTTP side: routing, discovery forwarding, `/relay/v1/status`, and the rest of
+//! `/relay/v1/` handed to the embedder's [`Api`](crate::Api). Applies the access policy before
+//! anything else (and the Origin rule to every `/relay/v1/` write); responses for refused
+//! requests never echo a token.
 
-use super::discovery::{self, Endpoint, Rewrite};
-use super::policy::{self, ClientAuthority, Rejection, TokenVia};
-use super::upstream::{self, UpstreamError};
-use super::{reachable, upgrade, State};
+use crate::api::{ApiRequest, ProxyView};
+use crate::discovery::{self, Endpoint, Rewrite};
+use crate::policy::{self, ClientAuthority, Rejection, TokenVia};
+use crate::relay::{reachable, State};
+use crate::upgrade;
+use crate::upstream::{self, UpstreamError};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -17,10 +20,10 @@ use std::sync::Arc;
 /// Largest request body accepted (discovery requests have none).
 const MAX_REQUEST_BODY: usize = 1024 * 1024;
 
-pub(super) type Body = Full<Bytes>;
+pub(crate) type Body = Full<Bytes>;
 
 /// Answers one request. `local` is the address the client connected to.
-pub(super) async fn handle(
+pub(crate) async fn handle(
     mut req: Request<Incoming>,
     state: Arc<State>,
     local: SocketAddr,
@@ -46,12 +49,9 @@ pub(super) async fn handle(
     }
     state.stats.http_request();
     let path = req.uri().path().to_owned();
-    if path == "/relay/v1/status" || path == "/relay/v1/status/" {
-        return status_page(&state, req.method());
-    }
-    if let Some(name) = path.strip_prefix("/relay/v1/secrets/") {
-        let name = name.trim_end_matches('/').to_owned();
-        return register_secret(&state, req, &name).await;
+    if let Some(route) = path.strip_prefix("/relay/v1/") {
+        let route = route.trim_end_matches('/').to_owned();
+        return relay_api(req, &state, local, route).await;
     }
     let query = policy::strip_token_param(req.uri().query());
     let (upstream_path, kind) = match discovery::classify(&path) {
@@ -120,7 +120,7 @@ fn client_authority(authority: &ClientAuthority, local: SocketAddr) -> String {
     }
 }
 
-pub(super) fn is_websocket_upgrade<B>(req: &Request<B>) -> bool {
+pub(crate) fn is_websocket_upgrade<B>(req: &Request<B>) -> bool {
     let has_token = |name, token: &str| {
         req.headers().get_all(name).iter().any(|v| {
             v.to_str()
@@ -133,6 +133,69 @@ pub(super) fn is_websocket_upgrade<B>(req: &Request<B>) -> bool {
         && has_token(CONNECTION, "upgrade")
 }
 
+/// `/relay/v1/<route>`: the status page here, everything else to the embedder's API. A write
+/// (anything but `GET`/`HEAD`) must also pass the websocket Origin rule: browsers send an Origin
+/// with every cross-site write, and a page must not register secrets or append evidence.
+async fn relay_api(
+    req: Request<Incoming>,
+    state: &State,
+    local: SocketAddr,
+    route: String,
+) -> Response<Body> {
+    let read_only = matches!(*req.method(), Method::GET | Method::HEAD);
+    if !read_only {
+        if let Err(r) = policy::check_origin(req.headers(), &state.config.policy, local) {
+            return rejected(state, &req, r);
+        }
+    }
+    if route == "status" {
+        return status_page(state, req.method());
+    }
+    let Some(api) = state.api.clone() else {
+        return not_served(&route);
+    };
+    let (parts, body) = req.into_parts();
+    let limit = api.max_body(&route);
+    let body = match Limited::new(body, limit).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!(
+                    "cdp-relay: request body too large (limit {limit} bytes for /relay/v1/{route})"
+                ),
+            )
+        }
+    };
+    let request = ApiRequest {
+        method: parts.method,
+        route: route.clone(),
+        headers: parts.headers,
+        body,
+        proxy: proxy_view(state),
+    };
+    match api.handle(request).await {
+        Some(resp) => resp.map(Full::new),
+        None => not_served(&route),
+    }
+}
+
+fn not_served(route: &str) -> Response<Body> {
+    text(
+        StatusCode::NOT_FOUND,
+        &format!("cdp-relay: no such relay API: /relay/v1/{route}"),
+    )
+}
+
+fn proxy_view(state: &State) -> ProxyView {
+    ProxyView {
+        upstream: state.upstream.authority(),
+        upstream_health: state.health.view(),
+        connections_open: state.admission.open(),
+        stats: state.stats.snapshot(),
+    }
+}
+
 fn status_page(state: &State, method: &Method) -> Response<Body> {
     if method != Method::GET && method != Method::HEAD {
         return text(
@@ -140,65 +203,29 @@ fn status_page(state: &State, method: &Method) -> Response<Body> {
             "cdp-relay: /relay/v1/status supports GET only",
         );
     }
-    let evidence = state.evidence.as_ref().map(|e| e.status());
-    let body = serde_json::json!({
-        "relay": "cdp-relay",
-        "version": env!("CARGO_PKG_VERSION"),
-        "upstream": state.upstream.authority(),
-        "evidenceDropped": evidence.as_ref().map_or(0, |e| e.dropped),
-        "upstreamHealth": state.health.view(),
-        "connectionsOpen": state.admission.open(),
-        "evidence": evidence,
-        "stats": state.stats.snapshot(),
-    });
-    let mut resp = Response::new(Full::new(Bytes::from(body.to_string())));
+    let view = proxy_view(state);
+    let mut body = serde_json::Map::new();
+    body.insert("relay".into(), "cdp-relay".into());
+    body.insert("version".into(), env!("CARGO_PKG_VERSION").into());
+    body.insert("upstream".into(), view.upstream.into());
+    if let Some(api) = &state.api {
+        body.extend(api.status());
+    }
+    let json = |v: Result<serde_json::Value, serde_json::Error>| v.unwrap_or_default();
+    body.insert(
+        "upstreamHealth".into(),
+        json(serde_json::to_value(&view.upstream_health)),
+    );
+    body.insert("connectionsOpen".into(), view.connections_open.into());
+    body.insert("stats".into(), json(serde_json::to_value(view.stats)));
+    let mut resp = Response::new(Full::new(Bytes::from(
+        serde_json::Value::Object(body).to_string(),
+    )));
     resp.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static("application/json; charset=UTF-8"),
     );
     resp
-}
-
-/// `PUT /relay/v1/secrets/<NAME>` with the literal as the body: from now on the literal reads
-/// `${NAME}` in all evidence of this run. The literal is never echoed or logged.
-async fn register_secret(state: &State, req: Request<Incoming>, name: &str) -> Response<Body> {
-    if req.method() != Method::PUT {
-        return text(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "cdp-relay: register a secret with PUT /relay/v1/secrets/<NAME> and the literal as the body",
-        );
-    }
-    let Some(evidence) = &state.evidence else {
-        return text(
-            StatusCode::CONFLICT,
-            "cdp-relay: evidence is off, so there is nothing to protect a secret from",
-        );
-    };
-    let body = match read_body(req.into_body(), "secret too large (limit 1 MiB)").await {
-        Ok(b) => b,
-        Err(resp) => return resp,
-    };
-    let Ok(literal) = std::str::from_utf8(&body) else {
-        return text(
-            StatusCode::BAD_REQUEST,
-            "cdp-relay: the secret must be UTF-8 text",
-        );
-    };
-    if literal.trim().is_empty() {
-        return text(
-            StatusCode::BAD_REQUEST,
-            "cdp-relay: an empty or whitespace-only secret is not registered",
-        );
-    }
-    match evidence.register_secret(name, literal) {
-        Ok(_) => {
-            tracing::info!("secret {name} registered for this run");
-            let mut r = Response::new(Full::new(Bytes::new()));
-            *r.status_mut() = StatusCode::NO_CONTENT;
-            r
-        }
-        Err(e) => text(StatusCode::BAD_REQUEST, &format!("cdp-relay: {e}")),
-    }
 }
 
 /// Collects a request body of at most [`MAX_REQUEST_BODY`]; a 413 saying `too_large` otherwise.
@@ -212,7 +239,7 @@ async fn read_body(body: Incoming, too_large: &str) -> Result<Bytes, Response<Bo
     }
 }
 
-pub(super) fn rejected<B>(state: &State, req: &Request<B>, r: Rejection) -> Response<Body> {
+pub(crate) fn rejected<B>(state: &State, req: &Request<B>, r: Rejection) -> Response<Body> {
     if is_websocket_upgrade(req) {
         state.stats.upgrade_refused();
     }
@@ -229,12 +256,12 @@ pub(super) fn rejected<B>(state: &State, req: &Request<B>, r: Rejection) -> Resp
     resp
 }
 
-pub(super) fn bad_gateway(e: &UpstreamError) -> Response<Body> {
+pub(crate) fn bad_gateway(e: &UpstreamError) -> Response<Body> {
     tracing::warn!(error = %e, "upstream request failed");
     text(StatusCode::BAD_GATEWAY, &format!("cdp-relay: {e}"))
 }
 
-pub(super) fn text(status: StatusCode, body: &str) -> Response<Body> {
+pub(crate) fn text(status: StatusCode, body: &str) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::from(format!("{body}\n"))));
     *resp.status_mut() = status;
     resp.headers_mut().insert(

@@ -1,31 +1,14 @@
-//! The proxy: client ⇄ relay ⇄ browser.
-//!
-//! Owns the listening socket and every client connection: accepting (`mod.rs`), the access
-//! policy (`policy.rs`), discovery (`discovery.rs`, `upstream.rs`), the relay's own HTTP API and
-//! routing (`http.rs`), websocket upgrades (`upgrade.rs`) and the hot path that moves frames
-//! (`splice.rs`). It never waits on evidence: it only offers copies to the pipeline's tap, and
-//! never writes a capability id or a token to a log.
+//! The relay: the listening socket, the accept loop, one task per client connection, and
+//! shutdown. Never waits on evidence: it offers copies to the [`Tap`] and hands `/relay/v1/`
+//! routes it does not own to the embedder's [`Api`].
 
-mod admission;
-mod discovery;
-// Public for the fuzzer only: not part of the API.
-#[doc(hidden)]
-pub mod frames;
-mod health;
-mod http;
-mod policy;
-mod splice;
-mod upgrade;
-pub(crate) mod upstream;
-
-pub use upstream::probe as probe_upstream;
-
-use crate::config::{Config, Upstream};
-use crate::pipeline::tap::Tap;
-use crate::pipeline::PipelineHandle;
+use crate::admission::{self, Admission};
+use crate::api::Api;
+use crate::health;
+use crate::http;
 use crate::stats::Stats;
-use crate::Error;
-use admission::Admission;
+use crate::tap::Tap;
+use crate::{Error, ProxyConfig, Upstream};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::convert::Infallible;
@@ -45,35 +28,37 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 pub struct Relay {
     listener: TcpListener,
     local: SocketAddr,
-    config: Config,
+    config: ProxyConfig,
     upstream: Upstream,
     stats: Arc<Stats>,
-    evidence: Option<PipelineHandle>,
+    tap: Tap,
+    api: Option<Arc<dyn Api>>,
 }
 
 /// What every connection task shares.
-struct State {
-    config: Config,
-    upstream: Upstream,
-    stats: Arc<Stats>,
-    evidence: Option<PipelineHandle>,
-    /// The pipeline's tap, or a disabled one.
-    tap: Tap,
-    local: SocketAddr,
-    next_session: AtomicU64,
+pub(crate) struct State {
+    pub(crate) config: ProxyConfig,
+    pub(crate) upstream: Upstream,
+    pub(crate) stats: Arc<Stats>,
+    /// The embedder's part of `/relay/v1/`.
+    pub(crate) api: Option<Arc<dyn Api>>,
+    /// Where message copies go (a disabled tap when nobody consumes them).
+    pub(crate) tap: Tap,
+    pub(crate) local: SocketAddr,
+    pub(crate) next_session: AtomicU64,
     /// Cancelled when the relay stops; every connection and session watches it.
-    stop: CancellationToken,
+    pub(crate) stop: CancellationToken,
     /// Every connection and session task, so shutdown can wait for them.
-    tasks: TaskTracker,
+    pub(crate) tasks: TaskTracker,
     /// The connection cap and the eviction of clients that never send a request.
-    admission: Arc<Admission>,
+    pub(crate) admission: Arc<Admission>,
     /// Whether the browser answers.
-    health: Arc<health::Health>,
+    pub(crate) health: Arc<health::Health>,
 }
 
 impl Relay {
     /// Binds the listen address of `config`; `config.upstream` must be set.
-    pub async fn bind(config: Config) -> Result<Relay, Error> {
+    pub async fn bind(config: ProxyConfig) -> Result<Relay, Error> {
         let upstream = config
             .upstream
             .clone()
@@ -91,14 +76,21 @@ impl Relay {
             config,
             upstream,
             stats: Arc::default(),
-            evidence: None,
+            tap: Tap::disabled(),
+            api: None,
         })
     }
 
-    /// Offers frame copies to `evidence`'s tap and serves its run in the status and secrets
-    /// API.
-    pub fn with_evidence(mut self, evidence: PipelineHandle) -> Relay {
-        self.evidence = Some(evidence);
+    /// Offers a copy of every forwarded message to `tap`. By default, nobody gets copies.
+    pub fn with_tap(mut self, tap: Tap) -> Relay {
+        self.tap = tap;
+        self
+    }
+
+    /// Serves the rest of `/relay/v1/` with `api`, and adds its fields to the status answer. By
+    /// default, only `/relay/v1/status` is served.
+    pub fn with_api(mut self, api: Arc<dyn Api>) -> Relay {
+        self.api = Some(api);
         self
     }
 
@@ -121,12 +113,8 @@ impl Relay {
     /// are gone or the grace period is over.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) {
         let state = Arc::new(State {
-            tap: self
-                .evidence
-                .as_ref()
-                .map(|e| e.tap().clone())
-                .unwrap_or_default(),
-            evidence: self.evidence,
+            tap: self.tap,
+            api: self.api,
             config: self.config,
             upstream: self.upstream,
             stats: self.stats,
@@ -171,7 +159,7 @@ impl Relay {
 }
 
 /// An address a client can dial: the unspecified address becomes loopback.
-fn reachable(addr: SocketAddr) -> SocketAddr {
+pub(crate) fn reachable(addr: SocketAddr) -> SocketAddr {
     let mut a = addr;
     if a.ip().is_unspecified() {
         a.set_ip(match a {

@@ -394,7 +394,7 @@ mod tests {
                     Event::Data { range, mask } => {
                         let mut d = piece[range.clone()].to_vec();
                         if let Some((k, phase)) = mask {
-                            crate::pipeline::tap::Mask {
+                            crate::tap::Mask {
                                 key: *k,
                                 phase: *phase,
                             }

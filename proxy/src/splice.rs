@@ -12,9 +12,9 @@
 //! Never parses a payload, never waits on evidence. One buffer per direction: a slow reader
 //! slows its writer through TCP, memory stays bounded.
 
-use super::frames::{close_frame, Event, From, Scanner, Stop};
-use crate::pipeline::tap::{Direction, Mask, Payload, SessionEnd, Tap};
+use crate::frames::{close_frame, Event, From, Scanner, Stop};
 use crate::stats::Stats;
+use crate::tap::{Direction, Mask, Payload, SessionEnd, Tap};
 use bytes::{Buf, Bytes, BytesMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;

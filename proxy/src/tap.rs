@@ -1,4 +1,5 @@
-//! The taps: copies of forwarded messages handed to the evidence pipeline.
+//! The tap: the proxy's output port. Copies of forwarded messages, for whoever consumes them
+//! (the evidence pipeline).
 //!
 //! A tap never blocks and never mutates. Message copies (refcounted [`Payload`]s) go to a bounded
 //! queue with `try_send`; a full or closed queue drops the copy and counts it. Connection
@@ -183,11 +184,14 @@ pub enum TapEvent {
     },
 }
 
-/// The receiving ends of a tap, owned by the pipeline's observer thread.
+/// The receiving ends of a tap, owned by whoever consumes the copies (the evidence pipeline's
+/// observer thread).
 #[derive(Debug)]
-pub(crate) struct TapReceiver {
-    pub(crate) frames: mpsc::Receiver<TapEvent>,
-    pub(crate) control: mpsc::UnboundedReceiver<TapEvent>,
+pub struct TapReceiver {
+    /// Message copies: bounded, lossy.
+    pub frames: mpsc::Receiver<TapEvent>,
+    /// Session opened/closed and finish: unbounded, never dropped.
+    pub control: mpsc::UnboundedReceiver<TapEvent>,
 }
 
 /// Handle given to each splice. Cheap to clone.
@@ -209,8 +213,8 @@ impl Tap {
         Tap::default()
     }
 
-    /// A tap with a frame queue of `capacity` events, and the receivers for the observer.
-    pub(crate) fn channel(capacity: usize) -> (Tap, TapReceiver) {
+    /// A tap with a frame queue of `capacity` events, and the receivers for the consumer.
+    pub fn channel(capacity: usize) -> (Tap, TapReceiver) {
         let (frames_tx, frames) = mpsc::channel(capacity);
         let (control_tx, control) = mpsc::unbounded_channel();
         let tap = Tap {
@@ -261,7 +265,8 @@ impl Tap {
         });
     }
 
-    pub(crate) fn finish(&self) {
+    /// Tells the consumer that no more sessions will come (it drains, then stops).
+    pub fn finish(&self) {
         self.control(TapEvent::Finish {
             at: SystemTime::now(),
         });

@@ -1,11 +1,11 @@
 //! Websocket upgrades under `/devtools/`: the Origin rule, the browser side dialled first (a
 //! refusal is a 502, not a dead socket), then the 101 and the splice.
 
-use super::http::{bad_gateway, rejected, text, Body};
-use super::policy;
-use super::splice::{splice, Context, SessionId, Side};
-use super::upstream;
-use super::State;
+use crate::http::{bad_gateway, rejected, text, Body};
+use crate::policy;
+use crate::relay::State;
+use crate::splice::{splice, Context, SessionId, Side};
+use crate::upstream;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
-pub(super) async fn upgrade(
+pub(crate) async fn upgrade(
     req: &mut Request<Incoming>,
     state: Arc<State>,
     local: std::net::SocketAddr,

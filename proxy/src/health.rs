@@ -2,8 +2,8 @@
 //! `/relay/v1/status` tells a supervisor that the browser behind a live relay died, and since
 //! when.
 
-use super::upstream;
-use crate::config::Upstream;
+use crate::upstream;
+use crate::Upstream;
 use serde::Serialize;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
@@ -27,9 +27,9 @@ struct Observed {
 }
 
 /// What `/relay/v1/status` shows under `upstreamHealth`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct HealthView {
+pub struct HealthView {
     /// `null` until the first probe answered.
     reachable: Option<bool>,
     /// When it last changed (RFC 3339).
@@ -69,7 +69,7 @@ impl Health {
 
     pub(crate) fn view(&self) -> HealthView {
         let s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let time = cdp_evidence::time::format_rfc3339_millis;
+        let time = |t: SystemTime| humantime::format_rfc3339_millis(t).to_string();
         match &*s {
             None => HealthView {
                 reachable: None,

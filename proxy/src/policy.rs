@@ -2,7 +2,7 @@
 //!
 //! Pure decisions over request headers; the server turns a [`Rejection`] into a response.
 
-use crate::config::ListenPolicy;
+use crate::ListenPolicy;
 use hyper::header::{HeaderMap, AUTHORIZATION, HOST, ORIGIN};
 use hyper::http::uri::Authority;
 use hyper::StatusCode;
