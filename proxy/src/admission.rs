@@ -29,6 +29,11 @@ pub(crate) fn default_max_connections() -> usize {
     let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
         .map(|(soft, _)| soft)
         .unwrap_or(1024);
+    max_connections_for(soft)
+}
+
+/// The cap for a soft descriptor limit of `soft`.
+fn max_connections_for(soft: u64) -> usize {
     (soft.saturating_sub(RESERVED_FDS) / 2).clamp(16, 1 << 20) as usize
 }
 
@@ -195,6 +200,16 @@ mod tests {
         let p = a.admit().expect("room");
         assert!(a.relieve());
         assert!(p.evicted.is_cancelled());
-        assert!(default_max_connections() >= 16);
+    }
+
+    #[test]
+    fn the_cap_is_half_of_what_the_descriptor_limit_leaves() {
+        // Debian's default soft limit: (1024 - 64) / 2.
+        assert_eq!(max_connections_for(1024), 480);
+        assert_eq!(max_connections_for(65_536), 32_736);
+        // A tiny limit still lets a few clients in; an unlimited one is bounded.
+        assert_eq!(max_connections_for(0), 16);
+        assert_eq!(max_connections_for(80), 16);
+        assert_eq!(max_connections_for(u64::MAX), 1 << 20);
     }
 }

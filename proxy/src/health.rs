@@ -43,7 +43,10 @@ pub struct HealthView {
 impl Health {
     /// Records an outcome of talking to the browser.
     pub(crate) fn observe(&self, reachable: bool, reason: Option<String>) {
-        let now = SystemTime::now();
+        self.observe_at(reachable, reason, SystemTime::now());
+    }
+
+    fn observe_at(&self, reachable: bool, reason: Option<String>, now: SystemTime) {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let since = match &*s {
             Some(o) if o.reachable == reachable => o.since,
@@ -127,17 +130,24 @@ mod tests {
 
     #[test]
     fn since_moves_only_when_reachability_changes() {
+        let at = |s: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + s);
+        let stamp = |s: u64| Some(humantime::format_rfc3339_millis(at(s)).to_string());
         let h = Health::default();
         assert_eq!(h.view().reachable, None);
-        h.observe(true, None);
-        let first = h.view().since;
-        h.observe(true, None);
-        assert_eq!(h.view().since, first);
-        h.observe(false, Some("connection refused".into()));
+        h.observe_at(true, None, at(0));
+        assert_eq!(h.view().since, stamp(0));
+        h.observe_at(true, None, at(5));
+        let v = h.view();
+        assert_eq!((v.since, v.last_checked), (stamp(0), stamp(5)));
+        h.observe_at(false, Some("connection refused".into()), at(7));
         let v = h.view();
         assert_eq!(v.reachable, Some(false));
+        assert_eq!(v.since, stamp(7), "the flip to unreachable moves since");
         assert_eq!(v.reason.as_deref(), Some("connection refused"));
-        h.observe(true, None);
-        assert_eq!(h.view().reason, None);
+        h.observe_at(false, Some("connection refused".into()), at(9));
+        assert_eq!(h.view().since, stamp(7));
+        h.observe_at(true, None, at(12));
+        let v = h.view();
+        assert_eq!((v.since, v.reason), (stamp(12), None), "and back");
     }
 }

@@ -143,8 +143,14 @@ impl RelayFixture {
         let mut config =
             Config::new(Some(upstream), policy, DEFAULT_MAX_MESSAGE_SIZE).expect("config");
         adjust(&mut config.proxy);
+        // A fixture asked to record must record: a broken evidence directory fails the test.
+        let need = if evidence.enabled {
+            EvidenceNeed::Required
+        } else {
+            EvidenceNeed::BestEffort
+        };
         config.evidence = evidence;
-        let recording = Recording::start(config, EvidenceNeed::Required)
+        let recording = Recording::start(config, need)
             .await
             .unwrap_or_else(|e| panic!("start the relay: {e}"));
         RelayFixture {
