@@ -7,6 +7,9 @@
 //!   Chrome's access policy, websocket splicing byte for byte.
 //! - [`pipeline`]: tap → observer → run writer → journal, off the hot path.
 //! - [`launch`]: the Chromium the relay starts and owns (`cdp-relay launch`).
+//! - [`upload`]: finalized runs to object storage, whole, manifest last, in the background.
+//! - [`ops`]: what the relay's own API answers besides discovery: remote producers
+//!   (`POST /relay/v1/evidence`), readiness and liveness probes, Prometheus metrics.
 //!
 //! The `cdp-relay` command line lives in the binary (`src/main.rs`, `src/cli/`), not here.
 //!
@@ -34,12 +37,14 @@ mod config;
 mod error;
 pub mod launch;
 pub mod pipeline;
+pub mod ops;
 pub mod proxy;
 mod stats;
+pub mod upload;
 
 pub use config::{
     Config, EvidenceSettings, LaunchConfig, ListenPolicy, OriginPolicy, SecretValue, Token,
-    Upstream, DEFAULT_MAX_MESSAGE_SIZE,
+    UploadSettings, Upstream, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_SHUTDOWN_GRACE,
 };
 pub use error::Error;
 pub use launch::Browser;

@@ -1,6 +1,7 @@
 //! Fixtures for the end-to-end tests: a real headless Chromium, an in-process relay, the relay
 //! binary, a raw HTTP helper (so tests can send any Host), a small CDP client, the npm clients,
-//! and a scripted fake upstream for fault injection only.
+//! a real S3-protocol server for the upload tests, and a scripted fake upstream for fault
+//! injection only.
 //!
 //! Every child process is killed on drop; every port is chosen by the OS.
 
@@ -12,6 +13,7 @@ pub mod files;
 pub mod http;
 pub mod pages;
 pub mod raw;
+pub mod s3;
 pub mod site;
 
 use cdp_relay::{

@@ -3,8 +3,10 @@
 //! the relay through the same functions ([`start_behind_relay`], [`Running::stop`]).
 
 use cdp_relay::proxy::probe_upstream;
+use cdp_relay::upload::Uploader;
 use cdp_relay::{Browser, Config, LaunchConfig, Pipeline, PipelineSummary, Relay};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// `cdp-relay serve`: probe the upstream, bind, print the endpoint, serve until a signal.
 pub(crate) async fn serve(config: Config) -> anyhow::Result<ExitCode> {
@@ -35,8 +37,9 @@ pub(crate) async fn launch(config: Config, launch: LaunchConfig) -> anyhow::Resu
         }
         status = browser.wait() => Some(status),
     };
-    running.stop().await;
-    browser.shutdown().await;
+    // The browser goes while the run uploads: both fit in the shutdown grace.
+    let stopped = running.stop_recording().await;
+    tokio::join!(browser.shutdown(), stopped.finish_uploads());
     match outcome {
         None => Ok(ExitCode::SUCCESS),
         Some(Ok(status)) if status.success() => {
@@ -82,12 +85,21 @@ pub(crate) enum Evidence {
     Required,
 }
 
-/// A relay serving in the background with its evidence pipeline.
+/// A relay serving in the background with its evidence pipeline (and its uploader).
 pub(crate) struct Running {
     endpoint: String,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
     pipeline: Option<Pipeline>,
+    uploader: Option<Uploader>,
+    grace: Duration,
+}
+
+/// A relay that stopped recording; its run is handed to the uploader.
+pub(crate) struct Stopped {
+    summary: Option<PipelineSummary>,
+    uploader: Option<Uploader>,
+    deadline: Instant,
 }
 
 impl Running {
@@ -96,7 +108,12 @@ impl Running {
     async fn start(config: Config, evidence: Evidence) -> anyhow::Result<Running> {
         let settings = config.evidence.clone();
         let upstream = config.upstream.clone();
+        let grace = config.shutdown_grace;
+        let uploader = start_uploads(&settings).await?;
         let mut relay = Relay::bind(config).await?;
+        if let Some(u) = &uploader {
+            relay = relay.with_uploads(u.handle());
+        }
         let mut pipeline = start_pipeline(&settings, evidence)?;
         if let Some(p) = pipeline.as_mut() {
             relay = relay.with_evidence(p.handle().clone());
@@ -117,6 +134,8 @@ impl Running {
             stop,
             task,
             pipeline,
+            uploader,
+            grace,
         })
     }
 
@@ -125,21 +144,81 @@ impl Running {
         &self.endpoint
     }
 
-    /// Stops serving (open sessions get 1001), then finishes the pipeline: drain, finalize,
-    /// render, prune. Returns the finished run, if evidence was recorded.
+    /// Stops serving (open sessions get 1001), finishes the pipeline (drain, finalize, render,
+    /// prune) and uploads the run when uploads are on, all within the shutdown grace. Returns
+    /// the finished run, if evidence was recorded.
     pub(crate) async fn stop(self) -> Option<PipelineSummary> {
+        self.stop_recording().await.finish_uploads().await
+    }
+
+    /// The first half of [`Running::stop`]: serving and recording stop, the run is finalized
+    /// and handed to the uploader.
+    pub(crate) async fn stop_recording(self) -> Stopped {
+        let deadline = Instant::now() + self.grace;
         let _ = self.stop.send(());
         let _ = self.task.await;
-        let summary = self.pipeline?.finish().await?;
-        if summary.dropped > 0 {
-            tracing::warn!(
-                "evidence: {} pieces of evidence were dropped (queue full or write failures)",
-                summary.dropped
-            );
+        let summary = match self.pipeline {
+            Some(p) => p.finish().await,
+            None => None,
+        };
+        if let Some(summary) = &summary {
+            if summary.dropped > 0 {
+                tracing::warn!(
+                    "evidence: {} pieces of evidence were dropped (queue full or write failures)",
+                    summary.dropped
+                );
+            }
+            tracing::info!("evidence: run finalized in {}", summary.run_dir.display());
         }
-        tracing::info!("evidence: run finalized in {}", summary.run_dir.display());
-        Some(summary)
+        if let Some(u) = &self.uploader {
+            if let Some(summary) = &summary {
+                u.finalized(&summary.run_dir);
+            }
+            // Runs other producers finalized meanwhile go too.
+            u.scan();
+        }
+        Stopped {
+            summary,
+            uploader: self.uploader,
+            deadline,
+        }
     }
+}
+
+impl Stopped {
+    /// Waits for the uploads until the shutdown grace runs out; what is left stays pending for
+    /// the next start.
+    pub(crate) async fn finish_uploads(self) -> Option<PipelineSummary> {
+        if let Some(u) = self.uploader {
+            let report = u.finish(self.deadline).await;
+            if !report.left.is_empty() {
+                tracing::warn!(
+                    "upload: {} run(s) not uploaded before the shutdown grace ran out ({}); they \
+                     stay local and are uploaded at the next start (or by `cdp-relay upload`)",
+                    report.left.len(),
+                    report.left.join(", ")
+                );
+            }
+        }
+        self.summary
+    }
+}
+
+/// Starts the uploader when uploads are configured: the bucket must take a write (else the
+/// relay refuses to start), and runs left pending by an earlier process are queued.
+async fn start_uploads(settings: &cdp_relay::EvidenceSettings) -> anyhow::Result<Option<Uploader>> {
+    let Some(upload) = settings.upload.as_ref().filter(|_| settings.enabled) else {
+        return Ok(None);
+    };
+    let uploader = Uploader::start(upload, &settings.root)?;
+    uploader.check().await?;
+    tracing::info!(
+        "upload: finalized runs go to {}{}",
+        upload.url,
+        if upload.only_failed { " (only runs that recorded a failure)" } else { "" }
+    );
+    uploader.scan();
+    Ok(Some(uploader))
 }
 
 /// Starts evidence recording as configured. A bad secret is the user's to fix: refused. A

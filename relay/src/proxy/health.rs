@@ -67,6 +67,12 @@ impl Health {
         });
     }
 
+    /// Whether the browser answered the last probe; `None` before the first.
+    pub(crate) fn reachable(&self) -> Option<bool> {
+        let s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        s.as_ref().map(|o| o.reachable)
+    }
+
     pub(crate) fn view(&self) -> HealthView {
         let s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let time = cdp_evidence::time::format_rfc3339_millis;

@@ -1,11 +1,13 @@
 //! The relay's HTTP side: routing, discovery forwarding, and the relay's own API
-//! (`/relay/v1/status`, `/relay/v1/secrets/<NAME>`). Applies the access policy before anything
+//! (`/relay/v1/status`, `/relay/v1/secrets/<NAME>`, and the `ops` endpoints: `evidence`,
+//! `metrics`, the `ready`/`live` probes). Applies the access policy before anything
 //! else; responses for refused requests never echo a token.
 
 use super::discovery::{self, Endpoint, Rewrite};
 use super::policy::{self, ClientAuthority, Rejection, TokenVia};
 use super::upstream::{self, UpstreamError};
 use super::{reachable, upgrade, State};
+use crate::ops;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -30,6 +32,10 @@ pub(super) async fn handle(
         Ok(a) => a,
         Err(r) => return rejected(&state, &req, r),
     };
+    // Probes answer without the token (a kubelet has none) and say one word.
+    if ops::probe::is_probe(req.uri().path()) {
+        return probe(&state, &req);
+    }
     let via = match policy::check_token(req.headers(), req.uri().query(), policy) {
         Ok(v) => v,
         Err(r) => return rejected(&state, &req, r),
@@ -48,6 +54,12 @@ pub(super) async fn handle(
     let path = req.uri().path().to_owned();
     if path == "/relay/v1/status" || path == "/relay/v1/status/" {
         return status_page(&state, req.method());
+    }
+    if path == ops::metrics::PATH || path == "/relay/v1/metrics/" {
+        return reply(ops::metrics::answer(req.method().as_str(), metrics_snapshot(&state)));
+    }
+    if path == "/relay/v1/evidence" || path == "/relay/v1/evidence/" {
+        return remote_evidence(&state, req).await;
     }
     if let Some(name) = path.strip_prefix("/relay/v1/secrets/") {
         let name = name.trim_end_matches('/').to_owned();
@@ -149,6 +161,7 @@ fn status_page(state: &State, method: &Method) -> Response<Body> {
         "upstreamHealth": state.health.view(),
         "connectionsOpen": state.admission.open(),
         "evidence": evidence,
+        "uploads": state.uploads.as_ref().map(|u| u.status()),
         "stats": state.stats.snapshot(),
     });
     let mut resp = Response::new(Full::new(Bytes::from(body.to_string())));
@@ -156,6 +169,85 @@ fn status_page(state: &State, method: &Method) -> Response<Body> {
         CONTENT_TYPE,
         HeaderValue::from_static("application/json; charset=UTF-8"),
     );
+    resp
+}
+
+fn probe<B>(state: &State, req: &Request<B>) -> Response<Body> {
+    let run_dir = state.evidence.as_ref().map(|e| e.status().run_dir);
+    let evidence = match (&run_dir, state.config.evidence.enabled) {
+        (Some(dir), _) => ops::probe::EvidenceReadiness::Recording(dir),
+        (None, true) => ops::probe::EvidenceReadiness::Unavailable,
+        (None, false) => ops::probe::EvidenceReadiness::Off,
+    };
+    reply(ops::probe::answer(
+        req.uri().path(),
+        req.method().as_str(),
+        state.health.reachable(),
+        evidence,
+    ))
+}
+
+fn metrics_snapshot(state: &State) -> ops::metrics::Snapshot {
+    ops::metrics::Snapshot {
+        stats: state.stats.snapshot(),
+        connections_open: state.admission.open(),
+        upstream_up: state.health.reachable(),
+        evidence: state.evidence.as_ref().map(|e| e.status()),
+        uploads: state.uploads.as_ref().map(|u| u.status()),
+    }
+}
+
+/// `POST /relay/v1/evidence`: records from a remote producer (`ops::remote`), appended off the
+/// async workers.
+async fn remote_evidence(state: &State, req: Request<Incoming>) -> Response<Body> {
+    let method = req.method().as_str().to_owned();
+    let content_type = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap_or("invalid").to_owned());
+    let query = policy::strip_token_param(req.uri().query());
+    if let Err(r) = ops::remote::check_request(&method, content_type.as_deref(), query.as_deref()) {
+        return reply(r);
+    }
+    let body = match Limited::new(req.into_body(), ops::remote::MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "cdp-relay: body too large (limit 4 MiB); send fewer records per request",
+            )
+        }
+    };
+    let evidence = state.evidence.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        ops::remote::append_blocking(
+            evidence.as_ref(),
+            &method,
+            content_type.as_deref(),
+            query.as_deref(),
+            &body,
+        )
+    })
+    .await;
+    match answer {
+        Ok(r) => reply(r),
+        Err(_) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cdp-relay: the records could not be appended; try again",
+        ),
+    }
+}
+
+/// An `ops` answer as a response.
+fn reply(r: ops::Reply) -> Response<Body> {
+    let mut resp = Response::new(Full::new(Bytes::from(r.body)));
+    *resp.status_mut() = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(r.content_type));
+    if let Some(allow) = r.allow {
+        resp.headers_mut()
+            .insert(hyper::header::ALLOW, HeaderValue::from_static(allow));
+    }
     resp
 }
 

@@ -24,6 +24,7 @@ use crate::config::{Config, Upstream};
 use crate::pipeline::tap::Tap;
 use crate::pipeline::PipelineHandle;
 use crate::stats::Stats;
+use crate::upload::UploadsHandle;
 use crate::Error;
 use admission::Admission;
 use hyper::service::service_fn;
@@ -49,6 +50,7 @@ pub struct Relay {
     upstream: Upstream,
     stats: Arc<Stats>,
     evidence: Option<PipelineHandle>,
+    uploads: Option<UploadsHandle>,
 }
 
 /// What every connection task shares.
@@ -57,6 +59,8 @@ struct State {
     upstream: Upstream,
     stats: Arc<Stats>,
     evidence: Option<PipelineHandle>,
+    /// The uploader's counters, when uploads are configured.
+    uploads: Option<UploadsHandle>,
     /// The pipeline's tap, or a disabled one.
     tap: Tap,
     local: SocketAddr,
@@ -92,6 +96,7 @@ impl Relay {
             upstream,
             stats: Arc::default(),
             evidence: None,
+            uploads: None,
         })
     }
 
@@ -99,6 +104,12 @@ impl Relay {
     /// API.
     pub fn with_evidence(mut self, evidence: PipelineHandle) -> Relay {
         self.evidence = Some(evidence);
+        self
+    }
+
+    /// Serves the uploader's state in the status API and metrics.
+    pub fn with_uploads(mut self, uploads: UploadsHandle) -> Relay {
+        self.uploads = Some(uploads);
         self
     }
 
@@ -127,6 +138,7 @@ impl Relay {
                 .map(|e| e.tap().clone())
                 .unwrap_or_default(),
             evidence: self.evidence,
+            uploads: self.uploads,
             config: self.config,
             upstream: self.upstream,
             stats: self.stats,
