@@ -36,8 +36,8 @@
 mod config;
 mod error;
 pub mod launch;
-pub mod pipeline;
 pub mod ops;
+pub mod pipeline;
 pub mod proxy;
 mod stats;
 pub mod upload;

@@ -7,6 +7,9 @@
 //! [`S3Server::restart`] serves again on the same port with the same data.
 //! [`S3Server::stall_puts_after`] lets a number of object writes through and holds the next
 //! one unanswered, so a test can stop the server while an upload is in the middle.
+//!
+//! One gap of `s3s-fs` is closed here: it creates a missing bucket on the first write, where S3
+//! answers `404 NoSuchBucket`; this server answers as S3 does.
 
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -235,10 +238,24 @@ fn serve(
             }
             let s3 = s3.clone();
             let faults = faults.clone();
+            let root = root.clone();
             let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let s3 = s3.clone();
                 let faults = faults.clone();
+                let root = root.clone();
                 async move {
+                    // s3s-fs creates a missing bucket on the first write; S3 answers 404
+                    // NoSuchBucket, and so does this server.
+                    let bucket = req.uri().path().trim_start_matches('/').split('/').next().unwrap_or("");
+                    if !bucket.is_empty() && !root.join(bucket).is_dir() {
+                        let body = format!(
+                            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchBucket</Code>\
+                             <Message>The specified bucket does not exist</Message><BucketName>{bucket}</BucketName></Error>"
+                        );
+                        let mut resp = hyper::Response::new(s3s::Body::from(body));
+                        *resp.status_mut() = hyper::StatusCode::NOT_FOUND;
+                        return Ok(resp);
+                    }
                     if req.method() == hyper::Method::PUT {
                         faults.puts_seen.fetch_add(1, Ordering::SeqCst);
                         let left = faults.puts_left.load(Ordering::SeqCst);

@@ -118,7 +118,11 @@ pub struct PruneArgs {
     pub keep: usize,
 
     /// With uploads configured, runs not uploaded yet are kept too.
-    #[arg(long = "evidence-upload", env = "CDP_RELAY_EVIDENCE_UPLOAD", value_name = "URL")]
+    #[arg(
+        long = "evidence-upload",
+        env = "CDP_RELAY_EVIDENCE_UPLOAD",
+        value_name = "URL"
+    )]
     pub upload: Option<String>,
 }
 
@@ -319,7 +323,9 @@ fn report_path(store: &Store, run: &RunInfo) -> Option<PathBuf> {
 
 /// The run's upload state sidecar, when an uploader has dealt with it.
 fn upload_state(store: &Store, run: &RunInfo) -> Option<cdp_relay::upload::RunUpload> {
-    cdp_relay::upload::read_state(&store.run_dir(&run.id).ok()?).ok().flatten()
+    cdp_relay::upload::read_state(&store.run_dir(&run.id).ok()?)
+        .ok()
+        .flatten()
 }
 
 fn status_word(store: &Store, r: &RunInfo) -> String {

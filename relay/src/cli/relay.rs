@@ -215,7 +215,11 @@ async fn start_uploads(settings: &cdp_relay::EvidenceSettings) -> anyhow::Result
     tracing::info!(
         "upload: finalized runs go to {}{}",
         upload.url,
-        if upload.only_failed { " (only runs that recorded a failure)" } else { "" }
+        if upload.only_failed {
+            " (only runs that recorded a failure)"
+        } else {
+            ""
+        }
     );
     uploader.scan();
     Ok(Some(uploader))

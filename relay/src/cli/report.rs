@@ -25,7 +25,12 @@ pub struct ReportArgs {
     pub remote: Option<String>,
 
     /// With --remote: where fetched runs go (as <DIR>/<runId>/).
-    #[arg(long, default_value = "cdp-evidence-remote", value_name = "DIR", requires = "remote")]
+    #[arg(
+        long,
+        default_value = "cdp-evidence-remote",
+        value_name = "DIR",
+        requires = "remote"
+    )]
     pub out: PathBuf,
 }
 

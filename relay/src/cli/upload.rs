@@ -21,7 +21,11 @@ use std::time::Duration;
 pub struct UploadArgs {
     /// Upload each finalized run to object storage, e.g. s3://bucket/prefix (endpoint, region
     /// and credentials from the AWS_* environment). Runs go to <prefix>/<runId>/, manifest last.
-    #[arg(long = "evidence-upload", env = "CDP_RELAY_EVIDENCE_UPLOAD", value_name = "URL")]
+    #[arg(
+        long = "evidence-upload",
+        env = "CDP_RELAY_EVIDENCE_UPLOAD",
+        value_name = "URL"
+    )]
     pub url: Option<String>,
 
     /// Upload only runs that recorded a failure (failed requests, console errors, lost
@@ -106,7 +110,10 @@ pub fn run_upload(args: UploadCmdArgs) -> anyhow::Result<ExitCode> {
             .map(|id| {
                 let dir = store.run_dir(id).map_err(|e| Usage(e.to_string()))?;
                 if !dir.is_dir() {
-                    return Err(Usage(format!("no run {id} under {}", store.root().display())));
+                    return Err(Usage(format!(
+                        "no run {id} under {}",
+                        store.root().display()
+                    )));
                 }
                 Ok(dir)
             })
@@ -140,7 +147,11 @@ pub fn run_upload(args: UploadCmdArgs) -> anyhow::Result<ExitCode> {
         }
         anyhow::Ok(failed)
     })?;
-    Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Up to `attempts` tries with backoff; the line to print for the run.
@@ -154,7 +165,9 @@ async fn with_retries(
     for attempt in 1..=attempts {
         match upload::upload_run(target, dir, opts).await {
             Ok(Attempt::Done(st)) if st.state == UploadState::Skipped => {
-                return Ok(format!("skipped {id} (no failure recorded; --upload-only-failed)"))
+                return Ok(format!(
+                    "skipped {id} (no failure recorded; --upload-only-failed)"
+                ))
             }
             Ok(Attempt::Done(st)) => {
                 return Ok(format!(
@@ -225,7 +238,11 @@ pub struct RemoteListArgs {
 }
 
 /// `cdp-relay runs --remote URL`.
-pub(crate) fn runs_remote(args: &RemoteListArgs, url: &str, json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn runs_remote(
+    args: &RemoteListArgs,
+    url: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let settings = settings_for(url)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -252,7 +269,10 @@ pub(crate) fn runs_remote(args: &RemoteListArgs, url: &str, json: bool) -> anyho
         );
     }
     if listing.not_shown > 0 {
-        eprintln!("cdp-relay: {} older run(s) not shown (--limit)", listing.not_shown);
+        eprintln!(
+            "cdp-relay: {} older run(s) not shown (--limit)",
+            listing.not_shown
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -274,7 +294,9 @@ fn remote_table(runs: &[upload::RemoteRun]) -> String {
             ]
         })
         .collect();
-    let header = ["RUN", "STATUS", "STARTED", "FAILURES", "RECORDS", "BYTES", "SESSION", "HOST"];
+    let header = [
+        "RUN", "STATUS", "STARTED", "FAILURES", "RECORDS", "BYTES", "SESSION", "HOST",
+    ];
     let mut widths = header.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -295,7 +317,10 @@ fn remote_table(runs: &[upload::RemoteRun]) -> String {
             .join("  ")
     };
     let mut out = vec![line(header.to_vec())];
-    out.extend(rows.iter().map(|r| line(r.iter().map(String::as_str).collect())));
+    out.extend(
+        rows.iter()
+            .map(|r| line(r.iter().map(String::as_str).collect())),
+    );
     out.join("\n")
 }
 
@@ -330,7 +355,11 @@ mod tests {
             url: None,
             only_failed: true,
         };
-        assert!(a.settings().unwrap_err().to_string().contains("--evidence-upload"));
+        assert!(a
+            .settings()
+            .unwrap_err()
+            .to_string()
+            .contains("--evidence-upload"));
         let none = UploadArgs {
             url: Some("  ".into()),
             only_failed: false,

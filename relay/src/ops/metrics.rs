@@ -51,7 +51,12 @@ pub fn answer(method: &str, snapshot: Snapshot) -> Reply {
     }
 }
 
-fn counter(e: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> Result<(), std::fmt::Error> {
+fn counter(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    v: u64,
+) -> Result<(), std::fmt::Error> {
     let c = ConstCounter::new(v);
     c.encode(e.encode_descriptor(name, help, None, c.metric_type())?)
 }
@@ -92,15 +97,30 @@ impl Collector for Snapshot {
             "1 when the browser answered the last probe, 0 when not (or not probed yet).",
             i64::from(self.upstream_up == Some(true)),
         )?;
-        counter(&mut e, "sessions", "Websocket sessions spliced since start.", s.sessions_total)?;
-        gauge(&mut e, "sessions_active", "Websocket sessions open now.", s.sessions_active as i64)?;
+        counter(
+            &mut e,
+            "sessions",
+            "Websocket sessions spliced since start.",
+            s.sessions_total,
+        )?;
+        gauge(
+            &mut e,
+            "sessions_active",
+            "Websocket sessions open now.",
+            s.sessions_active as i64,
+        )?;
         gauge(
             &mut e,
             "connections_open",
             "HTTP connections open now (sessions included).",
             to_i64(self.connections_open),
         )?;
-        counter(&mut e, "http_requests", "Discovery and API requests answered.", s.http_requests)?;
+        counter(
+            &mut e,
+            "http_requests",
+            "Discovery and API requests answered.",
+            s.http_requests,
+        )?;
         counter(
             &mut e,
             "upgrades_refused",
@@ -140,16 +160,36 @@ impl Collector for Snapshot {
                 "Finalized runs not uploaded yet (queued, uploading, or waiting to retry).",
                 to_i64(u.pending),
             )?;
-            gauge(&mut e, "uploads_failing", "Pending runs whose last attempt failed.", to_i64(u.failing))?;
-            counter(&mut e, "uploaded_runs", "Runs uploaded by this process.", u.uploaded_runs)?;
-            counter(&mut e, "uploaded_bytes", "Bytes uploaded by this process.", u.uploaded_bytes)?;
+            gauge(
+                &mut e,
+                "uploads_failing",
+                "Pending runs whose last attempt failed.",
+                to_i64(u.failing),
+            )?;
+            counter(
+                &mut e,
+                "uploaded_runs",
+                "Runs uploaded by this process.",
+                u.uploaded_runs,
+            )?;
+            counter(
+                &mut e,
+                "uploaded_bytes",
+                "Bytes uploaded by this process.",
+                u.uploaded_bytes,
+            )?;
             counter(
                 &mut e,
                 "upload_skipped_runs",
                 "Runs not uploaded because they recorded no failure (--upload-only-failed).",
                 u.skipped_runs,
             )?;
-            counter(&mut e, "upload_failed_attempts", "Upload attempts that failed.", u.failed_attempts)?;
+            counter(
+                &mut e,
+                "upload_failed_attempts",
+                "Upload attempts that failed.",
+                u.failed_attempts,
+            )?;
         }
         Ok(())
     }
@@ -198,7 +238,11 @@ mod tests {
             "cdp_relay_uploads_failing 1",
             "cdp_relay_uploaded_runs_total 5",
         ] {
-            assert!(r.body.lines().any(|l| l == line), "missing {line:?} in\n{}", r.body);
+            assert!(
+                r.body.lines().any(|l| l == line),
+                "missing {line:?} in\n{}",
+                r.body
+            );
         }
         // Without uploads configured, no upload families.
         let r = answer("GET", Snapshot::default());

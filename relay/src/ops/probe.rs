@@ -80,14 +80,44 @@ mod tests {
         let dir = tmp.path();
         let rec = EvidenceReadiness::Recording(dir);
         assert_eq!(answer(READY_PATH, "GET", Some(true), rec).status, 200);
-        assert_eq!(answer(READY_PATH, "GET", Some(true), EvidenceReadiness::Off).body, "ready\n");
+        assert_eq!(
+            answer(READY_PATH, "GET", Some(true), EvidenceReadiness::Off).body,
+            "ready\n"
+        );
         assert_eq!(answer(READY_PATH, "GET", Some(false), rec).status, 503);
         assert_eq!(answer(READY_PATH, "GET", None, rec).body, "not ready\n");
-        assert_eq!(answer("/relay/v1/ready/", "HEAD", Some(true), EvidenceReadiness::Unavailable).status, 503);
+        assert_eq!(
+            answer(
+                "/relay/v1/ready/",
+                "HEAD",
+                Some(true),
+                EvidenceReadiness::Unavailable
+            )
+            .status,
+            503
+        );
         let gone = dir.join("missing");
-        assert_eq!(answer(READY_PATH, "GET", Some(true), EvidenceReadiness::Recording(&gone)).status, 503);
+        assert_eq!(
+            answer(
+                READY_PATH,
+                "GET",
+                Some(true),
+                EvidenceReadiness::Recording(&gone)
+            )
+            .status,
+            503
+        );
         // Live says live whatever the browser does.
-        assert_eq!(answer(LIVE_PATH, "GET", Some(false), EvidenceReadiness::Unavailable).status, 200);
+        assert_eq!(
+            answer(
+                LIVE_PATH,
+                "GET",
+                Some(false),
+                EvidenceReadiness::Unavailable
+            )
+            .status,
+            200
+        );
         assert_eq!(answer(LIVE_PATH, "POST", Some(true), rec).status, 405);
         assert!(is_probe("/relay/v1/live/") && !is_probe("/relay/v1/status"));
     }

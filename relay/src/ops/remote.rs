@@ -37,7 +37,12 @@ pub fn check_request(
         ));
     }
     if let Some(ct) = content_type {
-        let mime = ct.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+        let mime = ct
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
         let accepted = [
             "application/x-ndjson",
             "application/jsonl",
@@ -52,7 +57,11 @@ pub fn check_request(
         }
     }
     let mut source = DEFAULT_SOURCE.to_owned();
-    for pair in query.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         if key != "source" {
             return Err(Reply::text(
@@ -190,15 +199,34 @@ mod tests {
     fn requests_are_checked_before_the_body() {
         assert_eq!(check_request("POST", None, None).unwrap(), "remote");
         assert_eq!(
-            check_request("POST", Some("application/x-ndjson; charset=utf-8"), Some("source=device"))
-                .unwrap(),
+            check_request(
+                "POST",
+                Some("application/x-ndjson; charset=utf-8"),
+                Some("source=device")
+            )
+            .unwrap(),
             "device"
         );
         let r = check_request("GET", None, None).unwrap_err();
         assert_eq!((r.status, r.allow), (405, Some("POST")));
-        assert_eq!(check_request("POST", Some("multipart/form-data"), None).unwrap_err().status, 415);
-        assert_eq!(check_request("POST", None, Some("source=../x")).unwrap_err().status, 400);
-        assert_eq!(check_request("POST", None, Some("run=abc")).unwrap_err().status, 400);
+        assert_eq!(
+            check_request("POST", Some("multipart/form-data"), None)
+                .unwrap_err()
+                .status,
+            415
+        );
+        assert_eq!(
+            check_request("POST", None, Some("source=../x"))
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert_eq!(
+            check_request("POST", None, Some("run=abc"))
+                .unwrap_err()
+                .status,
+            400
+        );
     }
 
     #[test]
@@ -208,10 +236,19 @@ mod tests {
         let body = format!("{ok}\n\n{{\"tool\":\"hunter2\"}}\r\n{ok}\nnot json hunter2\n");
         let r = parse_body(body.as_bytes(), &s).unwrap_err();
         assert_eq!(r.status, 400);
-        assert!(r.body.contains("line 3:") && r.body.contains("line 5:"), "{}", r.body);
+        assert!(
+            r.body.contains("line 3:") && r.body.contains("line 5:"),
+            "{}",
+            r.body
+        );
         assert!(r.body.contains("nothing was appended"), "{}", r.body);
         assert!(!r.body.contains("hunter2"), "{}", r.body);
-        assert_eq!(parse_body(format!("{ok}\r\n\n{ok}").as_bytes(), &s).unwrap().len(), 2);
+        assert_eq!(
+            parse_body(format!("{ok}\r\n\n{ok}").as_bytes(), &s)
+                .unwrap()
+                .len(),
+            2
+        );
         assert_eq!(parse_body(b" \n\n", &s).unwrap_err().status, 400);
         let many: String = (0..9).map(|_| "x\n").collect();
         let r = parse_body(many.as_bytes(), &s).unwrap_err();

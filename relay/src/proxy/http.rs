@@ -56,7 +56,10 @@ pub(super) async fn handle(
         return status_page(&state, req.method());
     }
     if path == ops::metrics::PATH || path == "/relay/v1/metrics/" {
-        return reply(ops::metrics::answer(req.method().as_str(), metrics_snapshot(&state)));
+        return reply(ops::metrics::answer(
+            req.method().as_str(),
+            metrics_snapshot(&state),
+        ));
     }
     if path == "/relay/v1/evidence" || path == "/relay/v1/evidence/" {
         return remote_evidence(&state, req).await;
@@ -209,7 +212,10 @@ async fn remote_evidence(state: &State, req: Request<Incoming>) -> Response<Body
     if let Err(r) = ops::remote::check_request(&method, content_type.as_deref(), query.as_deref()) {
         return reply(r);
     }
-    let body = match Limited::new(req.into_body(), ops::remote::MAX_BODY).collect().await {
+    let body = match Limited::new(req.into_body(), ops::remote::MAX_BODY)
+        .collect()
+        .await
+    {
         Ok(b) => b.to_bytes(),
         Err(_) => {
             return text(
@@ -241,7 +247,8 @@ async fn remote_evidence(state: &State, req: Request<Incoming>) -> Response<Body
 /// An `ops` answer as a response.
 fn reply(r: ops::Reply) -> Response<Body> {
     let mut resp = Response::new(Full::new(Bytes::from(r.body)));
-    *resp.status_mut() = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *resp.status_mut() =
+        StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(r.content_type));
     if let Some(allow) = r.allow {

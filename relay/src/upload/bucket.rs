@@ -82,9 +82,10 @@ pub async fn list_runs(
         .collect();
     ids.sort_by(|a, b| b.cmp(a));
     let mut out = RemoteListing::default();
-    let mut fetched = futures_util::stream::iter(ids.iter().map(|id| async move {
-        (id, fetch_manifest(target, id).await)
-    }))
+    let mut fetched = futures_util::stream::iter(
+        ids.iter()
+            .map(|id| async move { (id, fetch_manifest(target, id).await) }),
+    )
     .buffered(MANIFESTS_IN_FLIGHT);
     let mut looked_at = 0usize;
     while let Some((id, manifest)) = fetched.next().await {
@@ -103,9 +104,8 @@ pub async fn list_runs(
         }
     }
     out.not_shown = ids.len() - looked_at;
-    out.runs.sort_by(|a, b| {
-        (b.started_at.as_deref(), &b.id).cmp(&(a.started_at.as_deref(), &a.id))
-    });
+    out.runs
+        .sort_by(|a, b| (b.started_at.as_deref(), &b.id).cmp(&(a.started_at.as_deref(), &a.id)));
     Ok(out)
 }
 
@@ -122,17 +122,22 @@ pub async fn fetch_run(target: &Target, run_id: &str, out_dir: &Path) -> Result<
                 .into(),
         });
     };
-    let parsed: serde_json::Value = serde_json::from_slice(&manifest).map_err(|_| Error::Upload {
-        target: target.run_url(run_id),
-        reason: "its manifest is not JSON".into(),
-    })?;
+    let parsed: serde_json::Value =
+        serde_json::from_slice(&manifest).map_err(|_| Error::Upload {
+            target: target.run_url(run_id),
+            reason: "its manifest is not JSON".into(),
+        })?;
     let files = listed_files(&parsed).ok_or_else(|| Error::Upload {
         target: target.run_url(run_id),
         reason: "its manifest lists no files (it was not uploaded by cdp-relay)".into(),
     })?;
     let dir = out_dir.join(run_id);
     let io = |what: &str, path: &Path, e: std::io::Error| Error::Io {
-        context: if what == "create" { "cannot create" } else { "cannot write" },
+        context: if what == "create" {
+            "cannot create"
+        } else {
+            "cannot write"
+        },
         path: path.to_path_buf(),
         source: e,
     };
@@ -161,10 +166,13 @@ pub async fn fetch_run(target: &Target, run_id: &str, out_dir: &Path) -> Result<
         if written != *expected {
             return Err(Error::Upload {
                 target: target.run_url(run_id),
-                reason: format!("{rel} in the bucket is {written} bytes, its manifest says {expected}"),
+                reason: format!(
+                    "{rel} in the bucket is {written} bytes, its manifest says {expected}"
+                ),
             });
         }
-        tmp.persist(&path).map_err(|e| io("write", &path, e.error))?;
+        tmp.persist(&path)
+            .map_err(|e| io("write", &path, e.error))?;
     }
     let manifest_path = dir.join(MANIFEST_FILE);
     std::fs::write(&manifest_path, &manifest).map_err(|e| io("write", &manifest_path, e))?;
@@ -177,7 +185,9 @@ async fn fetch_manifest(target: &Target, run_id: &str) -> Result<Option<serde_js
         return Ok(None);
     };
     // A manifest that is not JSON is listed with what is known: its id.
-    Ok(Some(serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null)))
+    Ok(Some(
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    ))
 }
 
 async fn fetch_manifest_bytes(target: &Target, run_id: &str) -> Result<Option<Vec<u8>>, Error> {
@@ -209,10 +219,12 @@ fn describe(target: &Target, id: &str, m: &serde_json::Value) -> RemoteRun {
         failures: upload["failures"].as_u64(),
         host: s(&upload["host"]),
         records: m["totals"]["records"].as_u64(),
-        size_bytes: upload["files"].as_array().map(|files| {
-            files.iter().filter_map(|f| f["bytes"].as_u64()).sum()
-        }),
-        truncated: m["truncation"]["artifactsTruncated"].as_bool().unwrap_or(false),
+        size_bytes: upload["files"]
+            .as_array()
+            .map(|files| files.iter().filter_map(|f| f["bytes"].as_u64()).sum()),
+        truncated: m["truncation"]["artifactsTruncated"]
+            .as_bool()
+            .unwrap_or(false),
         uploaded_at: s(&upload["uploadedAt"]),
         url: target.run_url(id),
     }
@@ -251,7 +263,11 @@ mod tests {
 
     #[test]
     fn only_plain_paths_are_fetched() {
-        for ok in ["actions.jsonl", "report.html", "artifacts/000001-frame.jpeg"] {
+        for ok in [
+            "actions.jsonl",
+            "report.html",
+            "artifacts/000001-frame.jpeg",
+        ] {
             assert!(safe_relative(ok), "{ok}");
         }
         for bad in [

@@ -217,7 +217,9 @@ impl Uploader {
                     .build();
                 match rt {
                     Ok(rt) => rt.block_on(worker.run(rx)),
-                    Err(e) => tracing::warn!("upload: cannot start its runtime ({e}); runs stay local"),
+                    Err(e) => {
+                        tracing::warn!("upload: cannot start its runtime ({e}); runs stay local")
+                    }
                 }
             })
             .map_err(|e| Error::Upload {
@@ -354,7 +356,11 @@ impl Worker {
         }
     }
 
-    async fn handle(&mut self, msg: Msg, finishing: &mut Option<(Instant, oneshot::Sender<FinishReport>)>) {
+    async fn handle(
+        &mut self,
+        msg: Msg,
+        finishing: &mut Option<(Instant, oneshot::Sender<FinishReport>)>,
+    ) {
         match msg {
             Msg::Run(dir) => self.enqueue(dir, true),
             Msg::Scan => self.scan(),
@@ -371,7 +377,11 @@ impl Worker {
         let Ok(id) = run::run_id_of(&dir) else {
             return;
         };
-        let known = self.queue.iter().chain(self.delayed.iter().map(|(_, d)| d)).any(|d| d == &dir);
+        let known = self
+            .queue
+            .iter()
+            .chain(self.delayed.iter().map(|(_, d)| d))
+            .any(|d| d == &dir);
         if known {
             return;
         }
@@ -419,7 +429,10 @@ impl Worker {
             self.enqueue(dir, false);
         }
         if found > 0 {
-            tracing::info!("upload: {found} finalized run(s) not uploaded yet; uploading them to {}", self.target.display());
+            tracing::info!(
+                "upload: {found} finalized run(s) not uploaded yet; uploading them to {}",
+                self.target.display()
+            );
         }
     }
 

@@ -64,7 +64,11 @@ struct FileEntry {
 
 /// Uploads the finalized run in `run_dir` (see the module docs). On failure the sidecar says
 /// `failed` with the reason, and the error is returned; the run stays local.
-pub async fn upload_run(target: &Target, run_dir: &Path, opts: &RunOptions) -> Result<Attempt, Error> {
+pub async fn upload_run(
+    target: &Target,
+    run_dir: &Path,
+    opts: &RunOptions,
+) -> Result<Attempt, Error> {
     let run_id = run_id_of(run_dir)?;
     let Some(_lock) = try_lock(run_dir)? else {
         return Ok(Attempt::Busy);
@@ -74,7 +78,8 @@ pub async fn upload_run(target: &Target, run_dir: &Path, opts: &RunOptions) -> R
         Some(b) => b,
         None => return Ok(Attempt::NotFinalized("it has no manifest")),
     };
-    let manifest = cdp_evidence::Manifest::parse(&manifest_bytes).map_err(|_| local(run_dir, "its manifest is not a JSON object"))?;
+    let manifest = cdp_evidence::Manifest::parse(&manifest_bytes)
+        .map_err(|_| local(run_dir, "its manifest is not a JSON object"))?;
     if manifest.is_legacy() {
         return Ok(Attempt::NotFinalized("it is a legacy run"));
     }
@@ -100,7 +105,17 @@ pub async fn upload_run(target: &Target, run_dir: &Path, opts: &RunOptions) -> R
         write_state(run_dir, &st)?;
         return Ok(Attempt::Done(st));
     }
-    match upload_files(target, &dir, run_dir, &run_id, &manifest_bytes, failures, opts).await {
+    match upload_files(
+        target,
+        &dir,
+        run_dir,
+        &run_id,
+        &manifest_bytes,
+        failures,
+        opts,
+    )
+    .await
+    {
         Ok((files, bytes)) => {
             st.state = UploadState::Uploaded;
             st.last_error = None;
@@ -134,10 +149,11 @@ async fn upload_files(
 ) -> Result<(u64, u64), Error> {
     let files = list_files(dir, run_dir)?;
     let (large, small): (Vec<_>, Vec<_>) = files.iter().partition(|(_, len)| *len > SINGLE_PUT_MAX);
-    let mut puts = futures_util::stream::iter(small.into_iter().map(|(rel, len)| async move {
-        put_small(target, dir, run_dir, run_id, rel, *len).await
-    }))
-    .buffer_unordered(FILES_IN_FLIGHT);
+    let mut puts =
+        futures_util::stream::iter(small.into_iter().map(|(rel, len)| async move {
+            put_small(target, dir, run_dir, run_id, rel, *len).await
+        }))
+        .buffer_unordered(FILES_IN_FLIGHT);
     while let Some(r) = puts.next().await {
         r?;
     }
@@ -154,7 +170,8 @@ async fn upload_files(
         .collect();
     entries.sort_by(|a, b| a.path.cmp(&b.path));
     let mut manifest: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(manifest_bytes).map_err(|_| local(run_dir, "its manifest is not a JSON object"))?;
+        serde_json::from_slice(manifest_bytes)
+            .map_err(|_| local(run_dir, "its manifest is not a JSON object"))?;
     manifest.insert(
         "upload".into(),
         serde_json::json!({
@@ -165,7 +182,8 @@ async fn upload_files(
             "files": entries,
         }),
     );
-    let mut body = serde_json::to_vec_pretty(&manifest).map_err(|_| local(run_dir, "its manifest cannot be encoded"))?;
+    let mut body = serde_json::to_vec_pretty(&manifest)
+        .map_err(|_| local(run_dir, "its manifest cannot be encoded"))?;
     body.push(b'\n');
     let manifest_len = body.len() as u64;
     target
@@ -191,7 +209,10 @@ async fn put_small(
         .read_to_end(&mut bytes)
         .map_err(|e| local(run_dir, &format!("cannot read {rel}: {e}")))?;
     if bytes.len() as u64 != len {
-        return Err(local(run_dir, &format!("{rel} changed while it was uploaded")));
+        return Err(local(
+            run_dir,
+            &format!("{rel} changed while it was uploaded"),
+        ));
     }
     target
         .store()
@@ -239,7 +260,10 @@ async fn put_large(
             writer.write(&buf[..n]);
         }
         if sent != len {
-            return Err(local(run_dir, &format!("{rel} shrank while it was uploaded")));
+            return Err(local(
+                run_dir,
+                &format!("{rel} shrank while it was uploaded"),
+            ));
         }
         Ok(())
     }
@@ -336,7 +360,8 @@ fn open_relative(dir: &File, run_dir: &Path, rel: &str) -> Result<File, Error> {
     let file = match rel.split_once('/') {
         None => openat(dir, rel, flags, Mode::empty()).map_err(refuse)?,
         Some((sub, name)) => {
-            let sub = openat(dir, sub, flags | OFlag::O_DIRECTORY, Mode::empty()).map_err(refuse)?;
+            let sub =
+                openat(dir, sub, flags | OFlag::O_DIRECTORY, Mode::empty()).map_err(refuse)?;
             openat(&sub, name, flags, Mode::empty()).map_err(refuse)?
         }
     };
@@ -361,7 +386,10 @@ fn read_manifest(dir: &File, run_dir: &Path) -> Result<Option<Vec<u8>>, Error> {
         .read_to_end(&mut bytes)
         .map_err(|e| local(run_dir, &format!("cannot read its manifest: {e}")))?;
     if bytes.len() as u64 > MANIFEST_LIMIT {
-        return Err(local(run_dir, "its manifest is larger than the format allows"));
+        return Err(local(
+            run_dir,
+            "its manifest is larger than the format allows",
+        ));
     }
     Ok(Some(bytes))
 }
@@ -380,7 +408,9 @@ fn try_lock(run_dir: &Path) -> Result<Option<File>, Error> {
     match file.try_lock() {
         Ok(()) => Ok(Some(file)),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(local(run_dir, &format!("cannot lock {LOCK_FILE}: {e}"))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(local(run_dir, &format!("cannot lock {LOCK_FILE}: {e}")))
+        }
     }
 }
 
@@ -406,7 +436,8 @@ fn failures(run_dir: &Path) -> Option<u64> {
 }
 
 fn write_state(run_dir: &Path, st: &RunUpload) -> Result<(), Error> {
-    state::write(run_dir, st).map_err(|e| local(run_dir, &format!("cannot record its upload state: {e}")))
+    state::write(run_dir, st)
+        .map_err(|e| local(run_dir, &format!("cannot record its upload state: {e}")))
 }
 
 fn local(path: &Path, what: &str) -> Error {

@@ -172,7 +172,10 @@ impl Target {
                  AWS_ENDPOINT_URL / AWS_REGION)",
                 self.bucket
             ),
-            _ => format!("{} (is AWS_ENDPOINT_URL right, and the endpoint reachable?)", one_line(e)),
+            _ => format!(
+                "{} (is AWS_ENDPOINT_URL right, and the endpoint reachable?)",
+                one_line(e)
+            ),
         }
     }
 }
@@ -193,10 +196,14 @@ pub(crate) fn parse_url(raw: &str) -> Result<(String, String), Error> {
     }
     let url = url::Url::parse(raw).map_err(|_| bad("is not a URL"))?;
     if !matches!(url.scheme(), "s3" | "s3a") {
-        return Err(bad("is not an s3:// URL (S3-compatible stores take s3:// plus AWS_ENDPOINT_URL)"));
+        return Err(bad(
+            "is not an s3:// URL (S3-compatible stores take s3:// plus AWS_ENDPOINT_URL)",
+        ));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(bad("carries credentials; pass them in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"));
+        return Err(bad(
+            "carries credentials; pass them in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY",
+        ));
     }
     if url.query().is_some() || url.fragment().is_some() || url.port().is_some() {
         return Err(bad("has a port, query or fragment"));
@@ -215,7 +222,8 @@ pub(crate) fn parse_url(raw: &str) -> Result<(String, String), Error> {
             !s.is_empty()
                 && s != "."
                 && s != ".."
-                && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         });
         if !segments_ok {
             return Err(bad(
@@ -248,7 +256,9 @@ pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
     }
     let joined = parts.join(": ");
     let flat = joined.split_whitespace().collect::<Vec<_>>().join(" ");
-    cdp_sanitize::Sanitizer::new().text_capped(&flat, 400).into_string()
+    cdp_sanitize::Sanitizer::new()
+        .text_capped(&flat, 400)
+        .into_string()
 }
 
 #[cfg(test)]
@@ -301,14 +311,20 @@ mod tests {
             crate::SecretValue::new("http://127.0.0.1:1".into()),
         ));
         let t = Target::new(&s).unwrap();
-        assert_eq!(t.object("r1", "artifacts/a.png").as_ref(), "fleet/a/r1/artifacts/a.png");
+        assert_eq!(
+            t.object("r1", "artifacts/a.png").as_ref(),
+            "fleet/a/r1/artifacts/a.png"
+        );
         assert_eq!(t.run_url("r1"), "s3://bkt/fleet/a/r1/");
         assert!(!format!("{t:?}").contains("wJalr"));
         assert!(!format!("{s:?}").contains("wJalr"));
         let mut bare = UploadSettings::new("s3://bkt");
         bare.options = s.options.clone();
         let bare = Target::new(&bare).unwrap();
-        assert_eq!(bare.object("r1", "manifest.json").as_ref(), "r1/manifest.json");
+        assert_eq!(
+            bare.object("r1", "manifest.json").as_ref(),
+            "r1/manifest.json"
+        );
         assert!(bare.root().is_none());
     }
 }
