@@ -175,7 +175,7 @@ async fn a_run_arrives_whole_with_large_files_in_parts_and_the_manifest_last() {
         let puts = server.puts_seen();
         assert!(matches!(
             upload::upload_run(&target, &dir, &opts(false)).await.unwrap(),
-            Attempt::Done(s) if s.state == UploadState::Uploaded
+            Attempt::AlreadyDone(s) if s.state == UploadState::Uploaded
         ));
         assert_eq!(server.puts_seen(), puts);
         // Listed and fetched back from the bucket.

@@ -177,6 +177,13 @@ async fn with_retries(
                     st.bytes.unwrap_or(0)
                 ))
             }
+            Ok(Attempt::AlreadyDone(st)) => {
+                return Ok(format!(
+                    "{id} is already {} ({})",
+                    st.state.as_str(),
+                    st.target
+                ))
+            }
             Ok(Attempt::Busy) => return Err("another process is uploading it right now".into()),
             Ok(Attempt::NotFinalized(why)) => return Err(why.into()),
             Err(e) if attempt == attempts => return Err(e.to_string()),

@@ -207,6 +207,7 @@ impl Uploader {
             shared: shared.clone(),
             queue: VecDeque::new(),
             delayed: Vec::new(),
+            current: None,
             done_while_finishing: 0,
         };
         let thread = std::thread::Builder::new()
@@ -292,6 +293,8 @@ struct Worker {
     queue: VecDeque<PathBuf>,
     /// Runs to try again later.
     delayed: Vec<(Instant, PathBuf)>,
+    /// The run being uploaded now.
+    current: Option<PathBuf>,
     done_while_finishing: usize,
 }
 
@@ -325,6 +328,7 @@ impl Worker {
             let id = run::run_id_of(&dir).unwrap_or_default();
             let attempts = self.shared.runs().get(&id).map_or(0, |r| r.attempts);
             self.shared.set(&id, "uploading", attempts + 1, None);
+            self.current = Some(dir.clone());
             tokio::pin!(attempt);
             let outcome = loop {
                 tokio::select! {
@@ -336,6 +340,7 @@ impl Worker {
                     () = sleep_until(finishing.as_ref().map(|(d, _)| *d)) => break None,
                 }
             };
+            self.current = None;
             match outcome {
                 Some(r) => self.settle(dir, &id, r, finishing.is_some()),
                 // Out of time: the attempt is dropped mid-way; its sidecar says pending or
@@ -362,7 +367,9 @@ impl Worker {
         finishing: &mut Option<(Instant, oneshot::Sender<FinishReport>)>,
     ) {
         match msg {
-            Msg::Run(dir) => self.enqueue(dir, true),
+            Msg::Run(dir) => {
+                self.enqueue(dir, true);
+            }
             Msg::Scan => self.scan(),
             Msg::Check(reply) => {
                 let _ = reply.send(self.target.check_writable(&self.opts.host).await);
@@ -371,19 +378,20 @@ impl Worker {
         }
     }
 
-    /// Queues a run unless it is already queued or waiting. `mark` writes its pending state
-    /// first, so retention holds it whatever else happens.
-    fn enqueue(&mut self, dir: PathBuf, mark: bool) {
+    /// Queues a run unless it is already queued, waiting or uploading; `false` when it was.
+    /// `mark` writes its pending state first, so retention holds it whatever else happens.
+    fn enqueue(&mut self, dir: PathBuf, mark: bool) -> bool {
         let Ok(id) = run::run_id_of(&dir) else {
-            return;
+            return false;
         };
         let known = self
             .queue
             .iter()
             .chain(self.delayed.iter().map(|(_, d)| d))
+            .chain(self.current.as_ref())
             .any(|d| d == &dir);
         if known {
-            return;
+            return false;
         }
         if mark && matches!(state::read(&dir), Ok(None)) {
             let pending = RunUpload::pending(self.target.run_url(&id));
@@ -396,6 +404,7 @@ impl Worker {
             self.shared.set(&id, "pending", 0, None);
         }
         self.queue.push_back(dir);
+        true
     }
 
     /// Every finalized run not uploaded yet, oldest first.
@@ -425,8 +434,9 @@ impl Worker {
             if matches!(state::read(&dir), Ok(Some(s)) if s.state.is_done()) {
                 continue;
             }
-            found += 1;
-            self.enqueue(dir, false);
+            if self.enqueue(dir, false) {
+                found += 1;
+            }
         }
         if found > 0 {
             tracing::info!(
@@ -477,6 +487,9 @@ impl Worker {
                 if !finishing {
                     self.delayed.push((Instant::now() + RETRY_MAX, dir));
                 }
+            }
+            Ok(Attempt::AlreadyDone(_)) => {
+                s.runs().remove(id);
             }
             Ok(Attempt::NotFinalized(why)) => {
                 s.runs().remove(id);

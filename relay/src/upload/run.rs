@@ -46,8 +46,10 @@ pub struct RunOptions {
 /// How an attempt ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Attempt {
-    /// Uploaded now, or found done by an earlier attempt: the state says which.
+    /// Uploaded now (or skipped now by `only_failed`): the state says which.
     Done(RunUpload),
+    /// Found done by an earlier attempt; nothing was sent.
+    AlreadyDone(RunUpload),
     /// Another process is uploading it right now.
     Busy,
     /// Not a run an uploader takes: running, legacy, or without a manifest (the reason).
@@ -87,7 +89,7 @@ pub async fn upload_run(
         return Ok(Attempt::NotFinalized("it is not finalized"));
     }
     let mut st = match state::read(run_dir) {
-        Ok(Some(s)) if s.state.is_done() => return Ok(Attempt::Done(s)),
+        Ok(Some(s)) if s.state.is_done() => return Ok(Attempt::AlreadyDone(s)),
         Ok(Some(s)) => s,
         // A foreign sidecar is replaced by ours: the run is uploaded like any other.
         Ok(None) | Err(_) => RunUpload::pending(target.run_url(&run_id)),
