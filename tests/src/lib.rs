@@ -216,7 +216,11 @@ impl Drop for RelayFixture {
 
 /// The `cdp-relay` binary of the same build profile: beside a test's `deps/` directory, or beside
 /// a binary such as `relay-bench`. `cargo test --workspace` and `scripts/test.sh` build it.
+/// `CDP_RELAY_TEST_BINARY` names another one (a release build, for a measurement).
 pub fn relay_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("CDP_RELAY_TEST_BINARY") {
+        return PathBuf::from(bin);
+    }
     let exe = std::env::current_exe().expect("current_exe");
     let candidates: Vec<PathBuf> = exe
         .ancestors()
