@@ -543,3 +543,69 @@ fn the_hold_is_what_retention_asks() {
     assert!(!UploadHold { uploads_on: false }.holds(&info, &dir));
     assert!(UploadHold { uploads_on: true }.holds(&info, &dir));
 }
+
+/// A producer that finalizes with the CLI uploads too; when the bucket is down the run stays
+/// local and pending (a warning, not a failed finalize), and `cdp-relay upload` sends it later.
+#[tokio::test]
+async fn cli_producers_upload_at_finalize_and_upload_sends_what_is_pending() {
+    within("cli uploads", async {
+        let server = S3Server::start(&[BUCKET]);
+        let evidence = tempfile::tempdir().unwrap();
+        let dir = evidence.path().to_string_lossy().into_owned();
+        let mut env = server.env();
+        env.push(("CDP_RELAY_EVIDENCE_UPLOAD".into(), URL.into()));
+        let line = r#"{"tool":"adb","kind":"console","payload":{"level":"error","text":"device crashed"}}"#;
+        let append = |session: &'static str| {
+            let dir = dir.clone();
+            async move {
+                let mut child = tokio::process::Command::new(relay_binary())
+                    .args(["evidence", "append", "--session", session, "--evidence-dir", &dir])
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .unwrap();
+                use tokio::io::AsyncWriteExt;
+                let mut stdin = child.stdin.take().unwrap();
+                stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+                drop(stdin);
+                let out = child.wait_with_output().await.unwrap();
+                assert!(out.status.success());
+                String::from_utf8_lossy(&out.stdout).trim().to_owned()
+            }
+        };
+        // Bucket up: finalize uploads.
+        let up = append("device-a").await;
+        let out = run_binary(&["evidence", "finalize", "--session", "device-a", "--evidence-dir", &dir], &env).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains(&format!("uploaded {up}")), "{stderr}");
+        assert_whole(&server, &evidence.path().join("runs").join(&up));
+
+        // Bucket down: finalized, pending, said so.
+        let down = append("device-b").await;
+        server.stop();
+        let out = run_binary(&["evidence", "finalize", "--session", "device-b", "--evidence-dir", &dir], &env).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), down);
+        assert!(stderr.contains("finalized but not uploaded"), "{stderr}");
+        let pending = evidence.path().join("runs").join(&down);
+        let st = upload::read_state(&pending).unwrap().unwrap();
+        assert_eq!(st.state, UploadState::Failed);
+        assert!(!manifest_in_bucket(&server, &pending));
+
+        // Back up: `cdp-relay upload` sends what is pending, and only that.
+        server.restart();
+        let out = run_binary(&["upload", "--evidence-dir", &dir], &env).await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        assert!(stdout.starts_with(&format!("uploaded {down} to {URL}/{down}/")), "{stdout}");
+        assert_whole(&server, &pending);
+        let out = run_binary(&["upload", "--evidence-dir", &dir], &env).await;
+        assert!(out.status.success() && out.stdout.is_empty());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to upload"));
+    })
+    .await;
+}
