@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every check CI runs, from a fresh machine: installs what is missing (Debian's chromium and nginx,
-# the npm test clients, the nightly toolchain and cargo-fuzz), then formatting, lints, the full
-# test suite against a real headless Chromium and real Playwright/Puppeteer, a benchmark smoke
-# run, and a bounded fuzzing pass.
+# the npm test clients, kubernetes-validate in a venv under target/, the nightly toolchain and
+# cargo-fuzz), then formatting, lints, the Kubernetes manifests against the Kubernetes schemas,
+# the full test suite against a real headless Chromium and real Playwright/Puppeteer, a benchmark
+# smoke run, and a bounded fuzzing pass.
 #
 #   scripts/test.sh                 everything
 #   FUZZ_SECONDS=0 scripts/test.sh  skip fuzzing (default 20 s per target)
@@ -45,6 +46,24 @@ cargo fmt --all -- --check
 
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "deploy/kubernetes against the Kubernetes schemas (kubernetes-validate, offline)"
+kv=target/kubernetes-validate
+if [ ! -x "$kv/bin/kubernetes-validate" ]; then
+  step "installing kubernetes-validate (PyPI) into $kv"
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv --help >/dev/null 2>&1; then
+    apt_install python3 python3-venv
+  fi
+  rm -rf "$kv"
+  if ! python3 -m venv "$kv" >/dev/null 2>&1; then
+    apt_install python3-venv
+    python3 -m venv "$kv"
+  fi
+  "$kv/bin/pip" install --quiet --disable-pip-version-check kubernetes-validate
+fi
+# The oldest Kubernetes release still commonly run, and the newest the package knows.
+"$kv/bin/kubernetes-validate" --strict --quiet -k 1.29.0 deploy/kubernetes/*.yaml
+"$kv/bin/kubernetes-validate" --strict --quiet deploy/kubernetes/*.yaml
 
 step "cargo test --no-run (builds the binary the end-to-end tests run, with the tests' features)"
 cargo test --workspace --locked --no-run

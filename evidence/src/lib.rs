@@ -70,7 +70,7 @@ pub use record::{
     Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork,
     StoredVerification, Verification, VerificationOf, Verified, BUILTIN_KINDS, TARGET_FIELDS,
 };
-pub use retention::{PruneReport, RunInfo};
+pub use retention::{PruneReport, RetentionHold, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals};
 pub use rundir::{check_artifact_path, ArtifactFile, ArtifactRefusal, RunDir};
 pub use store::{

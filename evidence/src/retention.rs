@@ -6,6 +6,8 @@
 //! "Newest" is by `startedAt`, ties broken by run id, so the result does not depend on directory
 //! order or clocks at prune time. Deletion renames the run to `runs/.trash-<id>-<random>` first,
 //! so readers never see a half-deleted run; leftovers of an interrupted prune are swept next time.
+//! A [`RetentionHold`] installed on the store (`Store::with_retention_hold`) is asked about every
+//! candidate and can keep it (the relay's uploader holds runs not yet uploaded).
 
 use crate::error::Error;
 use crate::ids::{random_u64, validate_id};
@@ -49,6 +51,14 @@ pub struct RunInfo {
     finalized: bool,
 }
 
+/// Asked by retention about every finalized run it would otherwise consider deleting: `true`
+/// keeps the run (it is neither deleted nor counted among the runs kept). The relay's uploader
+/// holds runs that are not yet in object storage.
+pub trait RetentionHold: Send + Sync + std::fmt::Debug {
+    /// Whether `run` (its directory is `dir`) must stay.
+    fn holds(&self, run: &RunInfo, dir: &Path) -> bool;
+}
+
 /// What [`Store::prune`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -61,6 +71,8 @@ pub struct PruneReport {
     pub skipped_active: usize,
     /// Legacy or unreadable runs left alone.
     pub skipped_legacy: usize,
+    /// Finalized runs the store's [`RetentionHold`] kept (e.g. not uploaded yet).
+    pub skipped_held: usize,
     /// Bytes freed.
     pub freed_bytes: u64,
 }
@@ -117,6 +129,11 @@ impl Store {
                 report.skipped_legacy += 1;
             } else if run.active || !run.finalized {
                 report.skipped_active += 1;
+            } else if self
+                .retention_hold()
+                .is_some_and(|h| h.holds(run, &runs_dir.join(&run.id)))
+            {
+                report.skipped_held += 1;
             } else {
                 candidates.push(run);
             }

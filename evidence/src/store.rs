@@ -133,6 +133,8 @@ impl SessionLock {
 pub struct Store {
     config: Arc<EvidenceConfig>,
     sessions: SessionLock,
+    /// Asked before retention deletes a finalized run.
+    hold: Option<Arc<dyn crate::retention::RetentionHold>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -156,7 +158,19 @@ impl Store {
         Ok(Store {
             config: Arc::new(config),
             sessions: SessionLock { layout },
+            hold: None,
         })
+    }
+
+    /// Retention asks `hold` about every finalized run before deleting it (see
+    /// [`crate::RetentionHold`]).
+    pub fn with_retention_hold(mut self, hold: Arc<dyn crate::retention::RetentionHold>) -> Store {
+        self.hold = Some(hold);
+        self
+    }
+
+    pub(crate) fn retention_hold(&self) -> Option<&dyn crate::retention::RetentionHold> {
+        self.hold.as_deref()
     }
 
     /// The configuration in use.

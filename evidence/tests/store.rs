@@ -527,6 +527,38 @@ fn retention_keeps_the_newest_finalized_runs_only() {
     assert_eq!(store.prune_keeping(0).unwrap().removed, ["r-d", "r-e"]);
 }
 
+/// Holds runs whose directory has a `keep-me` file: the shape of the uploader's hold.
+#[derive(Debug)]
+struct KeepMarked;
+
+impl cdp_evidence::RetentionHold for KeepMarked {
+    fn holds(&self, run: &cdp_evidence::RunInfo, dir: &Path) -> bool {
+        assert_eq!(dir.file_name().unwrap().to_str(), Some(run.id.as_str()));
+        dir.join("keep-me").exists()
+    }
+}
+
+#[test]
+fn a_retention_hold_keeps_runs_and_they_do_not_count_as_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write_run(root, "r-a", &finalized("r-a", "2024-01-01T00:00:00.000Z"));
+    write_run(root, "r-b", &finalized("r-b", "2024-01-02T00:00:00.000Z"));
+    write_run(root, "r-c", &finalized("r-c", "2024-01-03T00:00:00.000Z"));
+    fs::write(root.join("runs/r-a/keep-me"), b"").unwrap();
+    fs::write(root.join("runs/r-c/keep-me"), b"").unwrap();
+    let store = store_at(root).with_retention_hold(std::sync::Arc::new(KeepMarked));
+    let report = store.prune_keeping(0).unwrap();
+    assert_eq!(report.removed, ["r-b"]);
+    assert_eq!(report.skipped_held, 2);
+    assert!(report.kept.is_empty());
+    // Released: the next prune deletes it.
+    fs::remove_file(root.join("runs/r-a/keep-me")).unwrap();
+    assert_eq!(store.prune_keeping(0).unwrap().removed, ["r-a"]);
+    // Without a hold the same store configuration deletes everything finalized.
+    assert_eq!(store_at(root).prune_keeping(0).unwrap().removed, ["r-c"]);
+}
+
 #[test]
 fn listing_shows_status_records_and_size() {
     let tmp = tempfile::tempdir().unwrap();

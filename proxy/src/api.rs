@@ -30,14 +30,17 @@ pub struct ProxyView {
     pub stats: StatsSnapshot,
 }
 
-/// A request under `/relay/v1/` that passed the access policy (Host, token, and for anything but
-/// `GET`/`HEAD` the Origin rule), with its body read up to [`Api::max_body`].
+/// A request under `/relay/v1/` that passed the access policy (Host; the token unless
+/// [`Api::is_public`] says otherwise; for anything but `GET`/`HEAD` the Origin rule), with its
+/// body read up to [`Api::max_body`].
 #[derive(Debug)]
 pub struct ApiRequest {
     /// The HTTP method.
     pub method: Method,
     /// The path after `/relay/v1/` (`secrets/NAME`, `evidence`), without a trailing slash.
     pub route: String,
+    /// The query string, without the relay's `token` parameter.
+    pub query: Option<String>,
     /// The request headers (the token, if any, was already checked; it is not removed).
     pub headers: HeaderMap,
     /// The body.
@@ -54,6 +57,13 @@ pub trait Api: Send + Sync + 'static {
     /// Fields added at the top level of the `/relay/v1/status` answer.
     fn status(&self) -> Map<String, Value> {
         Map::new()
+    }
+
+    /// Whether `route` answers without the token (e.g. a readiness probe, which a kubelet sends
+    /// without credentials). Such a route must say nothing a stranger may not know. By default,
+    /// none.
+    fn is_public(&self, _route: &str) -> bool {
+        false
     }
 
     /// Largest body accepted for `route` before [`Api::handle`] is called; a larger one gets a 413

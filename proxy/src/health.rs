@@ -31,13 +31,13 @@ struct Observed {
 #[serde(rename_all = "camelCase")]
 pub struct HealthView {
     /// `null` until the first probe answered.
-    reachable: Option<bool>,
+    pub reachable: Option<bool>,
     /// When it last changed (RFC 3339).
-    since: Option<String>,
+    pub since: Option<String>,
     /// When it was last checked (RFC 3339).
-    last_checked: Option<String>,
+    pub last_checked: Option<String>,
     /// Why it is unreachable (free of capability ids).
-    reason: Option<String>,
+    pub reason: Option<String>,
 }
 
 impl Health {

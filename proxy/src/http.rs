@@ -33,6 +33,10 @@ pub(crate) async fn handle(
         Ok(a) => a,
         Err(r) => return rejected(&state, &req, r),
     };
+    // Routes the embedder serves without the token (a kubelet's probe has none).
+    if let Some(route) = public_route(&state, req.uri().path()) {
+        return relay_api(req, &state, local, route).await;
+    }
     let via = match policy::check_token(req.headers(), req.uri().query(), policy) {
         Ok(v) => v,
         Err(r) => return rejected(&state, &req, r),
@@ -49,8 +53,7 @@ pub(crate) async fn handle(
     }
     state.stats.http_request();
     let path = req.uri().path().to_owned();
-    if let Some(route) = path.strip_prefix("/relay/v1/") {
-        let route = route.trim_end_matches('/').to_owned();
+    if let Some(route) = api_route(&path) {
         return relay_api(req, &state, local, route).await;
     }
     let query = policy::strip_token_param(req.uri().query());
@@ -133,6 +136,22 @@ pub(crate) fn is_websocket_upgrade<B>(req: &Request<B>) -> bool {
         && has_token(CONNECTION, "upgrade")
 }
 
+/// The route of a `/relay/v1/<route>` path, without a trailing slash.
+fn api_route(path: &str) -> Option<String> {
+    let route = path.strip_prefix("/relay/v1/")?;
+    Some(route.trim_end_matches('/').to_owned())
+}
+
+/// The route of `path` when the embedder serves it to anyone who passed the Host rule.
+fn public_route(state: &State, path: &str) -> Option<String> {
+    let route = api_route(path)?;
+    state
+        .api
+        .as_ref()
+        .is_some_and(|api| api.is_public(&route))
+        .then_some(route)
+}
+
 /// `/relay/v1/<route>`: the status page here, everything else to the embedder's API. A write
 /// (anything but `GET`/`HEAD`) must also pass the websocket Origin rule: browsers send an Origin
 /// with every cross-site write, and a page must not register secrets or append evidence.
@@ -170,6 +189,7 @@ async fn relay_api(
     let request = ApiRequest {
         method: parts.method,
         route: route.clone(),
+        query: policy::strip_token_param(parts.uri.query()),
         headers: parts.headers,
         body,
         proxy: proxy_view(state),

@@ -1,28 +1,52 @@
 //! The relay's part of `/relay/v1/`: what the proxy hands to the evidence side. The proxy has
-//! already applied the access policy (Host, token, and the Origin rule for writes) and serves
-//! `/relay/v1/status` itself; this adds the evidence fields to it and answers
-//! `PUT /relay/v1/secrets/<NAME>`.
+//! already applied the access policy (Host; the token except on the probes; the Origin rule for
+//! writes) and serves `/relay/v1/status` itself. This adds the evidence and upload fields to it
+//! and answers:
+//!
+//! - `PUT secrets/<NAME>`: a literal masked in all evidence of the run from now on;
+//! - `POST evidence`: records from a remote producer (`ops::remote`);
+//! - `GET metrics`: Prometheus text (`ops::metrics`);
+//! - `GET ready`, `GET live`: one word each, without the token (`ops::probe`).
+//!
+//! CPU work (building a secret's matcher, appending records) runs on a blocking thread, never on
+//! the runtime that forwards frames.
 
+use crate::ops::{self, Reply};
 use crate::pipeline::PipelineHandle;
+use crate::upload::UploadsHandle;
 use bytes::Bytes;
 use cdp_relay_proxy::{Api, ApiFuture, ApiRequest};
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
 use hyper::{Method, Response, StatusCode};
 use serde_json::{Map, Value};
 
-/// Largest secret accepted by `PUT /relay/v1/secrets/<NAME>`.
-pub const MAX_SECRET_BYTES: usize = 1024 * 1024;
+/// Largest secret accepted by `PUT /relay/v1/secrets/<NAME>` before the registry's own limits.
+pub const MAX_SECRET_BODY: usize = 1024 * 1024;
 
 /// The `/relay/v1/` routes of a relay, with or without evidence.
 #[derive(Debug, Clone, Default)]
 pub struct RelayApi {
     evidence: Option<PipelineHandle>,
+    /// Evidence was asked for (so a relay recording nothing is not ready).
+    evidence_wanted: bool,
+    uploads: Option<UploadsHandle>,
 }
 
 impl RelayApi {
-    /// Serves `evidence`'s run (or, with `None`, says evidence is off).
-    pub fn new(evidence: Option<PipelineHandle>) -> RelayApi {
-        RelayApi { evidence }
+    /// Serves `evidence`'s run; `evidence_wanted` says whether evidence was asked for at all
+    /// (with `None`, the secrets API says evidence is off and readiness depends on it).
+    pub fn new(evidence: Option<PipelineHandle>, evidence_wanted: bool) -> RelayApi {
+        RelayApi {
+            evidence,
+            evidence_wanted,
+            uploads: None,
+        }
+    }
+
+    /// Reports `uploads` in the status answer and the metrics.
+    pub fn with_uploads(mut self, uploads: UploadsHandle) -> RelayApi {
+        self.uploads = Some(uploads);
+        self
     }
 }
 
@@ -34,26 +58,104 @@ impl Api for RelayApi {
             "evidenceDropped".into(),
             evidence.as_ref().map_or(0, |e| e.dropped).into(),
         );
-        fields.insert(
-            "evidence".into(),
-            serde_json::to_value(&evidence).unwrap_or_default(),
-        );
+        let json = |v: Result<Value, serde_json::Error>| v.unwrap_or_default();
+        fields.insert("evidence".into(), json(serde_json::to_value(&evidence)));
+        let uploads = self.uploads.as_ref().map(UploadsHandle::status);
+        fields.insert("uploads".into(), json(serde_json::to_value(&uploads)));
         fields
     }
 
-    fn max_body(&self, _route: &str) -> usize {
-        MAX_SECRET_BYTES
+    fn is_public(&self, route: &str) -> bool {
+        ops::probe::is_probe(&format!("/relay/v1/{route}"))
+    }
+
+    fn max_body(&self, route: &str) -> usize {
+        match route {
+            "evidence" => ops::remote::MAX_BODY,
+            _ => MAX_SECRET_BODY,
+        }
     }
 
     fn handle(&self, req: ApiRequest) -> ApiFuture<'_> {
         Box::pin(async move {
-            let name = req.route.strip_prefix("secrets/")?.to_owned();
-            Some(self.register_secret(req.method, &name, req.body).await)
+            let route = req.route.as_str();
+            if self.is_public(route) {
+                return Some(self.probe(&req));
+            }
+            match route {
+                "evidence" => Some(self.remote_evidence(req).await),
+                "metrics" => Some(self.metrics(&req)),
+                _ => {
+                    let name = route.strip_prefix("secrets/")?.to_owned();
+                    Some(self.register_secret(req.method, &name, req.body).await)
+                }
+            }
         })
     }
 }
 
 impl RelayApi {
+    fn probe(&self, req: &ApiRequest) -> Response<Bytes> {
+        let run_dir = self.evidence.as_ref().map(|e| e.status().run_dir);
+        let evidence = match (&run_dir, self.evidence_wanted) {
+            (Some(dir), _) => ops::probe::EvidenceReadiness::Recording(dir),
+            (None, true) => ops::probe::EvidenceReadiness::Unavailable,
+            (None, false) => ops::probe::EvidenceReadiness::Off,
+        };
+        reply(ops::probe::answer(
+            &format!("/relay/v1/{}", req.route),
+            req.method.as_str(),
+            req.proxy.upstream_health.reachable,
+            evidence,
+        ))
+    }
+
+    fn metrics(&self, req: &ApiRequest) -> Response<Bytes> {
+        reply(ops::metrics::answer(
+            req.method.as_str(),
+            ops::metrics::Snapshot {
+                stats: req.proxy.stats,
+                connections_open: req.proxy.connections_open,
+                upstream_up: req.proxy.upstream_health.reachable,
+                evidence: self.evidence.as_ref().map(PipelineHandle::status),
+                uploads: self.uploads.as_ref().map(UploadsHandle::status),
+            },
+        ))
+    }
+
+    /// `POST /relay/v1/evidence`: records from a remote producer, all or nothing.
+    async fn remote_evidence(&self, req: ApiRequest) -> Response<Bytes> {
+        let method = req.method.as_str().to_owned();
+        let content_type = req
+            .headers
+            .get(CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap_or("invalid").to_owned());
+        let query = req.query;
+        if let Err(r) =
+            ops::remote::check_request(&method, content_type.as_deref(), query.as_deref())
+        {
+            return reply(r);
+        }
+        let (evidence, body) = (self.evidence.clone(), req.body);
+        let answer = tokio::task::spawn_blocking(move || {
+            ops::remote::append_blocking(
+                evidence.as_ref(),
+                &method,
+                content_type.as_deref(),
+                query.as_deref(),
+                &body,
+            )
+        })
+        .await;
+        match answer {
+            Ok(r) => reply(r),
+            Err(_) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "cdp-relay: the records could not be appended; try again",
+            ),
+        }
+    }
+
     /// `PUT /relay/v1/secrets/<NAME>` with the literal as the body: from now on the literal reads
     /// `${NAME}` in all evidence of this run. The literal is never echoed or logged.
     async fn register_secret(&self, method: Method, name: &str, body: Bytes) -> Response<Bytes> {
@@ -102,13 +204,21 @@ impl RelayApi {
     }
 }
 
+/// An `ops` answer as a response.
+fn reply(r: Reply) -> Response<Bytes> {
+    let mut resp = Response::new(Bytes::from(r.body));
+    *resp.status_mut() =
+        StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(r.content_type));
+    if let Some(allow) = r.allow {
+        resp.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static(allow));
+    }
+    resp
+}
+
 /// A one-line plain-text answer.
 fn text(status: StatusCode, body: &str) -> Response<Bytes> {
-    let mut resp = Response::new(Bytes::from(format!("{body}\n")));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=UTF-8"),
-    );
-    resp
+    reply(Reply::text(status.as_u16(), body))
 }

@@ -4,6 +4,7 @@ use crate::Error;
 use cdp_relay_proxy::{ListenPolicy, ProxyConfig};
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Everything the relay needs to run: the proxy and the evidence it records.
 #[derive(Debug, Clone)]
@@ -12,7 +13,14 @@ pub struct Config {
     pub proxy: ProxyConfig,
     /// Evidence recording. By default, on, under `./cdp-evidence`.
     pub evidence: EvidenceSettings,
+    /// How long a stopping relay may take to close sessions, finalize its run and finish
+    /// uploading before it exits (what is left is uploaded at the next start). By default,
+    /// 25 s: inside Kubernetes' default 30 s termination grace.
+    pub shutdown_grace: Duration,
 }
+
+/// Default of [`Config::shutdown_grace`].
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(25);
 
 impl Config {
     /// Validates the pieces a user supplied; evidence settings start at their defaults.
@@ -24,6 +32,7 @@ impl Config {
         Ok(Config {
             proxy: ProxyConfig::new(upstream, policy, max_message_size)?,
             evidence: EvidenceSettings::default(),
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         })
     }
 }
@@ -68,6 +77,51 @@ pub struct EvidenceSettings {
     pub observe: bool,
     /// Explicit secrets, by name, registered before anything is recorded.
     pub secrets: Vec<(String, SecretValue)>,
+    /// Upload finalized runs to object storage. By default, none: runs stay local.
+    pub upload: Option<UploadSettings>,
+}
+
+/// Uploading finalized runs to object storage (`--evidence-upload`; see `docs/deploy.md`).
+#[derive(Clone)]
+pub struct UploadSettings {
+    /// Where runs go: `s3://bucket` or `s3://bucket/prefix`.
+    pub url: String,
+    /// Store settings by their `AWS_*` names (endpoint, region, credentials, web identity…);
+    /// the CLI passes every `AWS_*` environment variable. Values never appear in `Debug`.
+    pub options: Vec<(String, SecretValue)>,
+    /// Upload only runs that recorded a failure; the others stay local (and are pruned as
+    /// usual). By default, false.
+    pub only_failed: bool,
+    /// Timeout of one request to the store. By default, 30 s.
+    pub request_timeout: Duration,
+    /// How long the write check a relay makes at start may take. By default, 10 s.
+    pub check_timeout: Duration,
+}
+
+impl UploadSettings {
+    /// Defaults for `url`, with no store settings.
+    pub fn new(url: impl Into<String>) -> UploadSettings {
+        UploadSettings {
+            url: url.into(),
+            options: Vec::new(),
+            only_failed: false,
+            request_timeout: Duration::from_secs(30),
+            check_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl fmt::Debug for UploadSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.options.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("UploadSettings")
+            .field("url", &self.url)
+            .field("options", &names)
+            .field("only_failed", &self.only_failed)
+            .field("request_timeout", &self.request_timeout)
+            .field("check_timeout", &self.check_timeout)
+            .finish()
+    }
 }
 
 impl Default for EvidenceSettings {
@@ -79,6 +133,7 @@ impl Default for EvidenceSettings {
             screenshots: true,
             observe: false,
             secrets: Vec::new(),
+            upload: None,
         }
     }
 }

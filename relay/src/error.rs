@@ -45,6 +45,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// Object storage cannot take the evidence uploads (bad credentials, no such bucket, no
+    /// answer); `reason` is one line saying what to fix, free of credentials.
+    #[error("evidence upload to {target}: {reason}")]
+    Upload {
+        /// `s3://bucket/prefix`.
+        target: String,
+        /// What went wrong and what to do.
+        reason: String,
+    },
+
     /// A filesystem or process error with the path it concerns.
     #[error("{context} {path}: {source}")]
     Io {

@@ -10,6 +10,9 @@
 //! - [`launch`]: the Chromium the relay starts and owns (`cdp-relay launch`).
 //! - [`Recording`]: the proxy and the pipeline started and stopped as one, the way every
 //!   command (and the tests) runs them; [`api`]: the relay's part of `/relay/v1/`.
+//! - [`upload`]: finalized runs to object storage, whole, manifest last, in the background.
+//! - [`ops`]: what the relay's own API answers besides discovery: remote producers
+//!   (`POST /relay/v1/evidence`), readiness and liveness probes, Prometheus metrics.
 //!
 //! The `cdp-relay` command line lives in the binary (`src/main.rs`, `src/cli/`), not here.
 //!
@@ -33,8 +36,10 @@ pub mod api;
 mod config;
 mod error;
 pub mod launch;
+pub mod ops;
 pub mod pipeline;
 mod recording;
+pub mod upload;
 
 /// The proxy (its own crate, `cdp-relay-proxy`, which knows nothing of evidence).
 pub use cdp_relay_proxy as proxy;
@@ -42,8 +47,10 @@ pub use cdp_relay_proxy::{
     ListenPolicy, OriginPolicy, ProxyConfig, Relay, Stats, StatsSnapshot, Token, Upstream,
     DEFAULT_MAX_MESSAGE_SIZE,
 };
-pub use config::{Config, EvidenceSettings, LaunchConfig, SecretValue};
+pub use config::{
+    Config, EvidenceSettings, LaunchConfig, SecretValue, UploadSettings, DEFAULT_SHUTDOWN_GRACE,
+};
 pub use error::Error;
 pub use launch::Browser;
 pub use pipeline::{Pipeline, PipelineHandle, PipelineSummary};
-pub use recording::{EvidenceNeed, Recording};
+pub use recording::{EvidenceNeed, Recording, Stopped};

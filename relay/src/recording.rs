@@ -2,19 +2,22 @@
 //! stopped the same way by `serve`, `launch`, `demo`, the MCP gateway, the uploader and the
 //! tests.
 //!
-//! Start binds first (a relay that cannot listen leaves no evidence run behind), then opens the
-//! run, then serves, then starts the relay's own observer once the browser is known. Stop closes
-//! open sessions (1001), then finishes the pipeline: drain → stop the observer → finalize →
-//! render → prune.
+//! Start checks the bucket when uploads are configured (a relay that could not upload refuses to
+//! start), binds (a relay that cannot listen leaves no evidence run behind), then opens the run,
+//! serves, and starts the relay's own observer once the browser is known. Stop closes open
+//! sessions (1001), finishes the pipeline (drain → stop the observer → finalize → render →
+//! prune), hands the run to the uploader and waits for it within the shutdown grace.
 
 use crate::api::RelayApi;
 use crate::config::{Config, EvidenceSettings, LaunchConfig};
 use crate::launch::Browser;
 use crate::pipeline::{Pipeline, PipelineHandle, PipelineSummary};
+use crate::upload::Uploader;
 use crate::Error;
 use cdp_relay_proxy::{Relay, Stats, Upstream};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -38,6 +41,16 @@ pub struct Recording {
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
     pipeline: Option<Pipeline>,
+    uploader: Option<Uploader>,
+    grace: Duration,
+}
+
+/// A recording that stopped serving and recording; its run is with the uploader.
+#[derive(Debug)]
+pub struct Stopped {
+    summary: Option<PipelineSummary>,
+    uploader: Option<Uploader>,
+    deadline: Instant,
 }
 
 impl Recording {
@@ -45,11 +58,16 @@ impl Recording {
     /// the relay's own observer when the settings ask for it. `config.proxy.upstream` must be
     /// set. Call within a tokio runtime.
     pub async fn start(config: Config, need: EvidenceNeed) -> Result<Recording, Error> {
-        let Config { proxy, evidence } = config;
+        let Config {
+            proxy,
+            evidence,
+            shutdown_grace,
+        } = config;
         let upstream = proxy
             .upstream
             .clone()
             .ok_or_else(|| Error::Usage("no upstream configured; pass --upstream".into()))?;
+        let uploader = start_uploads(&evidence).await?;
         let relay = Relay::bind(proxy).await?;
         let mut pipeline = start_pipeline(&evidence, need)?;
         let relay = match pipeline.as_mut() {
@@ -62,7 +80,13 @@ impl Recording {
             }
             None => relay,
         };
-        let api = RelayApi::new(pipeline.as_ref().map(|p| p.handle().clone()));
+        let mut api = RelayApi::new(
+            pipeline.as_ref().map(|p| p.handle().clone()),
+            evidence.enabled,
+        );
+        if let Some(u) = &uploader {
+            api = api.with_uploads(u.handle());
+        }
         let relay = relay.with_api(Arc::new(api));
         let (endpoint, local, stats) = (relay.endpoint(), relay.local_addr(), relay.stats());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -77,6 +101,8 @@ impl Recording {
             stop: Some(stop),
             task: Some(task),
             pipeline,
+            uploader,
+            grace: shutdown_grace,
         })
     }
 
@@ -128,24 +154,68 @@ impl Recording {
         self.pipeline.as_ref().map(Pipeline::handle)
     }
 
-    /// Stops serving (open sessions get 1001), then finishes the pipeline: drain, finalize,
-    /// render, prune. Returns the finished run, if evidence was recorded.
-    pub async fn stop(mut self) -> Option<PipelineSummary> {
+    /// Stops serving (open sessions get 1001), finishes the pipeline (drain, finalize, render,
+    /// prune) and uploads the run when uploads are on, all within the shutdown grace. Returns
+    /// the finished run, if evidence was recorded.
+    pub async fn stop(self) -> Option<PipelineSummary> {
+        self.stop_recording().await.finish_uploads().await
+    }
+
+    /// The first half of [`Recording::stop`]: serving and recording stop, the run is finalized
+    /// and handed to the uploader (a caller may stop its browser while the upload runs).
+    pub async fn stop_recording(mut self) -> Stopped {
+        let deadline = Instant::now() + self.grace;
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
-        let summary = self.pipeline.take()?.finish().await?;
-        if summary.dropped > 0 {
-            tracing::warn!(
-                "evidence: {} pieces of evidence were dropped (queue full or write failures)",
-                summary.dropped
-            );
+        let summary = match self.pipeline.take() {
+            Some(p) => p.finish().await,
+            None => None,
+        };
+        if let Some(summary) = &summary {
+            if summary.dropped > 0 {
+                tracing::warn!(
+                    "evidence: {} pieces of evidence were dropped (queue full or write failures)",
+                    summary.dropped
+                );
+            }
+            tracing::info!("evidence: run finalized in {}", summary.run_dir.display());
         }
-        tracing::info!("evidence: run finalized in {}", summary.run_dir.display());
-        Some(summary)
+        let uploader = self.uploader.take();
+        if let Some(u) = &uploader {
+            if let Some(summary) = &summary {
+                u.finalized(&summary.run_dir);
+            }
+            // Runs other producers finalized meanwhile go too.
+            u.scan();
+        }
+        Stopped {
+            summary,
+            uploader,
+            deadline,
+        }
+    }
+}
+
+impl Stopped {
+    /// Waits for the uploads until the shutdown grace runs out; what is left stays pending for
+    /// the next start. Returns the finished run, if evidence was recorded.
+    pub async fn finish_uploads(self) -> Option<PipelineSummary> {
+        if let Some(u) = self.uploader {
+            let report = u.finish(self.deadline).await;
+            if !report.left.is_empty() {
+                tracing::warn!(
+                    "upload: {} run(s) not uploaded before the shutdown grace ran out ({}); they \
+                     stay local and are uploaded at the next start (or by `cdp-relay upload`)",
+                    report.left.len(),
+                    report.left.join(", ")
+                );
+            }
+        }
+        self.summary
     }
 }
 
@@ -160,6 +230,27 @@ impl Drop for Recording {
             task.abort();
         }
     }
+}
+
+/// Starts the uploader when uploads are configured: the bucket must take a write (else the
+/// relay refuses to start), and runs left pending by an earlier process are queued.
+async fn start_uploads(settings: &EvidenceSettings) -> Result<Option<Uploader>, Error> {
+    let Some(upload) = settings.upload.as_ref().filter(|_| settings.enabled) else {
+        return Ok(None);
+    };
+    let uploader = Uploader::start(upload, &settings.root)?;
+    uploader.check().await?;
+    tracing::info!(
+        "upload: finalized runs go to {}{}",
+        upload.url,
+        if upload.only_failed {
+            " (only runs that recorded a failure)"
+        } else {
+            ""
+        }
+    );
+    uploader.scan();
+    Ok(Some(uploader))
 }
 
 /// Starts evidence recording as configured. A bad secret is the user's to fix: refused. A

@@ -1,6 +1,7 @@
 //! Fixtures for the end-to-end tests: a real headless Chromium, an in-process relay, the relay
 //! binary, a raw HTTP helper (so tests can send any Host), a small CDP client, the npm clients,
-//! and a scripted fake upstream for fault injection only.
+//! a real S3-protocol server for the upload tests, and a scripted fake upstream for fault
+//! injection only.
 //!
 //! Every child process is killed on drop; every port is chosen by the OS.
 
@@ -11,7 +12,9 @@ pub mod fake;
 pub mod files;
 pub mod http;
 pub mod pages;
+pub mod planted;
 pub mod raw;
+pub mod s3;
 pub mod site;
 
 use cdp_relay::{
@@ -185,7 +188,11 @@ impl RelayFixture {
 
 /// The `cdp-relay` binary of the same build profile: beside a test's `deps/` directory, or beside
 /// a binary such as `relay-bench`. `cargo test --workspace` and `scripts/test.sh` build it.
+/// `CDP_RELAY_TEST_BINARY` names another one (a release build, for a measurement).
 pub fn relay_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("CDP_RELAY_TEST_BINARY") {
+        return PathBuf::from(bin);
+    }
     let exe = std::env::current_exe().expect("current_exe");
     let candidates: Vec<PathBuf> = exe
         .ancestors()

@@ -6,58 +6,10 @@
 use cdp_evidence::{EvidenceConfig, Store, StoredRecord};
 use cdp_relay_tests::files::{all_files, leaks};
 use cdp_relay_tests::http::get;
-use cdp_relay_tests::site::{Route, Site};
+use cdp_relay_tests::planted::*;
+use cdp_relay_tests::site::Site;
 use cdp_relay_tests::{run_node_client, within, Chromium, RelayProcess};
-use serde_json::{json, Value};
-use std::collections::HashMap;
-
-const PASSWORD: &str = "Pl4nted-Passw0rd!x";
-const USER: &str = "alice.planted@example.com";
-const OTP: &str = "493817";
-const QUERY_TOKEN: &str = "qtok_7Hq2LmZ9vX4pR8sT";
-const BEARER: &str = "bearer_Zk81PqW3nV6yT0aB";
-const COOKIE: &str = "ck_Q9wE2rT5yU8iO1pA";
-const SESSION_ID: &str = "sid_M4nB7vC0xZ3lK6jH";
-const API_KEY: &str = "sk_live_Planted51bE8dF2gH6jK9";
-const ENV_SECRET: &str = "env_Secret_Vb29Xq77";
-// A real-looking HS256 JWT ({"sub":"planted"}).
-const JWT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJwbGFudGVkIiwiaWF0IjoxNzAwMDAwMDAwfQ.4pcPyMD09olPSyXnrXCjTwXyr4BsezdI1AVTmud2fU4";
-
-fn login_page() -> String {
-    format!(
-        r#"<!doctype html><title>Sign in</title>
-<form action="/welcome" method="get">
-  <input id="user" name="user" type="email" autocomplete="username">
-  <input id="password" name="password" type="password" autocomplete="current-password">
-  <input id="otp" name="otp" type="text" inputmode="numeric" autocomplete="one-time-code">
-  <button id="submit" type="submit">Sign in</button>
-</form>
-<script>console.warn("login page for {ENV_SECRET}");</script>"#
-    )
-}
-
-fn site_routes() -> HashMap<&'static str, Route> {
-    let mut r = HashMap::new();
-    r.insert("/login", Route::ok("text/html", login_page()));
-    r.insert(
-        "/welcome",
-        Route::ok("text/html", "<title>Welcome</title><h1>hi</h1>")
-            .header(format!("Set-Cookie: session={COOKIE}; Path=/"))
-            .header("Set-Cookie: theme=dark; Path=/"),
-    );
-    r.insert("/boom", Route::ok("text/plain", "boom").status(500));
-    r.insert("/hang", Route::hanging());
-    r.insert(
-        "/api/private",
-        Route::ok("application/json", "{\"ok\":true}").authorized_by(format!("Bearer {BEARER}")),
-    );
-    r
-}
-
-fn closed_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
+use serde_json::Value;
 
 /// The network failure of the `GET` (not a CORS preflight) whose URL ends with `path`.
 fn network<'a>(records: &'a [StoredRecord], path: &str) -> Option<&'a Value> {
@@ -83,8 +35,6 @@ async fn planted_secrets_never_reach_disk_or_stderr_with_the_observer_on() {
 async fn sweep(observe: bool) {
     within("the sweep", async {
         let site = Site::start(site_routes()).await;
-        let port = site.origin.rsplit(':').next().expect("port").to_owned();
-        let other_origin = format!("http://localhost:{port}");
         let chrome =
             Chromium::start_with(vec!["--host-resolver-rules=MAP *.invalid ~NOTFOUND".into()])
                 .await;
@@ -125,15 +75,7 @@ async fn sweep(observe: bool) {
             cdp_ids.push(id.to_owned());
         }
 
-        let cfg = json!({
-            "endpoint": relay.endpoint,
-            "site": site.origin,
-            "otherOrigin": other_origin,
-            "refused": format!("http://127.0.0.1:{}", closed_port()),
-            "user": USER, "password": PASSWORD, "otp": OTP,
-            "queryToken": QUERY_TOKEN, "bearer": BEARER, "jwt": JWT,
-            "sessionId": SESSION_ID, "apiKey": API_KEY,
-        });
+        let cfg = sweep_config(&relay.endpoint, &site.origin);
         let run = run_node_client("sweep.mjs", &cfg.to_string()).await;
         assert!(run.ok, "sweep.mjs failed:\n{}", run.stderr);
         let report = run.report.expect("sweep report");
@@ -254,26 +196,7 @@ async fn sweep(observe: bool) {
         );
 
         // And nothing planted is anywhere.
-        let mut planted: Vec<(&str, String)> = vec![
-            ("password", PASSWORD.into()),
-            ("user", USER.into()),
-            ("otp", OTP.into()),
-            ("query token", QUERY_TOKEN.into()),
-            ("bearer", BEARER.into()),
-            ("cookie", COOKIE.into()),
-            ("session id", SESSION_ID.into()),
-            ("api key", API_KEY.into()),
-            ("env secret", ENV_SECRET.into()),
-            ("jwt", JWT.into()),
-            (
-                "jwt payload",
-                JWT.split('.').nth(1).unwrap_or_default().into(),
-            ),
-        ];
-        for id in &cdp_ids {
-            planted.push(("cdp id", id.clone()));
-            planted.push(("cdp id (lowercase)", id.to_ascii_lowercase()));
-        }
+        let planted = planted(&cdp_ids);
         assert!(cdp_ids.len() >= 2, "{cdp_ids:?}");
         let files = all_files(evidence.path());
         assert!(files.len() >= 4, "{files:?}");

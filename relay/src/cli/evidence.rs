@@ -6,9 +6,10 @@
 //! single write), so a Node or Swift producer never reimplements the lock. A bad line is reported
 //! on stderr by line number only — never its content, which may hold the very secrets this
 //! boundary exists to keep out — and skipped; the exit status is then 1.
-//! The input schema is in `docs/evidence-format.md` and in [`input`].
+//! The input schema is in `docs/evidence-format.md` and in [`input`] (shared with remote
+//! producers: `POST /relay/v1/evidence`).
 
-mod input;
+use cdp_relay::ops::input;
 
 use anyhow::Context as _;
 use cdp_evidence::{EvidenceConfig, Run, RunInfo, Store, Totals};
@@ -86,6 +87,9 @@ pub struct FinalizeArgs {
     /// Evidence the producer dropped, recorded in the manifest totals.
     #[arg(long, default_value_t = 0, value_name = "COUNT")]
     pub dropped: u64,
+
+    #[command(flatten)]
+    pub upload: super::upload::UploadArgs,
 }
 
 /// Flags of `cdp-relay runs`.
@@ -97,6 +101,9 @@ pub struct RunsArgs {
     /// Print a JSON array instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub remote: super::upload::RemoteListArgs,
 }
 
 /// Flags of `cdp-relay prune`.
@@ -109,6 +116,14 @@ pub struct PruneArgs {
     /// never deleted.
     #[arg(long, default_value_t = cdp_evidence::DEFAULT_KEEP_FINALIZED_RUNS, value_name = "N")]
     pub keep: usize,
+
+    /// With uploads configured, runs not uploaded yet are kept too.
+    #[arg(
+        long = "evidence-upload",
+        env = "CDP_RELAY_EVIDENCE_UPLOAD",
+        value_name = "URL"
+    )]
+    pub upload: Option<String>,
 }
 
 /// Runs `cdp-relay evidence ...`.
@@ -263,12 +278,16 @@ fn finalize(args: FinalizeArgs) -> anyhow::Result<ExitCode> {
         Ok(r) => eprintln!("cdp-relay: report {}", r.html_path.display()),
         Err(e) => eprintln!("cdp-relay: warning: could not render the report: {e}"),
     }
+    super::upload::after_finalize(&args.upload, run.dir())?;
     writeln!(io::stdout().lock(), "{}", run.id()).context("cannot write to stdout")?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `cdp-relay runs`.
 pub fn run_runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
+    if let Some(url) = &args.remote.remote {
+        return super::upload::runs_remote(&args.remote, url, args.json);
+    }
     let store = open_store(&args.dir)?;
     let runs = store.list_runs().with_context(|| dir_hint(&args.dir))?;
     let mut out = io::stdout().lock();
@@ -278,6 +297,9 @@ pub fn run_runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
             for (value, run) in list.iter_mut().zip(&runs) {
                 value["report"] = report_path(&store, run)
                     .map(|p| serde_json::Value::String(p.display().to_string()))
+                    .unwrap_or(serde_json::Value::Null);
+                value["upload"] = upload_state(&store, run)
+                    .and_then(|u| serde_json::to_value(u).ok())
                     .unwrap_or(serde_json::Value::Null);
             }
         }
@@ -299,7 +321,14 @@ fn report_path(store: &Store, run: &RunInfo) -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-fn status_word(r: &RunInfo) -> String {
+/// The run's upload state sidecar, when an uploader has dealt with it.
+fn upload_state(store: &Store, run: &RunInfo) -> Option<cdp_relay::upload::RunUpload> {
+    cdp_relay::upload::read_state(&store.run_dir(&run.id).ok()?)
+        .ok()
+        .flatten()
+}
+
+fn status_word(store: &Store, r: &RunInfo) -> String {
     let mut s = if r.legacy {
         format!("legacy:{}", r.status)
     } else {
@@ -311,6 +340,10 @@ fn status_word(r: &RunInfo) -> String {
     if r.truncated {
         s.push_str(",truncated");
     }
+    if let Some(u) = upload_state(store, r) {
+        s.push_str(",upload-");
+        s.push_str(u.state.as_str());
+    }
     s
 }
 
@@ -321,7 +354,7 @@ fn table(store: &Store, runs: &[RunInfo]) -> String {
         .map(|r| {
             [
                 r.id.clone(),
-                status_word(r),
+                status_word(store, r),
                 r.started_at.clone().unwrap_or_else(|| "-".to_owned()),
                 r.records.to_string(),
                 human_bytes(r.size_bytes),
@@ -379,7 +412,10 @@ fn human_bytes(n: u64) -> String {
 
 /// Runs `cdp-relay prune`.
 pub fn run_prune(args: PruneArgs) -> anyhow::Result<ExitCode> {
-    let store = open_store(&args.dir)?;
+    let hold = cdp_relay::upload::UploadHold {
+        uploads_on: args.upload.as_deref().is_some_and(|u| !u.trim().is_empty()),
+    };
+    let store = open_store(&args.dir)?.with_retention_hold(std::sync::Arc::new(hold));
     let report = store
         .prune_keeping(args.keep)
         .with_context(|| dir_hint(&args.dir))?;
@@ -389,11 +425,12 @@ pub fn run_prune(args: PruneArgs) -> anyhow::Result<ExitCode> {
     }
     writeln!(
         out,
-        "pruned {} run(s), freed {}; kept {} finalized; left {} running/active and {} legacy run(s) alone",
+        "pruned {} run(s), freed {}; kept {} finalized; left {} running/active, {} not uploaded and {} legacy run(s) alone",
         report.removed.len(),
         human_bytes(report.freed_bytes),
         report.kept.len(),
         report.skipped_active,
+        report.skipped_held,
         report.skipped_legacy,
     )
     .context("cannot write to stdout")?;

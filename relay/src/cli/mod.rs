@@ -12,6 +12,7 @@ mod report;
 mod sanitize;
 mod secrets;
 mod signals;
+mod upload;
 
 use cdp_relay::{Config, EvidenceSettings, LaunchConfig, ListenPolicy};
 use clap::{Args, Parser, Subcommand};
@@ -34,6 +35,10 @@ pub struct Cli {
     /// More log output on stderr (-v debug, -vv trace). `RUST_LOG` overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+
+    /// Log format on stderr: text for people, json (one object per line) for log collectors.
+    #[arg(long, value_enum, default_value_t = logging::LogFormat::Text, env = "CDP_RELAY_LOG_FORMAT", global = true)]
+    pub log_format: logging::LogFormat,
 
     #[command(subcommand)]
     pub command: Command,
@@ -59,6 +64,8 @@ pub enum Command {
     Prune(evidence::PruneArgs),
     /// Render (or re-render) a run's report.html and summary.md; prints the report's path.
     Report(report::ReportArgs),
+    /// Upload finalized runs that are not in object storage yet (--evidence-upload URL).
+    Upload(upload::UploadCmdArgs),
 }
 
 /// Flags shared by `serve` and `launch`: where to listen and who may connect.
@@ -85,6 +92,11 @@ pub struct RelayArgs {
     )]
     pub token: Option<String>,
 
+    /// Read the bearer token from this file (e.g. a mounted Kubernetes Secret); surrounding
+    /// whitespace is ignored.
+    #[arg(long, env = "CDP_RELAY_TOKEN_FILE", value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+
     /// Allow listening on a non-loopback address without a token.
     #[arg(long)]
     pub insecure_no_auth: bool,
@@ -97,6 +109,12 @@ pub struct RelayArgs {
     /// lowest latency when one client drives one browser, but no parallelism across sessions.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
+
+    /// Seconds a stopping relay (SIGTERM, Ctrl-C) may take to close sessions, finalize the run
+    /// and finish uploading it; what is left is uploaded at the next start. Keep it below the
+    /// pod's terminationGracePeriodSeconds.
+    #[arg(long, default_value_t = 25, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub shutdown_grace: u64,
 
     #[command(flatten)]
     pub evidence: EvidenceArgs,
@@ -134,6 +152,9 @@ pub struct EvidenceArgs {
     /// Treat the value of environment variable NAME as a secret, shown as ${NAME}. Repeatable.
     #[arg(long = "secret-env", value_name = "NAME")]
     pub secret_env: Vec<String>,
+
+    #[command(flatten)]
+    pub upload: upload::UploadArgs,
 }
 
 impl EvidenceArgs {
@@ -143,6 +164,14 @@ impl EvidenceArgs {
         observe_by_default: bool,
     ) -> anyhow::Result<EvidenceSettings> {
         if self.no_evidence {
+            if self.upload.url.is_some() {
+                return Err(Usage(
+                    "--no-evidence records nothing to upload; leave out --evidence-upload \
+                     (and CDP_RELAY_EVIDENCE_UPLOAD)"
+                        .into(),
+                )
+                .into());
+            }
             return Ok(EvidenceSettings::disabled());
         }
         let observe = match (self.observe, self.no_observe) {
@@ -157,6 +186,7 @@ impl EvidenceArgs {
             screenshots: !self.no_screenshots,
             observe,
             secrets: Vec::new(),
+            upload: self.upload.settings()?,
         };
         for (name, value) in secrets::from_env(&self.secret_env)? {
             settings.add_secret(&name, value)?;
@@ -202,17 +232,48 @@ impl RelayArgs {
         upstream: Option<String>,
         observe_by_default: bool,
     ) -> anyhow::Result<Config> {
+        let token = match (self.token, &self.token_file) {
+            (Some(_), Some(_)) => {
+                return Err(Usage(
+                    "give the token once: --token (or CDP_RELAY_TOKEN) or --token-file (or \
+                     CDP_RELAY_TOKEN_FILE), not both"
+                        .into(),
+                )
+                .into())
+            }
+            (None, Some(path)) => Some(read_token_file(path)?),
+            (token, None) => token,
+        };
         let policy = ListenPolicy::new(
             self.listen,
             self.allow_host,
             self.allow_origin,
-            self.token,
+            token,
             self.insecure_no_auth,
         )?;
         let mut config = Config::new(upstream.as_deref(), policy, self.max_message_size)?;
         config.evidence = self.evidence.into_settings(observe_by_default)?;
+        config.shutdown_grace = std::time::Duration::from_secs(self.shutdown_grace);
         Ok(config)
     }
+}
+
+/// The token in a file (a mounted Secret ends with a newline); never echoed.
+fn read_token_file(path: &std::path::Path) -> anyhow::Result<String> {
+    use std::io::Read;
+    let mut token = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(64 * 1024).read_to_string(&mut token))
+        .map_err(|e| Usage(format!("cannot read --token-file {}: {e}", path.display())))?;
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(Usage(format!(
+            "--token-file {} is empty; put the token in it",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(token.to_owned())
 }
 
 /// Parses the process arguments, runs the command, returns the exit code.
@@ -221,7 +282,7 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    logging::init(cli.verbose);
+    logging::init(cli.verbose, cli.log_format);
     match run(cli.command) {
         Ok(code) => code,
         // A reader that closed stdout early (`| head`) got what it wanted.
@@ -257,6 +318,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Runs(args) => evidence::run_runs(args),
         Command::Prune(args) => evidence::run_prune(args),
         Command::Report(args) => report::run(args),
+        Command::Upload(args) => upload::run_upload(args),
     }
 }
 

@@ -37,8 +37,9 @@ pub(crate) async fn launch(config: Config, launch: LaunchConfig) -> anyhow::Resu
         }
         status = browser.wait() => Some(status),
     };
-    recording.stop().await;
-    browser.shutdown().await;
+    // The browser goes while the run uploads: both fit in the shutdown grace.
+    let stopped = recording.stop_recording().await;
+    tokio::join!(browser.shutdown(), stopped.finish_uploads());
     match outcome {
         None => Ok(ExitCode::SUCCESS),
         Some(Ok(status)) if status.success() => {

@@ -12,16 +12,36 @@ use std::process::ExitCode;
 /// Flags of `cdp-relay report`.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// A run directory, or the id of a run under the evidence root.
+    /// A run directory, or the id of a run under the evidence root (or in the bucket, with
+    /// --remote).
     #[arg(value_name = "RUN_DIR|RUN_ID")]
     pub run: String,
 
     #[command(flatten)]
     pub dir: EvidenceDir,
+
+    /// Fetch the run from object storage first (s3://bucket/prefix; AWS_* environment).
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
+
+    /// With --remote: where fetched runs go (as <DIR>/<runId>/).
+    #[arg(
+        long,
+        default_value = "cdp-evidence-remote",
+        value_name = "DIR",
+        requires = "remote"
+    )]
+    pub out: PathBuf,
 }
 
 /// Runs `cdp-relay report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(url) = &args.remote {
+        let html = super::upload::report_remote(url, &args.run, &args.out)?;
+        writeln!(std::io::stdout().lock(), "{}", html.display())
+            .context("cannot write to stdout")?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let run_dir = resolve(&args)?;
     let rendered = cdp_report::render(&run_dir)
         .with_context(|| format!("cannot render the report of {}", run_dir.display()))?;

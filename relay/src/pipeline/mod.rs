@@ -87,6 +87,9 @@ pub struct PipelineHandle {
     capture: Arc<CapturePolicy>,
     triggers: broadcast::Sender<Trigger>,
     session: String,
+    /// The evidence root, for producers that append through the journal protocol (remote
+    /// producers over HTTP).
+    root: PathBuf,
     /// Set when the active observer is configured: the pages it covers.
     observed: Option<Arc<OncePerPage>>,
 }
@@ -137,6 +140,16 @@ impl PipelineHandle {
     /// Triggers from the passive observer, from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Trigger> {
         self.triggers.subscribe()
+    }
+
+    /// The evidence root the run lives under.
+    pub fn evidence_root(&self) -> &std::path::Path {
+        &self.root
+    }
+
+    /// The session whose run this pipeline writes.
+    pub fn session(&self) -> &str {
+        &self.session
     }
 
     /// Where evidence goes now, and what was lost.
@@ -207,7 +220,13 @@ impl Pipeline {
                 .register_secret(name, secret.expose())
                 .map_err(|e| Error::Usage(format!("--secret-env {name}: {e}")))?;
         }
-        let store = Store::open(EvidenceConfig::at(&settings.root)).map_err(|e| off(&e))?;
+        // Retention at finish never prunes a run an uploader has not dealt with (upload/).
+        let hold = crate::upload::UploadHold {
+            uploads_on: settings.upload.is_some(),
+        };
+        let store = Store::open(EvidenceConfig::at(&settings.root))
+            .map_err(|e| off(&e))?
+            .with_retention_hold(Arc::new(hold));
         let session = settings
             .session
             .clone()
@@ -261,6 +280,7 @@ impl Pipeline {
                 capture,
                 triggers,
                 session,
+                root: settings.root.clone(),
                 observed,
             },
             observer: Some(thread),

@@ -83,7 +83,10 @@ fn workload(a: &Args) -> Vec<(Direction, Bytes)> {
         }
         for _ in 0..3 {
             if net < a.network {
-                out.push((Direction::ToClient, Bytes::from(network_event(net, session))));
+                out.push((
+                    Direction::ToClient,
+                    Bytes::from(network_event(net, session)),
+                ));
                 net += 1;
             }
         }
@@ -112,12 +115,18 @@ fn workload(a: &Args) -> Vec<(Direction, Bytes)> {
 fn network_event(i: u64, session: &str) -> String {
     let r = i / 3;
     match i % 3 {
-        0 => format!(r#"{{"method":"Network.requestWillBeSent","params":{{"requestId":"{r}","loaderId":"L","documentURL":"https://example.com/","request":{{"url":"https://example.com/r/{r}?q=1","method":"GET","headers":{{"Accept":"*/*"}}}},"timestamp":{r}.0,"wallTime":{r}.0,"type":"Fetch","initiator":{{"type":"script"}}}},"sessionId":"{session}"}}"#),
+        0 => format!(
+            r#"{{"method":"Network.requestWillBeSent","params":{{"requestId":"{r}","loaderId":"L","documentURL":"https://example.com/","request":{{"url":"https://example.com/r/{r}?q=1","method":"GET","headers":{{"Accept":"*/*"}}}},"timestamp":{r}.0,"wallTime":{r}.0,"type":"Fetch","initiator":{{"type":"script"}}}},"sessionId":"{session}"}}"#
+        ),
         1 => {
-            let status = if r % 10 == 0 { 404 } else { 200 };
-            format!(r#"{{"method":"Network.responseReceived","params":{{"requestId":"{r}","loaderId":"L","timestamp":{r}.5,"type":"Fetch","response":{{"url":"https://example.com/r/{r}?q=1","status":{status},"statusText":"","headers":{{"content-type":"application/json"}},"mimeType":"application/json"}}}},"sessionId":"{session}"}}"#)
+            let status = if r.is_multiple_of(10) { 404 } else { 200 };
+            format!(
+                r#"{{"method":"Network.responseReceived","params":{{"requestId":"{r}","loaderId":"L","timestamp":{r}.5,"type":"Fetch","response":{{"url":"https://example.com/r/{r}?q=1","status":{status},"statusText":"","headers":{{"content-type":"application/json"}},"mimeType":"application/json"}}}},"sessionId":"{session}"}}"#
+            )
         }
-        _ => format!(r#"{{"method":"Network.loadingFinished","params":{{"requestId":"{r}","timestamp":{r}.9,"encodedDataLength":512}},"sessionId":"{session}"}}"#),
+        _ => format!(
+            r#"{{"method":"Network.loadingFinished","params":{{"requestId":"{r}","timestamp":{r}.9,"encodedDataLength":512}},"sessionId":"{session}"}}"#
+        ),
     }
 }
 
@@ -213,9 +222,16 @@ fn main() {
         });
         println!("{v}");
     } else {
-        println!("{n} messages offered in {:.2} s, {dropped} dropped by the tap", offered.as_secs_f64());
+        println!(
+            "{n} messages offered in {:.2} s, {dropped} dropped by the tap",
+            offered.as_secs_f64()
+        );
         for (name, ns) in &last {
-            println!("{name:<24} {:>9.2} ms CPU  {:>8.0} ns/message", *ns as f64 / 1e6, per(*ns));
+            println!(
+                "{name:<24} {:>9.2} ms CPU  {:>8.0} ns/message",
+                *ns as f64 / 1e6,
+                per(*ns)
+            );
         }
         println!("records written:");
         for (k, c) in &kinds {
@@ -223,7 +239,9 @@ fn main() {
         }
     }
     if dropped > 0 {
-        eprintln!("evidence-cost: the tap dropped {dropped} copies; the numbers are not comparable");
+        eprintln!(
+            "evidence-cost: the tap dropped {dropped} copies; the numbers are not comparable"
+        );
         std::process::exit(1);
     }
 }

@@ -1,4 +1,6 @@
-//! One stdin line of `cdp-relay evidence append` → a sanitized `cdp_evidence::Record`.
+//! One producer line — a stdin line of `cdp-relay evidence append`, or a line of a `POST
+//! /relay/v1/evidence` body — → a sanitized `cdp_evidence::Record`. Both doors share this one
+//! validation.
 //!
 //! Strict: unknown fields and wrong types make the line bad (a producer bug should surface, not
 //! silently lose data). Every string goes through the sanitizer before it can reach a record;
@@ -25,7 +27,7 @@ const MAX_TYPED_CHARS: u64 = 1_000_000;
 type Obj = Map<String, Value>;
 
 /// Parses and sanitizes one line. `Err` is a message safe to print.
-pub(super) fn parse_line(line: &[u8], s: &Sanitizer) -> Result<Record, String> {
+pub fn parse_line(line: &[u8], s: &Sanitizer) -> Result<Record, String> {
     let value: Value = serde_json::from_slice(line).map_err(|e| {
         format!(
             "not valid JSON ({:?} error at column {})",

@@ -1,0 +1,264 @@
+//! `POST /relay/v1/evidence`: a producer on another host (an MCP server, a device layer in
+//! another pod) appends records to the relay's current run over HTTP.
+//!
+//! The body is what `cdp-relay evidence append` reads on stdin — one JSON record per line — and
+//! every line goes through the same validation and sanitizing ([`super::input`]), with the
+//! run's own sanitizer (secrets registered with the run are masked too). All or nothing: a bad
+//! line refuses the whole request with 400 naming the line (by number, never its content), and
+//! good requests are appended with one write under the journal lock, so records of two
+//! requests never interleave and a request is never half-written.
+//!
+//! The access policy and token are the proxy's, applied before this runs.
+
+use super::input;
+use super::Reply;
+use crate::pipeline::PipelineHandle;
+use cdp_evidence::{EvidenceConfig, Record, Store};
+use cdp_sanitize::Sanitizer;
+
+/// Largest body accepted. 4 MiB: records are cut to 64 KiB each anyway.
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+/// Default `source` of records that do not name one.
+pub const DEFAULT_SOURCE: &str = "remote";
+/// Bad lines named in a 400 answer; the rest are counted.
+const NAMED_BAD_LINES: usize = 5;
+
+/// Checks what can be checked before the body is read: method, content type, query. Returns
+/// the `source` for records that do not name one.
+pub fn check_request(
+    method: &str,
+    content_type: Option<&str>,
+    query: Option<&str>,
+) -> Result<String, Reply> {
+    if method != "POST" {
+        return Err(Reply::method_not_allowed(
+            "POST",
+            "append records with POST /relay/v1/evidence and one JSON record per line as the body",
+        ));
+    }
+    if let Some(ct) = content_type {
+        let mime = ct
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        let accepted = [
+            "application/x-ndjson",
+            "application/jsonl",
+            "application/json",
+            "text/plain",
+        ];
+        if !accepted.contains(&mime.as_str()) {
+            return Err(Reply::text(
+                415,
+                "cdp-relay: send the records as application/x-ndjson (one JSON object per line)",
+            ));
+        }
+    }
+    let mut source = DEFAULT_SOURCE.to_owned();
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if key != "source" {
+            return Err(Reply::text(
+                400,
+                "cdp-relay: the only query parameter is source=NAME",
+            ));
+        }
+        if cdp_evidence::validate_id("source", value).is_err() {
+            return Err(Reply::text(
+                400,
+                "cdp-relay: source must be 1-128 of A-Z a-z 0-9 . _ - (not starting with .)",
+            ));
+        }
+        value.clone_into(&mut source);
+    }
+    Ok(source)
+}
+
+/// Parses and sanitizes every line; any bad line refuses them all.
+pub fn parse_body(body: &[u8], sanitizer: &Sanitizer) -> Result<Vec<Record>, Reply> {
+    let mut records = Vec::new();
+    let mut bad: Vec<String> = Vec::new();
+    let mut bad_count = 0usize;
+    for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match input::parse_line(line, sanitizer) {
+            Ok(r) => records.push(r),
+            Err(reason) => {
+                bad_count += 1;
+                if bad.len() < NAMED_BAD_LINES {
+                    bad.push(format!("line {}: {reason}", i + 1));
+                }
+            }
+        }
+    }
+    if bad_count > 0 {
+        let more = bad_count - bad.len();
+        let tail = if more > 0 {
+            format!(" (and {more} more bad line(s))")
+        } else {
+            String::new()
+        };
+        return Err(Reply::text(
+            400,
+            &format!(
+                "cdp-relay: {}{tail}; nothing was appended (see docs/evidence-format.md)",
+                bad.join("; ")
+            ),
+        ));
+    }
+    if records.is_empty() {
+        return Err(Reply::text(
+            400,
+            "cdp-relay: no records in the body; send one JSON record per line",
+        ));
+    }
+    Ok(records)
+}
+
+/// The whole request: validation, then one append to the session's current run (joined as a
+/// short-lived producer, like `cdp-relay evidence append`). Blocks on the journal lock: call
+/// it off the async workers.
+pub fn append_blocking(
+    evidence: Option<&PipelineHandle>,
+    method: &str,
+    content_type: Option<&str>,
+    query: Option<&str>,
+    body: &[u8],
+) -> Reply {
+    let source = match check_request(method, content_type, query) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let Some(evidence) = evidence else {
+        return Reply::text(
+            409,
+            "cdp-relay: evidence is off, so there is no run to append to",
+        );
+    };
+    let records = match parse_body(body, evidence.sanitizer()) {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    match append(evidence, &source, &records) {
+        Ok(run_id) => Reply {
+            status: 200,
+            content_type: "application/json",
+            body: format!(
+                "{}\n",
+                serde_json::json!({"runId": run_id, "appended": records.len()})
+            ),
+            allow: None,
+        },
+        Err(e) => {
+            // Paths and OS errors only: never a record.
+            tracing::warn!("evidence: a remote producer's records could not be appended: {e}");
+            Reply::text(
+                503,
+                "cdp-relay: the records could not be written to the run; try again",
+            )
+        }
+    }
+}
+
+/// Appends `records` to the session's active run in one write; if another producer finalized
+/// the run in between, once more to the session's next run (as `evidence append` does).
+fn append(
+    evidence: &PipelineHandle,
+    source: &str,
+    records: &[Record],
+) -> Result<String, cdp_evidence::Error> {
+    let store = Store::open(EvidenceConfig::at(evidence.evidence_root()))?;
+    for _ in 0..2 {
+        // Joined as `source`: records that name no source of their own get it.
+        let run = store.join_session_transient(evidence.session(), source)?;
+        match run.append_all(records) {
+            Ok(_) => return Ok(run.id().to_owned()),
+            Err(cdp_evidence::Error::RunFinalized { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(cdp_evidence::Error::RunFinalized {
+        run_id: evidence.status().run_id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_checked_before_the_body() {
+        assert_eq!(check_request("POST", None, None).unwrap(), "remote");
+        assert_eq!(
+            check_request(
+                "POST",
+                Some("application/x-ndjson; charset=utf-8"),
+                Some("source=device")
+            )
+            .unwrap(),
+            "device"
+        );
+        let r = check_request("GET", None, None).unwrap_err();
+        assert_eq!((r.status, r.allow), (405, Some("POST")));
+        assert_eq!(
+            check_request("POST", Some("multipart/form-data"), None)
+                .unwrap_err()
+                .status,
+            415
+        );
+        assert_eq!(
+            check_request("POST", None, Some("source=../x"))
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert_eq!(
+            check_request("POST", None, Some("run=abc"))
+                .unwrap_err()
+                .status,
+            400
+        );
+    }
+
+    #[test]
+    fn one_bad_line_refuses_all_and_names_lines_not_values() {
+        let s = Sanitizer::new();
+        let ok = r#"{"tool":"adb","kind":"action","payload":{"method":"tap"}}"#;
+        let body = format!("{ok}\n\n{{\"tool\":\"hunter2\"}}\r\n{ok}\nnot json hunter2\n");
+        let r = parse_body(body.as_bytes(), &s).unwrap_err();
+        assert_eq!(r.status, 400);
+        assert!(
+            r.body.contains("line 3:") && r.body.contains("line 5:"),
+            "{}",
+            r.body
+        );
+        assert!(r.body.contains("nothing was appended"), "{}", r.body);
+        assert!(!r.body.contains("hunter2"), "{}", r.body);
+        assert_eq!(
+            parse_body(format!("{ok}\r\n\n{ok}").as_bytes(), &s)
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(parse_body(b" \n\n", &s).unwrap_err().status, 400);
+        let many: String = (0..9).map(|_| "x\n").collect();
+        let r = parse_body(many.as_bytes(), &s).unwrap_err();
+        assert!(r.body.contains("and 4 more"), "{}", r.body);
+    }
+
+    #[test]
+    fn evidence_off_is_a_conflict() {
+        let ok = br#"{"tool":"adb","kind":"action","payload":{"method":"tap"}}"#;
+        assert_eq!(append_blocking(None, "POST", None, None, ok).status, 409);
+        assert_eq!(append_blocking(None, "PUT", None, None, ok).status, 405);
+    }
+}

@@ -1,0 +1,553 @@
+//! Evidence to object storage: finalized runs uploaded whole to `<prefix>/<runId>/…`, manifest
+//! last, in the background.
+//!
+//! The [`Uploader`] owns everything about it: a thread of its own with its own small runtime
+//! (uploads never share a worker with forwarding), the queue, retries with backoff and jitter,
+//! each run's state sidecar (`state.rs`), and the counters the status API and metrics read
+//! ([`UploadsHandle`]). It is handed runs in exactly three ways: "this run was finalized"
+//! ([`Uploader::finalized`]), "look for pending runs" ([`Uploader::scan`], at start and before
+//! exit), and, for short-lived commands, [`upload_run`] directly.
+//!
+//! It never touches a run that is not finalized, never deletes anything (retention does, and
+//! asks [`UploadHold`] first), and never logs a credential or a record.
+
+mod bucket;
+mod run;
+mod state;
+mod target;
+
+pub use bucket::{fetch_run, list_runs, RemoteListing, RemoteRun};
+pub use run::{upload_run, Attempt, RunOptions};
+pub use state::{read as read_state, RunUpload, UploadHold, UploadState, STATE_FILE};
+pub use target::Target;
+
+use crate::config::UploadSettings;
+use crate::Error;
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// First retry of a failed run after about this long (then doubling).
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+/// Retries are at most this far apart.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// The host name recorded with uploads: a pod's name in Kubernetes.
+pub fn host_name() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_graphic()))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// Backoff before retry number `attempts` (1-based), with jitter: between half and all of
+/// `RETRY_FIRST × 2^(attempts-1)`, capped at [`RETRY_MAX`].
+pub(crate) fn backoff(attempts: u32) -> Duration {
+    let exp = RETRY_FIRST.saturating_mul(1u32 << attempts.saturating_sub(1).min(16));
+    let full = exp.min(RETRY_MAX);
+    full.mul_f64(0.5 + fastrand::f64() / 2.0)
+}
+
+/// What `/relay/v1/status` shows under `uploads`, and metrics count.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadStatus {
+    /// `s3://bucket/prefix`.
+    pub target: String,
+    /// Runs waiting (queued, uploading, or waiting to be retried).
+    pub pending: usize,
+    /// Of those, runs whose last attempt failed.
+    pub failing: usize,
+    /// The run being uploaded now.
+    pub uploading: Option<String>,
+    /// Runs uploaded by this process.
+    pub uploaded_runs: u64,
+    /// Bytes uploaded by this process.
+    pub uploaded_bytes: u64,
+    /// Runs skipped by `--upload-only-failed`.
+    pub skipped_runs: u64,
+    /// Failed attempts so far.
+    pub failed_attempts: u64,
+    /// The runs not uploaded yet, with their last error (at most 20).
+    pub runs: Vec<PendingRun>,
+}
+
+/// A run the uploader still has to upload.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingRun {
+    /// The run id.
+    pub run_id: String,
+    /// `pending`, `uploading` or `failed`.
+    pub state: &'static str,
+    /// Attempts so far.
+    pub attempts: u32,
+    /// Why the last one failed.
+    pub last_error: Option<String>,
+}
+
+#[derive(Default)]
+struct Shared {
+    target: String,
+    runs: Mutex<BTreeMap<String, PendingRun>>,
+    uploaded_runs: AtomicU64,
+    uploaded_bytes: AtomicU64,
+    skipped_runs: AtomicU64,
+    failed_attempts: AtomicU64,
+}
+
+impl Shared {
+    fn runs(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, PendingRun>> {
+        self.runs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set(&self, run_id: &str, state: &'static str, attempts: u32, last_error: Option<String>) {
+        self.runs().insert(
+            run_id.to_owned(),
+            PendingRun {
+                run_id: run_id.to_owned(),
+                state,
+                attempts,
+                last_error,
+            },
+        );
+    }
+}
+
+/// A cheap handle on the uploader's counters, for the status API and metrics.
+#[derive(Clone)]
+pub struct UploadsHandle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for UploadsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UploadsHandle")
+            .field("target", &self.shared.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UploadsHandle {
+    /// Where uploads stand now.
+    pub fn status(&self) -> UploadStatus {
+        let s = &self.shared;
+        let runs = s.runs();
+        UploadStatus {
+            target: s.target.clone(),
+            pending: runs.len(),
+            failing: runs.values().filter(|r| r.state == "failed").count(),
+            uploading: runs
+                .values()
+                .find(|r| r.state == "uploading")
+                .map(|r| r.run_id.clone()),
+            uploaded_runs: s.uploaded_runs.load(Relaxed),
+            uploaded_bytes: s.uploaded_bytes.load(Relaxed),
+            skipped_runs: s.skipped_runs.load(Relaxed),
+            failed_attempts: s.failed_attempts.load(Relaxed),
+            runs: runs.values().take(20).cloned().collect(),
+        }
+    }
+}
+
+/// What [`Uploader::finish`] reports.
+#[derive(Clone, Debug, Default)]
+pub struct FinishReport {
+    /// Runs uploaded (or skipped by policy) while finishing.
+    pub done: usize,
+    /// Runs left for the next start (their sidecar says pending or failed).
+    pub left: Vec<String>,
+}
+
+enum Msg {
+    Run(PathBuf),
+    Scan,
+    Check(oneshot::Sender<Result<(), Error>>),
+    Finish(Instant, oneshot::Sender<FinishReport>),
+}
+
+/// The background uploader of one evidence root (see the module docs).
+pub struct Uploader {
+    tx: mpsc::UnboundedSender<Msg>,
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Uploader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Uploader")
+            .field("target", &self.shared.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Uploader {
+    /// Builds the store client and starts the uploader's thread. Contacts nothing yet: call
+    /// [`Uploader::check`] to refuse a bucket that cannot be written.
+    pub fn start(settings: &UploadSettings, root: &Path) -> Result<Uploader, Error> {
+        let target = Target::new(settings)?;
+        let shared = Arc::new(Shared {
+            target: target.display().to_owned(),
+            ..Shared::default()
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let worker = Worker {
+            target,
+            root: root.to_path_buf(),
+            opts: RunOptions {
+                only_failed: settings.only_failed,
+                host: host_name(),
+                source: "relay",
+            },
+            shared: shared.clone(),
+            queue: VecDeque::new(),
+            delayed: Vec::new(),
+            current: None,
+            done_while_finishing: 0,
+        };
+        let thread = std::thread::Builder::new()
+            .name("cdp-relay-upload".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                match rt {
+                    Ok(rt) => rt.block_on(worker.run(rx)),
+                    Err(e) => {
+                        tracing::warn!("upload: cannot start its runtime ({e}); runs stay local")
+                    }
+                }
+            })
+            .map_err(|e| Error::Upload {
+                target: shared.target.clone(),
+                reason: format!("cannot start the upload thread: {e}"),
+            })?;
+        Ok(Uploader {
+            tx,
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Proves the bucket takes writes (the relay refuses to start if not). Bounded by the
+    /// settings' check timeout.
+    pub async fn check(&self) -> Result<(), Error> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::Check(reply));
+        rx.await.unwrap_or_else(|_| {
+            Err(Error::Upload {
+                target: self.shared.target.clone(),
+                reason: "the upload thread stopped".into(),
+            })
+        })
+    }
+
+    /// The counters, for the status API and metrics.
+    pub fn handle(&self) -> UploadsHandle {
+        UploadsHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Hands over a run that was just finalized: it is marked pending (so retention keeps it)
+    /// and uploaded in the background.
+    pub fn finalized(&self, run_dir: &Path) {
+        self.send(Msg::Run(run_dir.to_path_buf()));
+    }
+
+    /// Queues every finalized run of the evidence root that is not uploaded yet (after a
+    /// restart, or runs other producers finalized).
+    pub fn scan(&self) {
+        self.send(Msg::Scan);
+    }
+
+    /// Finishes what is queued, until `deadline`; what is left stays pending for the next
+    /// start (or `cdp-relay upload`).
+    pub async fn finish(mut self, deadline: Instant) -> FinishReport {
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::Finish(deadline, reply));
+        let report = rx.await.unwrap_or_default();
+        if let Some(t) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+        report
+    }
+
+    fn send(&self, msg: Msg) {
+        // A stopped thread already said why; the runs stay local and pending.
+        let _ = self.tx.send(msg);
+    }
+}
+
+struct Worker {
+    target: Target,
+    root: PathBuf,
+    opts: RunOptions,
+    shared: Arc<Shared>,
+    /// Runs to try now, in order.
+    queue: VecDeque<PathBuf>,
+    /// Runs to try again later.
+    delayed: Vec<(Instant, PathBuf)>,
+    /// The run being uploaded now.
+    current: Option<PathBuf>,
+    done_while_finishing: usize,
+}
+
+impl Worker {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+        let mut finishing: Option<(Instant, oneshot::Sender<FinishReport>)> = None;
+        loop {
+            self.promote_due(finishing.is_some());
+            if finishing.is_some() && self.queue.is_empty() && self.delayed.is_empty() {
+                break;
+            }
+            let deadline = finishing.as_ref().map(|(d, _)| *d);
+            let Some(dir) = self.queue.pop_front() else {
+                let wake = self.delayed.iter().map(|(at, _)| *at).min();
+                tokio::select! {
+                    msg = rx.recv() => match msg {
+                        Some(m) => self.handle(m, &mut finishing).await,
+                        None => return,
+                    },
+                    () = sleep_until(wake) => {}
+                    () = sleep_until(deadline) => break,
+                }
+                continue;
+            };
+            let attempt = {
+                let target = self.target.clone();
+                let opts = self.opts.clone();
+                let dir = dir.clone();
+                async move { upload_run(&target, &dir, &opts).await }
+            };
+            let id = run::run_id_of(&dir).unwrap_or_default();
+            let attempts = self.shared.runs().get(&id).map_or(0, |r| r.attempts);
+            self.shared.set(&id, "uploading", attempts + 1, None);
+            self.current = Some(dir.clone());
+            tokio::pin!(attempt);
+            let outcome = loop {
+                tokio::select! {
+                    r = &mut attempt => break Some(r),
+                    msg = rx.recv() => match msg {
+                        Some(m) => self.handle(m, &mut finishing).await,
+                        None => return,
+                    },
+                    () = sleep_until(finishing.as_ref().map(|(d, _)| *d)) => break None,
+                }
+            };
+            self.current = None;
+            match outcome {
+                Some(r) => self.settle(dir, &id, r, finishing.is_some()),
+                // Out of time: the attempt is dropped mid-way; its sidecar says pending or
+                // failed, so the next start uploads it again from the start.
+                None => {
+                    self.queue.push_front(dir);
+                    break;
+                }
+            }
+        }
+        if let Some((_, reply)) = finishing {
+            let mut left: Vec<String> = self.shared.runs().keys().cloned().collect();
+            left.sort();
+            let _ = reply.send(FinishReport {
+                done: self.done_while_finishing,
+                left,
+            });
+        }
+    }
+
+    async fn handle(
+        &mut self,
+        msg: Msg,
+        finishing: &mut Option<(Instant, oneshot::Sender<FinishReport>)>,
+    ) {
+        match msg {
+            Msg::Run(dir) => {
+                self.enqueue(dir, true);
+            }
+            Msg::Scan => self.scan(),
+            Msg::Check(reply) => {
+                let _ = reply.send(self.target.check_writable(&self.opts.host).await);
+            }
+            Msg::Finish(deadline, reply) => *finishing = Some((deadline, reply)),
+        }
+    }
+
+    /// Queues a run unless it is already queued, waiting or uploading; `false` when it was.
+    /// `mark` writes its pending state first, so retention holds it whatever else happens.
+    fn enqueue(&mut self, dir: PathBuf, mark: bool) -> bool {
+        let Ok(id) = run::run_id_of(&dir) else {
+            return false;
+        };
+        let known = self
+            .queue
+            .iter()
+            .chain(self.delayed.iter().map(|(_, d)| d))
+            .chain(self.current.as_ref())
+            .any(|d| d == &dir);
+        if known {
+            return false;
+        }
+        if mark && matches!(state::read(&dir), Ok(None)) {
+            let pending = RunUpload::pending(self.target.run_url(&id));
+            if let Err(e) = state::write(&dir, &pending) {
+                tracing::warn!("upload: cannot mark run {id} pending ({e}); it is uploaded anyway");
+            }
+        }
+        let attempts = self.shared.runs().get(&id).map_or(0, |r| r.attempts);
+        if attempts == 0 {
+            self.shared.set(&id, "pending", 0, None);
+        }
+        self.queue.push_back(dir);
+        true
+    }
+
+    /// Every finalized run not uploaded yet, oldest first.
+    fn scan(&mut self) {
+        let store = match cdp_evidence::Store::open(cdp_evidence::EvidenceConfig::at(&self.root)) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("upload: cannot look for pending runs: {e}");
+                return;
+            }
+        };
+        let runs = match store.list_runs() {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("upload: cannot look for pending runs: {e}");
+                return;
+            }
+        };
+        let mut found = 0;
+        for run in runs {
+            if run.legacy || run.status != "finalized" {
+                continue;
+            }
+            let Ok(dir) = store.run_dir(&run.id) else {
+                continue;
+            };
+            if matches!(state::read(&dir), Ok(Some(s)) if s.state.is_done()) {
+                continue;
+            }
+            if self.enqueue(dir, false) {
+                found += 1;
+            }
+        }
+        if found > 0 {
+            tracing::info!(
+                "upload: {found} finalized run(s) not uploaded yet; uploading them to {}",
+                self.target.display()
+            );
+        }
+    }
+
+    fn promote_due(&mut self, all: bool) {
+        let now = Instant::now();
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.delayed)
+            .into_iter()
+            .partition(|(at, _)| all || *at <= now);
+        self.delayed = later;
+        // Finishing: one more try each, now, rather than waiting out a backoff.
+        self.queue.extend(due.into_iter().map(|(_, d)| d));
+    }
+
+    fn settle(&mut self, dir: PathBuf, id: &str, outcome: Result<Attempt, Error>, finishing: bool) {
+        let s = &self.shared;
+        match outcome {
+            Ok(Attempt::Done(st)) => {
+                s.runs().remove(id);
+                if finishing {
+                    self.done_while_finishing += 1;
+                }
+                match st.state {
+                    UploadState::Skipped => {
+                        s.skipped_runs.fetch_add(1, Relaxed);
+                        tracing::info!("upload: run {id} recorded no failure; not uploaded (--upload-only-failed)");
+                    }
+                    _ => {
+                        s.uploaded_runs.fetch_add(1, Relaxed);
+                        s.uploaded_bytes.fetch_add(st.bytes.unwrap_or(0), Relaxed);
+                        tracing::info!(
+                            "upload: run {id} uploaded to {} ({} files, {} bytes)",
+                            st.target,
+                            st.files.unwrap_or(0),
+                            st.bytes.unwrap_or(0)
+                        );
+                    }
+                }
+            }
+            Ok(Attempt::Busy) => {
+                // Someone else is uploading it; look again later in case they die.
+                s.set(id, "pending", 0, None);
+                if !finishing {
+                    self.delayed.push((Instant::now() + RETRY_MAX, dir));
+                }
+            }
+            Ok(Attempt::AlreadyDone(_)) => {
+                s.runs().remove(id);
+            }
+            Ok(Attempt::NotFinalized(why)) => {
+                s.runs().remove(id);
+                tracing::debug!("upload: run {id} not uploaded: {why}");
+            }
+            Err(e) => {
+                s.failed_attempts.fetch_add(1, Relaxed);
+                let attempts = state::read(&dir)
+                    .ok()
+                    .flatten()
+                    .map_or(1, |st| st.attempts.max(1));
+                let reason = run::reason_of(&e);
+                let wait = backoff(attempts);
+                tracing::warn!(
+                    "upload: run {id} failed (attempt {attempts}): {reason}; it stays local, next try in {} s",
+                    wait.as_secs().max(1)
+                );
+                s.set(id, "failed", attempts, Some(reason));
+                // While finishing, a run that failed again is left for the next start rather
+                // than retried in a loop until the deadline.
+                if !finishing {
+                    self.delayed.push((Instant::now() + wait, dir));
+                }
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_with_jitter_and_is_capped() {
+        for attempts in 1..40 {
+            let full = RETRY_FIRST
+                .saturating_mul(1u32 << (attempts - 1).min(16))
+                .min(RETRY_MAX);
+            let b = backoff(attempts);
+            assert!(b >= full / 2 && b <= full, "{attempts}: {b:?}");
+        }
+        assert!(backoff(30) <= RETRY_MAX);
+        // Jitter: two relays that failed together do not retry together.
+        let spread: std::collections::HashSet<u128> =
+            (0..20).map(|_| backoff(5).as_millis()).collect();
+        assert!(spread.len() > 1);
+    }
+
+    #[test]
+    fn host_name_is_printable() {
+        let h = host_name();
+        assert!(!h.is_empty() && h.chars().all(|c| c.is_ascii_graphic()));
+    }
+}

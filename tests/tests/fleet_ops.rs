@@ -1,0 +1,417 @@
+//! Operating a relay in a cluster: remote producers appending over HTTP while the relay records
+//! (no record lost or interleaved, bad bodies refused with the right status and nothing
+//! written), the token from a file, the unauthenticated ready/live probes that say one word,
+//! Prometheus metrics behind the token, and JSON logs.
+
+use cdp_evidence::{EvidenceConfig, Store};
+use cdp_relay::{EvidenceSettings, ListenPolicy};
+use cdp_relay_tests::cdp::Cdp;
+use cdp_relay_tests::http::{get, request, request_with_body};
+use cdp_relay_tests::{within, Chromium, RelayFixture, RelayProcess};
+use serde_json::json;
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const TOKEN: &str = "fleet-ops-token-8Hq2LmZ9";
+const PRODUCERS: usize = 8;
+const REQUESTS: usize = 20;
+const PER_REQUEST: usize = 25;
+
+/// An in-process relay with a token, recording into `root`.
+async fn relay_with_token(upstream: &str, root: &std::path::Path) -> RelayFixture {
+    let policy = ListenPolicy::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![],
+        vec![],
+        Some(TOKEN.into()),
+        false,
+    )
+    .unwrap();
+    let settings = EvidenceSettings {
+        root: root.to_path_buf(),
+        session: Some("ops".into()),
+        ..EvidenceSettings::default()
+    };
+    RelayFixture::start_recording_with(upstream, settings, |c| c.policy = policy).await
+}
+
+fn auth() -> String {
+    format!("Bearer {TOKEN}")
+}
+
+async fn post(
+    addr: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> cdp_relay_tests::http::Answer {
+    let auth = auth();
+    let mut headers = vec![("Authorization", auth.as_str())];
+    if let Some(ct) = content_type {
+        headers.push(("Content-Type", ct));
+    }
+    request_with_body(addr, "POST", path, &headers, body).await
+}
+
+#[tokio::test]
+async fn remote_producers_append_while_the_relay_records_without_loss_or_interleaving() {
+    within("remote producers", async {
+        let chrome = Chromium::start().await;
+        let evidence = tempfile::tempdir().unwrap();
+        let relay = relay_with_token(&chrome.http(), evidence.path()).await;
+        let addr = relay.authority();
+
+        // The relay records a client's console errors while producers post.
+        let list = get(&addr, &format!("/json/list?token={TOKEN}")).await.json();
+        let ws = list
+            .as_array()
+            .and_then(|l| l.iter().find(|t| t["type"] == "page"))
+            .and_then(|t| t["webSocketDebuggerUrl"].as_str())
+            .expect("page")
+            .to_owned();
+        let client = tokio::spawn(async move {
+            let mut cdp = Cdp::connect(&ws).await;
+            cdp.call("Runtime.enable", json!({})).await;
+            for i in 0..200 {
+                cdp.call("Runtime.evaluate", json!({"expression": format!("console.error('relay side {i}')")}))
+                    .await;
+            }
+        });
+        let producers = (0..PRODUCERS).map(|p| {
+            let addr = addr.clone();
+            tokio::spawn(async move {
+                for r in 0..REQUESTS {
+                    let body: String = (0..PER_REQUEST)
+                        .map(|i| {
+                            format!(
+                                "{}\n",
+                                json!({"tool": "stress", "kind": "stress", "source": format!("producer-{p}"),
+                                       "payload": {"p": p, "r": r, "i": i}})
+                            )
+                        })
+                        .collect();
+                    let a = post(&addr, "/relay/v1/evidence?source=remote-test", Some("application/x-ndjson"), body.as_bytes()).await;
+                    assert_eq!(a.status, 200, "{}", a.text());
+                    assert_eq!(a.json()["appended"], PER_REQUEST);
+                }
+            })
+        });
+        for p in futures_util::future::join_all(producers).await {
+            p.expect("producer");
+        }
+        client.await.expect("client");
+        let summary = relay.stop().await.expect("finished");
+
+        let store = Store::open(EvidenceConfig::at(evidence.path())).unwrap();
+        let run_id = summary.run_dir.file_name().unwrap().to_string_lossy().into_owned();
+        let journal = store.read_journal(&run_id).unwrap();
+        assert!(journal.corrupt.is_empty(), "{:?}", journal.corrupt);
+        // File order: each request's records are one block, in order.
+        let mut blocks: HashMap<(u64, u64), Vec<(usize, u64)>> = HashMap::new();
+        for (pos, rec) in journal.records.iter().enumerate() {
+            if rec.kind == "stress" {
+                let pl = &rec.payload;
+                blocks
+                    .entry((pl["p"].as_u64().unwrap(), pl["r"].as_u64().unwrap()))
+                    .or_default()
+                    .push((pos, pl["i"].as_u64().unwrap()));
+                assert_eq!(rec.source.as_deref(), Some(format!("producer-{}", pl["p"]).as_str()));
+            }
+        }
+        assert_eq!(blocks.len(), PRODUCERS * REQUESTS, "requests lost");
+        for ((p, r), recs) in &blocks {
+            assert_eq!(recs.len(), PER_REQUEST, "records of {p}/{r} lost or doubled");
+            for (k, (pos, i)) in recs.iter().enumerate() {
+                assert_eq!(*i, k as u64, "{p}/{r} out of order");
+                assert_eq!(*pos, recs[0].0 + k, "{p}/{r} interleaved with other records");
+            }
+        }
+        let relay_side = journal
+            .records
+            .iter()
+            .filter(|r| r.kind == "console" && r.payload["text"].as_str().is_some_and(|t| t.starts_with("relay side")))
+            .count();
+        assert_eq!(relay_side, 200, "the relay's own records");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn bad_bodies_are_refused_with_the_right_status_and_nothing_is_written() {
+    within("bad bodies", async {
+        let chrome = Chromium::start().await;
+        let evidence = tempfile::tempdir().unwrap();
+        let relay = relay_with_token(&chrome.http(), evidence.path()).await;
+        let addr = relay.authority();
+        let good = r#"{"tool":"t","kind":"marked","payload":{"planted":"refused-marker"}}"#;
+        let path = "/relay/v1/evidence";
+
+        let no_token = request_with_body(&addr, "POST", path, &[], good.as_bytes()).await;
+        assert_eq!(no_token.status, 401);
+        let get_it = request(&addr, "GET", path, &[("Authorization", &auth())]).await;
+        assert_eq!(get_it.status, 405);
+        assert_eq!(get_it.header("allow"), Some("POST"));
+        assert_eq!(
+            post(&addr, path, Some("multipart/form-data"), good.as_bytes())
+                .await
+                .status,
+            415
+        );
+        let bad_line =
+            format!("{good}\n{{\"tool\":\"t\",\"kind\":\"action\",\"payload\":{{}}}}\n{good}\n");
+        let a = post(&addr, path, None, bad_line.as_bytes()).await;
+        assert_eq!(a.status, 400);
+        assert!(
+            a.text().contains("line 2:") && a.text().contains("nothing was appended"),
+            "{}",
+            a.text()
+        );
+        let a = post(
+            &addr,
+            path,
+            None,
+            b"{\"tool\":\"t\",\"kind\":\"marked\",\"secret\":\"refused-marker\"}",
+        )
+        .await;
+        assert_eq!(a.status, 400);
+        assert!(
+            !a.text().contains("refused-marker"),
+            "a value was echoed: {}",
+            a.text()
+        );
+        assert_eq!(post(&addr, path, None, b"").await.status, 400);
+        assert_eq!(
+            post(&addr, "/relay/v1/evidence?run=x", None, good.as_bytes())
+                .await
+                .status,
+            400
+        );
+        assert_eq!(
+            post(
+                &addr,
+                "/relay/v1/evidence?source=../x",
+                None,
+                good.as_bytes()
+            )
+            .await
+            .status,
+            400
+        );
+        assert_eq!(too_large(&addr).await, 413);
+        // One good request, to show the door works and where records go.
+        let ok = post(
+            &addr,
+            &format!("{path}?token={TOKEN}"),
+            None,
+            b"{\"tool\":\"t\",\"kind\":\"accepted\"}\n",
+        )
+        .await;
+        assert_eq!(ok.status, 200, "{}", ok.text());
+
+        let summary = relay.stop().await.expect("finished");
+        let files = cdp_relay_tests::files::all_files(&summary.run_dir);
+        for (path, bytes) in &files {
+            assert!(
+                !cdp_relay_tests::files::leaks(bytes, "refused-marker"),
+                "a refused record reached {path}"
+            );
+        }
+        let journal = std::fs::read_to_string(summary.run_dir.join("actions.jsonl")).unwrap();
+        assert_eq!(journal.matches("\"kind\":\"accepted\"").count(), 1);
+
+        // Evidence off: nothing to append to.
+        let off = RelayFixture::start(&chrome.http()).await;
+        let a = request_with_body(&off.authority(), "POST", path, &[], good.as_bytes()).await;
+        assert_eq!(a.status, 409);
+    })
+    .await;
+}
+
+/// 5 MiB announced and sent: the relay answers 413 (possibly before it read everything).
+async fn too_large(addr: &str) -> u16 {
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = vec![b'x'; 5 << 20];
+    let head = format!(
+        "POST /relay/v1/evidence HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        auth(),
+        body.len()
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    // The relay may answer and close before the whole body is in: a failed write is fine.
+    let _ = tcp.write_all(&body).await;
+    let mut answer = Vec::new();
+    let _ = tcp.read_to_end(&mut answer).await;
+    let text = String::from_utf8_lossy(&answer);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn probes_metrics_token_file_and_json_logs() {
+    within("ops", async {
+        let mut chrome = Chromium::start().await;
+        let secret_dir = tempfile::tempdir().unwrap();
+        let token_file = secret_dir.path().join("token");
+        // As a Kubernetes Secret mounts it: with a trailing newline.
+        std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+        let upstream = chrome.http();
+        let token_path = token_file.to_string_lossy().into_owned();
+        let relay = RelayProcess::spawn(
+            &[
+                "serve",
+                "--upstream",
+                &upstream,
+                "--listen",
+                "127.0.0.1:0",
+                "--token-file",
+                &token_path,
+                "--log-format",
+                "json",
+                "-v",
+            ],
+            &[],
+        )
+        .await;
+        let addr = relay.authority();
+        // Ready once the browser answered a probe; no token needed, one word said.
+        let ready = loop {
+            let a = get(&addr, "/relay/v1/ready").await;
+            if a.status == 200 {
+                break a;
+            }
+            assert_eq!(a.text(), "not ready\n");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(ready.text(), "ready\n");
+        let live = get(&addr, "/relay/v1/live").await;
+        assert_eq!((live.status, live.text().as_str()), (200, "live\n"));
+        // Everything else needs the token from the file.
+        assert_eq!(get(&addr, "/relay/v1/status").await.status, 401);
+        assert_eq!(get(&addr, "/relay/v1/metrics").await.status, 401);
+        let m = request(
+            &addr,
+            "GET",
+            "/relay/v1/metrics",
+            &[("Authorization", &auth())],
+        )
+        .await;
+        assert_eq!(m.status, 200);
+        assert!(m
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4"));
+        let text = m.text();
+        for line in [
+            "cdp_relay_upstream_up 1",
+            "cdp_relay_evidence_recording 1",
+            "cdp_relay_up 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(
+            text.contains("# TYPE cdp_relay_messages_total counter"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("uploads_pending"),
+            "no uploads configured: {text}"
+        );
+
+        // The browser dies: not ready, still live.
+        chrome.kill().await;
+        loop {
+            let a = get(&addr, "/relay/v1/ready").await;
+            if a.status == 503 {
+                assert_eq!(a.text(), "not ready\n");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(get(&addr, "/relay/v1/live").await.status, 200);
+        let m = request(
+            &addr,
+            "GET",
+            "/relay/v1/metrics",
+            &[("Authorization", &auth())],
+        )
+        .await;
+        assert!(
+            m.text().lines().any(|l| l == "cdp_relay_upstream_up 0"),
+            "{}",
+            m.text()
+        );
+
+        let stderr = relay.stop().await;
+        assert!(!stderr.contains(TOKEN), "the token reached the logs");
+        let mut lines = 0;
+        for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+            let v: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            assert!(
+                v["level"].is_string() && v["timestamp"].is_string(),
+                "{line}"
+            );
+            assert!(v["fields"]["message"].is_string(), "{line}");
+            lines += 1;
+        }
+        assert!(lines >= 3, "{stderr}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn token_flags_are_given_once_and_the_file_must_hold_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "\n").unwrap();
+    let file = empty.to_string_lossy().into_owned();
+    for (args, expect) in [
+        (
+            vec![
+                "serve",
+                "--upstream",
+                "127.0.0.1:9",
+                "--token-file",
+                file.as_str(),
+            ],
+            "is empty",
+        ),
+        (
+            vec![
+                "serve",
+                "--upstream",
+                "127.0.0.1:9",
+                "--token-file",
+                "/nonexistent/token",
+            ],
+            "cannot read --token-file",
+        ),
+        (
+            vec![
+                "serve",
+                "--upstream",
+                "127.0.0.1:9",
+                "--token",
+                "abc",
+                "--token-file",
+                file.as_str(),
+            ],
+            "give the token once",
+        ),
+    ] {
+        let out = tokio::process::Command::new(cdp_relay_tests::relay_binary())
+            .args(&args)
+            .env_remove("CDP_RELAY_TOKEN")
+            .env_remove("CDP_RELAY_TOKEN_FILE")
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(64), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}
