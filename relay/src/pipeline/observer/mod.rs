@@ -395,6 +395,11 @@ impl Observer {
                     self.frame_navigated(conn, &key, &p, at);
                 }
             }
+            E::PageFrameStartedNavigating => {
+                if let Some(p) = frame.params::<cdp::FrameStartedNavigating>() {
+                    self.frame_started_navigating(conn, &key, &p);
+                }
+            }
             E::PageScreencastFrame => self.screencast(conn, &key, frame, at),
             E::TargetAttachedToTarget => {
                 if let Some(p) = frame.params::<cdp::AttachedToTarget>() {
