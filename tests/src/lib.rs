@@ -11,6 +11,7 @@ pub mod fake;
 pub mod files;
 pub mod http;
 pub mod pages;
+pub mod pixels;
 pub mod raw;
 pub mod site;
 

@@ -321,7 +321,10 @@ impl Observer {
             self.interrupt(p, at, why);
         }
         for b in bursts {
-            self.emit_burst(b, at, Some(why));
+            // A burst whose every keystroke was answered is complete, however the connection
+            // ended afterwards.
+            let interrupted = (b.outstanding > 0).then_some(why);
+            self.emit_burst(b, at, interrupted);
         }
     }
 
@@ -437,7 +440,8 @@ impl Observer {
             self.interrupt(p, at, why);
         }
         if let Some(b) = burst {
-            self.emit_burst(b, at, Some(why));
+            let interrupted = (b.outstanding > 0).then_some(why);
+            self.emit_burst(b, at, interrupted);
         }
     }
 }
