@@ -272,7 +272,8 @@ pub const SECRET_COLOUR: &str = "#ff00ff";
 
 /// Style of the hostile pages: typed text large and magenta, everything else black on white,
 /// the caret hidden (it would be magenta too).
-const HOSTILE_STYLE: &str = "<style>body{margin:8px;font:16px sans-serif;color:#000;background:#fff}\
+const HOSTILE_STYLE: &str =
+    "<style>body{margin:8px;font:16px sans-serif;color:#000;background:#fff}\
 input{display:block;font:bold 44px monospace;color:#ff00ff;caret-color:transparent;width:92%;\
 border:1px solid #888;margin:4px 0;background:#fff}.row input{display:inline-block;width:44px}\
 #blank{height:80px}</style>";

@@ -89,9 +89,9 @@ fn now_ms() -> u64 {
 async fn observer_frame_after(run_dir: &Path, since: u64) {
     within("the observer's frame", async {
         loop {
-            let done = records(run_dir).iter().any(|r| {
-                r.kind == "action" && r.payload["method"] == "frame" && ms(r) >= since
-            });
+            let done = records(run_dir)
+                .iter()
+                .any(|r| r.kind == "action" && r.payload["method"] == "frame" && ms(r) >= since);
             if done {
                 return;
             }
@@ -117,7 +117,10 @@ async fn drive(cfg: &Value, evidence: &Path, observe: bool) {
     let mut stdin = child.stdin.take().expect("stdin");
     let mut out = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut finished = false;
-    while let Some(line) = within("hostile.mjs", out.next_line()).await.expect("stdout") {
+    while let Some(line) = within("hostile.mjs", out.next_line())
+        .await
+        .expect("stdout")
+    {
         let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
         if v.get("wait").is_some() {
             if observe {
@@ -146,7 +149,14 @@ fn kept_pictures(run_dir: &Path, records: &[StoredRecord]) -> Vec<(String, Vec<u
         .flat_map(|r| r.artifacts.iter().map(move |a| (r, a)))
         .map(|(r, a)| {
             let bytes = std::fs::read(run_dir.join(a)).expect("artifact");
-            (format!("{} at {}", r.payload["method"], r.started_at.as_deref().unwrap_or("-")), bytes)
+            (
+                format!(
+                    "{} at {}",
+                    r.payload["method"],
+                    r.started_at.as_deref().unwrap_or("-")
+                ),
+                bytes,
+            )
         })
         .collect()
 }
@@ -167,13 +177,19 @@ async fn assert_nothing_shows(
     images.push(std::fs::read(control).expect("the control picture"));
     let counts = magenta_pixels(&format!("127.0.0.1:{}", chrome.port()), &images).await;
     let (control_count, kept_counts) = counts.split_last().expect("counts");
-    println!("{client}: {} kept pictures, magenta pixels {kept_counts:?}; control {control_count}", kept.len());
+    println!(
+        "{client}: {} kept pictures, magenta pixels {kept_counts:?}; control {control_count}",
+        kept.len()
+    );
     assert!(
         *control_count >= SHOWS_SECRETS,
         "{client}: the control picture shows the secrets in {control_count} pixels only: the check could not fail"
     );
     for ((what, _), n) in kept.iter().zip(kept_counts) {
-        assert_eq!(*n, 0, "{client}: a kept picture shows typed text ({n} magenta pixels): {what}");
+        assert_eq!(
+            *n, 0,
+            "{client}: a kept picture shows typed text ({n} magenta pixels): {what}"
+        );
     }
     for (path, bytes) in all_files(run_dir) {
         for s in secrets {
@@ -217,7 +233,8 @@ async fn navigations_keep_the_veto(observe: bool) {
         let stderr = relay.stop().await;
         let run = run_dir(evidence.path());
         let records =
-            assert_nothing_shows(&chrome, client, &run, &control, &stderr, &[&password, card]).await;
+            assert_nothing_shows(&chrome, client, &run, &control, &stderr, &[&password, card])
+                .await;
         let shots = screenshots(&records);
         assert_eq!(shots.len(), 5, "{client}: {shots:#?}");
         for s in &shots[..4] {
@@ -227,14 +244,25 @@ async fn navigations_keep_the_veto(observe: bool) {
                 "{client}: {s:#?}"
             );
         }
-        assert_eq!(shots[4].artifacts.len(), 1, "{client}: kept after a fresh page: {:#?}", shots[4]);
+        assert_eq!(
+            shots[4].artifacts.len(),
+            1,
+            "{client}: kept after a fresh page: {:#?}",
+            shots[4]
+        );
         if observe {
             // The observer tried frames of the typed-into document and withheld them.
             let withheld = records
                 .iter()
-                .filter(|r| r.payload["method"] == "frame" && r.payload["detail"]["screenshotWithheld"].is_string())
+                .filter(|r| {
+                    r.payload["method"] == "frame"
+                        && r.payload["detail"]["screenshotWithheld"].is_string()
+                })
                 .count();
-            assert!(withheld >= 1, "{client}: no frame was even tried: {records:#?}");
+            assert!(
+                withheld >= 1,
+                "{client}: no frame was even tried: {records:#?}"
+            );
         }
     }
 }
@@ -246,7 +274,11 @@ async fn navigations_that_replace_no_document_keep_frames_withheld() {
 
 #[tokio::test]
 async fn without_the_observer_a_screenshot_after_a_hash_navigation_is_withheld() {
-    within("navigations, serve without observer", navigations_keep_the_veto(false)).await;
+    within(
+        "navigations, serve without observer",
+        navigations_keep_the_veto(false),
+    )
+    .await;
 }
 
 /// Items 3, 4, 5: six one-digit boxes with `autocomplete=one-time-code` on the first only; boxes

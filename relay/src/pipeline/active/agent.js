@@ -44,9 +44,6 @@
   // Insertions into one element further apart than this start a new segment, so two typing
   // steps into one field can be told apart.
   const SEGMENT_GAP = 100;
-  // A field that loses focus this soon after getting it, with nothing typed into it, was
-  // bounced: whatever focused it may have meant it, not where focus went.
-  const BOUNCE = 250;
   const FOCUS_LOG = 64;
   // An expando on the element's wrapper in this isolated world: invisible to page scripts,
   // shared by the agents of same-origin frames (same world).
@@ -238,8 +235,7 @@
   // Segments of trusted insertions, oldest first; `open` is the one still being typed into.
   const log = [];
   let open = null;
-  // Focus changes, oldest first: { el, t, via, typed } where `via` is a field focus bounced
-  // off and `typed` says something was typed while it held focus.
+  // Focus changes, oldest first: { el, t, via } where `via` is a field focus bounced off.
   const focusLog = [];
   const state = { log, focusLog, installedAt };
 
@@ -254,22 +250,30 @@
     }
   };
 
-  addEventListener(
-    'focus',
-    (e) => {
-      const el = (e.composedPath && e.composedPath()[0]) || e.target;
-      if (!el || !el.tagName) return;
-      const t = now();
-      const prev = focusLog[focusLog.length - 1];
-      let via = null;
-      if (prev && prev.el !== el && !prev.typed && editable(prev.el) && t - prev.t < BOUNCE) {
-        via = prev.el;
-      }
-      focusLog.push({ el, t, via, typed: false });
+  // The field whose focus or focusin event is being dispatched: focus that moves on before the
+  // page's own handlers of that event have returned was bounced off it. A listener added to
+  // the field while the event is still on its way runs after the page's own.
+  let dispatching = null;
+  const arriving = (type) => (e) => {
+    const el = (e.composedPath && e.composedPath()[0]) || e.target;
+    if (!el || !el.tagName) return;
+    const via = dispatching && dispatching !== el && editable(dispatching) ? dispatching : null;
+    dispatching = el;
+    const done = () => {
+      if (dispatching === el) dispatching = null;
+    };
+    try {
+      el.addEventListener(type, done, { once: true });
+    } catch (_) {
+      done();
+    }
+    if (type === 'focus' || via) {
+      focusLog.push({ el, t: now(), via });
       if (focusLog.length > FOCUS_LOG) focusLog.shift();
-    },
-    true,
-  );
+    }
+  };
+  addEventListener('focus', arriving('focus'), true);
+  addEventListener('focusin', arriving('focusin'), true);
 
   addEventListener(
     'beforeinput',
@@ -285,12 +289,6 @@
       if (data == null && e.dataTransfer) data = e.dataTransfer.getData('text/plain');
       if (!data) return;
       const t = now();
-      for (let i = focusLog.length - 1; i >= 0; i -= 1) {
-        if (focusLog[i].el === el) {
-          focusLog[i].typed = true;
-          break;
-        }
-      }
       const kind = kindOf(el);
       // Programmatic focus in a page without window focus fires no focusin: say it now.
       if (kind !== lastFocus) reportFocus();
@@ -574,7 +572,7 @@
       if (fields > 1) return { reason: 'focus-moved', kind: first.kind, expected: n, fields };
       if (bounced(first, w)) {
         // The field focused for this step handed focus on at once: the text went elsewhere.
-        return { reason: 'focus-moved', kind: first.kind, expected: n, fields: 2 };
+        return { reason: 'bounced', kind: first.kind, expected: n };
       }
       const last = used[used.length - 1];
       const next = segs.find((s) => s.el === first.el && s.t0 > last.t1 && !used.includes(s));

@@ -201,6 +201,14 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
                 Some(k),
             )
         }
+        "bounced" => verdict(
+            Indeterminate,
+            "focus-moved",
+            format!("the field focused for typing handed focus to another as it got it: {n} characters went there"),
+            n,
+            g,
+            Some(2),
+        ),
         "rich-text" => verdict(
             Indeterminate,
             "rich-text",
@@ -474,6 +482,7 @@ mod tests {
             "sensitive-field",
             "ambiguous",
             "interleaved",
+            "bounced",
         ] {
             let (v, _) = from_agent(&answer(serde_json::json!({"reason": word})), 3).unwrap();
             assert_eq!(v.verified, Verified::Indeterminate, "{word}");
