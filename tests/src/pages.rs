@@ -304,6 +304,8 @@ pub fn hostile_routes() -> HashMap<&'static str, Route> {
         ),
     );
     r.insert("/nocontent", Route::ok("text/plain", "").status(204));
+    // No failed favicon request: a failure would park the observer's frame until the next page.
+    r.insert("/favicon.ico", Route::ok("image/x-icon", ""));
     r.insert(
         "/download",
         Route::ok("application/octet-stream", "receipt")

@@ -121,7 +121,7 @@ async fn drive(cfg: &Value, evidence: &Path, observe: bool) {
         .await
         .expect("stdout")
     {
-        println!("  hostile.mjs: {line}");
+        println!("  {} ms hostile.mjs: {line}", now_ms() % 1_000_000);
         let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
         if v.get("wait").is_some() {
             if observe {
@@ -136,6 +136,7 @@ async fn drive(cfg: &Value, evidence: &Path, observe: bool) {
     let status = within("hostile.mjs exit", child.wait_with_output())
         .await
         .expect("exit");
+    print!("{}", String::from_utf8_lossy(&status.stderr));
     assert!(
         finished && status.status.success(),
         "hostile.mjs {cfg} failed:\n{}",
@@ -231,7 +232,9 @@ async fn navigations_keep_the_veto(observe: bool) {
             "control": control,
         });
         drive(&cfg, evidence.path(), observe).await;
+        println!("  {} ms stopping the relay", now_ms() % 1_000_000);
         let stderr = relay.stop().await;
+        println!("  {} ms stopped", now_ms() % 1_000_000);
         let run = run_dir(evidence.path());
         let records =
             assert_nothing_shows(&chrome, client, &run, &control, &stderr, &[&password, card])
