@@ -98,18 +98,6 @@ impl FieldKind {
             }
         }
     }
-
-    /// What a field taken for `self` is after a later reading says `later`: the later reading,
-    /// unless it would make a sensitive field ordinary — sensitivity only ever grows (a page
-    /// that turns a password field into a text field to reveal it, a row of code boxes whose
-    /// later boxes carry no hint, a reading taken after focus moved on).
-    pub fn then(self, later: FieldKind) -> FieldKind {
-        if self.is_sensitive() && !later.is_sensitive() {
-            self
-        } else {
-            later
-        }
-    }
 }
 
 /// How a main-frame navigation started, as `Page.frameStartedNavigating` words it.

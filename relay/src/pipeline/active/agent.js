@@ -34,9 +34,10 @@
       // The relay went away: nothing to report to.
     }
   };
-  // Wall-clock milliseconds: the relay's burst times are on the same clock, and so are the
-  // other frames' agents (each document's performance.now() has its own origin).
-  const now = () => Date.now();
+  // Wall-clock milliseconds, with their fraction: the relay's burst times are on the same
+  // clock, and so are the other frames' agents (each document's performance.now() has its own
+  // origin, hence the sum).
+  const now = () => performance.timeOrigin + performance.now();
   const installedAt = now();
   const MAX_SEGMENTS = 512;
   const MAX_DATA = 8192;
@@ -424,15 +425,20 @@
   };
 
   // How much earlier than the relay's stamp of a burst's first keystroke an insertion may be
-  // seen (the relay stamps a copy after forwarding it), and later than its last answer.
+  // seen (the relay stamps a copy after forwarding it, on a busy machine a while after). The
+  // browser answers a keystroke only after the page saw it (measured: 0.4–1.2 ms after), and
+  // the relay stamps the answer after forwarding it, so nothing of the burst comes later than
+  // its last answer: a millisecond of slack, and the next step typed at once stays out.
   const EARLY = 250;
-  const LATE = 5;
+  const LATE = 1;
   // The burst's time window on this clock. On one machine the clocks agree; a browser far off
   // (more than a second: another host) is shifted by what the call took to arrive.
   const windowOf = (win, entered) => {
     const skew = entered - Number(win.now);
     const shift = Math.abs(skew) > 1000 ? skew : 0;
-    return { lo: Number(win.start) + shift - EARLY, hi: Number(win.end) + shift + LATE };
+    const start = Number(win.start) + shift;
+    const end = Number(win.end) + shift;
+    return { start, end, lo: start - EARLY, hi: end + LATE };
   };
 
   // The segments of every frame typed into within `w`, in time order, and whether typing that
@@ -493,10 +499,14 @@
         settle(secret);
         return { reason: 'sensitive-field', kind: secret[0].kind, expected: n };
       }
-      const total = inWin.reduce((a, s) => a + s.count, 0);
-      if (inWin.length > 0 && total === n) {
-        // Not a sensitive field after all: left in place for a reading with the text.
-        return { reason: 'not-compared', kind: inWin[0].kind, expected: n };
+      // Consecutive segments into one ordinary field, `n` characters in all: not a sensitive
+      // field after all. Left in place for a reading with the text.
+      for (let i = 0; i < inWin.length; i += 1) {
+        let total = 0;
+        for (let j = i; j < inWin.length && inWin[j].el === inWin[i].el && total < n; j += 1) {
+          total += inWin[j].count;
+        }
+        if (total === n) return { reason: 'not-compared', kind: inWin[i].kind, expected: n };
       }
       return { reason: 'sensitive-field', expected: n };
     },
@@ -542,25 +552,32 @@
         }
       }
       if (found.length > 1) {
-        // The text reached the page more than once in this window (another client, another
-        // path): which was this step's cannot be told.
-        settle(found[0]);
-        return { reason: 'ambiguous', kind: found[0][0].kind, expected: n };
+        // The text reached the page more than once around this step (another client, another
+        // path, the next step typing the same text at once). One that lies within the step's
+        // own bounds, when only one does, is its; otherwise which was cannot be told.
+        const core = found.filter((u) => u[0].t0 >= w.start && u[u.length - 1].t1 <= w.end);
+        if (core.length !== 1) {
+          settle(found[0]);
+          return { reason: 'ambiguous', kind: found[0][0].kind, expected: n };
+        }
+        found.splice(0, found.length, core[0]);
       }
       if (found.length === 0) {
         const other = inWin.some((s) => !partial.includes(s));
         if (straddle || other) {
           // Typing from before this step ran on into it, or other text arrived with it.
           settle(partial);
-          return { reason: 'interleaved', kind: (partial[0] || inWin[0] || {}).kind, expected: n };
+          const g = partial[0] || inWin[0];
+          return { reason: 'interleaved', kind: g ? g.kind : undefined, expected: n };
         }
-        const kind = agent.focusKind();
         if (partial.length === 0) {
-          if (kind === 'frame') return { reason: 'frame', kind, expected: n };
+          // Nothing reached a field: no kind to say (what has focus now is a guess, and a
+          // reading never guesses a burst's field less sensitive than it was taken for).
+          if (agent.focusKind() === 'frame') return { reason: 'frame', kind: 'frame', expected: n };
           if (all.some((s) => s.installedAt > w.lo - 50)) {
-            return { reason: 'not-installed', kind, expected: n };
+            return { reason: 'not-installed', expected: n };
           }
-          return { reason: 'no-input', kind, expected: n, received: 0 };
+          return { reason: 'no-input', expected: n, received: 0 };
         }
         settle(partial);
         return { reason: 'no-input', kind: partial[0].kind, expected: n, received: chars(partialText) };

@@ -66,12 +66,6 @@ fn a_burst_taken_for_sensitive_stays_sensitive_whatever_a_later_reading_says() {
     p.burst_kind("T1", 2, PASSWORD);
     p.burst_kind("T1", 2, TEXT);
     assert_eq!(p.verdict_at("T1", t(9000)), WITHHELD);
-    // The kind a step records follows the same rule.
-    assert_eq!(CODE.then(TEXT), CODE);
-    assert_eq!(TEXT.then(PASSWORD), PASSWORD);
-    assert_eq!(UNKNOWN.then(TEXT), TEXT);
-    assert_eq!(FieldKind::Marked.then(PASSWORD), PASSWORD);
-    assert_eq!(PASSWORD.then(FieldKind::NotEditable), PASSWORD);
 }
 
 #[test]

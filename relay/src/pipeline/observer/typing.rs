@@ -115,11 +115,10 @@ impl Burst {
         }
     }
 
-    /// The field turned out to be `kind` (the page agent read it where the burst landed); a
-    /// burst taken for sensitive stays so ([`FieldKind::then`]).
+    /// The field turned out to be `kind` (the page agent read it where the burst landed).
     fn retype(&mut self, kind: FieldKind) {
-        self.kind = self.kind.then(kind);
-        self.summary = retyped(&self.summary, self.kind.input_type());
+        self.kind = kind;
+        self.summary = retyped(&self.summary, kind.input_type());
     }
 
     fn into_record(
