@@ -12,6 +12,7 @@ pub mod fake;
 pub mod files;
 pub mod http;
 pub mod pages;
+pub mod pixels;
 pub mod planted;
 pub mod raw;
 pub mod s3;

@@ -426,9 +426,18 @@ fn r_duration(r: &StoredRecord) -> u64 {
 fn expected(client: &str, case: &str) -> (Value, &'static [&'static str]) {
     let ind = || json!("indeterminate");
     match case {
-        "plain" | "placeholder-equal" | "placeholder-edge" | "contenteditable" => {
-            (json!(true), &["landed"])
-        }
+        "plain" | "placeholder-equal" | "placeholder-edge" | "contenteditable" | "srcdoc"
+        | "refill-1" | "refill-2" => (json!(true), &["landed"]),
+        // Typed into #f, which hands focus to #g as it gets it: the text is in #g, not in the
+        // field it was meant for.
+        "bounce" => (ind(), &["focus-moved"]),
+        // Earlier text in another field (a path the relay cannot see) is not this step's: the
+        // read-only field stayed empty. When that text came moments before, the reading
+        // cannot tell the two apart (see `alternatives`).
+        "readonly" | "readonly-close" => (json!(false), &["dropped-characters"]),
+        // Typed right before the client closed its connection: the reading may find the page
+        // gone (see `alternatives`).
+        "last" => (json!(true), &["landed"]),
         "lossy" => (json!(false), &["dropped-characters"]),
         // Keys into a full field holding the text change nothing; fill replaces it by itself.
         "held" => (ind(), &["already-held", "same-text"]),
@@ -439,6 +448,15 @@ fn expected(client: &str, case: &str) -> (Value, &'static [&'static str]) {
         "boxes" => (ind(), &["focus-moved"]),
         "password" | "one-time-code" | "payment" | "marked" => (ind(), &["sensitive-field"]),
         other => panic!("no expectation for {other}"),
+    }
+}
+
+/// Other honest verdicts a case may get, depending on timing: (`verified`, reason).
+fn alternatives(case: &str) -> &'static [(&'static str, &'static str)] {
+    match case {
+        "readonly-close" => &[("indeterminate", "ambiguous")],
+        "last" => &[("indeterminate", "not-read")],
+        _ => &[],
     }
 }
 
@@ -463,7 +481,17 @@ async fn typed_text_verdicts_per_case_and_client() {
         let chrome = Chromium::start().await;
         let cases: Vec<Value> = CASES
             .iter()
-            .map(|c| json!({"name": c.name, "selector": c.selector, "literal": c.literal}))
+            .map(|c| {
+                json!({
+                    "name": c.name,
+                    "selector": c.selector,
+                    "literal": c.literal,
+                    "frame": c.frame,
+                    "unseen": c.unseen,
+                    "pauseMs": c.pause_ms,
+                    "thenClose": c.then_close,
+                })
+            })
             .collect();
         let mut table = Vec::new();
         for client in ["raw", "pw-fill", "pw-type", "pptr-type"] {
@@ -473,6 +501,7 @@ async fn typed_text_verdicts_per_case_and_client() {
             observing(&relay, 1).await;
             let cfg = json!({
                 "endpoint": relay.endpoint(),
+                "direct": chrome.http(),
                 "client": client,
                 "site": site.origin,
                 "cases": cases,
@@ -498,10 +527,24 @@ async fn typed_text_verdicts_per_case_and_client() {
                     v["reason"].as_str().unwrap_or("-"),
                     v["note"].as_str().unwrap_or("-")
                 ));
-                assert_eq!(v["verified"], verified, "{client} {}: {v}", case.name);
-                assert!(
-                    reasons.contains(&v["reason"].as_str().unwrap_or_default()),
-                    "{client} {}: {v}",
+                let reason = v["reason"].as_str().unwrap_or_default();
+                let alternative = alternatives(case.name)
+                    .iter()
+                    .any(|(w, r)| v["verified"] == *w && reason == *r);
+                if !alternative {
+                    assert_eq!(v["verified"], verified, "{client} {}: {v}", case.name);
+                    assert!(reasons.contains(&reason), "{client} {}: {v}", case.name);
+                }
+                // Never a false true: whatever else, a step whose text is not where it was
+                // meant to be is not `true`.
+                if matches!(case.name, "bounce" | "readonly" | "readonly-close") {
+                    assert_ne!(v["verified"], true, "{client} {}: {v}", case.name);
+                }
+                // The browser had answered every keystroke: complete, however the client left.
+                assert_eq!(
+                    step.status.as_deref(),
+                    Some("ok"),
+                    "{client} {}: {step:?}",
                     case.name
                 );
                 assert_eq!(

@@ -3,9 +3,16 @@
 //! One policy per pipeline, shared by every producer that can keep a frame (the passive observer
 //! keeping a client's screenshot, the active observer's own frames). Per page it knows:
 //!
-//! - which typing bursts since the last main-frame navigation went into a sensitive field
+//! - which typing bursts in the current main-frame document went into a sensitive field
 //!   (password, one-time code, payment, page-marked) or into a field nobody could identify —
-//!   their pixels may show what was typed, so no frame until the page navigates;
+//!   their pixels may show what was typed, so no frame until a new document replaces it. Once a
+//!   burst is taken for sensitive, no later reading makes it less so;
+//! - which document the main frame shows (its loader id) and how it got there. Only a *fresh*
+//!   document ends "typed since the last navigation": a navigation within the document (`#hash`,
+//!   `pushState`), one that commits nothing (a 204, a download) or one the relay cannot classify
+//!   keeps the page withheld, and a document that comes back from history (the back/forward
+//!   cache, or a history navigation whose form fields the browser refills) comes back with what
+//!   was typed into it;
 //! - when the page was last typed into — never a frame right after typing;
 //! - which kind of field had focus when (reported by the active observer's page agent) — never a
 //!   frame while a sensitive field has focus. Focus is kept as a short history because the
@@ -93,10 +100,53 @@ impl FieldKind {
     }
 }
 
+/// How a main-frame navigation started, as `Page.frameStartedNavigating` words it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NavigationKind {
+    /// A new document from the network (`differentDocument`, `reload`,
+    /// `reloadBypassingCache`): nothing typed before is in it.
+    Fresh,
+    /// A history traversal or a session restore to another document
+    /// (`historyDifferentDocument`, `restore`, `restoreWithPost`): the browser may refill its
+    /// form fields with what was typed into them.
+    History,
+    /// Within the document (`sameDocument`, `historySameDocument`): nothing is replaced.
+    SameDocument,
+}
+
+impl NavigationKind {
+    /// The kind of a `navigationType` word; `None` for words this relay does not know (which
+    /// then count as unclassified: the page stays withheld).
+    pub fn parse(word: &str) -> Option<NavigationKind> {
+        Some(match word {
+            "differentDocument" | "reload" | "reloadBypassingCache" => NavigationKind::Fresh,
+            "historyDifferentDocument" | "restore" | "restoreWithPost" => NavigationKind::History,
+            "sameDocument" | "historySameDocument" => NavigationKind::SameDocument,
+            _ => return None,
+        })
+    }
+}
+
+/// A report that the main frame committed a document (identified by its loader id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commit {
+    /// `Page.frameNavigated` for the main frame; `bfcache` when its `type` is
+    /// `BackForwardCacheRestore`. How the navigation started (see
+    /// [`CapturePolicy::navigation_started`]) tells a fresh document from one out of history.
+    FrameNavigated { bfcache: bool },
+    /// The reply to `Page.navigate` named a loader and no error: a fresh document committed
+    /// (a navigation within the document names none; a 204 or a download carries an error).
+    NavigateReply,
+}
+
 /// Bound on pages tracked; past it, an untracked page is withheld (more, never less).
 const MAX_TRACKED: usize = 16 * 1024;
 /// Bursts remembered per page between navigations; past it, the page stays withheld.
 const MAX_BURSTS: usize = 1024;
+/// Documents remembered per page after it left them (for a return from history).
+const MAX_LEFT: usize = 16;
+/// Navigation starts remembered per page until their commit.
+const MAX_STARTED: usize = 16;
 
 /// How long after the last keystroke a page counts as "just typed into". By default, 1 s.
 pub const DEFAULT_QUIET_AFTER_TYPING: Duration = Duration::from_secs(1);
@@ -108,10 +158,33 @@ const FOCUS_HISTORY: usize = 32;
 /// renderer and the socket): it also counts for a question about this much earlier.
 const FOCUS_SLACK: Duration = Duration::from_millis(10);
 
+/// The main frame's current document.
+struct Doc {
+    loader: String,
+    /// A fresh document (confirmed), as opposed to one out of history or unclassified.
+    fresh: bool,
+    /// The earliest report of its commit.
+    at: SystemTime,
+}
+
+/// A document the page left, kept in case history brings it back.
+struct Left {
+    /// Its loader id, when the commit that showed it was reported.
+    loader: Option<String>,
+    /// When the page left it.
+    until: SystemTime,
+    /// Frames of it must be withheld (what was typed into it is still in it).
+    withheld: bool,
+    /// Bursts typed into it, so a kind read back late still reaches it.
+    bursts: HashSet<u64>,
+}
+
 #[derive(Default)]
 struct Page {
-    /// Bursts since the last navigation that went to a sensitive or unidentified field.
+    /// Bursts in the current document that went to a sensitive or unidentified field.
     withholding: HashSet<u64>,
+    /// Bursts once taken for sensitive: no later reading lets them go.
+    sensitive: HashSet<u64>,
     /// More bursts than [`MAX_BURSTS`] were withholding: until navigation, always withhold.
     overflowed: bool,
     last_typed: Option<SystemTime>,
@@ -120,10 +193,20 @@ struct Page {
     typed: HashMap<u64, SystemTime>,
     /// More bursts than [`MAX_BURSTS`]: which document a burst went to is no longer known.
     typed_overflowed: bool,
-    /// The latest main-frame navigation reported. Producers report it at different moments
-    /// (the passive observer from the client's traffic, the active one from its own session):
+    /// The latest main-frame commit reported. Producers report it at different moments (the
+    /// passive observer from the client's traffic, the active one from its own session):
     /// typing stamped before it went to the document it replaced.
     navigated_at: Option<SystemTime>,
+    doc: Option<Doc>,
+    /// The current document came back from history (or could not be classified) while a
+    /// document of this page was withheld: withheld until a fresh document replaces it.
+    restored: bool,
+    /// Documents left, oldest first.
+    left: VecDeque<Left>,
+    /// A withheld document was forgotten from `left`.
+    left_forgot_withheld: bool,
+    /// Recent navigation starts: (loader id, kind).
+    started: VecDeque<(String, Option<NavigationKind>)>,
     /// (reported at, what had focus), oldest first.
     focus: VecDeque<(SystemTime, Option<FieldKind>)>,
     /// Older reports were forgotten: before the first kept one, focus is that one's.
@@ -131,12 +214,86 @@ struct Page {
 }
 
 impl Page {
-    /// See [`CapturePolicy::navigated`].
-    fn navigated(&mut self, at: SystemTime) {
+    fn withheld(&self) -> bool {
+        self.overflowed || self.restored || !self.withholding.is_empty()
+    }
+
+    /// The main frame committed document `loader` at `at`, fresh or not.
+    fn committed(&mut self, loader: &str, fresh: Option<bool>, at: SystemTime) {
+        if let Some(doc) = self.doc.as_mut().filter(|d| d.loader == loader) {
+            // Another report of the current document (a second producer, the reply after
+            // the event): it may confirm a fresh document the first could not classify.
+            let first = doc.at.min(at);
+            doc.at = first;
+            let confirmed = fresh == Some(true) && !doc.fresh;
+            doc.fresh |= confirmed;
+            if confirmed {
+                self.restored = false;
+                self.clear_before(first);
+            }
+            return;
+        }
+        let fresh = fresh.unwrap_or(false);
+        self.leave(at);
+        let back = if fresh {
+            false
+        } else {
+            // Out of history, or unclassified: it holds what it held when the page left it; an
+            // unknown document may be any of them.
+            match self
+                .left
+                .iter()
+                .rev()
+                .find(|l| l.loader.as_deref() == Some(loader))
+            {
+                Some(l) => l.withheld,
+                None => self.left_forgot_withheld || self.left.iter().any(|l| l.withheld),
+            }
+        };
+        self.restored = back;
+        self.doc = Some(Doc {
+            loader: loader.to_owned(),
+            fresh,
+            at,
+        });
         self.navigated_at = Some(self.navigated_at.map_or(at, |n| n.max(at)));
+        self.clear_before(at);
+    }
+
+    /// Remembers the document being left at `at`, with what was typed into it before then.
+    fn leave(&mut self, at: SystemTime) {
+        let before = |t: &SystemTime| *t < at;
+        let bursts: HashSet<u64> = self
+            .typed
+            .iter()
+            .filter(|(_, t)| before(t))
+            .map(|(b, _)| *b)
+            .collect();
+        let withheld = self.overflowed
+            || self.restored
+            || self
+                .withholding
+                .iter()
+                .any(|b| self.typed_overflowed || bursts.contains(b));
+        if self.left.len() == MAX_LEFT {
+            if let Some(old) = self.left.pop_front() {
+                self.left_forgot_withheld |= old.withheld;
+            }
+        }
+        self.left.push_back(Left {
+            loader: self.doc.as_ref().map(|d| d.loader.clone()),
+            until: at,
+            withheld,
+            bursts,
+        });
+    }
+
+    /// Forgets what was typed before `at`: it went to the document the page left. Typing after
+    /// `at` stays (a second producer may report the same commit late).
+    fn clear_before(&mut self, at: SystemTime) {
         if self.last_typed.is_none_or(|t| t < at) {
-            // Everything typed was before: the page starts clean.
             self.withholding.clear();
+            self.sensitive.clear();
             self.overflowed = false;
             self.typed.clear();
             self.typed_overflowed = false;
@@ -147,18 +304,35 @@ impl Page {
         if !self.typed_overflowed {
             // Without an overflow every burst is in `typed`: keep those typed after `at`.
             let Page {
-                typed, withholding, ..
+                typed,
+                withholding,
+                sensitive,
+                ..
             } = self;
             withholding.retain(|b| typed.contains_key(b));
+            sensitive.retain(|b| typed.contains_key(b));
         }
     }
 
-    fn withhold(&mut self, burst: u64) {
+    fn withhold(&mut self, burst: u64, kind: FieldKind) {
+        if kind.is_sensitive() && self.sensitive.len() < MAX_BURSTS {
+            self.sensitive.insert(burst);
+        }
         if self.withholding.len() < MAX_BURSTS {
             self.withholding.insert(burst);
         } else {
             self.overflowed = true;
         }
+    }
+
+    /// A document the page has left, into which `burst` (or typing at `at`) went.
+    fn left_with(&mut self, burst: u64, at: Option<SystemTime>) -> Option<&mut Left> {
+        let by_burst = self.left.iter().rposition(|l| l.bursts.contains(&burst));
+        let i = by_burst.or_else(|| {
+            let at = at?;
+            self.left.iter().position(|l| at < l.until)
+        })?;
+        self.left.get_mut(i)
     }
 
     /// What had focus at `at`, as reported.
@@ -218,7 +392,12 @@ impl CapturePolicy {
     pub fn typed_into(&self, target: &str, burst: u64, kind: FieldKind, at: SystemTime) {
         self.with_page(target, |p| {
             if p.navigated_at.is_some_and(|n| at < n) {
-                // Typed into the document a navigation already replaced.
+                // Typed into the document a commit already replaced: that document keeps it,
+                // should history bring it back.
+                if let Some(l) = p.left_with(burst, Some(at)) {
+                    l.bursts.insert(burst);
+                    l.withheld |= kind.withholds_until_navigation();
+                }
                 return;
             }
             if p.typed.len() < MAX_BURSTS || p.typed.contains_key(&burst) {
@@ -229,30 +408,72 @@ impl CapturePolicy {
             }
             p.last_typed = Some(p.last_typed.map_or(at, |t| t.max(at)));
             if kind.withholds_until_navigation() {
-                p.withhold(burst);
+                p.withhold(burst, kind);
             }
         });
     }
 
     /// The field burst `burst` went to is now known to be `kind` (read back by the page agent).
-    /// A burst of a document the page has since navigated away from changes nothing.
+    /// A burst taken for sensitive stays so, whatever the reading says; a burst of a document
+    /// the page has left changes that document only.
     pub fn burst_kind(&self, target: &str, burst: u64, kind: FieldKind) {
         self.with_page(target, |p| {
             if !p.typed.contains_key(&burst) && !p.typed_overflowed {
+                if kind.withholds_until_navigation() {
+                    if let Some(l) = p.left_with(burst, None) {
+                        l.withheld = true;
+                    }
+                }
                 return;
             }
             if kind.withholds_until_navigation() {
-                p.withhold(burst);
-            } else {
+                p.withhold(burst, kind);
+            } else if !p.sensitive.contains(&burst) {
                 p.withholding.remove(&burst);
             }
         });
     }
 
-    /// `target`'s main frame navigated at `at`: what was typed before it is gone from its
-    /// pixels. Typing after `at` stays (a second producer may report the same navigation late).
-    pub fn navigated(&self, target: &str, at: SystemTime) {
-        self.with_page(target, |p| p.navigated(at));
+    /// A main-frame navigation of `target` started that will commit document `loader` (from
+    /// `Page.frameStartedNavigating`; `kind` is `None` for a word this relay does not know).
+    pub fn navigation_started(&self, target: &str, loader: &str, kind: Option<NavigationKind>) {
+        if loader.is_empty() {
+            return;
+        }
+        self.with_page(target, |p| {
+            if p.started.iter().any(|(l, _)| l == loader) {
+                return;
+            }
+            if p.started.len() == MAX_STARTED {
+                p.started.pop_front();
+            }
+            p.started.push_back((loader.to_owned(), kind));
+        });
+    }
+
+    /// `target`'s main frame committed document `loader` at `at`. Only a fresh document ends
+    /// what was typed before `at`; typing after `at` stays (a second producer may report the
+    /// same commit late), and another report of the current document changes nothing unless it
+    /// confirms a document the first report could not classify as fresh.
+    pub fn committed(&self, target: &str, loader: &str, commit: Commit, at: SystemTime) {
+        if loader.is_empty() {
+            return;
+        }
+        self.with_page(target, |p| {
+            let fresh = match commit {
+                Commit::NavigateReply => Some(true),
+                Commit::FrameNavigated { bfcache: true } => Some(false),
+                Commit::FrameNavigated { bfcache: false } => {
+                    match p.started.iter().find(|(l, _)| l == loader).map(|(_, k)| *k) {
+                        Some(Some(NavigationKind::Fresh)) => Some(true),
+                        Some(Some(NavigationKind::History)) => Some(false),
+                        // Unclassified: keep withholding, unless a reply confirms it later.
+                        Some(Some(NavigationKind::SameDocument) | None) | None => None,
+                    }
+                }
+            };
+            p.committed(loader, fresh, at);
+        });
     }
 
     /// What has focus in `target` since `at` (`None`: unknown).
@@ -296,7 +517,7 @@ impl CapturePolicy {
                 Ok(())
             };
         };
-        if p.overflowed || !p.withholding.is_empty() {
+        if p.withheld() {
             return Err(Withheld::TypedSinceNavigation);
         }
         let sensitive = |t| p.focus_at(t).is_some_and(FieldKind::is_sensitive);
@@ -322,137 +543,4 @@ impl CapturePolicy {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const TEXT: FieldKind = FieldKind::Input(InputType::Text);
-    const UNKNOWN: FieldKind = FieldKind::Input(InputType::Unknown);
-    const PASSWORD: FieldKind = FieldKind::Input(InputType::Password);
-
-    fn t(ms: u64) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms)
-    }
-
-    #[test]
-    fn sensitive_or_unidentified_typing_withholds_until_navigation() {
-        let p = CapturePolicy::new(true);
-        assert_eq!(p.verdict_at("T1", t(0)), Ok(()));
-        p.typed_into("T1", 1, UNKNOWN, t(0));
-        assert_eq!(
-            p.verdict_at("T1", t(60_000)),
-            Err(Withheld::TypedSinceNavigation)
-        );
-        assert_eq!(p.verdict_at("T2", t(0)), Ok(()));
-        p.navigated("T1", t(1));
-        assert_eq!(p.verdict_at("T1", t(60_000)), Ok(()));
-        p.typed_into("T1", 2, PASSWORD, t(70_000));
-        assert_eq!(
-            p.verdict_at("T1", t(99_000)),
-            Err(Withheld::TypedSinceNavigation)
-        );
-        let off = CapturePolicy::new(false);
-        assert_eq!(off.verdict("T1"), Err(Withheld::ScreenshotsOff));
-    }
-
-    #[test]
-    fn ordinary_typing_withholds_only_right_after() {
-        let p = CapturePolicy::new(true);
-        p.typed_into("T1", 1, TEXT, t(0));
-        assert_eq!(p.verdict_at("T1", t(500)), Err(Withheld::JustTyped));
-        assert_eq!(p.quiet_until("T1", t(500)), Some(t(1000)));
-        assert_eq!(p.verdict_at("T1", t(1000)), Ok(()));
-        assert_eq!(p.quiet_until("T1", t(1000)), None);
-        // An unidentified burst later found to be a text field stops withholding.
-        p.typed_into("T1", 2, UNKNOWN, t(2000));
-        assert_eq!(
-            p.verdict_at("T1", t(9000)),
-            Err(Withheld::TypedSinceNavigation)
-        );
-        p.burst_kind("T1", 2, TEXT);
-        assert_eq!(p.verdict_at("T1", t(9000)), Ok(()));
-    }
-
-    #[test]
-    fn a_kind_read_back_after_a_navigation_leaves_the_new_document_alone() {
-        let p = CapturePolicy::new(true);
-        p.typed_into("T1", 1, TEXT, t(0));
-        p.navigated("T1", t(100));
-        // The page agent's reading arrives after the page moved on: it was a password field.
-        p.burst_kind("T1", 1, PASSWORD);
-        assert_eq!(p.verdict_at("T1", t(5000)), Ok(()));
-        // Read back before the navigation, it withholds until then.
-        p.typed_into("T1", 2, TEXT, t(6000));
-        p.burst_kind("T1", 2, PASSWORD);
-        assert_eq!(
-            p.verdict_at("T1", t(9000)),
-            Err(Withheld::TypedSinceNavigation)
-        );
-    }
-
-    #[test]
-    fn navigations_and_typing_reported_out_of_order_keep_each_to_its_document() {
-        // Typing stamped before a navigation that was reported first: the old document's.
-        let p = CapturePolicy::new(true);
-        p.navigated("T1", t(100));
-        p.typed_into("T1", 1, PASSWORD, t(50));
-        assert_eq!(p.verdict_at("T1", t(5000)), Ok(()));
-        assert_eq!(p.quiet_until("T1", t(60)), None);
-        // A second producer reporting the same navigation late keeps the typing after it.
-        p.typed_into("T1", 2, PASSWORD, t(200));
-        p.navigated("T1", t(100));
-        assert_eq!(
-            p.verdict_at("T1", t(5000)),
-            Err(Withheld::TypedSinceNavigation)
-        );
-        assert_eq!(p.quiet_until("T1", t(300)), Some(t(1200)));
-        // The next navigation clears it.
-        p.navigated("T1", t(6000));
-        assert_eq!(p.verdict_at("T1", t(7000)), Ok(()));
-    }
-
-    #[test]
-    fn sensitive_focus_withholds_while_it_lasts() {
-        let p = CapturePolicy::new(true);
-        p.focused_at("T1", Some(FieldKind::Input(InputType::OneTimeCode)), t(0));
-        assert_eq!(p.verdict_at("T1", t(0)), Err(Withheld::SensitiveFocus));
-        p.focused_at("T1", Some(FieldKind::Marked), t(100));
-        assert_eq!(p.verdict_at("T1", t(100)), Err(Withheld::SensitiveFocus));
-        p.focused_at("T1", Some(FieldKind::NotEditable), t(200));
-        assert_eq!(p.verdict_at("T1", t(200)), Ok(()));
-        assert_eq!(
-            p.focused_kind_at("T1", t(200)),
-            Some(FieldKind::NotEditable)
-        );
-    }
-
-    #[test]
-    fn a_late_question_gets_the_focus_of_its_moment_and_a_report_just_after_counts() {
-        // The passive observer asks about a screenshot at t(0) after focus moved on at t(50).
-        let p = CapturePolicy::new(true);
-        p.focused_at("T1", Some(FieldKind::NotEditable), t(0));
-        p.focused_at("T1", Some(PASSWORD), t(50));
-        p.focused_at("T1", None, t(90));
-        assert_eq!(p.verdict_at("T1", t(0)), Ok(()));
-        assert_eq!(p.verdict_at("T1", t(60)), Err(Withheld::SensitiveFocus));
-        assert_eq!(p.focused_kind_at("T1", t(60)), Some(PASSWORD));
-        assert_eq!(p.verdict_at("T1", t(95)), Ok(()));
-        // A report arriving within the slack after the question still withholds.
-        assert_eq!(p.verdict_at("T1", t(45)), Err(Withheld::SensitiveFocus));
-        assert_eq!(p.focused_kind_at("T1", t(45)), Some(PASSWORD));
-        // Before any report: unknown.
-        assert_eq!(p.focused_kind_at("T1", t(0) - Duration::from_secs(1)), None);
-    }
-
-    #[test]
-    fn a_forgotten_history_answers_with_its_oldest_kept_report() {
-        let p = CapturePolicy::new(true);
-        p.focused_at("T1", Some(PASSWORD), t(0));
-        for i in 1..=FOCUS_HISTORY as u64 {
-            p.focused_at("T1", Some(TEXT), t(1000 + i));
-        }
-        // The password report is gone; a question about t(10) gets the oldest kept one, not
-        // "unknown".
-        assert_eq!(p.focused_kind_at("T1", t(10)), Some(TEXT));
-        assert_eq!(p.verdict_at("T1", t(5000)), Ok(()));
-    }
-}
+mod tests;

@@ -1,31 +1,54 @@
-// The relay's page agent. Runs in an isolated world of every page the active observer attaches
+// The relay's page agent. Runs in an isolated world of every frame the active observer attaches
 // to (never in the page's own world: page scripts cannot see or call it). It
 //
-//  - reports which kind of field has focus (a word, never a value) through a binding that
-//    exists only in this world;
-//  - keeps, per run of trusted insertions into one element, the element, its value before the
-//    first insertion, the selection then, and the inserted data — in this page's memory only;
-//  - answers verify(literal): did the typed literal land in the field the burst started in?
-//    The literal arrives as a call argument from the relay; the answer is a reason word and
-//    counts, never characters.
+//  - classifies fields (the one place the relay does: docs/security.md, "How fields are
+//    classified") and reports which kind of field has focus (a word, never a value) through a
+//    binding that exists only in this world. A field once seen sensitive stays so for the life
+//    of the document;
+//  - keeps, per segment of trusted insertions into one element, the element, when, its value
+//    before the first insertion, the selection then, and the inserted data — in this page's
+//    memory only, and for a sensitive field nothing but a count;
+//  - answers verify(literal, window): did the text typed in that time window land in the field
+//    it was meant for? The literal arrives as a call argument from the relay; the answer is a
+//    reason word and counts, never characters.
 //
 // It never changes the page, never cancels or dispatches an event, and never sends anything but
-// field-kind words over its binding.
+// field-kind words over its binding. Agents of same-origin child frames report through the top
+// frame's agent, which reads their segments too.
 (() => {
   'use strict';
   const BINDING = '__cdpRelayObserve';
   if (globalThis.__cdpRelayAgent) return;
   const binding = globalThis[BINDING];
+  let isTop = false;
+  try {
+    isTop = window.top === window;
+  } catch (_) {
+    isTop = false;
+  }
   const send = (o) => {
+    if (!isTop) return;
     try {
       if (typeof binding === 'function') binding(JSON.stringify(o));
     } catch (_) {
       // The relay went away: nothing to report to.
     }
   };
-  const installedAt = performance.now();
-  const MAX_SESSIONS = 64;
+  // Wall-clock milliseconds, with their fraction: the relay's burst times are on the same
+  // clock, and so are the other frames' agents (each document's performance.now() has its own
+  // origin, hence the sum).
+  const now = () => performance.timeOrigin + performance.now();
+  const installedAt = now();
+  const MAX_SEGMENTS = 512;
   const MAX_DATA = 8192;
+  const MAX_BEFORE = 65536;
+  // Insertions into one element further apart than this start a new segment, so two typing
+  // steps into one field can be told apart.
+  const SEGMENT_GAP = 100;
+  const FOCUS_LOG = 64;
+  // An expando on the element's wrapper in this isolated world: invisible to page scripts,
+  // shared by the agents of same-origin frames (same world).
+  const STICKY = '__cdpRelaySensitive';
 
   const deepActive = (doc) => {
     let el = doc.activeElement;
@@ -33,17 +56,111 @@
     return el;
   };
 
-  const attr = (el, name) => String((el.getAttribute && el.getAttribute(name)) || '').toLowerCase();
-  const OTP_NAME = /(^|[^a-z])(otp|totp|mfa|2fa|one[-_ ]?time|passcode|verification[-_ ]?code|auth[-_ ]?code)([^a-z]|$)/i;
-  const PAY_NAME = /(card[-_ ]?num|cc[-_ ]?(num|number|csc|cvc|cvv|exp)|cvc|cvv|csc|security[-_ ]?code|card[-_ ]?exp|card[-_ ]?code)/i;
+  // ---- How fields are classified -------------------------------------------------------
+  // Every signal a page gives is read: the type (and a type that changes), autocomplete, name,
+  // id, the text of its <label>s, aria-label, aria-labelledby, placeholder, title, inputmode,
+  // maxlength, and a row of one-character boxes. The words are matched in the signals'
+  // lower-cased text split into words ("cardNumber", "card_number" → "card number"): phrases
+  // anywhere, short words only whole.
+  const PASSWORD_PHRASES = [
+    'password', 'passwort', 'passwd', 'passphrase', 'kennwort', 'mot de passe', 'contraseña',
+    'contrasena', 'senha', 'wachtwoord', 'lösenord', 'losenord', 'passord', 'adgangskode',
+    'salasana', 'hasło', 'haslo', 'heslo', 'jelszó', 'şifre', 'sifre', 'пароль', 'パスワード',
+    '密码', '密碼', '비밀번호', 'كلمة المرور', 'סיסמה',
+  ];
+  const PASSWORD_WORDS = ['pwd', 'pw', 'pin', 'pass', 'secret'];
+  const CODE_PHRASES = [
+    'one time', 'onetime', 'passcode', 'verification code', 'verify code', 'auth code',
+    'authentication code', 'authenticator', 'confirmation code', 'sms code', 'security key',
+    'two factor', 'twofactor', '2 step', 'two step', 'recovery code', 'backup code',
+    'bestätigungscode', 'einmalcode', 'code de vérification', 'code de confirmation',
+    'código de verificación', 'codigo de verificacion', 'código de verificação',
+    'codice di verifica', 'verificatiecode', 'verifieringskod', 'код подтверждения',
+    '認証コード', '验证码', '驗證碼', '인증번호',
+  ];
+  const CODE_WORDS = ['otp', 'totp', 'hotp', 'mfa', '2fa', 'tan', 'digit', 'digits'];
+  const PAYMENT_PHRASES = [
+    'card number', 'cardnumber', 'credit card', 'debit card', 'card no', 'ccnum', 'cc num',
+    'cc number', 'card verification', 'security code', 'card code', 'card exp', 'expiry date',
+    'expiration date', 'mm yy', 'kartennummer', 'kreditkarte', 'prüfziffer',
+    'numéro de carte', 'numero de carte', 'cryptogramme', 'número de tarjeta',
+    'numero de tarjeta', 'número do cartão', 'numero do cartao', 'numero della carta',
+    'kaartnummer', 'kortnummer', 'номер карты', 'カード番号', '卡号', '카드번호',
+  ];
+  const PAYMENT_WORDS = ['cvc', 'cvv', 'cvv2', 'cvc2', 'csc', 'cvn', 'ccv', 'iban'];
   const MARKED =
     '[data-sensitive]:not([data-sensitive="false"]),[data-private]:not([data-private="false"]),[data-cdp-relay-sensitive]';
   const TEXTUAL = new Set(['text', 'email', 'tel', 'number', 'search', 'url']);
   const NOT_TYPED = new Set(['checkbox', 'radio', 'button', 'submit', 'reset', 'image', 'file', 'range', 'color', 'hidden']);
+  const SENSITIVE = new Set(['password', 'one-time-code', 'payment', 'marked', 'frame']);
+  const SIGNAL_CHARS = 200;
+
+  const attr = (el, name) => String((el.getAttribute && el.getAttribute(name)) || '');
+  const words = (text) =>
+    ` ${String(text)
+      .replace(/([a-z])([A-Z])/g, '$1 $2')
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}]+/gu, ' ')
+      .trim()} `;
+  const says = (text, phrases, whole) =>
+    phrases.some((p) => text.includes(p)) || whole.some((w) => text.includes(` ${w} `));
+  const textOf = (el) => String((el && el.textContent) || '').slice(0, SIGNAL_CHARS);
+  const signals = (el) => {
+    const parts = ['name', 'id', 'aria-label', 'placeholder', 'title', 'autocomplete'].map((a) =>
+      attr(el, a).slice(0, SIGNAL_CHARS),
+    );
+    try {
+      for (const l of Array.from(el.labels || []).slice(0, 4)) parts.push(textOf(l));
+    } catch (_) {
+      // No labels on this element.
+    }
+    const root = el.getRootNode ? el.getRootNode() : document;
+    for (const id of attr(el, 'aria-labelledby').split(/\s+/).filter(Boolean).slice(0, 4)) {
+      const l = (root.getElementById && root.getElementById(id)) || document.getElementById(id);
+      parts.push(textOf(l));
+    }
+    return words(parts.join(' '));
+  };
+  // A row of one-character boxes (a code entered a digit at a time).
+  const oneCharRow = (el) => {
+    if (el.tagName !== 'INPUT' || el.maxLength !== 1) return false;
+    let box = el.parentElement;
+    for (let depth = 0; box && depth < 3; depth += 1, box = box.parentElement) {
+      const inputs = box.querySelectorAll('input');
+      if (inputs.length > 64) return false;
+      let n = 0;
+      for (const i of inputs) if (i.maxLength === 1 && TEXTUAL.has(String(i.type || 'text'))) n += 1;
+      if (n >= 4) return true;
+    }
+    return false;
+  };
+  // A short numeric field named a code ("Enter the code", maxlength 6, inputmode numeric).
+  const numericCode = (el, text, type) => {
+    if (!text.includes(' code ') && !text.includes(' pin ')) return false;
+    const numeric = attr(el, 'inputmode') === 'numeric' || type === 'number' || type === 'tel' || /^\[?\\d|^\[0-9\]/.test(attr(el, 'pattern'));
+    const n = el.maxLength;
+    return numeric && n >= 3 && n <= 10;
+  };
+  const classify = (el, tag) => {
+    if (el.closest && el.closest(MARKED)) return 'marked';
+    const type = tag === 'INPUT' ? String(el.type || 'text').toLowerCase() : '';
+    const ac = ` ${attr(el, 'autocomplete').toLowerCase()} `;
+    if (type === 'password' || ac.includes(' current-password ') || ac.includes(' new-password ')) return 'password';
+    if (ac.includes(' one-time-code ')) return 'one-time-code';
+    if (/ cc-/.test(ac)) return 'payment';
+    const text = signals(el);
+    if (says(text, PASSWORD_PHRASES, PASSWORD_WORDS)) return 'password';
+    if (says(text, CODE_PHRASES, CODE_WORDS) || oneCharRow(el) || numericCode(el, text, type)) return 'one-time-code';
+    if (says(text, PAYMENT_PHRASES, PAYMENT_WORDS)) return 'payment';
+    if (tag === 'TEXTAREA') return 'textarea';
+    if (tag !== 'INPUT') return 'text';
+    return TEXTUAL.has(type) ? type : 'text';
+  };
 
   // A word for the kind of an element: what typing steps record and what the capture veto reads.
   const kindOf = (el) => {
     if (!el || el === document.body || el === document.documentElement) return 'none';
+    if (el[STICKY]) return el[STICKY];
     const tag = el.tagName;
     if (tag === 'IFRAME' || tag === 'FRAME') {
       try {
@@ -55,26 +172,37 @@
     }
     const editable = tag === 'INPUT' || tag === 'TEXTAREA' || el.isContentEditable;
     if (!editable) return 'none';
+    if (tag === 'INPUT' && NOT_TYPED.has(String(el.type || 'text').toLowerCase())) return 'none';
+    let kind;
     try {
-      if (el.closest && el.closest(MARKED)) return 'marked';
+      kind = classify(el, tag);
     } catch (_) {
-      // closest() on an exotic node: fall through.
+      kind = 'unknown';
     }
-    const type = tag === 'INPUT' ? String(el.type || 'text').toLowerCase() : '';
-    if (tag === 'INPUT' && NOT_TYPED.has(type)) return 'none';
-    const ac = attr(el, 'autocomplete');
-    const names = `${attr(el, 'name')} ${attr(el, 'id')} ${attr(el, 'aria-label')}`;
-    if (type === 'password' || /(^|\s)(current|new)-password(\s|$)/.test(ac)) return 'password';
-    if (/(^|\s)one-time-code(\s|$)/.test(ac) || OTP_NAME.test(names)) return 'one-time-code';
-    if (/(^|\s)cc-/.test(ac) || PAY_NAME.test(names)) return 'payment';
-    if (tag === 'TEXTAREA') return 'textarea';
-    if (tag !== 'INPUT') return 'text';
-    return TEXTUAL.has(type) ? type : 'text';
+    if (SENSITIVE.has(kind)) {
+      try {
+        el[STICKY] = kind;
+      } catch (_) {
+        // A frozen wrapper: it is classified again next time, the same way.
+      }
+    }
+    return kind;
   };
-  const SENSITIVE = new Set(['password', 'one-time-code', 'payment', 'marked', 'frame']);
+  const editable = (el) =>
+    !!el && (el.tagName === 'TEXTAREA' || el.isContentEditable || (el.tagName === 'INPUT' && !NOT_TYPED.has(String(el.type || 'text').toLowerCase())));
 
   let lastFocus = null;
   const reportFocus = () => {
+    if (!isTop) {
+      // The top frame's agent reads into this frame and reports for the page.
+      try {
+        const up = window.parent.__cdpRelayAgent;
+        if (up) up.refocus();
+      } catch (_) {
+        // A cross-origin parent reports this frame as unreadable on its own.
+      }
+      return;
+    }
     let kind;
     try {
       kind = kindOf(deepActive(document));
@@ -103,10 +231,51 @@
       return null;
     }
   };
+  const chars = (s) => Array.from(s).length;
 
-  // Runs of trusted insertions, oldest first; `open` is the run still being typed into.
+  // Segments of trusted insertions, oldest first; `open` is the one still being typed into.
   const log = [];
   let open = null;
+  // Focus changes, oldest first: { el, t, via } where `via` is a field focus bounced off.
+  const focusLog = [];
+  const state = { log, focusLog, installedAt };
+
+  // A field that became sensitive keeps nothing of what was typed into it.
+  const scrub = (el, kind) => {
+    for (const s of log) {
+      if (s.el === el && !SENSITIVE.has(s.kind)) {
+        s.kind = kind;
+        s.data = '';
+        s.before = null;
+      }
+    }
+  };
+
+  // The field whose focus or focusin event is being dispatched: focus that moves on before the
+  // page's own handlers of that event have returned was bounced off it. A listener added to
+  // the field while the event is still on its way runs after the page's own.
+  let dispatching = null;
+  const arriving = (type) => (e) => {
+    const el = (e.composedPath && e.composedPath()[0]) || e.target;
+    if (!el || !el.tagName) return;
+    const via = dispatching && dispatching !== el && editable(dispatching) ? dispatching : null;
+    dispatching = el;
+    const done = () => {
+      if (dispatching === el) dispatching = null;
+    };
+    try {
+      el.addEventListener(type, done, { once: true });
+    } catch (_) {
+      done();
+    }
+    if (type === 'focus' || via) {
+      focusLog.push({ el, t: now(), via });
+      if (focusLog.length > FOCUS_LOG) focusLog.shift();
+    }
+  };
+  addEventListener('focus', arriving('focus'), true);
+  addEventListener('focusin', arriving('focusin'), true);
+
   addEventListener(
     'beforeinput',
     (e) => {
@@ -120,28 +289,45 @@
       let data = e.data;
       if (data == null && e.dataTransfer) data = e.dataTransfer.getData('text/plain');
       if (!data) return;
-      if (!open || open.done || open.el !== el) {
-        const kind = kindOf(el);
-        // Programmatic focus in a page without window focus fires no focusin: say it now.
-        if (kind !== lastFocus) {
-          lastFocus = kind;
-          send({ t: 'focus', kind });
-        }
-        // Nothing of a sensitive field is kept: not its value, not what is typed, only a count.
-        const secret = SENSITIVE.has(kind);
-        const before = secret ? null : valueOf(el);
+      const t = now();
+      const kind = kindOf(el);
+      // Programmatic focus in a page without window focus fires no focusin: say it now.
+      if (kind !== lastFocus) reportFocus();
+      const secret = SENSITIVE.has(kind);
+      if (secret) scrub(el, kind);
+      if (!open || open.done || open.el !== el || open.kind !== kind || t - open.t1 > SEGMENT_GAP) {
+        const v = secret ? null : valueOf(el);
+        const before = v != null && v.length <= MAX_BEFORE ? v : null;
         const sel = secret || el.isContentEditable ? null : selection(el);
-        open = { el, kind, before, sel, data: '', count: 0, done: false };
+        open = { el, kind, t0: t, t1: t, before, sel, data: '', count: 0, cut: false, done: false, owner: state };
         log.push(open);
-        if (log.length > MAX_SESSIONS) log.shift().done = true;
+        if (log.length > MAX_SEGMENTS) log.shift().done = true;
       }
+      open.t1 = t;
       open.count += chars(data);
-      if (!SENSITIVE.has(open.kind) && open.data.length + data.length <= MAX_DATA) open.data += data;
+      if (secret) return;
+      if (open.data.length + data.length <= MAX_DATA) open.data += data;
+      else open.cut = true;
     },
     true,
   );
 
-  const chars = (s) => Array.from(s).length;
+  // A field whose type changes (to password after a few characters, back to text to reveal
+  // it) is classified again at once: once sensitive, it stays so.
+  try {
+    new MutationObserver((records) => {
+      for (const r of records) {
+        const el = r.target;
+        if (!el || (el.tagName !== 'INPUT' && el.tagName !== 'TEXTAREA')) continue;
+        const kind = kindOf(el);
+        if (SENSITIVE.has(kind)) scrub(el, kind);
+        if (el === deepActive(document)) reportFocus();
+      }
+    }).observe(document, { subtree: true, attributes: true, attributeFilter: ['type', 'autocomplete', 'name', 'aria-label'] });
+  } catch (_) {
+    // No document element yet to observe: focus and insertions still classify.
+  }
+
   const count = (hay, needle) => {
     if (!needle) return 0;
     let n = 0;
@@ -166,15 +352,15 @@
     return { removed: before.slice(p, before.length - s), inserted: after.slice(p, after.length - s) };
   };
 
-  // The verdict for one element that received all of `literal`.
-  const judge = (run, literal) => {
+  // The verdict for one element that received all of `literal`, starting with segment `first`;
+  // `after` is its value right after (before the next typing into it), or its value now.
+  const judge = (first, literal, after) => {
     const n = chars(literal);
-    const el = run.el;
-    const kind = run.kind;
+    const el = first.el;
+    const kind = first.kind;
     if (SENSITIVE.has(kind)) return { reason: 'sensitive-field', kind, expected: n };
     if (!el.isConnected) return { reason: 'detached', kind, expected: n };
-    const before = run.before;
-    const after = valueOf(el);
+    const before = first.before;
     if (before == null || after == null) return { reason: 'rich-text', kind, expected: n };
     const grew = chars(after) - chars(before);
     const out = (reason) => ({ reason, kind, expected: n, grew });
@@ -185,7 +371,7 @@
       if (d.removed === '' && chars(d.inserted) < n && isSubsequence(d.inserted, literal)) return out('dropped-characters');
       return out('rich-text');
     }
-    const sel = run.sel;
+    const sel = first.sel;
     const expected = sel
       ? [before.slice(0, sel[0]) + literal + before.slice(sel[1])]
       : [before + literal, literal, literal + before];
@@ -200,17 +386,99 @@
     return out('rewritten');
   };
 
-  // Runs that got their reading leave the log.
-  const settle = (runs) => {
-    for (const r of runs) {
-      r.done = true;
-      const i = log.indexOf(r);
-      if (i !== -1) log.splice(i, 1);
-      if (open === r) open = null;
+  // Segments that got their reading leave their log.
+  const settle = (segs) => {
+    for (const s of segs) {
+      s.done = true;
+      const l = s.owner.log;
+      const i = l.indexOf(s);
+      if (i !== -1) l.splice(i, 1);
+      if (open === s) open = null;
     }
   };
 
+  // This frame's state and that of same-origin frames below it (their agents run in this same
+  // world, so their logs are readable here).
+  const states = () => {
+    const out = [state];
+    const walk = (doc, depth) => {
+      if (depth > 3 || out.length > 16) return;
+      let frames = [];
+      try {
+        frames = Array.from(doc.querySelectorAll('iframe,frame'));
+      } catch (_) {
+        return;
+      }
+      for (const f of frames) {
+        try {
+          const a = f.contentWindow && f.contentWindow.__cdpRelayAgent;
+          if (!a || !a.state) continue;
+          out.push(a.state());
+          walk(f.contentDocument, depth + 1);
+        } catch (_) {
+          // Cross-origin: nothing of it is readable.
+        }
+      }
+    };
+    walk(document, 0);
+    return out;
+  };
+
+  // How much earlier than the relay's stamp of a burst's first keystroke an insertion may be
+  // seen (the relay stamps a copy after forwarding it, on a busy machine a while after). The
+  // browser answers a keystroke only after the page saw it (measured: 0.4–1.2 ms after), and
+  // the relay stamps the answer after forwarding it, so nothing of the burst comes later than
+  // its last answer: a millisecond of slack, and the next step typed at once stays out.
+  const EARLY = 250;
+  const LATE = 1;
+  // The burst's time window on this clock. On one machine the clocks agree; a browser far off
+  // (more than a second: another host) is shifted by what the call took to arrive.
+  const windowOf = (win, entered) => {
+    const skew = entered - Number(win.now);
+    const shift = Math.abs(skew) > 1000 ? skew : 0;
+    const start = Number(win.start) + shift;
+    const end = Number(win.end) + shift;
+    return { start, end, lo: start - EARLY, hi: end + LATE };
+  };
+
+  // The segments of every frame typed into within `w`, in time order, and whether typing that
+  // began before it ran on into it.
+  const within = (w) => {
+    const all = states();
+    const segs = all
+      .flatMap((s) => s.log.filter((g) => !g.done))
+      .sort((a, b) => a.t0 - b.t0);
+    return {
+      all,
+      segs,
+      inWin: segs.filter((g) => g.t0 >= w.lo && g.t0 <= w.hi),
+      straddle: segs.some((g) => g.t0 < w.lo && g.t1 >= w.lo),
+    };
+  };
+
+  // Did focus reach `first`'s field by bouncing off another field shortly before the burst?
+  const bounced = (first, w) => {
+    const fl = first.owner.focusLog;
+    for (let i = fl.length - 1; i >= 0; i -= 1) {
+      const f = fl[i];
+      if (f.t > first.t0) continue;
+      if (f.el !== first.el) return false;
+      return !!f.via && f.t >= w.lo - 1000;
+    }
+    return false;
+  };
+
   const agent = {
+    // This frame's segments and focus changes, for the top frame's agent.
+    state() {
+      return state;
+    },
+
+    // A frame below changed focus: report the page's focus again.
+    refocus() {
+      reportFocus();
+    },
+
     // The kind of field that has focus now (the capture veto's live check).
     focusKind() {
       try {
@@ -220,22 +488,33 @@
       }
     },
 
-    // Which run a burst of `n` characters typed into a field taken for a sensitive one went to:
-    // matched by count, never by content (the relay does not send a credential back).
-    uncompared(n) {
-      const i = log.findIndex((r) => !r.done && r.count === n);
-      if (i === -1) return { reason: 'sensitive-field', kind: agent.focusKind(), expected: n };
-      const run = log[i];
-      if (!SENSITIVE.has(run.kind)) {
-        // Not a sensitive field after all: left in place for a reading with the text.
-        return { reason: 'not-compared', kind: run.kind, expected: n };
+    // Which segments a burst of `n` characters typed into a field taken for a sensitive one
+    // went to, within its window: by kind and count, never by content (the relay does not send
+    // a credential back).
+    uncompared(n, win) {
+      const w = windowOf(win, now());
+      const { inWin } = within(w);
+      const secret = inWin.filter((s) => SENSITIVE.has(s.kind));
+      if (secret.length > 0) {
+        settle(secret);
+        return { reason: 'sensitive-field', kind: secret[0].kind, expected: n };
       }
-      settle([run]);
-      return { reason: 'sensitive-field', kind: run.kind, expected: n };
+      // Consecutive segments into one ordinary field, `n` characters in all: not a sensitive
+      // field after all. Left in place for a reading with the text.
+      for (let i = 0; i < inWin.length; i += 1) {
+        let total = 0;
+        for (let j = i; j < inWin.length && inWin[j].el === inWin[i].el && total < n; j += 1) {
+          total += inWin[j].count;
+        }
+        if (total === n) return { reason: 'not-compared', kind: inWin[i].kind, expected: n };
+      }
+      return { reason: 'sensitive-field', expected: n };
     },
 
-    // Did `literal` land? `sinceStartMs`: how long ago the burst started (relay's clock).
-    async verify(literal, sinceStartMs) {
+    // Did `literal`, typed in the relay's window `win` ({start, end, now}: wall-clock ms), land
+    // in the field it was meant for?
+    async verify(literal, win) {
+      const w = windowOf(win, now());
       // Let the page's own input handlers and re-renders run first.
       await new Promise((r) => setTimeout(r, 30));
       // A frame for re-renders, but a hidden page's throttled frames do not hold the reading up.
@@ -244,54 +523,78 @@
         new Promise((r) => setTimeout(r, 200)),
       ]);
       const n = chars(literal);
-      // The runs that carry the literal: the oldest run whose data starts it, and the runs
-      // right after it while their data continues it.
-      const start = log.findIndex((r) => !r.done && r.data && literal.startsWith(r.data));
-      const longer = log.findIndex((r) => !r.done && r.data.length > literal.length && r.data.startsWith(literal));
-      if (start === -1 && longer !== -1) {
-        // Typing went on into the same field before this reading: it cannot be split honestly.
-        const run = log[longer];
-        settle([run]);
-        return { reason: SENSITIVE.has(run.kind) ? 'sensitive-field' : 'rewritten', kind: run.kind, expected: n };
+      const { all, segs, inWin, straddle } = within(w);
+      const secret = inWin.filter((s) => SENSITIVE.has(s.kind));
+      if (secret.length > 0) {
+        // A sensitive field keeps no text to match: typing into one in this window stands for it.
+        settle(secret);
+        return { reason: 'sensitive-field', kind: secret[0].kind, expected: n };
       }
-      if (start === -1) {
-        // A sensitive field keeps no text to match: a run of the same length stands for it.
-        const secret = log.findIndex((r) => !r.done && SENSITIVE.has(r.kind) && r.count === n);
-        if (secret !== -1) {
-          const run = log[secret];
-          settle([run]);
-          return { reason: 'sensitive-field', kind: run.kind, expected: n };
+      // Every run of consecutive segments in the window that spells the literal, and the
+      // longest that spells a part of it.
+      const found = [];
+      let partial = [];
+      let partialText = '';
+      for (let i = 0; i < inWin.length; i += 1) {
+        let acc = '';
+        const used = [];
+        for (let j = i; j < inWin.length; j += 1) {
+          const s = inWin[j];
+          if (!s.data || s.cut || !literal.startsWith(acc + s.data)) break;
+          acc += s.data;
+          used.push(s);
+          if (acc === literal) break;
         }
-        const kind = agent.focusKind();
-        if (kind === 'frame') return { reason: 'frame', kind, expected: n };
-        if (performance.now() - installedAt < Number(sinceStartMs) + 50) {
-          return { reason: 'not-installed', kind, expected: n };
+        if (acc === literal) found.push(used);
+        else if (acc.length > partialText.length) {
+          partial = used;
+          partialText = acc;
         }
-        return { reason: 'no-input', kind, expected: n, received: 0 };
       }
-      let acc = '';
-      const used = [];
-      for (let i = start; i < log.length; i += 1) {
-        const r = log[i];
-        if (r.done || !r.data || !literal.startsWith(acc + r.data)) break;
-        acc += r.data;
-        used.push(r);
-        if (acc === literal) break;
+      if (found.length > 1) {
+        // The text reached the page more than once around this step (another client, another
+        // path, the next step typing the same text at once). One that lies within the step's
+        // own bounds, when only one does, is its; otherwise which was cannot be told.
+        const core = found.filter((u) => u[0].t0 >= w.start && u[u.length - 1].t1 <= w.end);
+        if (core.length !== 1) {
+          settle(found[0]);
+          return { reason: 'ambiguous', kind: found[0][0].kind, expected: n };
+        }
+        found.splice(0, found.length, core[0]);
       }
-      // Only the runs used are settled: an older run may still wait for its own reading.
-      settle(used);
+      if (found.length === 0) {
+        const other = inWin.some((s) => !partial.includes(s));
+        if (straddle || other) {
+          // Typing from before this step ran on into it, or other text arrived with it.
+          settle(partial);
+          const g = partial[0] || inWin[0];
+          return { reason: 'interleaved', kind: g ? g.kind : undefined, expected: n };
+        }
+        if (partial.length === 0) {
+          // Nothing reached a field: no kind to say (what has focus now is a guess, and a
+          // reading never guesses a burst's field less sensitive than it was taken for).
+          if (agent.focusKind() === 'frame') return { reason: 'frame', kind: 'frame', expected: n };
+          if (all.some((s) => s.installedAt > w.lo - 50)) {
+            return { reason: 'not-installed', expected: n };
+          }
+          return { reason: 'no-input', expected: n, received: 0 };
+        }
+        settle(partial);
+        return { reason: 'no-input', kind: partial[0].kind, expected: n, received: chars(partialText) };
+      }
+      const used = found[0];
       const first = used[0];
-      if (SENSITIVE.has(first.kind)) return { reason: 'sensitive-field', kind: first.kind, expected: n };
-      const fields = new Set(used.map((r) => r.el)).size;
+      settle(used);
+      const fields = new Set(used.map((s) => s.el)).size;
       if (fields > 1) return { reason: 'focus-moved', kind: first.kind, expected: n, fields };
-      if (acc !== literal) {
-        return { reason: 'no-input', kind: first.kind, expected: n, received: chars(acc) };
+      if (bounced(first, w)) {
+        // The field focused for this step handed focus on at once: the text went elsewhere.
+        return { reason: 'bounced', kind: first.kind, expected: n };
       }
-      if (used.length > 1) {
-        // Focus left the field and came back: judge from the first run's starting point.
-        used[0].data = acc;
-      }
-      return judge(first, literal);
+      const last = used[used.length - 1];
+      const next = segs.find((s) => s.el === first.el && s.t0 > last.t1 && !used.includes(s));
+      const after = next && next.before != null ? next.before : valueOf(first.el);
+      return judge(first, literal, after);
     },
   };
   Object.defineProperty(globalThis, '__cdpRelayAgent', { value: agent });

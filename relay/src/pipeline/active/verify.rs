@@ -57,6 +57,8 @@ pub(crate) struct VerifyRequest {
     pub(crate) chars: u64,
     /// When the burst's first keystroke was seen.
     pub(crate) started_at: SystemTime,
+    /// When its last keystroke was answered (everything it typed had reached the page).
+    pub(crate) ended_at: SystemTime,
 }
 
 /// The verdict for a burst, and the field kind the agent found where the burst landed.
@@ -199,6 +201,14 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
                 Some(k),
             )
         }
+        "bounced" => verdict(
+            Indeterminate,
+            "focus-moved",
+            format!("the field focused for typing handed focus to another as it got it: {n} characters went there"),
+            n,
+            g,
+            Some(2),
+        ),
         "rich-text" => verdict(
             Indeterminate,
             "rich-text",
@@ -236,6 +246,22 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
             Indeterminate,
             "detached",
             "the field left the document before it could be read".into(),
+            n,
+            None,
+            None,
+        ),
+        "ambiguous" => verdict(
+            Indeterminate,
+            "ambiguous",
+            format!("the same {n} characters reached the page more than once around this step"),
+            n,
+            None,
+            None,
+        ),
+        "interleaved" => verdict(
+            Indeterminate,
+            "interleaved",
+            format!("other input reached the page with this step's {n} characters"),
             n,
             None,
             None,
@@ -304,6 +330,26 @@ fn no_reading(taken_for_sensitive: bool, chars: u64, why: &'static str) -> Verif
     }
 }
 
+/// Milliseconds since the Unix epoch, with their fraction.
+fn epoch_ms(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+        * 1000.0
+}
+
+/// The burst's time window for the agent, on the wall clock: the agent keeps only the
+/// insertions that fell in it, so text that reached the page before or after the burst (another
+/// client, another step into the same field) is not taken for it. `now` lets the agent tell a
+/// browser on another clock.
+fn window(req: &VerifyRequest, now: SystemTime) -> serde_json::Value {
+    serde_json::json!({
+        "start": epoch_ms(req.started_at),
+        "end": epoch_ms(req.ended_at.max(req.started_at)),
+        "now": epoch_ms(now),
+    })
+}
+
 /// Asks the page agent in `world` of `session` whether `req`'s text landed. Every way this can
 /// fail is a note on the verdict, never an error.
 pub(crate) async fn run(
@@ -315,23 +361,20 @@ pub(crate) async fn run(
 ) -> VerifyReply {
     use super::conn::CallError;
     let chars = req.chars;
-    let since_ms = SystemTime::now()
-        .duration_since(req.started_at)
-        .unwrap_or_default()
-        .as_millis() as u64;
+    let window = window(&req, SystemTime::now());
     let params = match &req.literal {
         Some(literal) => serde_json::json!({
-            "functionDeclaration": "function (literal, sinceStartMs) { return globalThis.__cdpRelayAgent.verify(literal, sinceStartMs); }",
+            "functionDeclaration": "function (literal, win) { return globalThis.__cdpRelayAgent.verify(literal, win); }",
             "executionContextId": world,
-            "arguments": [{ "value": literal.expose_to_page() }, { "value": since_ms }],
+            "arguments": [{ "value": literal.expose_to_page() }, { "value": window }],
             "awaitPromise": true,
             "returnByValue": true,
             "silent": true,
         }),
         None => serde_json::json!({
-            "functionDeclaration": "function (n) { return globalThis.__cdpRelayAgent.uncompared(n); }",
+            "functionDeclaration": "function (n, win) { return globalThis.__cdpRelayAgent.uncompared(n, win); }",
             "executionContextId": world,
-            "arguments": [{ "value": chars }],
+            "arguments": [{ "value": chars }, { "value": window }],
             "returnByValue": true,
             "silent": true,
         }),
@@ -437,6 +480,9 @@ mod tests {
             "frame",
             "detached",
             "sensitive-field",
+            "ambiguous",
+            "interleaved",
+            "bounced",
         ] {
             let (v, _) = from_agent(&answer(serde_json::json!({"reason": word})), 3).unwrap();
             assert_eq!(v.verified, Verified::Indeterminate, "{word}");
@@ -454,7 +500,31 @@ mod tests {
             literal: Some(l),
             chars: 7,
             started_at: SystemTime::UNIX_EPOCH,
+            ended_at: SystemTime::UNIX_EPOCH,
         };
         assert!(!format!("{r:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn the_window_is_the_burst_on_the_wall_clock() {
+        let at = |ms| SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(ms);
+        let r = VerifyRequest {
+            burst: 1,
+            target_id: "T".into(),
+            literal: None,
+            chars: 3,
+            started_at: at(1_700_000_000_000_500),
+            ended_at: at(1_700_000_000_250_000),
+        };
+        let w = window(&r, at(1_700_000_001_000_000));
+        assert_eq!(w["start"], 1_700_000_000_000.5);
+        assert_eq!(w["end"], 1_700_000_000_250.0);
+        assert_eq!(w["now"], 1_700_000_001_000.0);
+        // An end before the start (a clock step) is no window at all: the start stands for it.
+        let r = VerifyRequest {
+            ended_at: at(0),
+            ..r
+        };
+        assert_eq!(window(&r, at(0))["end"], 1_700_000_000_000.5);
     }
 }

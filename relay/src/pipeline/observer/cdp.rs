@@ -291,6 +291,9 @@ pub(crate) struct Frame<'a> {
     pub(crate) parent_id: Option<Str<'a>>,
     #[serde(borrow)]
     pub(crate) url: Str<'a>,
+    /// The document's loader: a new one for every document the frame commits.
+    #[serde(borrow)]
+    pub(crate) loader_id: Str<'a>,
 }
 
 #[derive(Deserialize, Default)]
@@ -298,6 +301,57 @@ pub(crate) struct Frame<'a> {
 pub(crate) struct FrameNavigated<'a> {
     #[serde(borrow)]
     pub(crate) frame: Frame<'a>,
+    /// `Navigation` or `BackForwardCacheRestore`.
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Str<'a>,
+}
+
+impl FrameNavigated<'_> {
+    /// The main frame committed a document (what the capture policy needs to know of it).
+    pub(crate) fn main_frame_commit(&self) -> Option<(&str, crate::pipeline::capture::Commit)> {
+        if self.frame.parent_id.is_some() || self.frame.loader_id.is_empty() {
+            return None;
+        }
+        let bfcache = self.kind == "BackForwardCacheRestore";
+        Some((
+            &self.frame.loader_id,
+            crate::pipeline::capture::Commit::FrameNavigated { bfcache },
+        ))
+    }
+}
+
+/// `Page.frameStartedNavigating`: how a navigation that may commit `loader_id` began.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct FrameStartedNavigating<'a> {
+    #[serde(borrow)]
+    pub(crate) frame_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) loader_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) navigation_type: Str<'a>,
+}
+
+/// The reply to `Page.navigate`: a loader when a document is on its way (none for a navigation
+/// within the document), an error when it will not commit (a 204, a download, an error page).
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct Navigated<'a> {
+    #[serde(borrow)]
+    pub(crate) loader_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) error_text: Option<Str<'a>>,
+    pub(crate) is_download: bool,
+}
+
+impl Navigated<'_> {
+    /// The loader of the fresh document this reply says committed, if it says so.
+    pub(crate) fn fresh_loader(&self) -> Option<&str> {
+        let committed = !self.loader_id.is_empty()
+            && self.error_text.as_deref().is_none_or(str::is_empty)
+            && !self.is_download;
+        committed.then_some(&*self.loader_id)
+    }
 }
 
 #[derive(Deserialize, Default)]

@@ -2,11 +2,12 @@
 //! (connection, `sessionId`, `id`) with an id-only fallback for error replies that carry no
 //! `sessionId`, and interruption of commands left unanswered (close, detach, timeout).
 
+use super::cdp;
 use super::commands::{self, Command};
 use super::frame::Frame;
 use super::methods::CommandMethod;
 use super::{Key, Observer, TOOL};
-use crate::pipeline::capture::Withheld;
+use crate::pipeline::capture::{Commit, Withheld};
 use crate::pipeline::{Emit, NewArtifact, Trigger};
 use cdp_evidence::{Action, Record, RecordKind, Status};
 use cdp_sanitize::{SafeJson, SafeText};
@@ -145,9 +146,9 @@ impl Observer {
                 }
             }
             Command::Navigate(action) => {
+                // The command is no navigation yet: only the document it commits (its reply's
+                // loader, or the page's events) may end what was typed before it.
                 self.end_typing(conn, &key, at);
-                let typed = self.typing_key(conn, &key);
-                self.capture.navigated(&typed, at);
                 let target = self.target_for(conn, &key);
                 Waiting::Action {
                     action,
@@ -220,6 +221,21 @@ impl Observer {
                 target,
                 trigger,
             } => {
+                if trigger == Some(StepKind::Navigation)
+                    && action.method.as_str() == "Page.navigate"
+                {
+                    if let Some(loader) = frame
+                        .result::<cdp::Navigated>()
+                        .as_ref()
+                        .and_then(cdp::Navigated::fresh_loader)
+                    {
+                        // A fresh document committed; typing since the command went to the
+                        // document it replaced, or stays withheld.
+                        let typed = self.typing_key(conn, &key);
+                        self.capture
+                            .committed(&typed, loader, Commit::NavigateReply, p.started);
+                    }
+                }
                 if let (Some(kind), Status::Ok) = (trigger, status) {
                     let target_id = self.raw_target(conn, &key);
                     self.out.triggers.push(match kind {

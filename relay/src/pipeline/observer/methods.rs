@@ -92,6 +92,7 @@ cdp_methods! {
         RuntimeExceptionThrown = "Runtime.exceptionThrown",
         LogEntryAdded = "Log.entryAdded",
         PageFrameNavigated = "Page.frameNavigated",
+        PageFrameStartedNavigating = "Page.frameStartedNavigating",
         PageScreencastFrame = "Page.screencastFrame",
         TargetAttachedToTarget = "Target.attachedToTarget",
         TargetDetachedFromTarget = "Target.detachedFromTarget",

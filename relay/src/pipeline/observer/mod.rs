@@ -321,7 +321,10 @@ impl Observer {
             self.interrupt(p, at, why);
         }
         for b in bursts {
-            self.emit_burst(b, at, Some(why));
+            // A burst whose every keystroke was answered is complete, however the connection
+            // ended afterwards.
+            let interrupted = (b.outstanding > 0).then_some(why);
+            self.emit_burst(b, at, interrupted);
         }
     }
 
@@ -395,6 +398,11 @@ impl Observer {
                     self.frame_navigated(conn, &key, &p, at);
                 }
             }
+            E::PageFrameStartedNavigating => {
+                if let Some(p) = frame.params::<cdp::FrameStartedNavigating>() {
+                    self.frame_started_navigating(conn, &key, &p);
+                }
+            }
             E::PageScreencastFrame => self.screencast(conn, &key, frame, at),
             E::TargetAttachedToTarget => {
                 if let Some(p) = frame.params::<cdp::AttachedToTarget>() {
@@ -432,7 +440,8 @@ impl Observer {
             self.interrupt(p, at, why);
         }
         if let Some(b) = burst {
-            self.emit_burst(b, at, Some(why));
+            let interrupted = (b.outstanding > 0).then_some(why);
+            self.emit_burst(b, at, interrupted);
         }
     }
 }

@@ -202,8 +202,8 @@ impl Observer {
         }
     }
 
-    /// A main-frame navigation of the page behind (connection, session): its URL changes, and
-    /// what was typed into it is gone from its pixels.
+    /// A main-frame navigation of the page behind (connection, session) committed: its URL
+    /// changes, and the capture policy learns which document it shows now.
     pub(super) fn frame_navigated(
         &mut self,
         conn: u64,
@@ -211,15 +211,36 @@ impl Observer {
         p: &cdp::FrameNavigated<'_>,
         at: SystemTime,
     ) {
-        if p.frame.parent_id.is_some() {
+        let Some((loader, commit)) = p.main_frame_commit() else {
             return;
-        }
+        };
         let typed = self.typing_key(conn, key);
-        self.capture.navigated(&typed, at);
+        self.capture.committed(&typed, loader, commit, at);
         if let Some(id) = self.raw_target(conn, key) {
             if !p.frame.url.is_empty() {
                 self.targets.navigated(&id, &p.frame.url);
             }
         }
+    }
+}
+
+impl Observer {
+    /// A navigation of the page behind (connection, session) started: how (fresh, from
+    /// history, within the document) decides what its commit does to the capture veto. Only
+    /// the main frame's count; its frame id is the target id.
+    pub(super) fn frame_started_navigating(
+        &mut self,
+        conn: u64,
+        key: &Key,
+        p: &cdp::FrameStartedNavigating<'_>,
+    ) {
+        let Some(target) = self.raw_target(conn, key) else {
+            return;
+        };
+        if *p.frame_id != *target {
+            return;
+        }
+        let kind = crate::pipeline::capture::NavigationKind::parse(&p.navigation_type);
+        self.capture.navigation_started(&target, &p.loader_id, kind);
     }
 }

@@ -446,7 +446,9 @@ fn screenshots_are_withheld_after_typing_until_navigation() {
         json!({"id": 3, "method": "Page.captureScreenshot", "params": {"format": "jpeg"}}),
     );
     h.recv(1, 50, json!({"id": 3, "result": {"data": PNG_1X1}}));
-    h.recv(1, 60, json!({"method": "Page.frameNavigated", "params": {"frame": {"id": "F", "url": "https://x/", "loaderId": "L"}, "type": "Navigation"}}));
+    // As Chromium reports a fresh navigation: how it started, then its commit.
+    h.recv(1, 59, json!({"method": "Page.frameStartedNavigating", "params": {"frameId": PAGE, "url": "https://x/", "loaderId": "L", "navigationType": "differentDocument"}}));
+    h.recv(1, 60, json!({"method": "Page.frameNavigated", "params": {"frame": {"id": PAGE, "url": "https://x/", "loaderId": "L"}, "type": "Navigation"}}));
     h.send(
         1,
         70,
@@ -577,4 +579,93 @@ fn covered_pages_leave_page_events_to_the_active_observer() {
     once.uncover(PAGE);
     h.recv(1, 11, json!({"method": "Runtime.exceptionThrown", "params": {"timestamp": 6.0, "exceptionDetails": {"text": "Uncaught", "lineNumber": 0, "columnNumber": 0}}}));
     assert_eq!(h.of_kind("console").len(), 1);
+}
+
+/// What the client's own traffic tells the veto without the relay's observer: a `Page.navigate`
+/// reply naming a loader is a fresh document; one without (a `#hash`) or with an error (a 204,
+/// a download) commits none, and neither does a history step or a reload command by itself.
+#[test]
+fn only_a_fresh_document_lifts_the_veto_without_the_observer() {
+    struct Client {
+        h: Harness,
+        id: u64,
+        now: u64,
+    }
+    impl Client {
+        fn step(&mut self, method: &str, params: serde_json::Value, result: serde_json::Value) {
+            self.id += 1;
+            self.now += 10;
+            let (id, now) = (self.id, self.now);
+            self.h.send(
+                1,
+                now,
+                json!({"id": id, "method": method, "params": params}),
+            );
+            self.h.recv(1, now + 5, json!({"id": id, "result": result}));
+        }
+        fn shot_kept(&mut self) -> bool {
+            self.step(
+                "Page.captureScreenshot",
+                json!({}),
+                json!({"data": PNG_1X1}),
+            );
+            let shots = self.h.actions("Page.captureScreenshot");
+            !shots
+                .last()
+                .expect("a screenshot step")
+                .artifacts
+                .is_empty()
+        }
+    }
+    let mut c = Client {
+        h: Harness::new(ObserverOptions::default()),
+        id: 0,
+        now: 0,
+    };
+    c.h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    c.step(
+        "Input.insertText",
+        json!({"text": "4111111111111111"}),
+        json!({}),
+    );
+    assert!(!c.shot_kept(), "typed into an unidentified field");
+    let page = |extra: serde_json::Value| {
+        let mut v = json!({"frameId": PAGE, "isDownload": false});
+        v.as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        v
+    };
+    c.step(
+        "Page.navigate",
+        json!({"url": "https://x/pay#receipt"}),
+        page(json!({})),
+    );
+    assert!(!c.shot_kept(), "a #hash is the same document");
+    c.step(
+        "Page.navigate",
+        json!({"url": "https://x/204"}),
+        page(json!({"loaderId": "L1", "errorText": "net::ERR_ABORTED"})),
+    );
+    assert!(!c.shot_kept(), "a 204 commits nothing");
+    c.step(
+        "Page.navigate",
+        json!({"url": "https://x/dl"}),
+        page(json!({"loaderId": "L2", "errorText": "net::ERR_ABORTED", "isDownload": true})),
+    );
+    assert!(!c.shot_kept(), "a download commits nothing");
+    c.step(
+        "Page.navigateToHistoryEntry",
+        json!({"entryId": 3}),
+        json!({}),
+    );
+    assert!(!c.shot_kept(), "a history step says nothing by itself");
+    c.step("Page.reload", json!({}), json!({}));
+    assert!(!c.shot_kept(), "nor does a reload command");
+    c.step(
+        "Page.navigate",
+        json!({"url": "https://x/next"}),
+        page(json!({"loaderId": "L3"})),
+    );
+    assert!(c.shot_kept(), "a fresh document");
 }

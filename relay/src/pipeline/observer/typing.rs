@@ -350,6 +350,7 @@ impl Observer {
                         literal,
                         chars: burst.summary.chars(),
                         started_at: burst.started,
+                        ended_at: burst.answered_at.max(burst.last),
                     };
                     match v.requests.try_send(request) {
                         Ok(()) => {
@@ -445,6 +446,7 @@ impl Observer {
                         literal: Some(Literal::new(text)),
                         chars: held.burst.summary.chars(),
                         started_at: held.burst.started,
+                        ended_at: held.burst.answered_at.max(held.burst.last),
                     };
                     if v.requests.try_send(request).is_ok() {
                         held.deadline = now + v.wait;

@@ -6,6 +6,7 @@ use super::{setup, Browser, Done, Page};
 use crate::pipeline::active::frames::After;
 use crate::pipeline::active::verify::{self, VerifyReply};
 use crate::pipeline::active::{BINDING, TOOL, WORLD};
+use crate::pipeline::capture::NavigationKind;
 use crate::pipeline::observer::console::{
     console_record, console_status, from_api, from_exception, from_log, network_record,
 };
@@ -260,18 +261,30 @@ impl Browser<'_> {
                     page.requests.finished(&None, &p.request_id);
                 }
             }
+            "Page.frameStartedNavigating" => {
+                // How a main-frame navigation began decides what its commit does to the veto
+                // (the main frame's id is the target id).
+                if let Some(p) = frame.params::<cdp::FrameStartedNavigating>() {
+                    if *p.frame_id == *target {
+                        let kind = NavigationKind::parse(&p.navigation_type);
+                        self.ctx
+                            .capture
+                            .navigation_started(&target, &p.loader_id, kind);
+                    }
+                }
+            }
             "Page.frameNavigated" => {
                 let Some(p) = frame.params::<cdp::FrameNavigated>() else {
                     return;
                 };
-                if p.frame.parent_id.is_some() {
+                let Some((loader, commit)) = p.main_frame_commit() else {
                     return;
-                }
+                };
                 page.loading_since = Some(Instant::now());
                 if !p.frame.url.is_empty() {
                     self.meta.navigated(&target, &p.frame.url);
                 }
-                self.ctx.capture.navigated(&target, at);
+                self.ctx.capture.committed(&target, loader, commit, at);
             }
             "Page.loadEventFired" => {
                 let was_loading = page.loading_since.take().is_some();
