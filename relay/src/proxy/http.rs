@@ -160,8 +160,11 @@ fn status_page(state: &State, method: &Method) -> Response<Body> {
 }
 
 /// `PUT /relay/v1/secrets/<NAME>` with the literal as the body: from now on the literal reads
-/// `${NAME}` in all evidence of this run. The literal is never echoed or logged.
+/// `${NAME}` in all evidence of this run. The literal is never echoed or logged. At most
+/// `MAX_SECRETS` secrets of `MAX_SECRET_BYTES` each (413, 409 past them); the registration runs
+/// on a blocking thread, so a registration waiting for the sanitizer never holds up forwarding.
 async fn register_secret(state: &State, req: Request<Incoming>, name: &str) -> Response<Body> {
+    use cdp_sanitize::{SecretError, MAX_SECRET_BYTES};
     if req.method() != Method::PUT {
         return text(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -174,11 +177,16 @@ async fn register_secret(state: &State, req: Request<Incoming>, name: &str) -> R
             "cdp-relay: evidence is off, so there is nothing to protect a secret from",
         );
     };
-    let body = match read_body(req.into_body(), "secret too large (limit 1 MiB)").await {
-        Ok(b) => b,
-        Err(resp) => return resp,
+    let body = match Limited::new(req.into_body(), MAX_SECRET_BYTES).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("cdp-relay: the secret is larger than {MAX_SECRET_BYTES} bytes, the most that can be registered"),
+            )
+        }
     };
-    let Ok(literal) = std::str::from_utf8(&body) else {
+    let Ok(literal) = String::from_utf8(body.to_vec()) else {
         return text(
             StatusCode::BAD_REQUEST,
             "cdp-relay: the secret must be UTF-8 text",
@@ -190,14 +198,27 @@ async fn register_secret(state: &State, req: Request<Incoming>, name: &str) -> R
             "cdp-relay: an empty or whitespace-only secret is not registered",
         );
     }
-    match evidence.register_secret(name, literal) {
-        Ok(_) => {
+    let (evidence, owned) = (evidence.clone(), name.to_owned());
+    let registered =
+        tokio::task::spawn_blocking(move || evidence.register_secret(&owned, &literal)).await;
+    match registered {
+        Ok(Ok(_)) => {
             tracing::info!("secret {name} registered for this run");
             let mut r = Response::new(Full::new(Bytes::new()));
             *r.status_mut() = StatusCode::NO_CONTENT;
             r
         }
-        Err(e) => text(StatusCode::BAD_REQUEST, &format!("cdp-relay: {e}")),
+        Ok(Err(e @ SecretError::TooLong { .. })) => {
+            text(StatusCode::PAYLOAD_TOO_LARGE, &format!("cdp-relay: {e}"))
+        }
+        Ok(Err(e @ SecretError::TooMany { .. })) => {
+            text(StatusCode::CONFLICT, &format!("cdp-relay: {e}"))
+        }
+        Ok(Err(e)) => text(StatusCode::BAD_REQUEST, &format!("cdp-relay: {e}")),
+        Err(_) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cdp-relay: the secret could not be registered; try again",
+        ),
     }
 }
 
