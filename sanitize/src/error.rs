@@ -31,7 +31,9 @@ pub enum SecretError {
         max: usize,
     },
     /// `max` explicit secrets are registered already ([`MAX_SECRETS`](crate::MAX_SECRETS)).
-    #[error("secret {name} is not registered: this run holds {max} secrets already, the most it can")]
+    #[error(
+        "secret {name} is not registered: this run holds {max} secrets already, the most it can"
+    )]
     TooMany {
         /// The secret's name.
         name: String,

@@ -174,6 +174,8 @@ pub(crate) struct Registry {
     /// Bytes encoded and indexed by registrations so far: what registering costs (tests check
     /// it does not grow with what is already registered).
     work: u64,
+    /// Changes whenever what is registered changes.
+    generation: u64,
 }
 
 impl fmt::Debug for Registry {
@@ -257,6 +259,7 @@ impl Registry {
             });
         }
         self.explicit += 1;
+        self.generation += 1;
         let index = self.name_index(name);
         for spelled in spellings(literal) {
             if self.spellings.contains_key(&spelled) {
@@ -348,6 +351,7 @@ impl Registry {
             .max_echo_len
             .max(echo.spelled.iter().copied().max().unwrap_or(0));
         let index = self.echoes.len();
+        self.generation += 1;
         let head = echo.head().to_owned();
         self.echoes.push(echo);
         // Every spelling is indexed, even where two write the head alike: they may part after
@@ -364,6 +368,7 @@ impl Registry {
     /// automaton, stays as it is.
     pub(crate) fn extend_echo(&mut self, echo: usize, more: &str) {
         if let Some(e) = self.echoes.get_mut(echo) {
+            self.generation += 1;
             push_capped(e, more);
             self.max_echo_len = self
                 .max_echo_len
@@ -381,6 +386,11 @@ impl Registry {
         if let Some(c) = self.counts.get(index) {
             c.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Changes whenever what is registered changes.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// True when no literal is registered.
@@ -412,7 +422,11 @@ impl Registry {
     /// wins.
     pub(crate) fn find(&self, text: &str) -> Vec<SecretMatch> {
         let mut out = Vec::new();
-        if self.is_empty() || self.next_candidate(text.as_bytes(), 0, text.len()).is_none() {
+        if self.is_empty()
+            || self
+                .next_candidate(text.as_bytes(), 0, text.len())
+                .is_none()
+        {
             return out;
         }
         let spans = protected_spans(text, &|n| self.by_name.contains_key(n));
@@ -426,7 +440,8 @@ impl Registry {
             // A match never runs into the protected span that ends the gap.
             let gap_text = &text[..span_start];
             let mut pos = gap_start;
-            while let Some((at, candidates)) = self.next_candidate(gap_text.as_bytes(), pos, span_start)
+            while let Some((at, candidates)) =
+                self.next_candidate(gap_text.as_bytes(), pos, span_start)
             {
                 match self.longest_at(gap_text, at, candidates, &mut buf) {
                     Some((end, name)) => {

@@ -16,6 +16,7 @@ pub(crate) mod active;
 pub mod capture;
 pub mod observer;
 pub(crate) mod once;
+pub mod order;
 mod passive;
 mod priority;
 pub mod tap;
@@ -89,6 +90,8 @@ pub struct PipelineHandle {
     session: String,
     /// Set when the active observer is configured: the pages it covers.
     observed: Option<Arc<OncePerPage>>,
+    /// The evidence order typed text is registered in.
+    order: Arc<order::Order>,
 }
 
 /// The evidence run as `/relay/v1/status` shows it.
@@ -119,9 +122,18 @@ impl PipelineHandle {
         &self.sanitizer
     }
 
-    /// Registers an explicit secret for the rest of the run.
+    /// Registers an explicit secret for the rest of the run: everything sanitized after this
+    /// returns is masked. A producer that types on a client's behalf (an MCP tool call)
+    /// registers before it forwards the call.
     pub fn register_secret(&self, name: &str, literal: &str) -> Result<bool, SecretError> {
         self.sanitizer.register_secret(name, literal)
+    }
+
+    /// The evidence order: a producer inside the relay that records page text it received
+    /// from the browser on a connection of its own awaits [`order::Order::caught_up`] before
+    /// sanitizing it, so typing forwarded before it is registered first.
+    pub fn order(&self) -> &Arc<order::Order> {
+        &self.order
     }
 
     /// Appends records from another producer inside the relay.
@@ -245,12 +257,14 @@ impl Pipeline {
         } else {
             None
         };
+        let order = rx.order.clone();
         let thread = {
             let writer = writer.clone();
             let triggers = triggers.clone();
+            let sanitizer = sanitizer.clone();
             std::thread::Builder::new()
                 .name("cdp-relay-observer".into())
-                .spawn(move || passive::run(rx, observer, writer, triggers))
+                .spawn(move || passive::run(rx, observer, writer, triggers, sanitizer))
                 .map_err(|e| off(&format!("cannot start the observer thread: {e}")))?
         };
         Ok(Some(Pipeline {
@@ -262,6 +276,7 @@ impl Pipeline {
                 triggers,
                 session,
                 observed,
+                order,
             },
             observer: Some(thread),
             writer: Some(writer_thread),
@@ -292,6 +307,7 @@ impl Pipeline {
             verify_tx: parts.verify_tx,
             failures_rx: parts.failures_rx,
             dropped: Arc::new(AtomicU64::new(0)),
+            order: self.handle.order.clone(),
         };
         self.active = Some(Active::spawn(ctx, upstream.clone(), opts));
     }

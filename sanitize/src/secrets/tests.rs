@@ -231,10 +231,16 @@ fn size_and_count_are_bounded() {
     let msg = err.to_string();
     assert_eq!(
         msg,
-        format!("secret BIGGER is {} bytes; at most {MAX_SECRET_BYTES} bytes can be registered", MAX_SECRET_BYTES + 1)
+        format!(
+            "secret BIGGER is {} bytes; at most {MAX_SECRET_BYTES} bytes can be registered",
+            MAX_SECRET_BYTES + 1
+        )
     );
     for i in 1..MAX_SECRETS {
-        assert_eq!(r.register(&format!("S{i}"), &format!("secret-{i:04}")), Ok(true));
+        assert_eq!(
+            r.register(&format!("S{i}"), &format!("secret-{i:04}")),
+            Ok(true)
+        );
     }
     let err = r.register("ONE_MORE", "secret-more").expect_err("too many");
     assert_eq!(
@@ -244,7 +250,10 @@ fn size_and_count_are_bounded() {
     assert!(!err.to_string().contains("secret-more"));
     // What is registered already is still "nothing new", not an error; typed echoes still come.
     assert_eq!(r.register("AGAIN", "secret-0001"), Ok(false));
-    assert_eq!(r.register_typed("typed after the cap").as_deref(), Some("TYPED_1"));
+    assert_eq!(
+        r.register_typed("typed after the cap").as_deref(),
+        Some("TYPED_1")
+    );
     assert_eq!(
         replace(&r, "secret-0255 and typed after"),
         "${S255} and ${TYPED_1}"
@@ -270,7 +279,8 @@ fn registration_cost_does_not_grow_with_what_is_registered() {
     let mut costs = Vec::new();
     for i in 0..200 {
         let before = r.work();
-        r.register_typed(&format!("typed {i:04} text")).expect("long enough");
+        r.register_typed(&format!("typed {i:04} text"))
+            .expect("long enough");
         costs.push(r.work() - before);
     }
     assert!(costs.iter().all(|&c| c == costs[0]), "{costs:?}");

@@ -5,6 +5,9 @@
 //! is handed over (in memory) for verification in the page it was typed into. A step waiting for
 //! its verdict is held here, bounded in time.
 
+use super::correlate::{Pending, Waiting};
+use super::targets::Session;
+use super::typed::{How, Typing};
 use super::{Key, Observer, TOOL};
 use crate::pipeline::active::verify::{self, Literal, VerifyReply, VerifyRequest};
 use crate::pipeline::capture::FieldKind;
@@ -203,7 +206,46 @@ pub(crate) struct Verifier {
 }
 
 impl Observer {
-    /// Adds typed text to the session's burst and returns the burst's number.
+    /// A client command that types (`typed.rs` read it): its text joins the burst of the
+    /// session it went to, registered with the sanitizer before anything else is handled, and
+    /// the command waits for its response. Text that duplicate keys or other nested messages
+    /// could also have meant is registered as well, not counted.
+    pub(super) fn typing_command(&mut self, conn: u64, typing: Typing, at: SystemTime) {
+        let mut texts = typing.texts.into_iter();
+        let Some(first) = texts.next() else {
+            return;
+        };
+        for other in texts {
+            self.sanitizer.register_typed(&other.text);
+        }
+        let key: Key = first.session.as_deref().map(Box::from);
+        if first.how == How::Composition {
+            // Each update repeats the whole composition so far; it is committed by an
+            // insertion, which is what is counted.
+            self.sanitizer.register_typed(&first.text);
+            return;
+        }
+        self.close_stale_typing(conn, &key, at);
+        let seq = self.add_typing(conn, &key, &first.text, first.how == How::Set, at);
+        let (Some(id), Some(c)) = (typing.id, self.conns.get_mut(&conn)) else {
+            return;
+        };
+        if c.pending.len() >= self.opts.max_pending {
+            self.dropped += 1;
+            return;
+        }
+        let answered_by: Key = typing.session.as_deref().map(Box::from);
+        c.pending.insert(
+            (answered_by, id),
+            Pending {
+                started: at,
+                what: Waiting::Typing { seq },
+            },
+        );
+    }
+
+    /// Adds typed text to the session's burst and returns the burst's number (0 when it could
+    /// join none: the text is registered all the same).
     pub(super) fn add_typing(
         &mut self,
         conn: u64,
@@ -212,6 +254,22 @@ impl Observer {
         attribute: bool,
         at: SystemTime,
     ) -> u64 {
+        let max = self.opts.max_pending;
+        let known = match self.conns.get_mut(&conn) {
+            Some(c) if c.sessions.contains_key(key) => true,
+            // A session the observer did not see attach (or a non-flat one): typing into it
+            // is typing all the same.
+            Some(c) if c.sessions.len() < max => {
+                c.sessions.insert(key.clone(), Session::new(None));
+                true
+            }
+            _ => false,
+        };
+        if !known {
+            self.dropped += 1;
+            self.sanitizer.register_typed(text);
+            return 0;
+        }
         let typed = self.typing_key(conn, key);
         let next = self.next_burst;
         let kind = self
@@ -225,6 +283,7 @@ impl Observer {
             .get_mut(&conn)
             .and_then(|c| c.sessions.get_mut(key))
         else {
+            self.sanitizer.register_typed(text);
             return 0;
         };
         let burst = session.typing.get_or_insert_with(|| {
