@@ -30,7 +30,11 @@ async fn secrets_are_bounded_in_size_and_number() {
         let evidence = tempfile::tempdir().expect("tempdir");
         let relay = RelayProcess::serve(
             &chrome.http(),
-            &["--evidence-dir", &evidence.path().to_string_lossy(), "--observe"],
+            &[
+                "--evidence-dir",
+                &evidence.path().to_string_lossy(),
+                "--observe",
+            ],
         )
         .await;
         let auth = relay.authority();
@@ -61,7 +65,11 @@ async fn secrets_are_bounded_in_size_and_number() {
         let mut literals = Vec::new();
         for i in 1..=MAX_SECRETS {
             // Every size up to the limit, the limit itself included.
-            let len = if i == MAX_SECRETS { MAX_SECRET_BYTES } else { 64 + i * 31 };
+            let len = if i == MAX_SECRETS {
+                MAX_SECRET_BYTES
+            } else {
+                64 + i * 31
+            };
             let literal = secret(i, len);
             let r = put(format!("S{i}"), literal.clone()).await;
             assert_eq!(r.status, 204, "secret {i}: {}", r.text());
@@ -73,7 +81,10 @@ async fn secrets_are_bounded_in_size_and_number() {
         assert_eq!(r.status, 409, "{}", r.text());
         let msg = r.text();
         assert_eq!(msg.trim_end().lines().count(), 1, "{msg}");
-        assert!(msg.contains("ONE_MORE") && msg.contains(&MAX_SECRETS.to_string()), "{msg}");
+        assert!(
+            msg.contains("ONE_MORE") && msg.contains(&MAX_SECRETS.to_string()),
+            "{msg}"
+        );
         assert!(!msg.contains(&over[..16]), "{msg}");
         // Registering the same literal again is not a new secret: still accepted.
         assert_eq!(put("S1".into(), literals[0].clone()).await.status, 204);
@@ -92,7 +103,10 @@ async fn secrets_are_bounded_in_size_and_number() {
             .collect();
         let site = Site::start(HashMap::from([(
             "/log",
-            Route::ok("text/html", format!("<!doctype html><script>{script}</script>")),
+            Route::ok(
+                "text/html",
+                format!("<!doctype html><script>{script}</script>"),
+            ),
         )]))
         .await;
         let created = request_with_body(
@@ -124,7 +138,11 @@ async fn secrets_are_bounded_in_size_and_number() {
             for (path, bytes) in &files {
                 assert!(!leaks(bytes, literal), "secret S{} in {path}", i + 1);
             }
-            assert!(!stderr.contains(literal.as_str()), "secret S{} in stderr", i + 1);
+            assert!(
+                !stderr.contains(literal.as_str()),
+                "secret S{} in stderr",
+                i + 1
+            );
         }
         assert!(!stderr.contains(&big[..32]) && !stderr.contains(&over[..16]));
     })
