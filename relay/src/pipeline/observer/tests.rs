@@ -717,3 +717,35 @@ fn fuzz_seeds_replay() {
     }
     assert!(seen >= 4, "{seen} seeds in {}", dir.display());
 }
+
+/// Typing into a page through a non-flat session, emptied between values by commands on a flat
+/// session to the same page: each value is a burst of its own (a burst's echo protection holds
+/// for continuations of what it typed, not for text typed after the field changed).
+#[test]
+fn a_command_to_the_page_ends_bursts_typing_into_it_through_other_sessions() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/b", 0);
+    for sid in ["FLAT", "NONFLAT"] {
+        h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": sid, "targetInfo": {"targetId": PAGE, "type": "page", "url": "https://a.test/", "title": "t"}, "waitingForDebugger": false}}));
+    }
+    let mut id = 10;
+    for (i, value) in ["FirstVal1", "SecondVal2", "ThirdVal3"].iter().enumerate() {
+        let ms = 100 + i as u64 * 100;
+        h.send(1, ms, json!({"id": id, "sessionId": "FLAT", "method": "Runtime.evaluate", "params": {"expression": "f.value = ''"}}));
+        h.recv(1, ms + 1, json!({"id": id, "sessionId": "FLAT", "result": {}}));
+        id += 1;
+        let inner = json!({"id": 900 + i, "method": "Input.insertText", "params": {"text": value}});
+        h.send(1, ms + 2, json!({"id": id, "method": "Target.sendMessageToTarget", "params": {"sessionId": "NONFLAT", "message": inner.to_string()}}));
+        h.recv(1, ms + 3, json!({"id": id, "result": {}}));
+        id += 1;
+        h.recv(1, ms + 4, json!({"method": "Runtime.consoleAPICalled", "sessionId": "FLAT", "params": {"type": "error", "args": [{"type": "string", "value": format!("live {value}")}], "executionContextId": 1, "timestamp": 1.0 + i as f64}}));
+    }
+    h.send(1, 900, json!({"id": 99, "sessionId": "FLAT", "method": "Runtime.evaluate", "params": {"expression": "1"}}));
+    h.recv(1, 901, json!({"id": 99, "sessionId": "FLAT", "result": {}}));
+    h.close(1, SessionEnd::ClientClosed, 5000);
+    let typing = h.actions("type");
+    assert_eq!(typing.len(), 3, "{typing:?}");
+    assert!(typing.iter().all(|t| t.status.as_deref() == Some("ok")), "{typing:?}");
+    let text = h.journal_text();
+    assert!(!text.contains("Val"), "{text}");
+}

@@ -314,13 +314,41 @@ impl Observer {
             .and_then(|s| s.typing.as_ref())
             .is_some_and(|b| at.duration_since(b.last).unwrap_or_default() > gap);
         if stale {
-            self.end_typing(conn, key, at);
+            self.end_burst(conn, key, at);
+        }
+    }
+
+    /// A command other than typing went to (connection, session): its burst ends, and so does
+    /// every burst typing into the same page through another session or connection (a second
+    /// client, a non-flat session). The command may have changed the field (emptied it,
+    /// focused another): what is typed next does not continue what was typed, and a burst's
+    /// echo protection holds for continuations only.
+    pub(super) fn end_typing(&mut self, conn: u64, key: &Key, at: SystemTime) {
+        self.end_burst(conn, key, at);
+        let Some(page) = self.raw_target(conn, key) else {
+            return;
+        };
+        let open: Vec<(u64, Key)> = self
+            .conns
+            .iter()
+            .flat_map(|(c, state)| {
+                state
+                    .sessions
+                    .iter()
+                    .filter(|(_, s)| s.typing.is_some())
+                    .map(move |(k, _)| (*c, k.clone()))
+            })
+            .collect();
+        for (c, k) in open {
+            if self.raw_target(c, &k).as_deref() == Some(page.as_str()) {
+                self.end_burst(c, &k, at);
+            }
         }
     }
 
     /// Ends the session's burst: emits it now or, if keystrokes are still unanswered, when their
     /// responses arrive.
-    pub(super) fn end_typing(&mut self, conn: u64, key: &Key, at: SystemTime) {
+    fn end_burst(&mut self, conn: u64, key: &Key, at: SystemTime) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -467,7 +495,7 @@ impl Observer {
             })
             .collect();
         for (conn, key) in open {
-            self.end_typing(conn, &key, now);
+            self.end_burst(conn, &key, now);
         }
     }
 
