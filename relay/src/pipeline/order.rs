@@ -40,7 +40,6 @@ use tokio::sync::Notify;
 
 /// Shared by the tap (stamps and guards), the passive observer's thread (gates, handling) and
 /// readers that must wait for it.
-#[derive(Default)]
 pub struct Order {
     /// The next stamp.
     next: AtomicU64,
@@ -63,6 +62,12 @@ pub struct Order {
     /// Gates tried, for tests that must know the passive thread went round.
     #[cfg(test)]
     pub(crate) tries: AtomicU64,
+}
+
+impl Default for Order {
+    fn default() -> Order {
+        Order::new()
+    }
 }
 
 impl std::fmt::Debug for Order {
@@ -122,8 +127,16 @@ impl Order {
     /// A fresh order with nothing lost.
     pub fn new() -> Order {
         Order {
+            next: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
+            writing: [AtomicU64::new(0), AtomicU64::new(0)],
+            handled: AtomicU64::new(0),
             lost: AtomicU64::new(u64::MAX),
-            ..Order::default()
+            progress: Notify::new(),
+            passive: OnceLock::new(),
+            gate: Mutex::new(None),
+            #[cfg(test)]
+            tries: AtomicU64::new(0),
         }
     }
 

@@ -154,7 +154,10 @@ pub(super) fn run(
         let mut handled = 0;
         while let Some(event) = queue.pop_below(below) {
             if let TapEvent::Finish { at } = event {
-                order.handled_below(below);
+                // Nothing is registered after this: no reader need wait any longer (the relay
+                // stopped forwarding before it asked the pipeline to finish), and the relay's
+                // own observer must be free to answer the verifications `finish` waits for.
+                order.close();
                 return finish(&mut observer, at, &hand_over);
             }
             observer.handle(event);
@@ -387,9 +390,16 @@ mod tests {
         rig.tap
             .offer(&keystroke, 1, Direction::ToBrowser, insert_text(1, TYPED));
         drop(keystroke);
+        let order = rig.order.clone();
         let journal = rig.finish();
         assert!(journal.contains("live ${TYPED_1}"), "{journal}");
         assert!(!journal.contains(&TYPED[..4]), "{journal}");
+        // Once the pipeline finished, nothing is registered any more: nobody waits for it.
+        order.stamp();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        rt.block_on(order.caught_up());
     }
 
     #[test]

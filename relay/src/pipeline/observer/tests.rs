@@ -732,7 +732,11 @@ fn a_command_to_the_page_ends_bursts_typing_into_it_through_other_sessions() {
     for (i, value) in ["FirstVal1", "SecondVal2", "ThirdVal3"].iter().enumerate() {
         let ms = 100 + i as u64 * 100;
         h.send(1, ms, json!({"id": id, "sessionId": "FLAT", "method": "Runtime.evaluate", "params": {"expression": "f.value = ''"}}));
-        h.recv(1, ms + 1, json!({"id": id, "sessionId": "FLAT", "result": {}}));
+        h.recv(
+            1,
+            ms + 1,
+            json!({"id": id, "sessionId": "FLAT", "result": {}}),
+        );
         id += 1;
         let inner = json!({"id": 900 + i, "method": "Input.insertText", "params": {"text": value}});
         h.send(1, ms + 2, json!({"id": id, "method": "Target.sendMessageToTarget", "params": {"sessionId": "NONFLAT", "message": inner.to_string()}}));
@@ -745,7 +749,10 @@ fn a_command_to_the_page_ends_bursts_typing_into_it_through_other_sessions() {
     h.close(1, SessionEnd::ClientClosed, 5000);
     let typing = h.actions("type");
     assert_eq!(typing.len(), 3, "{typing:?}");
-    assert!(typing.iter().all(|t| t.status.as_deref() == Some("ok")), "{typing:?}");
+    assert!(
+        typing.iter().all(|t| t.status.as_deref() == Some("ok")),
+        "{typing:?}"
+    );
     let text = h.journal_text();
     assert!(!text.contains("Val"), "{text}");
 }
