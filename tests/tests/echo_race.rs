@@ -43,7 +43,9 @@ new MutationObserver(() => {
 /// `BURSTS` distinct values: letters and digits, none a prefix of another, no four characters
 /// in common with the page's own words.
 fn values(client: &str) -> Vec<String> {
-    let seed = client.bytes().fold(0x51u64, |h, b| h.wrapping_mul(31) ^ u64::from(b));
+    let seed = client
+        .bytes()
+        .fold(0x51u64, |h, b| h.wrapping_mul(31) ^ u64::from(b));
     let mut x = seed | 1;
     let mut next = move || {
         x ^= x << 13;
@@ -79,7 +81,10 @@ async fn drive(client: &str, endpoint: &str, site: &str, values: &[String]) -> s
         .unwrap_or_else(|_| panic!("{client}: echo_race.mjs did not finish in 240 s"))
         .expect("node output");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{client}: echo_race.mjs failed:\n{stderr}");
+    assert!(
+        out.status.success(),
+        "{client}: echo_race.mjs failed:\n{stderr}"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("a JSON report")
 }
@@ -92,7 +97,11 @@ async fn race(client: &str) {
         "relay start",
         RelayProcess::serve(
             &chrome.http(),
-            &["--evidence-dir", &evidence.path().to_string_lossy(), "--observe"],
+            &[
+                "--evidence-dir",
+                &evidence.path().to_string_lossy(),
+                "--observe",
+            ],
         ),
     )
     .await;
@@ -109,9 +118,15 @@ async fn race(client: &str) {
         .collect();
     // The echoes were recorded, masked: the test saw the race it means to test.
     let masked = journal.matches(" ${TYPED_").count();
-    assert!(masked >= BURSTS, "{client}: only {masked} masked echoes recorded");
+    assert!(
+        masked >= BURSTS,
+        "{client}: only {masked} masked echoes recorded"
+    );
     let steps = journal.matches(r#""method":"type""#).count();
-    assert!(steps >= BURSTS, "{client}: only {steps} typing steps recorded");
+    assert!(
+        steps >= BURSTS,
+        "{client}: only {steps} typing steps recorded"
+    );
     assert!(files.iter().any(|(p, _)| p.ends_with("report.html")));
     for value in &values {
         let prefix = &value[..=LEAKED_PREFIX];
