@@ -3,9 +3,12 @@
 //! A synchronous state machine (no sockets, no files), run on the pipeline's observer thread,
 //! tested with scripted frames and fuzzed. It parses only what it needs, correlates commands
 //! with responses (`correlate.rs`), joins network events (`network.rs`), reads console output
-//! (`console.rs`), groups typing (`typing.rs`), keeps page metadata current (`targets.rs`) and
-//! keeps a client's own screenshots (`screenshots.rs`). Every string it keeps goes through the
-//! run's [`Sanitizer`]; typed text is reduced to its length before anything else sees it.
+//! (`console.rs`), reads typing in whatever spelling a client sends it (`typed.rs`), groups it
+//! into bursts (`typing.rs`), keeps page metadata current (`targets.rs`) and keeps a client's
+//! own screenshots (`screenshots.rs`). Every string it keeps goes through the run's
+//! [`Sanitizer`]; typed text is registered with it when its command is handled — before any
+//! later copy is (the pipeline hands copies over in the evidence order, `order.rs`) — and is
+//! reduced to its length before anything else sees it.
 //!
 //! It never writes: [`Observer::take`] hands its records to the run writer and its triggers to
 //! whoever subscribed. It never panics on a frame: anything unexpected is ignored.
