@@ -35,6 +35,7 @@ mod error;
 pub mod frames;
 mod health;
 mod http;
+pub mod order;
 mod policy;
 mod relay;
 mod splice;

@@ -13,6 +13,7 @@
 //! slows its writer through TCP, memory stays bounded.
 
 use crate::frames::{close_frame, Event, From, Scanner, Stop};
+use crate::order::Chunk;
 use crate::stats::Stats;
 use crate::tap::{Direction, Mask, Payload, SessionEnd, Tap};
 use bytes::{Buf, Bytes, BytesMut};
@@ -255,10 +256,14 @@ impl Pump {
                 Err(stop) => stop.at(),
             };
             need_more = forward < self.buf.len();
+            // Taken before the write, dropped after the copies are offered: the evidence order
+            // (order.rs). Counters only; nothing here waits.
+            let at = cx.tap.chunk(self.dir);
             if forward > 0 && dst.write_all(&self.buf[..forward]).await.is_err() {
                 return PumpEnd::PeerGone;
             }
-            self.after_write(&events, forward, cx);
+            self.after_write(&events, forward, cx, &at);
+            drop(at);
             if let Err(stop) = scanned {
                 return self.stop_at(stop, &mut dst, &mut tell_peer).await;
             }
@@ -282,7 +287,7 @@ impl Pump {
     }
 
     /// Counts and copies the messages of the chunk just forwarded, then frees the buffer.
-    fn after_write(&mut self, events: &[Event], forward: usize, cx: &Context<'_>) {
+    fn after_write(&mut self, events: &[Event], forward: usize, cx: &Context<'_>, at: &Chunk<'_>) {
         let tap = cx.tap.is_enabled();
         // Slices keep the read buffer alive: take them only for big messages.
         let slices = tap
@@ -321,7 +326,7 @@ impl Pump {
                     cx.stats
                         .message(self.dir, usize::try_from(*len).unwrap_or(usize::MAX));
                     if let Some(m) = self.message.take() {
-                        cx.tap.offer(self.conn, self.dir, m.into_payload());
+                        cx.tap.offer(at, self.conn, self.dir, m.into_payload());
                     }
                 }
                 Event::Close { .. } => self.close_seen = true,

@@ -1,11 +1,16 @@
 //! The tap: the proxy's output port. Copies of forwarded messages, for whoever consumes them
 //! (the evidence pipeline).
 //!
-//! A tap never blocks and never mutates. Message copies (refcounted [`Payload`]s) go to a bounded
-//! queue with `try_send`; a full or closed queue drops the copy and counts it. Connection
-//! lifecycle events go to a separate, unbounded but tiny control channel and are never dropped, so
-//! the observer always learns that a connection ended. Without a pipeline the tap is a no-op.
+//! A tap never blocks and never mutates. Message copies (refcounted [`Payload`]s) go to bounded
+//! queues with `try_send` — client → browser copies to one of their own, so a flood of browser
+//! events cannot crowd out the keystrokes typed meanwhile; a full or closed queue drops the copy
+//! and counts it. Connection lifecycle events go to a separate, unbounded but tiny control
+//! channel and are never dropped, so the observer always learns that a connection ended. Every
+//! event carries a stamp that says where it stands in the evidence order (`order.rs`): the splice
+//! takes a [`Chunk`] before writing and offers that chunk's copies under it. Without a pipeline
+//! the tap is a no-op.
 
+use crate::order::{Chunk, Order};
 use bytes::Bytes;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -184,14 +189,27 @@ pub enum TapEvent {
     },
 }
 
+/// A tap event and its place in the evidence order.
+#[derive(Debug)]
+pub struct Stamped {
+    /// Its place in the order.
+    pub stamp: u64,
+    /// The event.
+    pub event: TapEvent,
+}
+
 /// The receiving ends of a tap, owned by whoever consumes the copies (the evidence pipeline's
 /// observer thread).
 #[derive(Debug)]
 pub struct TapReceiver {
-    /// Message copies: bounded, lossy.
-    pub frames: mpsc::Receiver<TapEvent>,
+    /// Client → browser copies: bounded, lossy.
+    pub commands: mpsc::Receiver<Stamped>,
+    /// Browser → client copies: bounded, lossy.
+    pub frames: mpsc::Receiver<Stamped>,
     /// Session opened/closed and finish: unbounded, never dropped.
-    pub control: mpsc::UnboundedReceiver<TapEvent>,
+    pub control: mpsc::UnboundedReceiver<Stamped>,
+    /// The order every event was stamped in.
+    pub order: Arc<Order>,
 }
 
 /// Handle given to each splice. Cheap to clone.
@@ -203,8 +221,10 @@ pub struct Tap {
 
 #[derive(Debug, Clone)]
 struct Senders {
-    frames: mpsc::Sender<TapEvent>,
-    control: mpsc::UnboundedSender<TapEvent>,
+    commands: mpsc::Sender<Stamped>,
+    frames: mpsc::Sender<Stamped>,
+    control: mpsc::UnboundedSender<Stamped>,
+    order: Arc<Order>,
 }
 
 impl Tap {
@@ -213,18 +233,43 @@ impl Tap {
         Tap::default()
     }
 
-    /// A tap with a frame queue of `capacity` events, and the receivers for the consumer.
+    /// A tap with queues of `capacity` events each way, and the receivers for the consumer.
     pub fn channel(capacity: usize) -> (Tap, TapReceiver) {
+        let (commands_tx, commands) = mpsc::channel(capacity);
         let (frames_tx, frames) = mpsc::channel(capacity);
         let (control_tx, control) = mpsc::unbounded_channel();
+        let order = Arc::new(Order::new());
         let tap = Tap {
             senders: Some(Senders {
+                commands: commands_tx,
                 frames: frames_tx,
                 control: control_tx,
+                order: order.clone(),
             }),
             dropped: Arc::default(),
         };
-        (tap, TapReceiver { frames, control })
+        let rx = TapReceiver {
+            commands,
+            frames,
+            control,
+            order,
+        };
+        (tap, rx)
+    }
+
+    /// The evidence order the tap stamps into, when something is listening.
+    pub fn order(&self) -> Option<&Arc<Order>> {
+        self.senders.as_ref().map(|s| &s.order)
+    }
+
+    /// A chunk about to be written in direction `dir`: take it *before* the write, offer the
+    /// chunk's messages under it, drop it after the last offer. Never waits.
+    pub fn chunk(&self, dir: Direction) -> Chunk<'_> {
+        match (&self.senders, dir) {
+            (None, _) => Chunk::unordered(),
+            (Some(s), Direction::ToBrowser) => s.order.guarded(),
+            (Some(s), Direction::ToClient) => Chunk::stamped(s.order.stamp()),
+        }
     }
 
     /// True when something is listening.
@@ -232,17 +277,29 @@ impl Tap {
         self.senders.is_some()
     }
 
-    /// Offers a message copy without waiting. Dropped (and counted) when the queue is full.
-    pub fn offer(&self, conn: u64, dir: Direction, payload: Payload) {
+    /// Offers a copy of a message of `chunk` without waiting. Dropped (and counted) when the
+    /// queue is full; a lost client → browser copy is also marked in the order, since it may
+    /// have been typing.
+    pub fn offer(&self, chunk: &Chunk<'_>, conn: u64, dir: Direction, payload: Payload) {
         if let Some(s) = &self.senders {
-            let event = TapEvent::Frame {
-                conn,
-                dir,
-                at: SystemTime::now(),
-                payload,
+            let event = Stamped {
+                stamp: chunk.stamp(),
+                event: TapEvent::Frame {
+                    conn,
+                    dir,
+                    at: SystemTime::now(),
+                    payload,
+                },
             };
-            if s.frames.try_send(event).is_err() {
+            let queue = match dir {
+                Direction::ToBrowser => &s.commands,
+                Direction::ToClient => &s.frames,
+            };
+            if queue.try_send(event).is_err() {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
+                if dir == Direction::ToBrowser {
+                    s.order.lost(chunk.stamp());
+                }
             }
         }
     }
@@ -274,8 +331,9 @@ impl Tap {
 
     fn control(&self, event: TapEvent) {
         if let Some(s) = &self.senders {
+            let stamp = s.order.stamp();
             // Fails only once the observer is gone, when nothing is left to tell.
-            let _ = s.control.send(event);
+            let _ = s.control.send(Stamped { stamp, event });
         }
     }
 
@@ -289,31 +347,49 @@ impl Tap {
 mod tests {
     use super::*;
 
+    fn offer(tap: &Tap, dir: Direction, text: &'static str) -> u64 {
+        let chunk = tap.chunk(dir);
+        tap.offer(&chunk, 1, dir, Payload::text(text));
+        chunk.stamp()
+    }
+
     #[test]
     fn full_queue_drops_frames_but_never_lifecycle() {
         let (tap, mut rx) = Tap::channel(1);
         tap.opened(1, "/devtools/page/x".into());
-        tap.offer(1, Direction::ToBrowser, Payload::text("a"));
-        tap.offer(1, Direction::ToBrowser, Payload::text("b"));
-        tap.offer(1, Direction::ToBrowser, Payload::text("c"));
+        offer(&tap, Direction::ToClient, "a");
+        offer(&tap, Direction::ToClient, "b");
+        offer(&tap, Direction::ToClient, "c");
+        // Client → browser copies have a queue of their own: the flood above leaves room.
+        offer(&tap, Direction::ToBrowser, "typed");
         tap.closed(1, SessionEnd::ClientClosed);
         assert_eq!(tap.dropped(), 2);
-        assert!(matches!(
-            rx.frames.try_recv(),
-            Ok(TapEvent::Frame { conn: 1, .. })
-        ));
-        assert!(matches!(
-            rx.control.try_recv(),
-            Ok(TapEvent::Opened { conn: 1, .. })
-        ));
-        assert!(matches!(
-            rx.control.try_recv(),
-            Ok(TapEvent::Closed { conn: 1, .. })
-        ));
+        assert_eq!(rx.order.first_lost(), None, "no client → browser copy lost");
+        let first = rx.frames.try_recv().expect("a frame");
+        assert!(matches!(first.event, TapEvent::Frame { conn: 1, .. }));
+        let typed = rx.commands.try_recv().expect("the command");
+        assert!(
+            typed.stamp > first.stamp,
+            "stamped in the order of the chunks"
+        );
+        let opened = rx.control.try_recv().expect("opened");
+        assert!(matches!(opened.event, TapEvent::Opened { conn: 1, .. }));
+        assert!(opened.stamp < first.stamp);
+        let closed = rx.control.try_recv().expect("closed");
+        assert!(matches!(closed.event, TapEvent::Closed { conn: 1, .. }));
+        assert!(closed.stamp > typed.stamp);
+        offer(&tap, Direction::ToBrowser, "x");
+        let lost = offer(&tap, Direction::ToBrowser, "y");
+        assert_eq!(
+            rx.order.first_lost(),
+            Some(lost),
+            "a lost command is marked"
+        );
         drop(rx);
-        tap.offer(1, Direction::ToClient, Payload::text("d"));
-        assert_eq!(tap.dropped(), 3);
+        offer(&tap, Direction::ToClient, "d");
+        assert_eq!(tap.dropped(), 4);
         assert_eq!(Tap::disabled().dropped(), 0);
+        assert_eq!(Tap::disabled().chunk(Direction::ToBrowser).stamp(), 0);
     }
 
     #[test]

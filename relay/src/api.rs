@@ -16,12 +16,10 @@ use crate::pipeline::PipelineHandle;
 use crate::upload::UploadsHandle;
 use bytes::Bytes;
 use cdp_relay_proxy::{Api, ApiFuture, ApiRequest};
+use cdp_sanitize::SecretError;
 use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
 use hyper::{Method, Response, StatusCode};
 use serde_json::{Map, Value};
-
-/// Largest secret accepted by `PUT /relay/v1/secrets/<NAME>` before the registry's own limits.
-pub const MAX_SECRET_BODY: usize = 1024 * 1024;
 
 /// The `/relay/v1/` routes of a relay, with or without evidence.
 #[derive(Debug, Clone, Default)]
@@ -72,7 +70,7 @@ impl Api for RelayApi {
     fn max_body(&self, route: &str) -> usize {
         match route {
             "evidence" => ops::remote::MAX_BODY,
-            _ => MAX_SECRET_BODY,
+            _ => cdp_sanitize::MAX_SECRET_BYTES,
         }
     }
 
@@ -157,7 +155,9 @@ impl RelayApi {
     }
 
     /// `PUT /relay/v1/secrets/<NAME>` with the literal as the body: from now on the literal reads
-    /// `${NAME}` in all evidence of this run. The literal is never echoed or logged.
+    /// `${NAME}` in all evidence of this run. The literal is never echoed or logged. At most
+    /// `MAX_SECRETS` secrets of `MAX_SECRET_BYTES` each (413 — from the proxy's body limit —
+    /// and 409 past them).
     async fn register_secret(&self, method: Method, name: &str, body: Bytes) -> Response<Bytes> {
         if method != Method::PUT {
             return text(
@@ -195,10 +195,16 @@ impl RelayApi {
                 *r.status_mut() = StatusCode::NO_CONTENT;
                 r
             }
+            Ok(Err(e @ SecretError::TooLong { .. })) => {
+                text(StatusCode::PAYLOAD_TOO_LARGE, &format!("cdp-relay: {e}"))
+            }
+            Ok(Err(e @ SecretError::TooMany { .. })) => {
+                text(StatusCode::CONFLICT, &format!("cdp-relay: {e}"))
+            }
             Ok(Err(e)) => text(StatusCode::BAD_REQUEST, &format!("cdp-relay: {e}")),
             Err(_) => text(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "cdp-relay: registering the secret failed; try again",
+                "cdp-relay: the secret could not be registered; try again",
             ),
         }
     }

@@ -20,4 +20,24 @@ pub enum SecretError {
         /// The minimum number of non-whitespace characters.
         min: usize,
     },
+    /// The literal is longer than `max` bytes ([`MAX_SECRET_BYTES`](crate::MAX_SECRET_BYTES)).
+    #[error("secret {name} is {bytes} bytes; at most {max} bytes can be registered")]
+    TooLong {
+        /// The secret's name.
+        name: String,
+        /// Its length in bytes.
+        bytes: usize,
+        /// The most allowed.
+        max: usize,
+    },
+    /// `max` explicit secrets are registered already ([`MAX_SECRETS`](crate::MAX_SECRETS)).
+    #[error(
+        "secret {name} is not registered: this run holds {max} secrets already, the most it can"
+    )]
+    TooMany {
+        /// The secret's name.
+        name: String,
+        /// The most a run holds.
+        max: usize,
+    },
 }

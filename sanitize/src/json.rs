@@ -95,7 +95,7 @@ fn object(
 
 /// An object key, sanitized as text.
 pub(crate) fn clean_key(s: &Sanitizer, key: &str) -> String {
-    s.text_capped(key, KEY_MAX_CHARS).into_string()
+    s.structural(key, KEY_MAX_CHARS).into_string()
 }
 
 /// The context a `{"name": …, "value": …}` pair's name gives its value, if the name is a
@@ -168,7 +168,7 @@ pub(crate) fn unique_key(s: &Sanitizer, key: String, taken: impl Fn(&str) -> boo
     let mut n = 2u64;
     loop {
         let candidate = s
-            .text_capped(&format!("#{n} {key}"), KEY_MAX_CHARS)
+            .structural(&format!("#{n} {key}"), KEY_MAX_CHARS)
             .into_string();
         if !taken(&candidate) {
             return candidate;

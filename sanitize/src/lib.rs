@@ -58,7 +58,9 @@ pub use lines::LineSanitizer;
 pub use network::{NetworkFailure, RawNetworkFailure};
 pub use rules::Rule;
 pub use safe::{InputSummary, InputType, SafeJson, SafeText, SafeUrl};
-pub use sanitizer::{Sanitizer, ERROR_MAX_CHARS, TEXT_MAX_CHARS};
-pub use secrets::{MIN_SECRET_CHARS, MIN_TYPED_CHARS, TYPED_MAX_BYTES};
+pub use sanitizer::{Sanitizer, ERROR_MAX_CHARS, TEXT_MAX_CHARS, WITHHELD};
+pub use secrets::{
+    MAX_SECRETS, MAX_SECRET_BYTES, MIN_SECRET_CHARS, MIN_TYPED_CHARS, TYPED_MAX_BYTES,
+};
 pub use summary::RedactionSummary;
 pub use url::URL_MAX_CHARS;

@@ -2,7 +2,7 @@
 //! redaction counters, and is the only way to make the `Safe*` types from runtime data.
 
 use crate::echo::TypedEcho;
-use crate::handles::{truncated_prefix_len, Handles};
+use crate::handles::{is_protected, truncated_prefix_len, Handles};
 use crate::json;
 use crate::lines::LineSanitizer;
 use crate::merge;
@@ -15,6 +15,7 @@ use crate::url::sanitize_url;
 use crate::{SafeJson, SafeText, SafeUrl, SecretError};
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Default cap for free text ([`Sanitizer::text`], JSON strings), in characters.
@@ -22,6 +23,9 @@ pub const TEXT_MAX_CHARS: usize = 4096;
 
 /// Cap for error strings ([`Sanitizer::error`]), in characters.
 pub const ERROR_MAX_CHARS: usize = 1024;
+
+/// What free text reads once the sanitizer withholds it ([`Sanitizer::withhold_free_text`]).
+pub const WITHHELD: &str = "[withheld: typing may have gone unseen]";
 
 /// The privacy engine of one evidence run. `Send + Sync`: share it as an `Arc` across tasks.
 ///
@@ -33,6 +37,8 @@ pub struct Sanitizer {
     handles: Handles,
     secrets: Arc<RwLock<Registry>>,
     counters: Counters,
+    /// Free text is withheld from now on (sticky).
+    withheld: AtomicBool,
 }
 
 impl fmt::Debug for Sanitizer {
@@ -57,7 +63,30 @@ impl Sanitizer {
             handles: Handles::new(),
             secrets: Arc::new(RwLock::new(Registry::default())),
             counters: Counters::default(),
+            withheld: AtomicBool::new(false),
         }
+    }
+
+    /// From now on, for the rest of the run, free text reads [`WITHHELD`] and URLs keep only
+    /// `scheme://host:port`. For when text may hold a secret that could not be registered in
+    /// time — typing the recorder never saw — so no rule or literal can be trusted to find it.
+    /// JSON keeps its structure (keys are still sanitized as usual), numbers, booleans, handles
+    /// and markers stay.
+    pub fn withhold_free_text(&self) {
+        self.withheld.store(true, Ordering::SeqCst);
+    }
+
+    /// Changes whenever the outcome of sanitizing a text may change: a literal registered, a
+    /// typed echo extended, free text withheld. A caller that keeps sanitized values (a page's
+    /// title) sanitizes again when it changed.
+    pub fn generation(&self) -> u64 {
+        let registry = self.registry().generation();
+        registry << 1 | u64::from(self.withholds_free_text())
+    }
+
+    /// True once [`Sanitizer::withhold_free_text`] was called.
+    pub fn withholds_free_text(&self) -> bool {
+        self.withheld.load(Ordering::SeqCst)
     }
 
     // A panic while holding the lock cannot leave the registry half-updated in a way that
@@ -80,6 +109,15 @@ impl Sanitizer {
     /// Pass the whole string: the cap is applied after redaction, so a secret that straddles the
     /// cut cannot leave half of itself behind.
     pub fn text_capped(&self, s: &str, max_chars: usize) -> SafeText {
+        if self.withholds_free_text() && !s.trim().is_empty() && !is_protected(s.trim()) {
+            return SafeText::new(WITHHELD.to_owned());
+        }
+        SafeText::new(self.sanitize_str(s, max_chars).into_owned())
+    }
+
+    /// A JSON key or a URL's origin: sanitized as text, never withheld (structure, not text the
+    /// page wrote into a field).
+    pub(crate) fn structural(&self, s: &str, max_chars: usize) -> SafeText {
         SafeText::new(self.sanitize_str(s, max_chars).into_owned())
     }
 
@@ -315,6 +353,32 @@ mod tests {
         assert_eq!(
             s.text("token=tok_live_1234567890").as_str(),
             "token=${API_TOKEN}"
+        );
+    }
+
+    #[test]
+    fn withholding_free_text_keeps_structure() {
+        let s = Sanitizer::new();
+        let handle = s.handle("8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1");
+        assert_eq!(s.text("live Typ").as_str(), "live Typ");
+        s.withhold_free_text();
+        assert!(s.withholds_free_text());
+        assert_eq!(s.text("live TypeSecret").as_str(), WITHHELD);
+        assert_eq!(s.error("net::ERR_FAILED").as_str(), WITHHELD);
+        assert_eq!(s.text("").as_str(), "");
+        // What the sanitizer itself made stays: it holds nothing typed.
+        assert_eq!(s.text(handle.as_str()).as_str(), handle.as_str());
+        assert_eq!(s.text("[redacted:jwt]").as_str(), "[redacted:jwt]");
+        assert_eq!(
+            s.url("https://shop.example:8443/search/TypeSecret?q=1")
+                .as_str(),
+            "https://shop.example:8443"
+        );
+        assert_eq!(s.url("data:text/html,TypeSecret").as_str(), "data:…");
+        let j = s.json(&serde_json::json!({"button": "left", "clickCount": 2, "ok": true}));
+        assert_eq!(
+            j.as_value(),
+            &serde_json::json!({"button": WITHHELD, "clickCount": 2, "ok": true})
         );
     }
 }

@@ -2,8 +2,13 @@
 //! left-to-right pass and replaced by `${NAME}` (the replacing is `merge.rs`'s job, together
 //! with the rules' replacements).
 //!
-//! - One pass, leftmost-longest among the registered literals (aho-corasick), so a literal that
-//!   is a prefix of another is never partially consumed.
+//! - One pass, leftmost-longest among the registered literals, so a literal that is a prefix of
+//!   another is never partially consumed.
+//! - Found through an index of every pattern's first [`KEY_BYTES`] bytes (a 64 Ki-bit filter of
+//!   the first two, then a hash map), not an automaton: registering a literal costs what its own
+//!   spellings cost, whatever else is registered (an automaton is rebuilt whole on every
+//!   registration: 96 KiB secrets took seconds each and a gigabyte of memory by the tenth).
+//! - Bounded: at most [`MAX_SECRETS`] explicit literals of at most [`MAX_SECRET_BYTES`] each.
 //! - An existing `${NAME}` of a registered name, a rule marker or a handle is skipped whole, so a
 //!   placeholder is never corrupted and running the pass twice finds nothing new.
 //! - Names follow `[A-Z_][A-Z0-9_]*`; empty or whitespace-only literals are not registered;
@@ -12,17 +17,16 @@
 //! - Each literal is also matched in its JSON-escaped and URL-encoded spellings (`spelling.rs`).
 //! - **Typed echoes** (`TYPED_<n>`) are literals that grow while the user types. Any prefix of
 //!   one with at least [`MIN_TYPED_CHARS`] non-whitespace characters is protected, in every
-//!   spelling. The automaton holds only each echo's shortest protected prefix (its *head*); a
+//!   spelling. The index holds only each echo's shortest protected prefix (its *head*); a
 //!   match of a head is extended greedily, character by character, against the echo's literal
-//!   in that spelling. Extending an echo therefore costs no rebuild, and memory is linear in the
+//!   in that spelling. Extending an echo therefore touches no index, and memory is linear in the
 //!   literal, not quadratic.
 //! - Memory only: nothing here is `Serialize`, and `Debug` prints counts, never literals.
 
 use crate::handles::protected_spans;
 use crate::spelling::{spellings, Spelling};
 use crate::SecretError;
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -41,6 +45,19 @@ pub const MIN_SECRET_CHARS: usize = 4;
 /// `id=`): masking every occurrence of them would destroy the evidence for nothing. What leaks
 /// is therefore the first three non-whitespace characters of a per-keystroke echo, as typed.
 pub const MIN_TYPED_CHARS: usize = 4;
+
+/// Most explicit secrets a run holds (`--secret-env`, the secrets API, an MCP tool). Typed
+/// echoes are not counted: they are bounded by what is typed.
+pub const MAX_SECRETS: usize = 256;
+
+/// Longest explicit secret, in bytes. A password, an API token or a PEM private key (an RSA-4096
+/// key is about 3.3 KiB) fits; what is larger is not a literal anyone types or logs whole.
+pub const MAX_SECRET_BYTES: usize = 8192;
+
+/// Bytes of a pattern's start the index is keyed by. Every pattern is at least this long: an
+/// explicit literal has [`MIN_SECRET_CHARS`] non-whitespace characters and an echo head
+/// [`MIN_TYPED_CHARS`], in every spelling.
+const KEY_BYTES: usize = 4;
 
 /// Longest typed literal kept, in bytes (the relay buffers the same): characters typed beyond it
 /// are not protected.
@@ -110,17 +127,23 @@ impl Echo {
     }
 }
 
-/// What one pattern of the automaton stands for.
-#[derive(Default)]
-struct Pattern {
-    /// The explicit literal (spelling) this pattern is, if any: its name index.
-    literal: Option<usize>,
-    /// Echo heads that are a prefix of this pattern (itself included), in a spelling: every one
-    /// of them matches wherever this pattern does, and is extended from there.
-    echoes: Vec<(usize, Spelling)>,
+/// A pattern the index can find at a position: where a match may start.
+#[derive(Clone, Copy, Debug)]
+enum Candidate {
+    /// Explicit literal spelling `i` (index into `Registry::literals`): matches whole or not.
+    Literal(usize),
+    /// The head of echo `i` in a spelling: extended as far as the text follows the echo.
+    Echo(usize, Spelling),
 }
 
-/// Registered literals and the automaton that finds them.
+/// One spelling of an explicit literal.
+struct Literal {
+    spelled: String,
+    /// Index of its name.
+    name: usize,
+}
+
+/// Registered literals and the index that finds them.
 #[derive(Default)]
 pub(crate) struct Registry {
     /// Names in registration order; placeholders are `${names[i]}`.
@@ -129,19 +152,30 @@ pub(crate) struct Registry {
     counts: Vec<AtomicU64>,
     /// Every spelling of every explicit literal → name index. First registration wins.
     spellings: HashMap<String, usize>,
+    /// The spellings again, as the index refers to them.
+    literals: Vec<Literal>,
+    /// Explicit literals registered (each has up to four spellings).
+    explicit: usize,
     /// Name → index, for placeholder protection.
     by_name: HashMap<String, usize>,
     /// Typed echoes, in registration order.
     echoes: Vec<Echo>,
-    /// Parallel to the automaton's patterns.
-    patterns: Vec<Pattern>,
-    automaton: Option<AhoCorasick>,
+    /// First [`KEY_BYTES`] bytes of every pattern → the patterns starting with them.
+    index: HashMap<[u8; KEY_BYTES], Vec<Candidate>>,
+    /// One bit per first two bytes of a pattern: most positions of a text are ruled out by one
+    /// bit test. Empty until something is registered.
+    first2: Vec<u64>,
     /// Length in bytes of the longest spelling of an explicit literal.
     max_explicit_len: usize,
     /// Length in bytes of the longest spelling of a typed echo.
     max_echo_len: usize,
     /// Next `TYPED_<n>`.
     typed_next: u64,
+    /// Bytes encoded and indexed by registrations so far: what registering costs (tests check
+    /// it does not grow with what is already registered).
+    work: u64,
+    /// Changes whenever what is registered changes.
+    generation: u64,
 }
 
 impl fmt::Debug for Registry {
@@ -150,6 +184,7 @@ impl fmt::Debug for Registry {
             .field("names", &self.names.len())
             .field("spellings", &self.spellings.len())
             .field("echoes", &self.echoes.len())
+            .field("indexed", &self.index.len())
             .finish_non_exhaustive()
     }
 }
@@ -180,12 +215,19 @@ fn capped(s: &str, max: usize) -> &str {
 }
 
 /// Checks an explicit secret without registering it: `Ok(false)` for an empty or
-/// whitespace-only literal (nothing to protect), an error for a bad name or a literal shorter
-/// than [`MIN_SECRET_CHARS`] non-whitespace characters.
+/// whitespace-only literal (nothing to protect), an error for a bad name, a literal shorter
+/// than [`MIN_SECRET_CHARS`] non-whitespace characters or longer than [`MAX_SECRET_BYTES`].
 pub(crate) fn check(name: &str, literal: &str) -> Result<bool, SecretError> {
     if !is_valid_name(name) {
         return Err(SecretError::InvalidName {
             name: name.chars().take(64).collect(),
+        });
+    }
+    if literal.len() > MAX_SECRET_BYTES {
+        return Err(SecretError::TooLong {
+            name: name.to_owned(),
+            bytes: literal.len(),
+            max: MAX_SECRET_BYTES,
         });
     }
     match non_whitespace(literal) {
@@ -200,7 +242,8 @@ pub(crate) fn check(name: &str, literal: &str) -> Result<bool, SecretError> {
 
 impl Registry {
     /// Registers `literal` under `name`. `Ok(false)` when nothing was registered: the literal
-    /// is empty or whitespace-only, or already registered (under any name).
+    /// is empty or whitespace-only, or already registered (under any name). Costs what the
+    /// literal's spellings cost, however many literals are registered.
     pub(crate) fn register(&mut self, name: &str, literal: &str) -> Result<bool, SecretError> {
         if !check(name, literal)? {
             return Ok(false);
@@ -209,13 +252,46 @@ impl Registry {
         {
             return Ok(false);
         }
-        let index = self.name_index(name);
-        for spelling in spellings(literal) {
-            self.max_explicit_len = self.max_explicit_len.max(spelling.len());
-            self.spellings.entry(spelling).or_insert(index);
+        if self.explicit >= MAX_SECRETS {
+            return Err(SecretError::TooMany {
+                name: name.to_owned(),
+                max: MAX_SECRETS,
+            });
         }
-        self.rebuild();
+        self.explicit += 1;
+        self.generation += 1;
+        let index = self.name_index(name);
+        for spelled in spellings(literal) {
+            if self.spellings.contains_key(&spelled) {
+                // Another literal spells the same way: the first name keeps it.
+                continue;
+            }
+            self.max_explicit_len = self.max_explicit_len.max(spelled.len());
+            self.work += spelled.len() as u64;
+            let candidate = Candidate::Literal(self.literals.len());
+            self.insert(&spelled, candidate);
+            self.spellings.insert(spelled.clone(), index);
+            self.literals.push(Literal {
+                spelled,
+                name: index,
+            });
+        }
         Ok(true)
+    }
+
+    /// Adds a pattern starting with `pattern`'s first bytes to the index.
+    fn insert(&mut self, pattern: &str, candidate: Candidate) {
+        let Some(key) = key_at(pattern.as_bytes(), 0) else {
+            // Not reachable: every pattern has at least KEY_BYTES bytes.
+            return;
+        };
+        if self.first2.is_empty() {
+            self.first2 = vec![0; (1 << 16) / 64];
+        }
+        let bit = first2_bit(key[0], key[1]);
+        self.first2[bit / 64] |= 1 << (bit % 64);
+        self.work += KEY_BYTES as u64;
+        self.index.entry(key).or_default().push(candidate);
     }
 
     fn name_index(&mut self, name: &str) -> usize {
@@ -274,15 +350,25 @@ impl Registry {
         self.max_echo_len = self
             .max_echo_len
             .max(echo.spelled.iter().copied().max().unwrap_or(0));
+        let index = self.echoes.len();
+        self.generation += 1;
+        let head = echo.head().to_owned();
         self.echoes.push(echo);
-        self.rebuild();
-        Some((self.echoes.len() - 1, name))
+        // Every spelling is indexed, even where two write the head alike: they may part after
+        // it (`a b` is `a+b` in a form).
+        for spelling in Spelling::ALL {
+            let spelled = spelling.encode(&head);
+            self.work += spelled.len() as u64;
+            self.insert(&spelled, Candidate::Echo(index, spelling));
+        }
+        Some((index, name))
     }
 
     /// Appends `more` to echo `echo` (up to [`TYPED_MAX_BYTES`]). Its head, and so the
     /// automaton, stays as it is.
     pub(crate) fn extend_echo(&mut self, echo: usize, more: &str) {
         if let Some(e) = self.echoes.get_mut(echo) {
+            self.generation += 1;
             push_capped(e, more);
             self.max_echo_len = self
                 .max_echo_len
@@ -302,41 +388,20 @@ impl Registry {
         }
     }
 
-    fn rebuild(&mut self) {
-        let mut table: BTreeMap<String, Pattern> = BTreeMap::new();
-        for (spelling, &index) in &self.spellings {
-            table.entry(spelling.clone()).or_default().literal = Some(index);
-        }
-        let mut heads: HashMap<String, Vec<(usize, Spelling)>> = HashMap::new();
-        for (i, echo) in self.echoes.iter().enumerate() {
-            for spelling in Spelling::ALL {
-                let head = spelling.encode(echo.head());
-                heads.entry(head.clone()).or_default().push((i, spelling));
-                table.entry(head).or_default();
-            }
-        }
-        // Every pattern learns which heads are a prefix of it: those match wherever it does,
-        // and the automaton (leftmost-longest) reports only the longest pattern at a position.
-        let head_lens: BTreeSet<usize> = heads.keys().map(String::len).collect();
-        for (text, pattern) in &mut table {
-            for &len in &head_lens {
-                if let Some(found) = text.get(..len).and_then(|prefix| heads.get(prefix)) {
-                    pattern.echoes.extend(found.iter().copied());
-                }
-            }
-        }
-        // Deterministic pattern order; leftmost-longest makes the order irrelevant to results.
-        let (texts, patterns): (Vec<String>, Vec<Pattern>) = table.into_iter().unzip();
-        self.patterns = patterns;
-        self.automaton = AhoCorasickBuilder::new()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&texts)
-            .ok();
+    /// Changes whenever what is registered changes.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// True when no literal is registered.
     pub(crate) fn is_empty(&self) -> bool {
-        self.automaton.is_none()
+        self.index.is_empty()
+    }
+
+    /// Bytes encoded and indexed by every registration so far.
+    #[cfg(test)]
+    pub(crate) fn work(&self) -> u64 {
+        self.work
     }
 
     /// Length in bytes of the longest registered spelling (0 when empty).
@@ -357,10 +422,11 @@ impl Registry {
     /// wins.
     pub(crate) fn find(&self, text: &str) -> Vec<SecretMatch> {
         let mut out = Vec::new();
-        let Some(ac) = &self.automaton else {
-            return out;
-        };
-        if !ac.is_match(text) {
+        if self.is_empty()
+            || self
+                .next_candidate(text.as_bytes(), 0, text.len())
+                .is_none()
+        {
             return out;
         }
         let spans = protected_spans(text, &|n| self.by_name.contains_key(n));
@@ -374,45 +440,91 @@ impl Registry {
             // A match never runs into the protected span that ends the gap.
             let gap_text = &text[..span_start];
             let mut pos = gap_start;
-            while pos < span_start {
-                let Some(m) = ac.find(Input::new(gap_text).span(pos..span_start)) else {
-                    break;
-                };
-                let Some(pattern) = self.patterns.get(m.pattern().as_usize()) else {
-                    break;
-                };
-                let mut best = pattern.literal.map(|name| (m.end(), name));
-                for &(echo, spelling) in &pattern.echoes {
-                    let Some(e) = self.echoes.get(echo) else {
-                        continue;
-                    };
-                    if let Some(end) = e.extend_at(gap_text, m.start(), spelling, &mut buf) {
-                        best = match best {
-                            Some((b_end, b_name))
-                                if b_end > end || (b_end == end && b_name < e.name) =>
-                            {
-                                Some((b_end, b_name))
-                            }
-                            _ => Some((end, e.name)),
-                        };
+            while let Some((at, candidates)) =
+                self.next_candidate(gap_text.as_bytes(), pos, span_start)
+            {
+                match self.longest_at(gap_text, at, candidates, &mut buf) {
+                    Some((end, name)) => {
+                        out.push(SecretMatch {
+                            start: at,
+                            end,
+                            name,
+                        });
+                        pos = end;
                     }
+                    None => pos = at + 1,
                 }
-                let Some((end, name)) = best else {
-                    // Not reachable: every pattern is a literal or an echo head.
-                    pos = m.end();
-                    continue;
-                };
-                out.push(SecretMatch {
-                    start: m.start(),
-                    end,
-                    name,
-                });
-                pos = end;
             }
             gap_start = span_end;
         }
         out
     }
+
+    /// The first position at or after `from` (and before `until`) where some pattern's first
+    /// bytes are, with the patterns starting with them.
+    fn next_candidate(
+        &self,
+        bytes: &[u8],
+        from: usize,
+        until: usize,
+    ) -> Option<(usize, &[Candidate])> {
+        let last = until.checked_sub(KEY_BYTES)?;
+        let mut at = from;
+        while at <= last {
+            let bit = first2_bit(bytes[at], bytes[at + 1]);
+            if self.first2[bit / 64] & (1 << (bit % 64)) != 0 {
+                if let Some(found) = key_at(bytes, at).and_then(|k| self.index.get(&k)) {
+                    return Some((at, found));
+                }
+            }
+            at += 1;
+        }
+        None
+    }
+
+    /// The longest match starting at `at` among `candidates` (ties: the name registered first),
+    /// as its end and name.
+    fn longest_at(
+        &self,
+        text: &str,
+        at: usize,
+        candidates: &[Candidate],
+        buf: &mut String,
+    ) -> Option<(usize, usize)> {
+        let mut best: Option<(usize, usize)> = None;
+        for &candidate in candidates {
+            let found = match candidate {
+                Candidate::Literal(i) => self.literals.get(i).and_then(|l| {
+                    text.as_bytes()[at..]
+                        .starts_with(l.spelled.as_bytes())
+                        .then_some((at + l.spelled.len(), l.name))
+                }),
+                Candidate::Echo(i, spelling) => self
+                    .echoes
+                    .get(i)
+                    .and_then(|e| Some((e.extend_at(text, at, spelling, buf)?, e.name))),
+            };
+            if let Some((end, name)) = found {
+                best = match best {
+                    Some((b_end, b_name)) if b_end > end || (b_end == end && b_name < name) => {
+                        Some((b_end, b_name))
+                    }
+                    _ => Some((end, name)),
+                };
+            }
+        }
+        best
+    }
+}
+
+/// The [`KEY_BYTES`] bytes of `bytes` at `at`, if there are that many.
+fn key_at(bytes: &[u8], at: usize) -> Option<[u8; KEY_BYTES]> {
+    bytes.get(at..at + KEY_BYTES)?.try_into().ok()
+}
+
+/// The filter bit of a pattern starting with bytes `a`, `b`.
+fn first2_bit(a: u8, b: u8) -> usize {
+    usize::from(a) << 8 | usize::from(b)
 }
 
 /// Appends `more` to an echo's literal, keeping it within [`TYPED_MAX_BYTES`].

@@ -19,6 +19,9 @@ const MEDIA_TYPE_MAX: usize = 100;
 /// Sanitizes one URL to `scheme://host[:port]/path`.
 pub(crate) fn sanitize_url(s: &Sanitizer, raw: &str) -> String {
     let raw = raw.trim();
+    if s.withholds_free_text() {
+        return origin_only(s, raw);
+    }
     let out = if let Some(rest) = strip_prefix_ignore_case(raw, "data:") {
         data_url(rest)
     } else {
@@ -28,6 +31,20 @@ pub(crate) fn sanitize_url(s: &Sanitizer, raw: &str) -> String {
         }
     };
     s.text_capped(&out, URL_MAX_CHARS).into_string()
+}
+
+/// `scheme://host:port`, or `scheme:…` for a URL without a host: what a URL keeps while free
+/// text is withheld (its path may hold what was typed).
+fn origin_only(s: &Sanitizer, raw: &str) -> String {
+    let out = match Url::parse(raw) {
+        Ok(url) => match (url.host_str(), url.port()) {
+            (Some(host), Some(port)) => format!("{}://{host}:{port}", url.scheme()),
+            (Some(host), None) => format!("{}://{host}", url.scheme()),
+            (None, _) => format!("{}:…", url.scheme()),
+        },
+        Err(_) => "…".to_owned(),
+    };
+    s.structural(&out, URL_MAX_CHARS).into_string()
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {

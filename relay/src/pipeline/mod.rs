@@ -28,6 +28,7 @@ use cdp_relay_proxy::Upstream;
 pub use active::ActiveOptions as ObserveOptions;
 use capture::CapturePolicy;
 use cdp_evidence::{EvidenceConfig, Store};
+use cdp_relay_proxy::order::Order;
 use cdp_relay_proxy::tap::Tap;
 use cdp_sanitize::{Sanitizer, SecretError};
 use observer::{Observer, ObserverOptions};
@@ -92,6 +93,8 @@ pub struct PipelineHandle {
     root: PathBuf,
     /// Set when the active observer is configured: the pages it covers.
     observed: Option<Arc<OncePerPage>>,
+    /// The evidence order typed text is registered in.
+    order: Arc<Order>,
 }
 
 /// The evidence run as `/relay/v1/status` shows it.
@@ -122,9 +125,18 @@ impl PipelineHandle {
         &self.sanitizer
     }
 
-    /// Registers an explicit secret for the rest of the run.
+    /// Registers an explicit secret for the rest of the run: everything sanitized after this
+    /// returns is masked. A producer that types on a client's behalf (an MCP tool call)
+    /// registers before it forwards the call.
     pub fn register_secret(&self, name: &str, literal: &str) -> Result<bool, SecretError> {
         self.sanitizer.register_secret(name, literal)
+    }
+
+    /// The evidence order: a producer inside the relay that records page text it received
+    /// from the browser on a connection of its own awaits [`Order::caught_up`] before
+    /// sanitizing it, so typing forwarded before it is registered first.
+    pub fn order(&self) -> &Arc<Order> {
+        &self.order
     }
 
     /// Appends records from another producer inside the relay.
@@ -264,12 +276,14 @@ impl Pipeline {
         } else {
             None
         };
+        let order = rx.order.clone();
         let thread = {
             let writer = writer.clone();
             let triggers = triggers.clone();
+            let sanitizer = sanitizer.clone();
             std::thread::Builder::new()
                 .name("cdp-relay-observer".into())
-                .spawn(move || passive::run(rx, observer, writer, triggers))
+                .spawn(move || passive::run(rx, observer, writer, triggers, sanitizer))
                 .map_err(|e| off(&format!("cannot start the observer thread: {e}")))?
         };
         Ok(Some(Pipeline {
@@ -282,6 +296,7 @@ impl Pipeline {
                 session,
                 root: settings.root.clone(),
                 observed,
+                order,
             },
             observer: Some(thread),
             writer: Some(writer_thread),
@@ -312,6 +327,7 @@ impl Pipeline {
             verify_tx: parts.verify_tx,
             failures_rx: parts.failures_rx,
             dropped: Arc::new(AtomicU64::new(0)),
+            order: self.handle.order.clone(),
         };
         self.active = Some(Active::spawn(ctx, upstream.clone(), opts));
     }

@@ -1,5 +1,6 @@
-//! Unit tests of the registry: names, minimum lengths, leftmost-longest matching, spellings, and
-//! typed echoes (prefixes, extension without rebuilding, bounded memory).
+//! Unit tests of the registry: names, minimum and maximum lengths, how many, leftmost-longest
+//! matching, spellings, typed echoes (prefixes, extension without re-indexing, bounded memory),
+//! and registration cost that does not grow with what is registered.
 
 use super::*;
 
@@ -176,16 +177,22 @@ fn the_longest_candidate_wins_and_ties_go_to_the_first_name() {
 }
 
 #[test]
-fn extending_an_echo_does_not_grow_the_automaton() {
+fn extending_an_echo_does_not_grow_the_index() {
     let mut r = Registry::default();
     let (echo, _) = r.add_echo("abcd").expect("four characters");
-    let patterns = r.patterns.len();
-    assert!(patterns <= Spelling::ALL.len());
+    let patterns: usize = r.index.values().map(Vec::len).sum();
+    assert_eq!(patterns, Spelling::ALL.len());
+    let work = r.work();
     let long: String = "x".repeat(10_000);
     for chunk in long.as_bytes().chunks(7) {
         r.extend_echo(echo, std::str::from_utf8(chunk).expect("ascii"));
     }
-    assert_eq!(r.patterns.len(), patterns, "no pattern per prefix");
+    assert_eq!(
+        r.index.values().map(Vec::len).sum::<usize>(),
+        patterns,
+        "no pattern per prefix"
+    );
+    assert_eq!(r.work(), work, "extending indexes nothing");
     let e = &r.echoes[echo];
     assert_eq!(e.literal.len(), TYPED_MAX_BYTES, "capped");
     assert_eq!(r.max_len(), TYPED_MAX_BYTES);
@@ -203,4 +210,143 @@ fn debug_never_prints_literals() {
     let dbg = format!("{r:?}");
     assert!(!dbg.contains("hunter2"), "{dbg}");
     assert!(!dbg.contains("typed"), "{dbg}");
+}
+
+#[test]
+fn size_and_count_are_bounded() {
+    let mut r = Registry::default();
+    let max = "k".repeat(MAX_SECRET_BYTES);
+    assert_eq!(r.register("BIG", &max), Ok(true));
+    let over = "k".repeat(MAX_SECRET_BYTES + 1);
+    let err = r.register("BIGGER", &over).expect_err("too long");
+    assert_eq!(
+        err,
+        SecretError::TooLong {
+            name: "BIGGER".into(),
+            bytes: MAX_SECRET_BYTES + 1,
+            max: MAX_SECRET_BYTES
+        }
+    );
+    // One line, naming the secret and the limit, never the literal.
+    let msg = err.to_string();
+    assert_eq!(
+        msg,
+        format!(
+            "secret BIGGER is {} bytes; at most {MAX_SECRET_BYTES} bytes can be registered",
+            MAX_SECRET_BYTES + 1
+        )
+    );
+    for i in 1..MAX_SECRETS {
+        assert_eq!(
+            r.register(&format!("S{i}"), &format!("secret-{i:04}")),
+            Ok(true)
+        );
+    }
+    let err = r.register("ONE_MORE", "secret-more").expect_err("too many");
+    assert_eq!(
+        err.to_string(),
+        format!("secret ONE_MORE is not registered: this run holds {MAX_SECRETS} secrets already, the most it can")
+    );
+    assert!(!err.to_string().contains("secret-more"));
+    // What is registered already is still "nothing new", not an error; typed echoes still come.
+    assert_eq!(r.register("AGAIN", "secret-0001"), Ok(false));
+    assert_eq!(
+        r.register_typed("typed after the cap").as_deref(),
+        Some("TYPED_1")
+    );
+    assert_eq!(
+        replace(&r, "secret-0255 and typed after"),
+        "${S255} and ${TYPED_1}"
+    );
+}
+
+/// Issue 15, item 9: registering the 100th secret costs what registering the first did (the
+/// automaton used to be rebuilt from every literal, at every registration).
+#[test]
+fn registration_cost_does_not_grow_with_what_is_registered() {
+    let mut r = Registry::default();
+    let mut costs = Vec::new();
+    for i in 0..200 {
+        // Same length, same shape, different bytes.
+        let literal = format!("{i:06}-{}", "abcdefgh".repeat(16));
+        let before = r.work();
+        assert_eq!(r.register(&format!("S{i}"), &literal), Ok(true));
+        costs.push(r.work() - before);
+    }
+    assert!(costs.iter().all(|&c| c == costs[0]), "{costs:?}");
+    // Proportional to the literal: its four spellings (here equal, so one) and one index key.
+    assert_eq!(costs[0], (6 + 1 + 128 + KEY_BYTES) as u64);
+    let mut costs = Vec::new();
+    for i in 0..200 {
+        let before = r.work();
+        r.register_typed(&format!("typed {i:04} text"))
+            .expect("long enough");
+        costs.push(r.work() - before);
+    }
+    assert!(costs.iter().all(|&c| c == costs[0]), "{costs:?}");
+    // Every one of them is still found.
+    assert_eq!(replace(&r, "x 000199-abcdefgh"), "x 000199-abcdefgh");
+    assert_eq!(
+        replace(&r, &format!("x 000199-{} y", "abcdefgh".repeat(16))),
+        "x ${S199} y"
+    );
+    assert_eq!(replace(&r, "typed 0007 te"), "${TYPED_8}");
+}
+
+mod reference {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Leftmost-longest over every spelling of every explicit literal, the slow obvious way.
+    fn naive(literals: &[(usize, Vec<String>)], text: &str) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while pos < text.len() {
+            let mut best: Option<(usize, usize)> = None;
+            for (name, spellings) in literals {
+                for s in spellings {
+                    if text[pos..].starts_with(s.as_str()) {
+                        let end = pos + s.len();
+                        if best.is_none_or(|(e, n)| end > e || (end == e && *name < n)) {
+                            best = Some((end, *name));
+                        }
+                    }
+                }
+            }
+            match best {
+                Some((end, name)) => {
+                    out.push((pos, end, name));
+                    pos = end;
+                }
+                None => pos += text[pos..].chars().next().map_or(1, char::len_utf8),
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// The index finds exactly what a naive leftmost-longest scan finds.
+        #[test]
+        fn index_agrees_with_a_naive_scan(
+            literals in proptest::collection::vec("[ab %\"é+]{4,9}", 1..6),
+            text in "[ab %\"é+x2]{0,60}",
+        ) {
+            let mut r = Registry::default();
+            let mut registered: Vec<(usize, Vec<String>)> = Vec::new();
+            for (i, l) in literals.iter().enumerate() {
+                if r.register(&format!("S{i}"), l) == Ok(true) {
+                    // First registration of a spelling wins, as in the registry.
+                    let mine: Vec<String> = spellings(l)
+                        .into_iter()
+                        .filter(|s| !registered.iter().any(|(_, v)| v.contains(s)))
+                        .collect();
+                    let name = r.by_name[&format!("S{i}")];
+                    registered.push((name, mine));
+                }
+            }
+            let got: Vec<(usize, usize, usize)> =
+                r.find(&text).iter().map(|m| (m.start, m.end, m.name)).collect();
+            prop_assert_eq!(got, naive(&registered, &text));
+        }
+    }
 }

@@ -180,7 +180,8 @@ fn main() {
     // Paced well under the queue: the observer polls every 10 ms when idle.
     for chunk in messages.chunks(2_000) {
         for (dir, bytes) in chunk {
-            tap.offer(1, *dir, Payload::text(bytes.clone()));
+            let chunk = tap.chunk(*dir);
+            tap.offer(&chunk, 1, *dir, Payload::text(bytes.clone()));
         }
         std::thread::sleep(Duration::from_millis(15));
     }

@@ -117,6 +117,8 @@ pub(crate) struct Ctx {
     /// Failure records the passive observer saw on pages this observer does not cover (yet).
     pub(crate) failures_rx: mpsc::Receiver<(String, cdp_evidence::Record)>,
     pub(crate) dropped: Arc<AtomicU64>,
+    /// Events are handled only once the typing forwarded before them is registered.
+    pub(crate) order: Arc<cdp_relay_proxy::order::Order>,
 }
 
 impl Ctx {

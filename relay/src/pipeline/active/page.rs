@@ -77,8 +77,12 @@ const KEPT: [&str; 4] = ["type", "title", "url", "browserContextId"];
 /// Target metadata for records, kept current from `Target.*` events and navigations.
 #[derive(Default)]
 pub(crate) struct Meta {
-    map: HashMap<String, (Map<String, Value>, Option<SafeJson>)>,
+    /// Raw fields, and their sanitized form with the sanitizer generation it was made under.
+    map: HashMap<String, (Map<String, Value>, Option<Sanitized>)>,
 }
+
+/// A sanitized page summary and the sanitizer generation it was made under.
+type Sanitized = (u64, SafeJson);
 
 impl Meta {
     /// Takes the allowlisted fields of a `TargetInfo`.
@@ -116,14 +120,17 @@ impl Meta {
 
     /// The sanitized page summary for a record.
     pub(crate) fn target(&mut self, id: &str, s: &Sanitizer) -> SafeJson {
+        // Sanitized again when the sanitizer learned a secret since (it may be in the title).
+        let generation = s.generation();
         match self.map.get_mut(id) {
-            Some((raw, safe)) => safe
-                .get_or_insert_with(|| {
-                    let mut v = raw.clone();
-                    v.insert("targetId".into(), Value::String(id.to_owned()));
-                    s.target_info(&Value::Object(v))
-                })
-                .clone(),
+            Some((_, Some((g, safe)))) if *g == generation => safe.clone(),
+            Some((raw, cached)) => {
+                let mut v = raw.clone();
+                v.insert("targetId".into(), Value::String(id.to_owned()));
+                let safe = s.target_info(&Value::Object(v));
+                *cached = Some((generation, safe.clone()));
+                safe
+            }
             None => s.target_info(&serde_json::json!({ "targetId": id })),
         }
     }

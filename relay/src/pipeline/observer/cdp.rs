@@ -40,6 +40,7 @@ pub(crate) struct TouchEvent<'a> {
     pub(crate) touch_points: Vec<TouchPoint>,
 }
 
+/// A key event, for named keys only: typed text is read by `typed.rs`.
 #[derive(Deserialize, Default)]
 #[serde(default)]
 pub(crate) struct KeyEvent<'a> {
@@ -47,24 +48,6 @@ pub(crate) struct KeyEvent<'a> {
     pub(crate) kind: Str<'a>,
     #[serde(borrow)]
     pub(crate) key: Str<'a>,
-    #[serde(borrow)]
-    pub(crate) text: Str<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(crate) struct InsertText<'a> {
-    #[serde(borrow)]
-    pub(crate) text: Str<'a>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub(crate) struct SetAttribute<'a> {
-    #[serde(borrow)]
-    pub(crate) name: Str<'a>,
-    #[serde(borrow)]
-    pub(crate) value: Str<'a>,
 }
 
 #[derive(Deserialize, Default)]

@@ -1,7 +1,8 @@
 //! Which client commands make a filmstrip step, and what each step may say about itself.
 //!
-//! Typed text never leaves this module as text: a typing command yields the raw string only so
-//! the observer can count it and register it for echo protection in memory.
+//! Typing is not read here: `typed.rs` reads it from the message whatever its spelling, before
+//! this classification (which trusts the parsed `method`) sees it. Here a named key (`Enter`,
+//! `Tab`) is a press; every other keystroke and insertion is nothing.
 
 use super::cdp;
 use super::frame::Frame;
@@ -18,12 +19,10 @@ pub(crate) enum Command {
     Navigate(Action),
     /// `Page.captureScreenshot`: the response may become an artifact.
     Screenshot { action: Action, ext: &'static str },
-    /// Text typed into the page (memory only); `attribute` when set as a `value` attribute.
-    Typing { text: String, attribute: bool },
 }
 
 /// Keys whose names say nothing about what was typed; any other key is part of typing.
-const NAMED_KEYS: [&str; 30] = [
+pub(crate) const NAMED_KEYS: [&str; 30] = [
     "Enter",
     "Tab",
     "Escape",
@@ -126,31 +125,15 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
                 a.detail = Some(s.json(&json!({ "key": key })));
                 return Some(Command::Action(a));
             }
-            if p.text.is_empty() || p.kind == "rawKeyDown" {
-                return None;
-            }
-            Command::Typing {
-                text: p.text.into_owned(),
-                attribute: false,
-            }
+            // Character keys are typing (`typed.rs`).
+            return None;
         }
-        M::InputInsertText => {
-            let p: cdp::InsertText = frame.params()?;
-            Command::Typing {
-                text: p.text.into_owned(),
-                attribute: false,
-            }
-        }
-        M::DomSetAttributeValue => {
-            let p: cdp::SetAttribute = frame.params()?;
-            if !p.name.eq_ignore_ascii_case("value") {
-                return None;
-            }
-            Command::Typing {
-                text: p.value.into_owned(),
-                attribute: true,
-            }
-        }
+        M::InputInsertText
+        | M::InputImeSetComposition
+        | M::DomSetAttributeValue
+        | M::DomSetAttributesAsText
+        | M::DomSetNodeValue
+        | M::TargetSendMessageToTarget => return None,
         M::DomSetFileInputFiles => {
             let p: cdp::FileInput = frame.params().unwrap_or_default();
             let mut a = this();

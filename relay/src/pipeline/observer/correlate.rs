@@ -29,7 +29,7 @@ impl PendingTable {
         self.map.len()
     }
 
-    fn insert(&mut self, key: (Key, u64), p: Pending) {
+    pub(super) fn insert(&mut self, key: (Key, u64), p: Pending) {
         let id = key.1;
         if self.map.insert(key, p).is_none() {
             *self.ids.entry(id).or_default() += 1;
@@ -131,10 +131,6 @@ impl Observer {
         let key: Key = frame.session().map(Box::from);
         self.close_stale_typing(conn, &key, at);
         let waiting = match cmd {
-            Command::Typing { text, attribute } => {
-                let seq = self.add_typing(conn, &key, &text, attribute, at);
-                Waiting::Typing { seq }
-            }
             Command::Action(action) => {
                 self.end_typing(conn, &key, at);
                 let trigger = (action.method.as_str() == "click").then_some(StepKind::Click);

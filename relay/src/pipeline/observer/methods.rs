@@ -1,4 +1,6 @@
-//! The one table of CDP methods the observer reads. Every other method is skipped unparsed.
+//! The one table of CDP methods the observer reads. Every other method is skipped unparsed,
+//! except that client messages are first offered to `typed.rs`, which reads typing in any
+//! spelling (a prefilter here could not see through escapes or duplicate keys).
 //!
 //! Each name appears once, here; the table generates the two enums the observer matches on
 //! (without `_` arms, so a method added here is a compile error until it is handled).
@@ -73,7 +75,10 @@ cdp_methods! {
         InputDispatchTouchEvent = "Input.dispatchTouchEvent",
         InputDispatchKeyEvent = "Input.dispatchKeyEvent",
         InputInsertText = "Input.insertText",
+        InputImeSetComposition = "Input.imeSetComposition",
         DomSetAttributeValue = "DOM.setAttributeValue",
+        DomSetAttributesAsText = "DOM.setAttributesAsText",
+        DomSetNodeValue = "DOM.setNodeValue",
         DomSetFileInputFiles = "DOM.setFileInputFiles",
         RuntimeEvaluate = "Runtime.evaluate",
         RuntimeCallFunctionOn = "Runtime.callFunctionOn",
@@ -81,6 +86,7 @@ cdp_methods! {
         TargetCloseTarget = "Target.closeTarget",
         TargetAttachToTarget = "Target.attachToTarget",
         TargetActivateTarget = "Target.activateTarget",
+        TargetSendMessageToTarget = "Target.sendMessageToTarget",
         BrowserClose = "Browser.close",
     }
     events {

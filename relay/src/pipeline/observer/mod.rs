@@ -3,9 +3,12 @@
 //! A synchronous state machine (no sockets, no files), run on the pipeline's observer thread,
 //! tested with scripted frames and fuzzed. It parses only what it needs, correlates commands
 //! with responses (`correlate.rs`), joins network events (`network.rs`), reads console output
-//! (`console.rs`), groups typing (`typing.rs`), keeps page metadata current (`targets.rs`) and
-//! keeps a client's own screenshots (`screenshots.rs`). Every string it keeps goes through the
-//! run's [`Sanitizer`]; typed text is reduced to its length before anything else sees it.
+//! (`console.rs`), reads typing in whatever spelling a client sends it (`typed.rs`), groups it
+//! into bursts (`typing.rs`), keeps page metadata current (`targets.rs`) and keeps a client's
+//! own screenshots (`screenshots.rs`). Every string it keeps goes through the run's
+//! [`Sanitizer`]; typed text is registered with it when its command is handled — before any
+//! later copy is (the pipeline hands copies over in the evidence order, `order.rs`) — and is
+//! reduced to its length before anything else sees it.
 //!
 //! It never writes: [`Observer::take`] hands its records to the run writer and its triggers to
 //! whoever subscribed. It never panics on a frame: anything unexpected is ignored.
@@ -19,13 +22,14 @@ mod methods;
 pub(crate) mod network;
 mod screenshots;
 mod targets;
+mod typed;
 mod typing;
 
 use crate::pipeline::capture::CapturePolicy;
 use crate::pipeline::once::OncePerPage;
 use crate::pipeline::{Emit, Trigger};
 use cdp_evidence::{Lifecycle, LifecycleEvent, Record, RecordKind, Status};
-use cdp_relay_proxy::tap::{Direction, SessionEnd, TapEvent};
+use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd, TapEvent};
 use cdp_sanitize::{SafeText, Sanitizer};
 use correlate::{Pending, PendingTable};
 use frame::Frame;
@@ -174,6 +178,10 @@ impl Observer {
                 payload,
             } => {
                 self.sweep(at);
+                if dir == Direction::ToBrowser {
+                    self.client_message(conn, &payload, at);
+                    return;
+                }
                 if payload.len() > HEAD && payload.is_text() {
                     // Judge a large message by its head before paying to join and validate it
                     // (a 64 MiB reply nobody waits for costs nothing more).
@@ -195,10 +203,7 @@ impl Observer {
                     return;
                 }
                 if let Some(frame) = Frame::parse(&text) {
-                    match dir {
-                        Direction::ToBrowser => self.command(conn, &frame, at),
-                        Direction::ToClient => self.browser_message(conn, &frame, at),
-                    }
+                    self.browser_message(conn, &frame, at);
                 }
             }
             TapEvent::Closed { conn, how, at } => self.closed(conn, how, at),
@@ -206,9 +211,32 @@ impl Observer {
         }
     }
 
+    /// A client → browser message. Typing is looked for first and in full — in any key order,
+    /// any escaping, in nested messages — and registered before anything after it is handled;
+    /// only then may the message be judged by its leading bytes.
+    fn client_message(&mut self, conn: u64, payload: &Payload, at: SystemTime) {
+        let Some(text) = payload.as_text() else {
+            // CDP is text; binary frames and invalid UTF-8 carry nothing to read.
+            return;
+        };
+        if text.len() <= frame::MAX_PARSED_BYTES && typed::may_type(&text) {
+            if let Some(typing) = typed::read(&text) {
+                self.typing_command(conn, typing, at);
+                return;
+            }
+        }
+        if self.skippable(conn, Direction::ToBrowser, &text) {
+            return;
+        }
+        if let Some(frame) = Frame::parse(&text) {
+            self.command(conn, &frame, at);
+        }
+    }
+
     /// Decides from the first bytes alone that a frame cannot matter, so the common case (events
     /// nobody records, replies nobody waits for) costs no parse. Chromium and the usual clients
-    /// put `"method"` or `"id"` first; any other shape is parsed in full.
+    /// put `"method"` or `"id"` first; any other shape is parsed in full. Typing never reaches
+    /// here unread (`client_message`).
     fn skippable(&self, conn: u64, dir: Direction, text: &str) -> bool {
         match (dir, frame::leading(text)) {
             (Direction::ToClient, frame::Leading::Method(m)) => EventMethod::parse(m).is_none(),

@@ -57,10 +57,12 @@ impl Endpoint {
 /// Allowlisted `TargetInfo` fields kept raw (memory only) so a later change can update them.
 const KEPT: [&str; 5] = ["targetId", "type", "title", "url", "browserContextId"];
 
-/// One target's current metadata and its sanitized form, rebuilt only when it changes.
+/// One target's current metadata and its sanitized form, rebuilt only when it or what the
+/// sanitizer knows (its generation) changes: a secret registered after a title was first
+/// sanitized is masked in every record after it.
 pub(crate) struct TargetMeta {
     raw: Map<String, Value>,
-    safe: Option<SafeJson>,
+    safe: Option<(u64, SafeJson)>,
 }
 
 impl TargetMeta {
@@ -179,11 +181,16 @@ impl Observer {
 
     pub(super) fn target_of_id(&mut self, id: &str) -> SafeJson {
         let sanitizer = &self.sanitizer;
+        let generation = sanitizer.generation();
         match self.targets.map.get_mut(id) {
-            Some(meta) => meta
-                .safe
-                .get_or_insert_with(|| sanitizer.target_info(&Value::Object(meta.raw.clone())))
-                .clone(),
+            Some(meta) => match &meta.safe {
+                Some((g, safe)) if *g == generation => safe.clone(),
+                _ => {
+                    let safe = sanitizer.target_info(&Value::Object(meta.raw.clone()));
+                    meta.safe = Some((generation, safe.clone()));
+                    safe
+                }
+            },
             None => sanitizer.target_info(&json!({ "targetId": id })),
         }
     }

@@ -581,6 +581,184 @@ fn covered_pages_leave_page_events_to_the_active_observer() {
     assert_eq!(h.of_kind("console").len(), 1);
 }
 
+/// Issue 15, item 6: typing the observer used to miss. Each spelling is registered before the
+/// next frame is handled (the echo after it is masked) and becomes a typing step.
+#[test]
+fn typing_in_any_spelling_is_registered_and_recorded() {
+    let nested =
+        json!({"id": 70, "method": "Input.insertText", "params": {"text": "Secr3tNested"}});
+    let cases = [
+        r#"{"params":{"text":"Secr3tParams"},"id":1,"method":"Input.insertText"}"#.to_owned(),
+        r#"{"sessionId":"UNSEEN","id":1,"method":"Input.insertText","params":{"text":"Secr3tSession"}}"#.to_owned(),
+        r#"{"id":1,"method":"Input.insert\u0054ext","params":{"text":"Secr3tEscape"}}"#.to_owned(),
+        r#"{"id":1,"method":"DOM.setAttributeValue","params":{"nodeId":1,"name":"VALUE","value":"Secr3tUpper"}}"#.to_owned(),
+        r#"{"id":1,"method":"DOM.setAttributesAsText","params":{"nodeId":1,"text":"value=\"Secr3tAsText\""}}"#.to_owned(),
+        r#"{"id":1,"method":"Page.enable","method":"Input.insertText","params":{"text":"Secr3tDuplicate"}}"#.to_owned(),
+        json!({"id": 1, "method": "Target.sendMessageToTarget",
+            "params": {"sessionId": "NONFLAT", "message": nested.to_string()}})
+        .to_string(),
+    ];
+    for raw in &cases {
+        let mut h = Harness::new(ObserverOptions::default());
+        h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+        h.frame(1, Direction::ToBrowser, 10, raw);
+        let typed = raw
+            .split("Secr3t")
+            .nth(1)
+            .and_then(|rest| rest.split(['"', '\\']).next())
+            .map(|tail| format!("Secr3t{tail}"))
+            .expect("a planted literal");
+        h.recv(1, 12, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": format!("live {typed}")}], "executionContextId": 1, "timestamp": 1.0}}));
+        h.recv(1, 14, json!({"id": 1, "result": {}}));
+        h.close(1, SessionEnd::ClientClosed, 5000);
+        let console = h.of_kind("console");
+        assert_eq!(console.len(), 1, "{raw}");
+        assert_eq!(console[0].payload["text"], "live ${TYPED_1}", "{raw}");
+        let typing = h.actions("type");
+        assert_eq!(typing.len(), 1, "{raw}: {typing:?}");
+        assert_eq!(
+            typing[0].payload["input"]["chars"],
+            typed.chars().count(),
+            "{raw}"
+        );
+        assert!(!h.journal_text().contains("Secr3t"), "{raw}");
+    }
+}
+
+/// A named key is a press, not typing, in any spelling; an IME composition is protected but
+/// not counted (the insertion that commits it is).
+#[test]
+fn presses_and_compositions() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(1, 10, json!({"params": {"type": "keyDown", "key": "Enter", "text": "\r"}, "method": "Input.dispatchKeyEvent", "id": 1}));
+    h.recv(1, 11, json!({"id": 1, "result": {}}));
+    h.send(1, 20, json!({"id": 2, "method": "Input.imeSetComposition", "params": {"text": "かなかな漢字", "selectionStart": 6, "selectionEnd": 6}}));
+    h.recv(1, 21, json!({"id": 2, "result": {}}));
+    h.recv(1, 22, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "composing かなかな漢字"}], "executionContextId": 1, "timestamp": 2.0}}));
+    h.close(1, SessionEnd::ClientClosed, 5000);
+    assert_eq!(h.actions("press").len(), 1);
+    assert!(h.actions("type").is_empty());
+    let console = h.of_kind("console");
+    assert_eq!(console[0].payload["text"], "composing ${TYPED_1}");
+}
+
+/// The fuzz target's seeds, replayed the way `fuzz/fuzz_targets/observer_frames.rs` reads them:
+/// none may panic, and the typing seed's literals are registered (so the seeds keep exercising
+/// what they were written for).
+#[test]
+fn fuzz_seeds_replay() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/observer_frames");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("seeds") {
+        let path = entry.expect("entry").path();
+        let data = std::fs::read(&path).expect("seed");
+        let sanitizer = Arc::new(Sanitizer::new());
+        let mut obs = Observer::new(
+            sanitizer.clone(),
+            ObserverOptions::default(),
+            Arc::new(CapturePolicy::new(true)),
+        );
+        for (i, chunk) in data.split(|b| *b == 0xFF).enumerate() {
+            let Some((&ctl, body)) = chunk.split_first() else {
+                continue;
+            };
+            let conn = u64::from(ctl & 0x03);
+            let at = t(i as u64 * 37);
+            match ctl >> 5 {
+                0 => obs.handle(TapEvent::Opened {
+                    conn,
+                    path: String::from_utf8_lossy(body).into_owned(),
+                    at,
+                }),
+                1 => obs.handle(TapEvent::Closed {
+                    conn,
+                    how: SessionEnd::BrowserLost,
+                    at,
+                }),
+                _ => {
+                    let dir = if ctl & 0x04 == 0 {
+                        Direction::ToBrowser
+                    } else {
+                        Direction::ToClient
+                    };
+                    let payload = if ctl & 0x08 == 0 {
+                        Payload::text(body.to_vec())
+                    } else {
+                        Payload::binary(body.to_vec())
+                    };
+                    obs.handle(TapEvent::Frame {
+                        conn,
+                        dir,
+                        at,
+                        payload,
+                    });
+                }
+            }
+        }
+        obs.handle(TapEvent::Finish { at: t(3_600_000) });
+        let _ = obs.take();
+        if path.ends_with("typing_any_spelling") {
+            for planted in [
+                "Secr3tParams",
+                "Secr3tEscape",
+                "Secr3tNested",
+                "Secr3tUpper",
+                "Secr3tNode",
+            ] {
+                let out = sanitizer.text(&format!("live {planted}"));
+                assert!(
+                    !out.as_str().contains("Secr3t"),
+                    "{planted}: {}",
+                    out.as_str()
+                );
+            }
+        }
+        seen += 1;
+    }
+    assert!(seen >= 4, "{seen} seeds in {}", dir.display());
+}
+
+/// Typing into a page through a non-flat session, emptied between values by commands on a flat
+/// session to the same page: each value is a burst of its own (a burst's echo protection holds
+/// for continuations of what it typed, not for text typed after the field changed).
+#[test]
+fn a_command_to_the_page_ends_bursts_typing_into_it_through_other_sessions() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/b", 0);
+    for sid in ["FLAT", "NONFLAT"] {
+        h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": sid, "targetInfo": {"targetId": PAGE, "type": "page", "url": "https://a.test/", "title": "t"}, "waitingForDebugger": false}}));
+    }
+    let mut id = 10;
+    for (i, value) in ["FirstVal1", "SecondVal2", "ThirdVal3"].iter().enumerate() {
+        let ms = 100 + i as u64 * 100;
+        h.send(1, ms, json!({"id": id, "sessionId": "FLAT", "method": "Runtime.evaluate", "params": {"expression": "f.value = ''"}}));
+        h.recv(
+            1,
+            ms + 1,
+            json!({"id": id, "sessionId": "FLAT", "result": {}}),
+        );
+        id += 1;
+        let inner = json!({"id": 900 + i, "method": "Input.insertText", "params": {"text": value}});
+        h.send(1, ms + 2, json!({"id": id, "method": "Target.sendMessageToTarget", "params": {"sessionId": "NONFLAT", "message": inner.to_string()}}));
+        h.recv(1, ms + 3, json!({"id": id, "result": {}}));
+        id += 1;
+        h.recv(1, ms + 4, json!({"method": "Runtime.consoleAPICalled", "sessionId": "FLAT", "params": {"type": "error", "args": [{"type": "string", "value": format!("live {value}")}], "executionContextId": 1, "timestamp": 1.0 + i as f64}}));
+    }
+    h.send(1, 900, json!({"id": 99, "sessionId": "FLAT", "method": "Runtime.evaluate", "params": {"expression": "1"}}));
+    h.recv(1, 901, json!({"id": 99, "sessionId": "FLAT", "result": {}}));
+    h.close(1, SessionEnd::ClientClosed, 5000);
+    let typing = h.actions("type");
+    assert_eq!(typing.len(), 3, "{typing:?}");
+    assert!(
+        typing.iter().all(|t| t.status.as_deref() == Some("ok")),
+        "{typing:?}"
+    );
+    let text = h.journal_text();
+    assert!(!text.contains("Val"), "{text}");
+}
+
 /// What the client's own traffic tells the veto without the relay's observer: a `Page.navigate`
 /// reply naming a loader is a fresh document; one without (a `#hash`) or with an error (a 204,
 /// a download) commits none, and neither does a history step or a reload command by itself.

@@ -5,6 +5,9 @@
 //! is handed over (in memory) for verification in the page it was typed into. A step waiting for
 //! its verdict is held here, bounded in time.
 
+use super::correlate::{Pending, Waiting};
+use super::targets::Session;
+use super::typed::{How, Typing};
 use super::{Key, Observer, TOOL};
 use crate::pipeline::active::verify::{self, Literal, VerifyReply, VerifyRequest};
 use crate::pipeline::capture::FieldKind;
@@ -203,7 +206,46 @@ pub(crate) struct Verifier {
 }
 
 impl Observer {
-    /// Adds typed text to the session's burst and returns the burst's number.
+    /// A client command that types (`typed.rs` read it): its text joins the burst of the
+    /// session it went to, registered with the sanitizer before anything else is handled, and
+    /// the command waits for its response. Text that duplicate keys or other nested messages
+    /// could also have meant is registered as well, not counted.
+    pub(super) fn typing_command(&mut self, conn: u64, typing: Typing, at: SystemTime) {
+        let mut texts = typing.texts.into_iter();
+        let Some(first) = texts.next() else {
+            return;
+        };
+        for other in texts {
+            self.sanitizer.register_typed(&other.text);
+        }
+        let key: Key = first.session.as_deref().map(Box::from);
+        if first.how == How::Composition {
+            // Each update repeats the whole composition so far; it is committed by an
+            // insertion, which is what is counted.
+            self.sanitizer.register_typed(&first.text);
+            return;
+        }
+        self.close_stale_typing(conn, &key, at);
+        let seq = self.add_typing(conn, &key, &first.text, first.how == How::Set, at);
+        let (Some(id), Some(c)) = (typing.id, self.conns.get_mut(&conn)) else {
+            return;
+        };
+        if c.pending.len() >= self.opts.max_pending {
+            self.dropped += 1;
+            return;
+        }
+        let answered_by: Key = typing.session.as_deref().map(Box::from);
+        c.pending.insert(
+            (answered_by, id),
+            Pending {
+                started: at,
+                what: Waiting::Typing { seq },
+            },
+        );
+    }
+
+    /// Adds typed text to the session's burst and returns the burst's number (0 when it could
+    /// join none: the text is registered all the same).
     pub(super) fn add_typing(
         &mut self,
         conn: u64,
@@ -212,6 +254,22 @@ impl Observer {
         attribute: bool,
         at: SystemTime,
     ) -> u64 {
+        let max = self.opts.max_pending;
+        let known = match self.conns.get_mut(&conn) {
+            Some(c) if c.sessions.contains_key(key) => true,
+            // A session the observer did not see attach (or a non-flat one): typing into it
+            // is typing all the same.
+            Some(c) if c.sessions.len() < max => {
+                c.sessions.insert(key.clone(), Session::new(None));
+                true
+            }
+            _ => false,
+        };
+        if !known {
+            self.dropped += 1;
+            self.sanitizer.register_typed(text);
+            return 0;
+        }
         let typed = self.typing_key(conn, key);
         let next = self.next_burst;
         let kind = self
@@ -225,6 +283,7 @@ impl Observer {
             .get_mut(&conn)
             .and_then(|c| c.sessions.get_mut(key))
         else {
+            self.sanitizer.register_typed(text);
             return 0;
         };
         let burst = session.typing.get_or_insert_with(|| {
@@ -255,13 +314,41 @@ impl Observer {
             .and_then(|s| s.typing.as_ref())
             .is_some_and(|b| at.duration_since(b.last).unwrap_or_default() > gap);
         if stale {
-            self.end_typing(conn, key, at);
+            self.end_burst(conn, key, at);
+        }
+    }
+
+    /// A command other than typing went to (connection, session): its burst ends, and so does
+    /// every burst typing into the same page through another session or connection (a second
+    /// client, a non-flat session). The command may have changed the field (emptied it,
+    /// focused another): what is typed next does not continue what was typed, and a burst's
+    /// echo protection holds for continuations only.
+    pub(super) fn end_typing(&mut self, conn: u64, key: &Key, at: SystemTime) {
+        self.end_burst(conn, key, at);
+        let Some(page) = self.raw_target(conn, key) else {
+            return;
+        };
+        let open: Vec<(u64, Key)> = self
+            .conns
+            .iter()
+            .flat_map(|(c, state)| {
+                state
+                    .sessions
+                    .iter()
+                    .filter(|(_, s)| s.typing.is_some())
+                    .map(move |(k, _)| (*c, k.clone()))
+            })
+            .collect();
+        for (c, k) in open {
+            if self.raw_target(c, &k).as_deref() == Some(page.as_str()) {
+                self.end_burst(c, &k, at);
+            }
         }
     }
 
     /// Ends the session's burst: emits it now or, if keystrokes are still unanswered, when their
     /// responses arrive.
-    pub(super) fn end_typing(&mut self, conn: u64, key: &Key, at: SystemTime) {
+    fn end_burst(&mut self, conn: u64, key: &Key, at: SystemTime) {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -409,7 +496,7 @@ impl Observer {
             })
             .collect();
         for (conn, key) in open {
-            self.end_typing(conn, &key, now);
+            self.end_burst(conn, &key, now);
         }
     }
 

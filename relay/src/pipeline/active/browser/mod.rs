@@ -20,6 +20,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+/// Events handled per wait for the evidence order.
+const EVENT_BATCH: usize = 256;
+
 /// How a connection ended.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Ended {
@@ -130,7 +133,7 @@ impl<'a> Browser<'a> {
                     return Ended::Stopped;
                 }
                 event = self.events.recv() => match event {
-                    Some(text) => self.event(&text).await,
+                    Some(text) => self.received(text).await,
                     None => {
                         self.lost().await;
                         return Ended::Lost;
@@ -148,6 +151,23 @@ impl<'a> Browser<'a> {
                 Some(done) = self.done_rx.recv() => self.done(done).await,
                 _ = tokio::time::sleep_until(next.into()) => self.due().await,
             }
+        }
+    }
+
+    /// Events as they arrive, with those queued behind `first`: handled (and sanitized) only
+    /// once every keystroke forwarded before they arrived is registered (`pipeline/order.rs`),
+    /// since the page may be echoing it.
+    async fn received(&mut self, first: String) {
+        let mut batch = vec![first];
+        while batch.len() < EVENT_BATCH {
+            match self.events.try_recv() {
+                Ok(text) => batch.push(text),
+                Err(_) => break,
+            }
+        }
+        self.ctx.order.caught_up().await;
+        for text in batch {
+            self.event(&text).await;
         }
     }
 
@@ -253,14 +273,14 @@ impl<'a> Browser<'a> {
             tokio::select! {
                 biased;
                 event = self.events.recv() => match event {
-                    Some(text) => self.event(&text).await,
+                    Some(text) => self.received(text).await,
                     None => break,
                 },
                 _ = &mut sync => break,
             }
         }
         while let Ok(text) = self.events.try_recv() {
-            self.event(&text).await;
+            self.received(text).await;
         }
     }
 
