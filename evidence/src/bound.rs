@@ -99,8 +99,7 @@ fn esc_len(c: char) -> usize {
 /// Serialized length of a string's content (quotes excluded).
 fn str_content_len(s: &str) -> usize {
     // ASCII without escapes is the common case: one byte each.
-    if s
-        .bytes()
+    if s.bytes()
         .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x80)
     {
         return s.len();
@@ -522,12 +521,18 @@ mod tests {
         // The first fields are kept whole, the rest counted in one marker member.
         assert_eq!(payload["k0000"], "v".repeat(60));
         let note = payload[CUT_MEMBER].as_str().unwrap();
-        assert!(note.starts_with("[cut ") && note.contains(" fields, "), "{note}");
+        assert!(
+            note.starts_with("[cut ") && note.contains(" fields, "),
+            "{note}"
+        );
         let kept = payload.len() - 1;
         assert!(kept > 700 && kept < 2000, "{kept}");
         assert_eq!(back["fieldsCut"], (2000 - kept) as u64);
         // Nothing is lost silently: the marker names how many fields went.
-        assert!(note.contains(&format!("[cut {} fields", 2000 - kept)), "{note}");
+        assert!(
+            note.contains(&format!("[cut {} fields", 2000 - kept)),
+            "{note}"
+        );
     }
 
     #[test]
@@ -584,7 +589,10 @@ mod tests {
         let mut fields: Map<String, Value> = (0..3000)
             .map(|i| (format!("k{i:04}"), Value::String("v".repeat(40))))
             .collect();
-        fields.insert(CUT_MEMBER.to_owned(), Value::from("[cut 0 fields, 0 bytes]"));
+        fields.insert(
+            CUT_MEMBER.to_owned(),
+            Value::from("[cut 0 fields, 0 bytes]"),
+        );
         let v = envelope(Value::Object(fields));
         let back = parse(&to_bounded_line(v, 8192).unwrap());
         let note = back["payload"][CUT_MEMBER].as_str().unwrap();

@@ -590,13 +590,17 @@ fn a_record_of_thousands_of_small_fields_is_cut_and_the_lines_after_it_land() {
         .map(|r| r.source.as_deref().unwrap())
         .collect();
     assert_eq!(sources, ["before", "cli", "after", "after", "after"]);
-    let cut = journal.records.iter().find(|r| r.kind == "gesture").unwrap();
+    let cut = journal
+        .records
+        .iter()
+        .find(|r| r.kind == "gesture")
+        .unwrap();
     assert!(cut.fields_cut > 0);
     let payload = cut.payload.as_object().unwrap();
     assert_eq!(payload["k0000"], "v".repeat(60));
     assert!(payload["…"].as_str().unwrap().contains(" fields, "));
-    let lines = std::fs::read_to_string(tmp.path().join("runs").join(&id).join("actions.jsonl"))
-        .unwrap();
+    let lines =
+        std::fs::read_to_string(tmp.path().join("runs").join(&id).join("actions.jsonl")).unwrap();
     assert!(lines.lines().all(|l| l.len() < 65_536));
 }
 

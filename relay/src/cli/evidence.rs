@@ -244,7 +244,9 @@ impl Appender<'_> {
     fn append(&mut self, record: cdp_evidence::Record) -> Result<(), cdp_evidence::Error> {
         match self.run()?.append(record.clone()) {
             // Finalized by another producer, or its directory removed: the session's next run.
-            Err(cdp_evidence::Error::RunFinalized { .. } | cdp_evidence::Error::RunNotFound { .. }) => {
+            Err(
+                cdp_evidence::Error::RunFinalized { .. } | cdp_evidence::Error::RunNotFound { .. },
+            ) => {
                 self.run = None;
                 self.run()?.append(record)
             }
