@@ -644,3 +644,28 @@ fn records_after_the_run_directory_is_removed_go_to_a_new_run() {
         .collect();
     assert_eq!(sources, ["second", "second"]);
 }
+
+/// A manifest planted with ESC and BEL in its `sessionId` and `status` used to retitle the
+/// terminal and clear the screen of whoever ran `cdp-relay runs`.
+#[test]
+fn runs_escapes_control_characters_from_manifests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("runs/planted-run");
+    std::fs::create_dir_all(&run).unwrap();
+    let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}evil";
+    let manifest = serde_json::json!({
+        "evidenceVersion": 1, "runId": "planted-run", "sessionId": hostile,
+        "status": hostile, "startedAt": hostile, "actionLog": "actions.jsonl",
+    });
+    std::fs::write(run.join("manifest.json"), manifest.to_string()).unwrap();
+    let out = run_cli(tmp.path(), &["runs"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    for c in ['\u{1b}', '\u{7}', '\u{202e}'] {
+        assert!(!table.contains(c), "{c:?} reached the terminal: {table:?}");
+    }
+    assert!(table.contains("\\u{1b}]0;pwned\\u{7}"), "{table}");
+    assert!(table.contains("\\u{202e}evil"), "{table}");
+    // Each run is still one line.
+    assert_eq!(table.lines().count(), 2, "{table}");
+}

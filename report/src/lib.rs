@@ -54,6 +54,14 @@ mod timeline;
 
 pub use error::ReportError;
 
+/// A string from a run made safe to print on one line of a terminal or a page, as the report
+/// shows it: control characters (ESC, BEL, NUL, …), bidirectional overrides and zero-width
+/// characters become visible `\u{…}` escapes, line breaks become spaces, and at most
+/// `max_chars` characters are kept (`…[+N chars]` says how many were cut).
+pub fn visible(s: &str, max_chars: usize) -> String {
+    text::line(s, max_chars)
+}
+
 use cdp_evidence::RunDir;
 use std::path::{Path, PathBuf};
 

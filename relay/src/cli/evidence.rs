@@ -311,7 +311,10 @@ pub fn run_runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
-        eprintln!("cdp-relay: no runs in {}", store.root().display());
+        eprintln!(
+            "cdp-relay: no runs in {}",
+            cell(&store.root().display().to_string())
+        );
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(out, "{}", table(&store, &runs)).context("cannot write to stdout")?;
@@ -339,19 +342,26 @@ fn status_word(r: &RunInfo) -> String {
     s
 }
 
+/// A manifest word or path as a table cell: control characters (a planted ESC or BEL would
+/// drive the terminal) and invisible ones become visible escapes, as in the report.
+fn cell(s: &str) -> String {
+    cdp_report::visible(s, 200)
+}
+
 /// The `runs` table: fixed columns, space-aligned, oldest first.
 fn table(store: &Store, runs: &[RunInfo]) -> String {
     let rows: Vec<[String; 7]> = runs
         .iter()
         .map(|r| {
             [
-                r.id.clone(),
-                status_word(r),
-                r.started_at.clone().unwrap_or_else(|| "-".to_owned()),
+                cell(&r.id),
+                cell(&status_word(r)),
+                r.started_at.as_deref().map_or_else(|| "-".to_owned(), cell),
                 r.records.to_string(),
                 human_bytes(r.size_bytes),
-                r.session_id.clone().unwrap_or_else(|| "-".to_owned()),
-                report_path(store, r).map_or_else(|| "-".to_owned(), |p| p.display().to_string()),
+                r.session_id.as_deref().map_or_else(|| "-".to_owned(), cell),
+                report_path(store, r)
+                    .map_or_else(|| "-".to_owned(), |p| cell(&p.display().to_string())),
             ]
         })
         .collect();
