@@ -425,3 +425,69 @@ async fn a_hostile_run_renders_inert_in_the_browser() {
     .await;
     drop(chromium);
 }
+
+/// A foreign producer's record with a long payload key (no break in it) made the report scroll
+/// sideways at 390 px: the key column of a generic step was as wide as the key.
+#[tokio::test]
+async fn long_payload_keys_wrap_at_phone_width() {
+    let chromium = Chromium::start().await;
+    let ws = page_ws(&format!("127.0.0.1:{}", chromium.port())).await;
+    let mut s = Session::connect(&ws).await;
+    enable(&mut s).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run_dir = tmp.path().join("long-keys");
+    let mut b = support::RunBuilder::new(&run_dir);
+    // Exactly as long as a key segment is shown (40 characters), so nothing cuts it.
+    let key = "averyveryverylongpayloadkeywithoutbreaks";
+    let nested = json!({ key: { key: "v".repeat(300), "short": "x" }, "other": "y" });
+    let r = b.rec(100, "gesture", nested);
+    r["source"] = json!("device");
+    let r = b.rec(200, "console", json!({ key: 1 }));
+    r["source"] = json!("device");
+    b.finish();
+    b.finalized_manifest(
+        "20260314T092653000Z-00000000000000aa",
+        support::T0 + 300,
+        json!({}),
+    );
+    let rendered = cdp_report::render(&run_dir).expect("render");
+    let url = format!("file://{}", rendered.html_path.display());
+    let shots = Shots::new(&tmp.path().join("shots"));
+    for dark in [false, true] {
+        set_view(&mut s, 390, dark).await;
+        let events = s.load(&url).await;
+        assert_eq!(complaints(&events), Vec::<Value>::new());
+        let checks = s
+            .eval(
+                r#"({
+                overflow: document.documentElement.scrollWidth - window.innerWidth,
+                wide: [...document.querySelectorAll('body *')]
+                    .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+                    .map(e => e.tagName + '.' + e.className).slice(0, 5),
+                keyShown: document.body.innerText.includes('averyveryverylong'),
+                squeezed: [...document.querySelectorAll('.fields dd')]
+                    .filter(d => d.getBoundingClientRect().width < 120).length,
+                fields: document.querySelectorAll('.fields dd').length,
+                height: document.documentElement.scrollHeight,
+            })"#,
+            )
+            .await;
+        let scheme = if dark { "dark" } else { "light" };
+        shots.save(
+            &format!("long-keys-390-{scheme}.png"),
+            &s.screenshot(None).await,
+        );
+        assert_eq!(checks["keyShown"], true, "{checks}");
+        assert!(
+            checks["overflow"].as_i64().unwrap_or(1) <= 0,
+            "horizontal overflow at 390px: {checks}"
+        );
+        assert_eq!(checks["wide"], json!([]), "{checks}");
+        assert!(checks["fields"].as_u64().unwrap_or(0) >= 3, "{checks}");
+        assert_eq!(
+            checks["squeezed"], 0,
+            "values squeezed by their keys: {checks}"
+        );
+    }
+    drop(chromium);
+}
