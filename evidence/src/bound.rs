@@ -15,8 +15,8 @@
 //!
 //! A record that had anything cut carries `"fieldsCut": <count>` (strings shortened, containers
 //! replaced, members and items removed). Envelope fields that readers rely on (`actionId`,
-//! `sessionId`, `startedAt`, `durationMs`, `status`, `kind`, `source`, `artifacts`) are never
-//! cut; they are short by construction. Pure: no I/O.
+//! `sessionId`, `startedAt`, `durationMs`, `status`, `kind`, `source`, `artifacts`, `repeat`) are
+//! never cut; they are short by construction. Pure: no I/O.
 
 use crate::error::Error;
 use serde_json::{Map, Value};
@@ -30,8 +30,9 @@ const MEMBER_MARK: usize = 64;
 /// Room kept for the `fieldsCut` member while cutting.
 const COUNT_RESERVE: usize = 24;
 /// Top-level members that are never cut.
-const PROTECTED: [&str; 9] = [
+const PROTECTED: [&str; 10] = [
     "actionId",
+    "repeat",
     "sessionId",
     "startedAt",
     "durationMs",

@@ -279,6 +279,7 @@ fn finalize(args: FinalizeArgs) -> anyhow::Result<ExitCode> {
     };
     run.finalize(Totals {
         dropped_evidence: args.dropped,
+        dropped_recorded: 0,
         redactions: None,
     })
     .with_context(|| dir_hint(&args.dir))?;
