@@ -53,10 +53,10 @@ mod store;
 pub mod time;
 
 pub use error::Error;
-pub use ids::{validate_id, Source, MAX_ID_LEN};
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub use hooks::fail_writes_under;
+pub use ids::{validate_id, Source, MAX_ID_LEN};
 #[doc(hidden)]
 pub use journal::{TEST_HOOK_TORN_APPEND_ENV, TEST_HOOK_TORN_APPEND_READY};
 pub use manifest::{Manifest, ManifestTotals, Redactions, RunStatus, Truncation, EVIDENCE_VERSION};
@@ -70,11 +70,10 @@ pub use reader::{
 };
 pub use record::{
     Action, ActionOf, ArtifactRef, Console, ConsoleLevel, ConsoleOf, CustomKind, DropReason, Form,
-    Lifecycle,
-    LifecycleEvent, LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Repeat, Sanitized,
-    Status, Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork,
-    StoredRepeat, StoredVerification, Verification, VerificationOf, Verified, BUILTIN_KINDS,
-    TARGET_FIELDS,
+    Lifecycle, LifecycleEvent, LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Repeat,
+    Sanitized, Status, Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle,
+    StoredNetwork, StoredRepeat, StoredVerification, Verification, VerificationOf, Verified,
+    BUILTIN_KINDS, TARGET_FIELDS,
 };
 pub use retention::{PruneReport, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals, METADATA_ALLOWANCE};

@@ -440,9 +440,7 @@ impl RunInner {
         for (k, n) in refused {
             *pending.counts.entry(k.to_owned()).or_insert(0) += n;
         }
-        let due = pending
-            .flushed
-            .is_none_or(|t| t.elapsed() >= REFUSED_FLUSH);
+        let due = pending.flushed.is_none_or(|t| t.elapsed() >= REFUSED_FLUSH);
         if truncated_now {
             state.journal_truncated = true;
             self.journal_truncated.store(true, Ordering::Relaxed);

@@ -470,7 +470,9 @@ fn the_journal_budget_holds_across_processes_with_one_marker() {
     let lifecycles = PROCS * (EACH as usize).div_ceil(4);
     assert_eq!(kind("lifecycle"), lifecycles, "metadata is never refused");
     assert_eq!(kind("action") + kind("lifecycle"), appended);
-    let size = std::fs::metadata(run.dir().join("actions.jsonl")).unwrap().len();
+    let size = std::fs::metadata(run.dir().join("actions.jsonl"))
+        .unwrap()
+        .len();
     assert!(size <= BUDGET + cdp_evidence::METADATA_ALLOWANCE, "{size}");
     // After the marker, only metadata.
     let at = journal

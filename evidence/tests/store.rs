@@ -709,7 +709,10 @@ fn a_real_full_disk_still_finalizes_thanks_to_the_reserve() {
     assert_eq!(m.totals.unwrap().dropped_evidence, lost);
     let journal = store.read_journal(run.id()).unwrap();
     assert!(journal.is_clean());
-    assert_eq!(journal.torn_tail, None, "a failed append leaves no torn tail");
+    assert_eq!(
+        journal.torn_tail, None,
+        "a failed append leaves no torn tail"
+    );
     let dropped = journal
         .records
         .iter()

@@ -265,6 +265,10 @@ pub struct EvidenceSettings {
     pub observe: bool,
     /// Explicit secrets, by name, registered before anything is recorded.
     pub secrets: Vec<(String, SecretValue)>,
+    /// Journal bytes a new run may hold (fixed in its manifest): past it only markers and
+    /// lifecycle records are appended, and the run is marked truncated. By default, 32 MiB;
+    /// `--journal-budget` sets it.
+    pub journal_budget_bytes: u64,
 }
 
 impl Default for EvidenceSettings {
@@ -276,6 +280,7 @@ impl Default for EvidenceSettings {
             screenshots: true,
             observe: false,
             secrets: Vec::new(),
+            journal_budget_bytes: cdp_evidence::DEFAULT_JOURNAL_BUDGET_BYTES,
         }
     }
 }

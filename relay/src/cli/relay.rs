@@ -137,7 +137,10 @@ impl Running {
                 summary.dropped
             );
         }
-        tracing::info!("evidence: run finalized in {}", summary.run_dir.display());
+        if summary.finalized {
+            tracing::info!("evidence: run finalized in {}", summary.run_dir.display());
+        }
+        // Otherwise the writer already said in one line why not, and what to do.
         Some(summary)
     }
 }

@@ -201,7 +201,8 @@ impl OncePerPage {
         let mut folds = self.folds.lock().unwrap_or_else(PoisonError::into_inner);
         let folds = &mut *folds;
         for fold in folds.map.values_mut() {
-            if fold.count > 0 && now.duration_since(fold.first_at).unwrap_or_default() >= FOLD_WINDOW
+            if fold.count > 0
+                && now.duration_since(fold.first_at).unwrap_or_default() >= FOLD_WINDOW
             {
                 folds.closed.extend(fold.close());
             }
@@ -289,7 +290,8 @@ mod tests {
     fn repeat_of(r: &Record) -> serde_json::Value {
         // The record as the journal would hold it.
         let dir = tempfile::tempdir().unwrap();
-        let store = cdp_evidence::Store::open(cdp_evidence::EvidenceConfig::at(dir.path())).unwrap();
+        let store =
+            cdp_evidence::Store::open(cdp_evidence::EvidenceConfig::at(dir.path())).unwrap();
         let run = store.join_session("fold", "relay").unwrap();
         run.append(r.clone()).unwrap();
         let j = store.read_journal(run.id()).unwrap();
@@ -314,7 +316,10 @@ mod tests {
         assert!(once.fold(FoldKey::console("T2", &c3), &r3, t0));
         let (c4, r4) = console_record("other", t0);
         assert!(once.fold(FoldKey::console("T1", &c4), &r4, t0));
-        assert!(once.take_closed(t0 + Duration::from_secs(5)).is_empty(), "still open");
+        assert!(
+            once.take_closed(t0 + Duration::from_secs(5)).is_empty(),
+            "still open"
+        );
         let all = once.take_all();
         assert_eq!(all.len(), 1);
         let v = repeat_of(&all[0]);

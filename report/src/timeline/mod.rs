@@ -338,7 +338,7 @@ fn marker(m: &mut Markers, r: &StoredRecord, typed: &StoredPayload) {
             used_bytes,
             ..
         }) => m.truncated = Some((*budget_bytes, *used_bytes)),
-        StoredPayload::Marker(MarkerKind::EvidenceDropped { count }) => {
+        StoredPayload::Marker(MarkerKind::EvidenceDropped { count, .. }) => {
             m.dropped = m.dropped.saturating_add(*count)
         }
         StoredPayload::Marker(MarkerKind::JournalRepaired { discarded_bytes }) => {
