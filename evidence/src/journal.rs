@@ -152,12 +152,14 @@ impl Locked<'_> {
         let written = crate::hooks::check_write(self.journal_path).and_then(|()| f.write(lines));
         match written {
             Ok(n) if n == lines.len() => Ok(()),
-            Ok(_) => {
+            Ok(n) => {
+                // A full disk often takes part of a write; the rest then says why (ENOSPC).
+                let why = match f.write(&lines[n..]) {
+                    Err(e) => e,
+                    Ok(_) => io::Error::from(io::ErrorKind::WriteZero),
+                };
                 let _ = f.set_len(before);
-                Err(self.io(
-                    "short write (disk full?) to",
-                    io::Error::from(io::ErrorKind::WriteZero),
-                ))
+                Err(self.io("short write (disk full?) to", why))
             }
             Err(e) => {
                 let _ = f.set_len(before);
