@@ -11,7 +11,8 @@
 //!
 //! Run everything (prints Markdown for BENCHMARKS.md): `scripts/bench.sh`, or
 //! `cargo build --release --workspace --bins && target/release/relay-bench [real|synthetic|all]`.
-//! `relay-bench observer` compares `cdp-relay launch` with and without its own observer.
+//! `relay-bench observer` compares `cdp-relay launch` with and without its own observer;
+//! `relay-bench report` measures `cdp-relay report` and Chromium on runs too big to show whole.
 //! `relay-bench --help` lists the flags: `--smoke` (tiny sizes, seconds — what CI runs to keep
 //! the benchmark working), `--rounds` (`BENCH_ROUNDS`, default 10), `--relay-args`
 //! (`BENCH_RELAY_ARGS`, extra `serve` flags for both relays), `--no-node-peer`. Env
@@ -23,6 +24,7 @@
 mod observer;
 mod paths;
 mod real;
+mod report;
 mod stats;
 mod synthetic;
 
@@ -41,6 +43,9 @@ enum Which {
     Real,
     /// The paths in front of `cdp-synthetic`, an upstream that answers at once.
     Synthetic,
+    /// `cdp-relay report` on runs too big to show whole, and Chromium loading the result (not
+    /// part of `all`).
+    Report,
 }
 
 /// Measures the relay side by side with a direct connection, nginx and node-http-proxy, and
@@ -96,7 +101,7 @@ fn preflight(args: &Args, clients: &Path) -> Result<(), String> {
                 .into(),
         );
     }
-    let needs_node = args.which != Which::Observer && !args.no_node_peer;
+    let needs_node = !matches!(args.which, Which::Observer | Which::Report) && !args.no_node_peer;
     if needs_node && !clients.join("node_modules").join("http-proxy").is_dir() {
         return Err(format!(
             "the npm clients are not installed (node-http-proxy is one of them): run \
@@ -180,6 +185,10 @@ async fn main() -> ExitCode {
         };
         println!("### Synthetic upstream\n");
         println!("{}", synthetic::run(rounds, &sizes, &extra, node).await);
+    }
+    if which == Which::Report {
+        println!("### Rendering runs too big to show whole\n");
+        println!("{}", report::run(smoke).await);
     }
     ExitCode::SUCCESS
 }

@@ -1,0 +1,763 @@
+//! The second pass over a journal, and the model built from both.
+//!
+//! The steps the first pass kept are the anchors: every other record belongs to the *slot*
+//! after the last kept step at or before it in time (or to the leading setup slot, or to the gap
+//! where steps were left out). Per slot the pass counts plumbing and failures exactly, keeps the
+//! first few of each whole (bounded heaps by time), remembers the last page seen, and the
+//! artifacts named; failures the tables and the jump list show are kept whole wherever they
+//! are, with their exact number (a failure's number is its rank in time over the whole run).
+//! Memory stays bounded by the caps, whatever the journal's size.
+
+use super::select::{Key, Pass1, StepPick, TopN};
+use super::*;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Artifacts named by records, remembered to attach each once (where it first appears).
+const MAX_ARTIFACTS: usize = 50_000;
+/// Target handles per slot whose last page is remembered (for pages inferred by handle).
+const SLOT_HANDLES: usize = 8;
+
+/// A kept step as its record says.
+struct StepCore {
+    what: What,
+    at_ms: Option<u64>,
+    time_known: bool,
+    duration_ms: Option<u64>,
+    outcome: Outcome,
+    error: Option<String>,
+    source: Option<String>,
+    tool: Option<String>,
+    handle: Option<Box<str>>,
+    /// Its own page (title or URL in its target), if any.
+    page: Option<Page>,
+    fields: Vec<(String, String)>,
+    withheld: Option<String>,
+}
+
+/// A failure kept whole.
+struct FailItem {
+    slot: usize,
+    at_ms: Option<u64>,
+    time_known: bool,
+    what: FailWhat,
+    is_error: bool,
+    source: Option<String>,
+    repeat: Option<Repeat>,
+}
+
+/// An artifact's first appearance.
+struct ArtCand {
+    key: Key,
+    slot: usize,
+    at_ms: Option<u64>,
+    screencast: bool,
+}
+
+#[derive(Default)]
+struct Slot {
+    plumb_counts: BTreeMap<Category, (usize, usize)>,
+    plumbs: Option<TopN<(Key, PlumbOrd)>>,
+    fail_count: usize,
+    fails: Option<TopN<Key>>,
+    /// Kept failures (table rows, jump list) in this slot, by key, and how many failures of
+    /// the slot sort before each (a difference array, summed at the end).
+    ranked: Vec<Key>,
+    before: Vec<u64>,
+    /// The last page seen in the slot, overall and per handle; the first a plumbing record
+    /// gave (for a step that has none before it).
+    last_page: Option<(Key, Page)>,
+    by_handle: Vec<(Box<str>, Key, Page)>,
+    first_plumb_page: Option<(Key, Page, bool)>,
+    withheld: Option<(Key, String)>,
+    /// The earliest record (the setup step's time).
+    first: Option<(Key, Option<u64>, bool)>,
+}
+
+/// `Plumb` ordered by nothing (the key orders the heap).
+struct PlumbOrd(Plumb);
+
+impl PartialEq for PlumbOrd {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for PlumbOrd {}
+impl PartialOrd for PlumbOrd {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for PlumbOrd {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+pub(super) struct Pass2 {
+    caps: Caps,
+    seq: u64,
+    /// Kept steps' keys in time order (head, then tail), and how many are the head.
+    steps: Vec<StepPick>,
+    head: usize,
+    gap: Option<u64>,
+    cores: Vec<Option<StepCore>>,
+    slots: Vec<Slot>,
+    tabs: BTreeMap<Box<str>, usize>,
+    framed: HashSet<String>,
+    /// Failures kept whole, by file position.
+    fails: HashMap<u64, FailItem>,
+    /// Positions of the failures the tables and the jump list show.
+    wanted: HashSet<u64>,
+    arts: HashMap<String, ArtCand>,
+}
+
+impl Pass2 {
+    pub(super) fn new(p1: &mut Pass1, caps: Caps) -> Pass2 {
+        let steps_sel = std::mem::replace(&mut p1.steps, select::Edges::new(0, 0));
+        let (head, tail, gap) = steps_sel.into_parts();
+        let head_len = head.len();
+        let mut steps = head;
+        steps.extend(tail);
+        let gap = (gap > 0).then_some(gap);
+        // Slots: setup, one per head step, the gap, one per tail step.
+        let n_slots = 1 + steps.len() + usize::from(gap.is_some());
+        let mut slots: Vec<Slot> = (0..n_slots).map(|_| Slot::default()).collect();
+        let mut wanted = HashSet::new();
+        // Per-step lists shrink with the number of steps (the report's size stays bounded).
+        let caps = Caps {
+            failures_per_step: Caps::share(caps.failures_per_step, caps.failures_total, n_slots),
+            plumbing_per_step: Caps::share(caps.plumbing_per_step, caps.plumbing_total, n_slots),
+            frames_per_step: Caps::share(caps.frames_per_step, caps.frames_total, n_slots),
+            ..caps
+        };
+        let mut pass = Pass2 {
+            caps,
+            seq: 0,
+            cores: (0..steps.len()).map(|_| None).collect(),
+            head: head_len,
+            gap,
+            steps,
+            slots: Vec::new(),
+            tabs: p1.tab_numbers(),
+            framed: std::mem::take(&mut p1.framed),
+            fails: HashMap::new(),
+            wanted: HashSet::new(),
+            arts: HashMap::new(),
+        };
+        for sel in [&mut p1.requests, &mut p1.console, &mut p1.jump] {
+            let (h, t, _) = std::mem::replace(sel, select::Edges::new(0, 0)).into_parts();
+            for k in h.into_iter().chain(t) {
+                let s = pass.slot_of(&k);
+                wanted.insert(k.seq());
+                slots[s].ranked.push(k);
+            }
+        }
+        for s in &mut slots {
+            s.ranked.sort();
+            s.ranked.dedup();
+            s.before = vec![0; s.ranked.len() + 1];
+        }
+        pass.slots = slots;
+        pass.wanted = wanted;
+        pass
+    }
+
+    /// The slot of a record that is not a kept step.
+    fn slot_of(&self, key: &Key) -> usize {
+        let i = self.steps.partition_point(|s| s.key <= *key);
+        if i == 0 {
+            return 0;
+        }
+        if self.gap.is_some() && i == self.head {
+            return self.head + 1;
+        }
+        self.step_slot(i - 1)
+    }
+
+    /// The slot of kept step `j`.
+    fn step_slot(&self, j: usize) -> usize {
+        if self.gap.is_some() && j >= self.head {
+            j + 2
+        } else {
+            j + 1
+        }
+    }
+
+    fn note_page(&mut self, slot: usize, key: &Key, handle: Option<&str>, page: &Option<Page>) {
+        // Only a title or a URL makes a page known; a bare tab number does not.
+        let Some(page) = page
+            .as_ref()
+            .filter(|p| p.title.is_some() || p.url.is_some())
+        else {
+            return;
+        };
+        let s = &mut self.slots[slot];
+        if s.last_page.as_ref().is_none_or(|(k, _)| key > k) {
+            s.last_page = Some((key.clone(), page.clone()));
+        }
+        if let Some(h) = handle {
+            let room = s.by_handle.len() < SLOT_HANDLES;
+            match s.by_handle.iter_mut().find(|(x, _, _)| &**x == h) {
+                Some((_, k, p)) => {
+                    if key > k {
+                        *k = key.clone();
+                        *p = page.clone();
+                    }
+                }
+                None if room => s.by_handle.push((h.into(), key.clone(), page.clone())),
+                None => {}
+            }
+        }
+    }
+
+    fn note_artifacts<'a>(
+        &mut self,
+        paths: impl Iterator<Item = &'a String>,
+        key: &Key,
+        slot: usize,
+        at_ms: Option<u64>,
+        screencast: bool,
+    ) {
+        for path in paths.take(MAX_RECORD_ARTIFACTS) {
+            let room = self.arts.len() < MAX_ARTIFACTS;
+            match self.arts.get_mut(path) {
+                Some(c) => {
+                    if *key < c.key {
+                        *c = ArtCand {
+                            key: key.clone(),
+                            slot,
+                            at_ms,
+                            screencast,
+                        };
+                    }
+                }
+                None if room => {
+                    self.arts.insert(
+                        path.clone(),
+                        ArtCand {
+                            key: key.clone(),
+                            slot,
+                            at_ms,
+                            screencast,
+                        },
+                    );
+                }
+                None => {}
+            }
+        }
+    }
+
+    pub(super) fn record(&mut self, r: &StoredRecord) {
+        let seq = self.seq;
+        self.seq += 1;
+        let (key, at_ms, time_known) = Key::of(r, seq);
+        let handle = handle_of(r.target.as_ref());
+        let page = page_of(
+            r.target.as_ref(),
+            handle.and_then(|h| self.tabs.get(h).copied()),
+        );
+        let (role, _) = role(r, r.typed_payload());
+        let source = r
+            .source
+            .as_deref()
+            .filter(|s| *s != "relay")
+            .map(|s| line(s, MAX_WORD));
+        let error = r.error.as_deref().map(|e| line(e, MAX_ERROR));
+        let status = Outcome::of(r.status.as_deref());
+        if let Role::Step(what) = role {
+            let Ok(j) = self.steps.binary_search_by(|s| s.key.cmp(&key)) else {
+                // A step left out with the gap.
+                return;
+            };
+            let slot = self.step_slot(j);
+            self.note_page(slot, &key, handle, &page);
+            self.note_artifacts(r.artifacts.iter(), &key, slot, at_ms, false);
+            let mut fields = Vec::new();
+            if matches!(what, What::Generic { .. } | What::Action { .. }) {
+                fields = flatten(&r.payload);
+                fields.retain(|(k, _)| k != "method" && k != "url");
+            }
+            self.cores[j] = Some(StepCore {
+                what,
+                at_ms,
+                time_known,
+                duration_ms: r.duration_ms,
+                outcome: status,
+                error,
+                source,
+                tool: r.tool.as_deref().map(|t| line(t, MAX_WORD)),
+                handle: handle.map(Box::from),
+                page,
+                fields,
+                withheld: withheld_reason(r),
+            });
+            return;
+        }
+        let slot = self.slot_of(&key);
+        {
+            let s = &mut self.slots[slot];
+            if s.first.as_ref().is_none_or(|(k, _, _)| key < *k) {
+                s.first = Some((key.clone(), at_ms, time_known));
+            }
+        }
+        self.note_page(slot, &key, handle, &page);
+        match role {
+            Role::Step(_) | Role::Marker => {}
+            Role::Plumb(Category::Frame, _) => {
+                // The relay's own picture belongs to the last step on its tab (another tab may
+                // have moved on meanwhile); in the gap it is left out with its steps.
+                let target = if self.gap.is_some() && slot == self.head + 1 {
+                    slot
+                } else {
+                    let i = self.steps.partition_point(|s| s.key <= key);
+                    let same = handle.and_then(|h| {
+                        self.steps[..i]
+                            .iter()
+                            .rposition(|s| s.handle.as_deref() == Some(h))
+                    });
+                    match same {
+                        Some(j) if !(self.gap.is_some() && i > self.head && j < self.head) => {
+                            self.step_slot(j)
+                        }
+                        _ => slot,
+                    }
+                };
+                self.note_artifacts(r.artifacts.iter(), &key, target, at_ms, false);
+                if let Some(w) = withheld_reason(r) {
+                    let s = &mut self.slots[target];
+                    if s.withheld.as_ref().is_none_or(|(k, _)| key < *k) {
+                        s.withheld = Some((key.clone(), w));
+                    }
+                }
+            }
+            Role::Plumb(category, label) => {
+                let cap = self.caps.plumbing_per_step;
+                let s = &mut self.slots[slot];
+                let e = s.plumb_counts.entry(category).or_insert((0, 0));
+                e.0 += 1;
+                if status == Outcome::Error {
+                    e.1 += 1;
+                }
+                if let Some(p) = &page {
+                    let inferred = false;
+                    if s.first_plumb_page.as_ref().is_none_or(|(k, _, _)| key < *k) {
+                        s.first_plumb_page = Some((key.clone(), p.clone(), inferred));
+                    }
+                }
+                let plumb = Plumb {
+                    label,
+                    at_ms,
+                    duration_ms: r.duration_ms,
+                    outcome: status,
+                    error,
+                };
+                s.plumbs
+                    .get_or_insert_with(|| TopN::new(cap))
+                    .offer((key.clone(), PlumbOrd(plumb)));
+                self.note_artifacts(
+                    r.artifacts.iter(),
+                    &key,
+                    slot,
+                    at_ms,
+                    category == Category::Screencast,
+                );
+            }
+            Role::Fail(what, is_error) => {
+                let cap = self.caps.failures_per_step;
+                let s = &mut self.slots[slot];
+                s.fail_count += 1;
+                let p = s.ranked.partition_point(|k| *k <= key);
+                s.before[p] += 1;
+                let evicted = s
+                    .fails
+                    .get_or_insert_with(|| TopN::new(cap))
+                    .offer(key.clone());
+                let kept = evicted.as_ref() != Some(&key);
+                if let Some(out) = evicted {
+                    if !self.wanted.contains(&out.seq()) {
+                        self.fails.remove(&out.seq());
+                    }
+                }
+                if kept || self.wanted.contains(&seq) {
+                    let repeat = r.repeat.as_ref().map(|rep| Repeat {
+                        count: rep.count,
+                        first_ms: rep
+                            .first_at
+                            .as_deref()
+                            .and_then(cdp_evidence::time::parse_rfc3339_millis),
+                        last_ms: rep
+                            .last_at
+                            .as_deref()
+                            .and_then(cdp_evidence::time::parse_rfc3339_millis),
+                    });
+                    self.fails.insert(
+                        seq,
+                        FailItem {
+                            slot,
+                            at_ms,
+                            time_known,
+                            what,
+                            is_error,
+                            source,
+                            repeat,
+                        },
+                    );
+                }
+                // A frame the relay's own frame record carries is shown in the step it was
+                // taken in (maybe a later page), not here: the failure links to it.
+                let own: Vec<&String> = r
+                    .artifacts
+                    .iter()
+                    .filter(|p| !self.framed.contains(*p))
+                    .collect();
+                self.note_artifacts(own.into_iter(), &key, slot, at_ms, false);
+            }
+        }
+    }
+
+    /// The model: the kept steps with their slots, the gap, numbers, pages, frames, failures.
+    pub(super) fn finish(mut self, mut tl: Timeline) -> Timeline {
+        let n_slots = self.slots.len();
+        let pages = self.resolve_pages();
+        // Which timeline step each slot's content goes to.
+        let mut steps: Vec<Step> = Vec::new();
+        let mut slot_step: Vec<Option<usize>> = vec![None; n_slots];
+        let setup = &self.slots[0];
+        let setup_used = setup.fail_count > 0
+            || !setup.plumb_counts.is_empty()
+            || self.arts.values().any(|a| a.slot == 0);
+        if setup_used {
+            let (at_ms, known) = setup
+                .first
+                .as_ref()
+                .map_or((None, true), |(_, a, k)| (*a, *k));
+            let page = setup
+                .first_plumb_page
+                .as_ref()
+                .map(|(_, p, _)| p.clone())
+                .or_else(|| setup.last_page.as_ref().map(|(_, p)| p.clone()));
+            steps.push(setup_step(at_ms, known, page));
+            slot_step[0] = Some(0);
+        }
+        let cores = std::mem::take(&mut self.cores);
+        for (j, (core, (page, inferred))) in cores.into_iter().zip(pages).enumerate() {
+            if self.gap.is_some() && j == self.head {
+                slot_step[self.head + 1] = Some(steps.len());
+                steps.push(self.gap_step());
+            }
+            // A kept step whose record was not read again (the journal changed): left out.
+            let Some(core) = core else { continue };
+            slot_step[self.step_slot(j)] = Some(steps.len());
+            steps.push(Step {
+                number: Some(0),
+                what: core.what,
+                repeat: 1,
+                at_ms: core.at_ms,
+                time_known: core.time_known,
+                duration_ms: core.duration_ms,
+                outcome: core.outcome,
+                error: core.error,
+                source: core.source,
+                tool: core.tool,
+                page,
+                page_inferred: inferred,
+                frames: Vec::new(),
+                files: Vec::new(),
+                plumbing: Vec::new(),
+                failures: Vec::new(),
+                fields: core.fields,
+                withheld: core.withheld,
+                plumb_counts: BTreeMap::new(),
+                failure_count: 0,
+                more_failures: 0,
+                more_plumbing: 0,
+                more_frames: 0,
+            });
+        }
+        if self.gap.is_some() && slot_step[self.head + 1].is_none() {
+            slot_step[self.head + 1] = Some(steps.len());
+            steps.push(self.gap_step());
+        }
+        // Content of a slot whose step is missing goes to the step before.
+        for i in 0..n_slots {
+            if slot_step[i].is_none() {
+                slot_step[i] = slot_step[..i].iter().rev().find_map(|s| *s);
+            }
+        }
+
+        // Plumbing, failure counts, pages and withheld frames per slot.
+        let mut listed: Vec<(usize, Vec<Key>)> = Vec::new();
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            let Some(si) = slot_step[i] else { continue };
+            let step = &mut steps[si];
+            for (c, (n, f)) in &slot.plumb_counts {
+                let e = step.plumb_counts.entry(*c).or_insert((0, 0));
+                e.0 += n;
+                e.1 += f;
+            }
+            if let Some(p) = slot.plumbs.take() {
+                step.plumbing
+                    .extend(p.into_sorted_vec().into_iter().map(|(_, PlumbOrd(p))| p));
+            }
+            step.failure_count += slot.fail_count;
+            if step.page.is_none() {
+                if let Some((_, p, inferred)) = &slot.first_plumb_page {
+                    step.page = Some(p.clone());
+                    step.page_inferred = *inferred;
+                }
+            }
+            if let Some((_, w)) = &slot.withheld {
+                if step.withheld.is_none() {
+                    step.withheld = Some(w.clone());
+                }
+            }
+            let keys = slot
+                .fails
+                .take()
+                .map(TopN::into_sorted_vec)
+                .unwrap_or_default();
+            listed.push((i, keys));
+        }
+
+        // Failure numbers: the rank in time over the whole run.
+        let mut base = vec![0usize; n_slots + 1];
+        for i in 0..n_slots {
+            base[i + 1] = base[i] + self.slots[i].fail_count;
+        }
+        let mut ids: HashMap<u64, usize> = HashMap::new();
+        for (i, keys) in &listed {
+            for (pos, k) in keys.iter().enumerate() {
+                ids.insert(k.seq(), base[*i] + pos + 1);
+            }
+        }
+        for (i, slot) in self.slots.iter().enumerate() {
+            let mut before = 0;
+            for (pos, k) in slot.ranked.iter().enumerate() {
+                before += slot.before[pos];
+                ids.insert(k.seq(), base[i] + before as usize + 1);
+            }
+        }
+        let mut kept: Vec<(usize, u64, FailItem)> = self
+            .fails
+            .drain()
+            .filter_map(|(seq, f)| ids.get(&seq).map(|&id| (id, seq, f)))
+            .collect();
+        kept.sort_by_key(|(id, seq, _)| (*id, *seq));
+        let mut index: HashMap<u64, usize> = HashMap::new();
+        let mut seqs: Vec<u64> = Vec::new();
+        for (id, seq, f) in kept {
+            let Some(step) = slot_step[f.slot] else {
+                continue;
+            };
+            index.insert(seq, tl.failures.len());
+            seqs.push(seq);
+            tl.failures.push(Failure {
+                id,
+                step,
+                at_ms: f.at_ms,
+                time_known: f.time_known,
+                what: f.what,
+                is_error: f.is_error,
+                source: f.source,
+                frame_after: None,
+                repeat: f.repeat,
+            });
+        }
+        for (i, keys) in listed {
+            let Some(si) = slot_step[i] else { continue };
+            let idx = keys.iter().filter_map(|k| index.get(&k.seq()).copied());
+            steps[si].failures.extend(idx);
+        }
+        for s in &mut steps {
+            s.failures.sort_unstable();
+            s.more_failures = s.failure_count.saturating_sub(s.failures.len());
+            let total: usize = s.plumb_counts.values().map(|(n, _)| n).sum();
+            s.more_plumbing = total.saturating_sub(s.plumbing.len());
+        }
+        let wanted = |i: usize| self.wanted.contains(&seqs[i]);
+        let kind = |i: usize| FailKind::of(&tl.failures[i].what);
+        tl.request_rows = (0..seqs.len())
+            .filter(|&i| wanted(i) && kind(i) == FailKind::Request)
+            .collect();
+        tl.console_rows = (0..seqs.len())
+            .filter(|&i| wanted(i) && kind(i) == FailKind::Console)
+            .collect();
+        tl.jump = (0..seqs.len())
+            .filter(|&i| wanted(i) && tl.failures[i].is_error)
+            .take(self.caps.jump)
+            .collect();
+
+        // Artifacts, each where it first appeared, in time order per step.
+        let mut arts: Vec<(String, ArtCand)> = self.arts.drain().collect();
+        arts.sort_by(|a, b| a.1.key.cmp(&b.1.key));
+        let mut attached = HashSet::new();
+        for (path, a) in arts {
+            let Some(si) = slot_step[a.slot] else {
+                continue;
+            };
+            attach_artifacts(
+                &mut steps[si],
+                [&path],
+                a.at_ms,
+                a.screencast,
+                &mut attached,
+            );
+        }
+        let cap = self.caps.frames_per_step.max(1);
+        for s in &mut steps {
+            if s.frames.len() > cap {
+                // The first ones, and the last screencast frame (the state the step left).
+                let last_cast = s
+                    .frames
+                    .iter()
+                    .rposition(|f| f.screencast && f.state == FrameState::Pending);
+                let total = s.frames.len();
+                let mut keep: Vec<Frame> = Vec::with_capacity(cap);
+                for (i, f) in std::mem::take(&mut s.frames).into_iter().enumerate() {
+                    let room = keep.len() + usize::from(last_cast.is_some_and(|l| l > i)) < cap;
+                    if room || Some(i) == last_cast {
+                        keep.push(f);
+                    }
+                }
+                s.more_frames = total - keep.len();
+                s.frames = keep;
+            }
+            if s.files.len() > cap {
+                s.more_frames += s.files.len() - cap;
+                s.files.truncate(cap);
+            }
+        }
+
+        tl.steps = merge_repeats(steps, &mut tl.failures);
+        // Numbers: each step left out in the gap counts as one.
+        let mut n = 0usize;
+        for s in &mut tl.steps {
+            match (&s.what, s.number) {
+                (What::Gap { steps, .. }, _) => n += *steps as usize,
+                (_, Some(_)) => {
+                    n += 1;
+                    s.number = Some(n);
+                }
+                _ => {}
+            }
+        }
+        tl.tabs = self.tabs.len();
+        tl
+    }
+
+    /// The placeholder for the steps left out between the first and the last ones kept.
+    fn gap_step(&self) -> Step {
+        let after = self
+            .head
+            .checked_sub(1)
+            .and_then(|j| self.steps[j].key.ms());
+        let before = self.steps.get(self.head).and_then(|s| s.key.ms());
+        let mut s = setup_step(after, true, None);
+        s.what = What::Gap {
+            steps: self.gap.unwrap_or(0),
+            until_ms: before,
+        };
+        s
+    }
+
+    /// Every kept step's page: its own, else the last one known before it for its target,
+    /// else the last one known at all. One pass over the slots in time order.
+    fn resolve_pages(&self) -> Vec<(Option<Page>, bool)> {
+        let mut last: Option<Page> = None;
+        let mut by_handle: BTreeMap<&str, Page> = BTreeMap::new();
+        let mut owner = vec![None; self.slots.len()];
+        for j in 0..self.steps.len() {
+            owner[self.step_slot(j)] = Some(j);
+        }
+        let mut out: Vec<(Option<Page>, bool)> = vec![(None, false); self.steps.len()];
+        for (k, slot) in self.slots.iter().enumerate() {
+            if let Some(j) = owner[k] {
+                if let Some(core) = &self.cores[j] {
+                    let own = core
+                        .page
+                        .as_ref()
+                        .filter(|p| p.title.is_some() || p.url.is_some());
+                    out[j] = match own {
+                        Some(p) => (Some(p.clone()), false),
+                        None => {
+                            let known = core
+                                .handle
+                                .as_deref()
+                                .and_then(|h| by_handle.get(h))
+                                .or(last.as_ref());
+                            match known {
+                                Some(p) => (Some(p.clone()), true),
+                                // Nothing known before: only its tab, if it has one.
+                                None => (core.page.clone(), false),
+                            }
+                        }
+                    };
+                    if let Some(p) = own {
+                        if let Some(h) = core.handle.as_deref() {
+                            if by_handle.len() < select::MAX_TABS || by_handle.contains_key(h) {
+                                by_handle.insert(h, p.clone());
+                            }
+                        }
+                        last = Some(p.clone());
+                    }
+                }
+            }
+            for (h, _, p) in &slot.by_handle {
+                if by_handle.len() < select::MAX_TABS || by_handle.contains_key(&**h) {
+                    by_handle.insert(h, p.clone());
+                }
+            }
+            if let Some((_, p)) = &slot.last_page {
+                last = Some(p.clone());
+            }
+        }
+        out
+    }
+}
+
+/// Consecutive scrolls, and consecutive presses of the same key, on the same page and from the
+/// same producer, become one step with a count.
+fn merge_repeats(steps: Vec<Step>, failures: &mut [Failure]) -> Vec<Step> {
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    let mut moved: Vec<usize> = Vec::with_capacity(steps.len());
+    for s in steps {
+        if let Some(prev) = out.last_mut() {
+            if prev.number.is_some()
+                && s.number.is_some()
+                && is_repeatable(&prev.what, &s.what)
+                && prev.source == s.source
+                && prev.page == s.page
+            {
+                prev.repeat += 1;
+                prev.outcome = prev.outcome.clone().max(s.outcome);
+                if prev.error.is_none() {
+                    prev.error = s.error;
+                }
+                if let (Some(d), Some(more)) = (prev.duration_ms, s.duration_ms) {
+                    prev.duration_ms = Some(d.saturating_add(more));
+                }
+                prev.frames.extend(s.frames);
+                prev.files.extend(s.files);
+                prev.plumbing.extend(s.plumbing);
+                for (c, (n, f)) in s.plumb_counts {
+                    let e = prev.plumb_counts.entry(c).or_insert((0, 0));
+                    e.0 += n;
+                    e.1 += f;
+                }
+                prev.failures.extend(s.failures);
+                prev.failure_count += s.failure_count;
+                prev.more_failures += s.more_failures;
+                prev.more_plumbing += s.more_plumbing;
+                prev.more_frames += s.more_frames;
+                moved.push(out.len() - 1);
+                continue;
+            }
+        }
+        moved.push(out.len());
+        out.push(s);
+    }
+    for f in failures.iter_mut() {
+        f.step = moved[f.step];
+    }
+    out
+}
