@@ -1,6 +1,7 @@
 //! What rendering costs on runs that are too big to show whole: `cdp-relay report` (the release
 //! binary, a fresh process per run) on generated journals — 100,000 distinct console errors, and
-//! a 131 MB journal of a long agent run — measured for wall time and peak RSS (`/usr/bin/time`),
+//! a 131 MB journal of a long agent run — measured for wall and CPU time and peak RSS
+//! (`/usr/bin/time`; `BENCH_RENDERER=<program>` measures `<program> <run-dir>` instead),
 //! the size of `report.html`, and how long a real headless Chromium takes to load it from
 //! `file://` (navigation to the load event, median of three) with its DOM node count.
 
@@ -125,12 +126,17 @@ fn long_run(dir: &Path, bytes: u64) -> u64 {
     j.finish()
 }
 
-/// `cdp-relay report <dir>` under `/usr/bin/time`: (wall seconds, peak RSS KiB).
-fn render(dir: &Path) -> Result<(f64, u64), String> {
-    let out = std::process::Command::new("/usr/bin/time")
-        .args(["-f", "@@time %e %M"])
-        .arg(relay_binary())
-        .arg("report")
+/// `cdp-relay report <dir>` under `/usr/bin/time`: (wall seconds, CPU seconds, peak RSS KiB).
+/// `BENCH_RENDERER=<program>` renders with `<program> <dir>` instead (an older build, to
+/// compare).
+fn render(dir: &Path) -> Result<(f64, f64, u64), String> {
+    let mut cmd = std::process::Command::new("/usr/bin/time");
+    cmd.args(["-f", "@@time %e %U %S %M"]);
+    match std::env::var_os("BENCH_RENDERER") {
+        Some(other) => cmd.arg(other),
+        None => cmd.arg(relay_binary()).arg("report"),
+    };
+    let out = cmd
         .arg(dir)
         .output()
         .map_err(|e| format!("cannot run /usr/bin/time (apt-get install time): {e}"))?;
@@ -142,13 +148,14 @@ fn render(dir: &Path) -> Result<(f64, u64), String> {
         .lines()
         .find_map(|l| l.strip_prefix("@@time "))
         .ok_or("no timing line")?;
-    let mut parts = line.split_whitespace();
-    let wall = parts
-        .next()
-        .and_then(|s| s.parse().ok())
-        .ok_or("bad time")?;
-    let rss = parts.next().and_then(|s| s.parse().ok()).ok_or("bad rss")?;
-    Ok((wall, rss))
+    let n: Vec<f64> = line
+        .split_whitespace()
+        .map(|s| s.parse().map_err(|_| "bad timing line"))
+        .collect::<Result<_, _>>()?;
+    let [wall, user, sys, rss] = n[..] else {
+        return Err("bad timing line".into());
+    };
+    Ok((wall, user + sys, rss as u64))
 }
 
 /// Loads `file://<html>` in the page: (ms from navigation to the load event, DOM nodes).
@@ -206,16 +213,16 @@ pub async fn run(smoke: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| run | records | journal | `cdp-relay report` | peak RSS | report.html | DOM nodes | Chromium load (median of 3) |"
+        "| run | records | journal | render: wall | CPU | peak RSS | report.html | DOM nodes | Chromium load (median of 3) |"
     );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (name, dir, records) in scenarios {
         let journal = std::fs::metadata(dir.join("actions.jsonl")).map_or(0, |m| m.len());
         eprintln!("report: rendering {name} ({records} records, {journal} bytes)");
-        let (wall, rss) = match render(&dir) {
+        let (wall, cpu, rss) = match render(&dir) {
             Ok(r) => r,
             Err(e) => {
-                let _ = writeln!(out, "| {name} | {records} | — | {e} | | | | |");
+                let _ = writeln!(out, "| {name} | {records} | — | {e} | | | | | |");
                 continue;
             }
         };
@@ -230,7 +237,7 @@ pub async fn run(smoke: bool) -> String {
         }
         let _ = writeln!(
             out,
-            "| {name} | {records} | {:.1} MB | {wall:.2} s | {:.0} MiB | {:.2} MB | {nodes} | {:.0} ms |",
+            "| {name} | {records} | {:.1} MB | {wall:.2} s | {cpu:.2} s | {:.0} MiB | {:.2} MB | {nodes} | {:.0} ms |",
             journal as f64 / 1e6,
             rss as f64 / 1024.0,
             html_bytes as f64 / 1e6,
