@@ -585,6 +585,44 @@ mod tests {
         );
     }
 
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            ".{0,300}".prop_map(Value::from),
+            "[a-z\\u{1}\"\\\\é😀]{0,3000}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 4000, 60, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..60).prop_map(Value::from),
+                proptest::collection::btree_map(".{0,50}", inner, 0..60)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Whatever the payload and the limit, the line fits, is one JSON object, and keeps
+        /// the envelope.
+        #[test]
+        fn every_record_fits_any_limit(payload in arb_json(), max in 4096usize..70_000) {
+            let v = envelope(payload);
+            let line = to_bounded_line(v.clone(), max).unwrap();
+            proptest::prop_assert!(line.len() <= max);
+            let back = parse(&line);
+            for k in ["actionId", "source", "sessionId", "startedAt", "durationMs", "status", "kind", "artifacts"] {
+                proptest::prop_assert_eq!(&back[k], &v[k]);
+            }
+            if back.get("fieldsCut").is_none() {
+                proptest::prop_assert_eq!(back, v);
+            }
+        }
+    }
+
     #[test]
     fn a_planted_cut_member_is_not_kept_as_a_real_marker() {
         let mut fields: Map<String, Value> = (0..3000)

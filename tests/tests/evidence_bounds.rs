@@ -328,6 +328,9 @@ async fn a_full_disk_is_said_and_the_run_finalizes_once_space_returns() {
             .filter_map(|r| r.payload["count"].as_u64())
             .sum();
         assert_eq!(total_said, summary.dropped);
+        // The report rendered at finalize says it too.
+        let report = std::fs::read_to_string(summary.run_dir.join("report.html")).unwrap();
+        assert!(report.contains("could not be written"), "the report says what was lost");
     })
     .await;
 }
@@ -379,6 +382,8 @@ async fn a_run_directory_deleted_mid_run_is_said_and_recording_continues() {
             .expect("the loss is said");
         assert_eq!(said.payload["reason"], "runDeleted");
         assert!(said.payload["count"].as_u64().unwrap() >= 2);
+        let report = std::fs::read_to_string(summary.run_dir.join("report.html")).unwrap();
+        assert!(report.contains("deleted while recording"), "the report says what was lost");
     })
     .await;
 }
