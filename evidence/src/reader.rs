@@ -207,7 +207,7 @@ pub fn parse_journal(bytes: &[u8]) -> JournalRead {
 pub fn read_journal_from(input: impl BufRead) -> io::Result<JournalRead> {
     let mut out = JournalRead::default();
     scan_journal(input, |line| match line {
-        JournalLine::Record(r) => out.records.push(r),
+        JournalLine::Record(r) => out.records.push(*r),
         JournalLine::Corrupt(c) => out.corrupt.push(c),
         JournalLine::Torn(t) => out.torn_tail = Some(t),
     })?;
@@ -219,7 +219,7 @@ pub fn read_journal_from(input: impl BufRead) -> io::Result<JournalRead> {
 #[non_exhaustive]
 pub enum JournalLine {
     /// A complete line that is a record.
-    Record(StoredRecord),
+    Record(Box<StoredRecord>),
     /// A complete line that is not a record.
     Corrupt(CorruptLine),
     /// The unterminated final line (always the last call).
@@ -269,7 +269,7 @@ pub fn scan_journal(mut input: impl BufRead, mut f: impl FnMut(JournalLine)) -> 
                 e.column()
             ))),
             Ok(v) => match StoredRecord::from_value(v) {
-                Ok(r) => f(JournalLine::Record(r)),
+                Ok(r) => f(JournalLine::Record(Box::new(r))),
                 Err(reason) => f(corrupt(reason.to_owned())),
             },
         }

@@ -95,7 +95,7 @@ fn assert_folded(j: &JournalRead, dropped: u64) {
     assert_eq!(first, 1, "the message is recorded once");
     // Identical messages in the same tick can share a timestamp, and then are one event.
     assert!(
-        repeats >= 2500 && 1 + repeats + dropped >= 2500 && 1 + repeats <= 5000,
+        repeats >= 2500 && 1 + repeats + dropped >= 2500 && repeats < 5000,
         "repeats {repeats}, dropped {dropped}"
     );
     let fetches: Vec<_> = j
@@ -330,7 +330,10 @@ async fn a_full_disk_is_said_and_the_run_finalizes_once_space_returns() {
         assert_eq!(total_said, summary.dropped);
         // The report rendered at finalize says it too.
         let report = std::fs::read_to_string(summary.run_dir.join("report.html")).unwrap();
-        assert!(report.contains("could not be written"), "the report says what was lost");
+        assert!(
+            report.contains("could not be written"),
+            "the report says what was lost"
+        );
     })
     .await;
 }
@@ -383,7 +386,10 @@ async fn a_run_directory_deleted_mid_run_is_said_and_recording_continues() {
         assert_eq!(said.payload["reason"], "runDeleted");
         assert!(said.payload["count"].as_u64().unwrap() >= 2);
         let report = std::fs::read_to_string(summary.run_dir.join("report.html")).unwrap();
-        assert!(report.contains("deleted while recording"), "the report says what was lost");
+        assert!(
+            report.contains("deleted while recording"),
+            "the report says what was lost"
+        );
     })
     .await;
 }

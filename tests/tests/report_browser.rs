@@ -524,7 +524,11 @@ async fn a_report_of_a_run_too_big_to_show_whole_opens_and_lays_out() {
         }
     }
     b.finish();
-    b.finalized_manifest("20260314T092653000Z-000000000000b16b", support::T0 + at + 10, json!({}));
+    b.finalized_manifest(
+        "20260314T092653000Z-000000000000b16b",
+        support::T0 + at + 10,
+        json!({}),
+    );
     let rendered = cdp_report::render(&run_dir).expect("render");
     assert_eq!(rendered.figures.console_errors, 20_000);
     assert_eq!(rendered.figures.steps, 2000);
@@ -555,7 +559,11 @@ async fn a_report_of_a_run_too_big_to_show_whole_opens_and_lays_out() {
         assert!(checks["elements"].as_u64().unwrap() < 40_000, "{checks}");
         assert!(checks["overflow"].as_i64().unwrap_or(1) <= 0, "{checks}");
         let scheme = if dark { "dark" } else { "light" };
-        shots.save(&format!("big-{width}-{scheme}.png"), &s.screenshot(Some((0.0, 0.0, f64::from(width), 1800.0))).await);
+        shots.save(
+            &format!("big-{width}-{scheme}.png"),
+            &s.screenshot(Some((0.0, 0.0, f64::from(width), 1800.0)))
+                .await,
+        );
     }
     drop(chromium);
 }

@@ -198,12 +198,11 @@ impl Pass2 {
         if let Some(h) = handle {
             let room = s.by_handle.len() < SLOT_HANDLES;
             match s.by_handle.iter_mut().find(|(x, _, _)| &**x == h) {
-                Some((_, k, p)) => {
-                    if key > k {
-                        *k = key.clone();
-                        *p = page.clone();
-                    }
+                Some((_, k, p)) if key > k => {
+                    *k = key.clone();
+                    *p = page.clone();
                 }
+                Some(_) => {}
                 None if room => s.by_handle.push((h.into(), key.clone(), page.clone())),
                 None => {}
             }
@@ -221,16 +220,15 @@ impl Pass2 {
         for path in paths.take(MAX_RECORD_ARTIFACTS) {
             let room = self.arts.len() < MAX_ARTIFACTS;
             match self.arts.get_mut(path) {
-                Some(c) => {
-                    if *key < c.key {
-                        *c = ArtCand {
-                            key: key.clone(),
-                            slot,
-                            at_ms,
-                            screencast,
-                        };
-                    }
+                Some(c) if *key < c.key => {
+                    *c = ArtCand {
+                        key: key.clone(),
+                        slot,
+                        at_ms,
+                        screencast,
+                    };
                 }
+                Some(_) => {}
                 None if room => {
                     self.arts.insert(
                         path.clone(),

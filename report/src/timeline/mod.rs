@@ -98,17 +98,21 @@ pub(crate) fn build(
     manifest_end_ms: Option<u64>,
 ) -> Timeline {
     build_from(
-        &mut |f: &mut dyn FnMut(&StoredRecord)| records.iter().for_each(|r| f(r)),
+        &mut |f: &mut dyn FnMut(&StoredRecord)| records.iter().for_each(&mut *f),
         manifest_start_ms,
         manifest_end_ms,
         Caps::default(),
     )
 }
 
+/// Something that hands every record over to the function it is given, in the same order
+/// each time it is called.
+pub(crate) type Source<'a> = dyn FnMut(&mut dyn FnMut(&StoredRecord)) + 'a;
+
 /// Builds the model from a source that hands every record over, in the same order, each time
 /// it is called (it is called twice).
 pub(crate) fn build_from(
-    source: &mut dyn FnMut(&mut dyn FnMut(&StoredRecord)),
+    source: &mut Source<'_>,
     manifest_start_ms: Option<u64>,
     manifest_end_ms: Option<u64>,
     caps: Caps,
