@@ -594,17 +594,17 @@ mod tests {
             ".{0,300}".prop_map(Value::from),
             "[a-z\\u{1}\"\\\\é😀]{0,3000}".prop_map(Value::from),
         ];
-        leaf.prop_recursive(4, 4000, 60, |inner| {
+        leaf.prop_recursive(3, 600, 40, |inner| {
             prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..60).prop_map(Value::from),
-                proptest::collection::btree_map(".{0,50}", inner, 0..60)
+                proptest::collection::vec(inner.clone(), 0..40).prop_map(Value::from),
+                proptest::collection::btree_map(".{0,50}", inner, 0..40)
                     .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
 
         /// Whatever the payload and the limit, the line fits, is one JSON object, and keeps
         /// the envelope.
