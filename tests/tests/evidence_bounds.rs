@@ -78,8 +78,9 @@ const NOISE: &str = r#"(async () => {
     return true;
 })()"#;
 
-/// Asserts the noise folded: each distinct message once, then a count.
+/// Asserts the noise folded: each distinct message recorded ten times, then counted.
 fn assert_folded(j: &JournalRead, dropped: u64) {
+    const KEPT: u64 = 10;
     assert!(j.is_clean());
     let console: Vec<_> = j.records.iter().filter(|r| r.kind == "console").collect();
     let noisy: Vec<_> = console
@@ -92,10 +93,10 @@ fn assert_folded(j: &JournalRead, dropped: u64) {
         .filter_map(|r| r.repeat.as_ref())
         .map(|r| r.count)
         .sum();
-    assert_eq!(first, 1, "the message is recorded once");
+    assert_eq!(first as u64, KEPT, "the first ones are recorded one by one");
     // Identical messages in the same tick can share a timestamp, and then are one event.
     assert!(
-        repeats >= 2500 && 1 + repeats + dropped >= 2500 && repeats < 5000,
+        repeats >= 2500 && KEPT + repeats + dropped >= 2500 && KEPT + repeats <= 5000,
         "repeats {repeats}, dropped {dropped}"
     );
     let fetches: Vec<_> = j
@@ -103,14 +104,17 @@ fn assert_folded(j: &JournalRead, dropped: u64) {
         .iter()
         .filter(|r| r.kind == "network" && r.payload["url"] == "http://127.0.0.1:9/poll")
         .collect();
-    assert_eq!(fetches.iter().filter(|r| r.repeat.is_none()).count(), 1);
+    assert_eq!(
+        fetches.iter().filter(|r| r.repeat.is_none()).count() as u64,
+        KEPT
+    );
     let fetch_repeats: u64 = fetches
         .iter()
         .filter_map(|r| r.repeat.as_ref())
         .map(|r| r.count)
         .sum();
     assert!(
-        fetch_repeats + 1 + dropped >= 200 && fetch_repeats >= 150,
+        fetch_repeats + KEPT + dropped >= 200 && fetch_repeats >= 150,
         "{fetch_repeats}"
     );
     // The one-word message keeps a sanitized prefix, not only a marker.
@@ -125,7 +129,7 @@ fn assert_folded(j: &JournalRead, dropped: u64) {
     let text = word.payload["text"].as_str().unwrap();
     assert!(text.starts_with(&"w".repeat(4000)), "{}", &text[..20]);
     assert!(text.contains("…[truncated"));
-    assert!(j.records.len() < 60, "{} records", j.records.len());
+    assert!(j.records.len() < 80, "{} records", j.records.len());
 }
 
 #[tokio::test]
@@ -178,7 +182,7 @@ async fn a_noisy_page_folds_into_counts_through_the_relays_observer() {
             .iter()
             .filter(|r| r.payload["method"] == "frame")
             .count();
-        assert!(frames <= 4, "{frames} frames");
+        assert!(frames <= 8, "{frames} frames");
     })
     .await;
 }

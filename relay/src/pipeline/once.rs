@@ -1,5 +1,5 @@
 //! Each browser event is recorded once per page, however many sessions or clients observe it;
-//! and an event that repeats is recorded once and then counted.
+//! and an event that repeats is recorded a few times and then counted.
 //!
 //! Owns three shared facts, keyed by raw target id (memory only):
 //!
@@ -11,11 +11,13 @@
 //!   observer during its `Runtime.enable` replay) sees the same event with the same keys;
 //! - which events **fold**: a console message with the same page, level and sanitized text as
 //!   one recorded before, or a failed request with the same page, method, URL (origin + path),
-//!   status and error text. The first is recorded as usual; repeats are only counted, and the
-//!   count goes to the journal as one record with `repeat` (the first occurrence's record, with
-//!   the count and the first and last time of the repeats) when the fold closes: after
-//!   [`FOLD_WINDOW`], when its slot is needed for a newer event, or at the end of the run. The run
-//!   writer collects closed folds ([`OncePerPage::take_closed`], [`OncePerPage::take_all`]).
+//!   status and error text. The first [`RECORDED_BEFORE_FOLDING`] are recorded as usual (each
+//!   under the step it happened in: a message seen a few times is worth seeing where); after
+//!   that they are only counted, and the count goes to the journal as one record with `repeat`
+//!   (the first occurrence's record, with the count and the first and last time of the repeats)
+//!   when the fold closes: after [`FOLD_WINDOW`], when its slot is needed for a newer event, or
+//!   at the end of the run. The run writer collects closed folds ([`OncePerPage::take_closed`],
+//!   [`OncePerPage::take_all`]).
 //!
 //! Both observers go through here, so folding is the same whichever of them saw the event.
 //! Only 64-bit hashes of raw text are kept; a fold keeps its first record, which is already
@@ -40,6 +42,8 @@ const MAX_FOLDS: usize = 1024;
 /// A fold's repeats are written at the latest this long after the first of them, so a crash
 /// loses at most this much of the count.
 pub(crate) const FOLD_WINDOW: Duration = Duration::from_secs(60);
+/// Occurrences of one event recorded one by one before the next are only counted.
+pub(crate) const RECORDED_BEFORE_FOLDING: u64 = 10;
 
 /// The key of one page event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,6 +96,8 @@ impl FoldKey {
 /// One foldable event: its first record, and the repeats counted since the last write.
 struct Fold {
     first: Record,
+    /// Occurrences recorded one by one so far.
+    recorded: u64,
     count: u64,
     first_at: SystemTime,
     last_at: SystemTime,
@@ -163,6 +169,10 @@ impl OncePerPage {
         let mut folds = self.folds.lock().unwrap_or_else(PoisonError::into_inner);
         let folds = &mut *folds;
         if let Some(fold) = folds.map.get_mut(&key) {
+            if fold.recorded < RECORDED_BEFORE_FOLDING {
+                fold.recorded += 1;
+                return true;
+            }
             let expired = fold.count > 0
                 && at.duration_since(fold.first_at).unwrap_or_default() >= FOLD_WINDOW;
             if expired {
@@ -187,6 +197,7 @@ impl OncePerPage {
             key,
             Fold {
                 first: record.clone(),
+                recorded: 1,
                 count: 0,
                 first_at: at,
                 last_at: at,
@@ -305,7 +316,13 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let (c, r) = console_record("boom", t0);
         let k = FoldKey::console("T1", &c);
-        assert!(once.fold(k, &r, t0), "the first is recorded");
+        // The first ones are recorded, then repeats are counted.
+        for i in 0..RECORDED_BEFORE_FOLDING {
+            let at = t0 + Duration::from_millis(i);
+            let (c2, r2) = console_record("boom", at);
+            assert!(once.fold(FoldKey::console("T1", &c2), &r2, at), "{i}");
+        }
+        let _ = k;
         for i in 1..=1000u64 {
             let at = t0 + Duration::from_millis(i * 10);
             let (c2, r2) = console_record("boom", at);
@@ -339,7 +356,9 @@ mod tests {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let (c, r) = console_record("tick", t0);
         let k = FoldKey::console("T1", &c);
-        assert!(once.fold(k, &r, t0));
+        for _ in 0..RECORDED_BEFORE_FOLDING {
+            assert!(once.fold(k, &r, t0));
+        }
         // Repeats for three windows: the first two are written as they close.
         for s in 1..=180u64 {
             assert!(!once.fold(k, &r, t0 + Duration::from_secs(s)));
