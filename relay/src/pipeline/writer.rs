@@ -462,14 +462,16 @@ impl Writer {
         match self.store.join_session(&self.session, "relay") {
             Ok(run) => {
                 let line = format!(
-                    "run {old_id} was deleted while recording ({} is gone, with its {lost} records); continuing in run {}",
+                    "cannot write to run {old_id}: its directory {} was deleted while recording, with its {lost} records; continuing in run {}",
                     old_dir.display(),
                     run.id()
                 );
                 tracing::warn!("evidence: {line}");
                 Health::set(&self.health.last_loss, Some(line));
-                self.failures.fetch_add(lost, Ordering::Relaxed);
-                self.unsaid.push((lost, DropReason::RunDeleted));
+                if lost > 0 {
+                    self.failures.fetch_add(lost, Ordering::Relaxed);
+                    self.unsaid.push((lost, DropReason::RunDeleted));
+                }
                 self.switch_to(run);
                 true
             }
