@@ -412,7 +412,7 @@ impl Drop for Mount {
 
 /// A real full disk (a 1 MiB tmpfs, root only): the relay binary keeps forwarding, its status
 /// says evidence fails, and on SIGTERM the run still finalizes (its space reserve) and says
-/// what it lost; stderr says it once, in one line, and does not claim what did not happen.
+/// what it lost, all of it and once; stderr says it in one line per outage, with the OS error.
 #[tokio::test]
 async fn a_real_full_disk_with_the_relay_binary() {
     if !nix::unistd::Uid::effective().is_root() {
@@ -450,28 +450,34 @@ async fn a_real_full_disk_with_the_relay_binary() {
             "for (let i = 0; i < 500; i++) console.error('lost ' + i); 1",
         )
         .await;
-        let failing = status_until(
+        // A full tmpfs still takes small appends into the journal's last, partly used page, so
+        // writes may fail and succeed by turns: the status says it fails, or that it lost some.
+        let status = status_until(
             &relay.authority(),
             "the status to say evidence fails",
-            |e| e["failing"].is_string() && e["dropped"].as_u64().unwrap_or(0) >= 500,
+            |e| {
+                e["dropped"].as_u64().unwrap_or(0) > 0
+                    && (e["failing"].is_string() || e["lastLoss"].is_string())
+            },
         )
         .await;
-        assert!(
-            failing["failing"]
-                .as_str()
-                .unwrap()
-                .contains("No space left"),
-            "{failing}"
-        );
+        eprintln!("status while the disk is full: {status}");
         assert_eq!(eval(&mut page, "6 * 7").await["result"]["value"], 42);
         drop(page);
         let stderr = relay.stop().await;
         eprintln!("relay stderr:\n{stderr}");
-        let warnings = stderr
+        // Said once per outage, in one line naming the OS error.
+        let warnings: Vec<&str> = stderr
             .lines()
             .filter(|l| l.contains("cannot append"))
-            .count();
-        assert_eq!(warnings, 1, "said once:\n{stderr}");
+            .collect();
+        assert!(!warnings.is_empty(), "{stderr}");
+        assert!(
+            warnings
+                .iter()
+                .all(|l| l.contains("No space left on device")),
+            "{stderr}"
+        );
         let runs = std::fs::read_dir(dir.path().join("runs")).unwrap().count();
         assert_eq!(runs, 1);
         let m = Store::open(EvidenceConfig::at(dir.path()))
@@ -488,7 +494,9 @@ async fn a_real_full_disk_with_the_relay_binary() {
             .filter(|r| r.marker() == Some("evidenceDropped"))
             .filter_map(|r| r.payload["count"].as_u64())
             .sum();
-        assert!(said >= 500, "the journal says what was lost: {said}");
+        let dropped = m.totals.expect("totals").dropped_evidence;
+        assert!(dropped > 0);
+        assert_eq!(said, dropped, "the journal says all that was lost, once");
     })
     .await;
 }
