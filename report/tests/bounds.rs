@@ -92,7 +92,7 @@ fn steps_over_the_cap_leave_one_entry_that_counts_them() {
         r["payload"]["point"] = json!({"x": i, "y": 1});
         at += 1;
         b.action(at, "Runtime.evaluate", 1);
-        if i % 100 == 50 {
+        if i % 100 == 50 || i == 49 {
             at += 1;
             b.rec(
                 at,
@@ -111,7 +111,7 @@ fn steps_over_the_cap_leave_one_entry_that_counts_them() {
     options.max_steps = 100;
     let out = render_to_memory(tmp.path(), &options).unwrap();
     assert_eq!(out.figures.steps, 3000);
-    assert_eq!(out.figures.failed_requests, 30);
+    assert_eq!(out.figures.failed_requests, 31);
     let html = &out.html;
     assert!(html.contains("2900 more steps not shown"), "gap entry");
     assert!(html.contains(r#"id="step-50""#) && !html.contains(r#"id="step-51""#));
@@ -119,7 +119,11 @@ fn steps_over_the_cap_leave_one_entry_that_counts_them() {
     assert!(html.contains("Steps left out"));
     // Failures during the gap are counted there; the tables still name them by number.
     assert!(html.contains("failures are counted in the figures above (29 during them"));
-    assert!(html.contains("F30"), "the last failure keeps its number");
+    assert!(html.contains("F31"), "the last failure keeps its number");
+    // A failure after the last step shown before the gap, and before the first step left out,
+    // is that step's.
+    let last_head = &html[html.find(r#"id="step-50""#).unwrap()..html.find(r#"id="gap""#).unwrap()];
+    assert!(last_head.contains("https://a.test/49"), "{last_head}");
 
     // Written in another order, the same run renders to the same bytes.
     let journal = std::fs::read_to_string(tmp.path().join("actions.jsonl")).unwrap();

@@ -100,6 +100,8 @@ pub(super) struct Pass2 {
     steps: Vec<StepPick>,
     head: usize,
     gap: Option<u64>,
+    /// The first step left out: records before it still belong to the last head step.
+    gap_from: Option<Key>,
     cores: Vec<Option<StepCore>>,
     slots: Vec<Slot>,
     tabs: BTreeMap<Box<str>, usize>,
@@ -114,11 +116,18 @@ pub(super) struct Pass2 {
 impl Pass2 {
     pub(super) fn new(p1: &mut Pass1, caps: Caps) -> Pass2 {
         let steps_sel = std::mem::replace(&mut p1.steps, select::Edges::new(0, 0));
-        let (head, tail, gap) = steps_sel.into_parts();
+        let total = steps_sel.total;
+        let (mut head, tail, between) = steps_sel.into_parts();
+        // Over the cap, the head holds one more: the first step left out, where the gap begins.
+        let mut gap_from = None;
+        let mut gap = None;
+        if total > (p1.steps_head + p1.steps_tail) as u64 {
+            gap_from = head.pop().map(|s| s.key);
+            gap = Some(between + 1);
+        }
         let head_len = head.len();
         let mut steps = head;
         steps.extend(tail);
-        let gap = (gap > 0).then_some(gap);
         // Slots: setup, one per head step, the gap, one per tail step.
         let n_slots = 1 + steps.len() + usize::from(gap.is_some());
         let mut slots: Vec<Slot> = (0..n_slots).map(|_| Slot::default()).collect();
@@ -136,6 +145,7 @@ impl Pass2 {
             cores: (0..steps.len()).map(|_| None).collect(),
             head: head_len,
             gap,
+            gap_from,
             steps,
             slots: Vec::new(),
             tabs: p1.tab_numbers(),
@@ -168,7 +178,10 @@ impl Pass2 {
         if i == 0 {
             return 0;
         }
-        if self.gap.is_some() && i == self.head {
+        if self.gap.is_some()
+            && i == self.head
+            && self.gap_from.as_ref().is_none_or(|from| key >= from)
+        {
             return self.head + 1;
         }
         self.step_slot(i - 1)
@@ -645,10 +658,11 @@ impl Pass2 {
 
     /// The placeholder for the steps left out between the first and the last ones kept.
     fn gap_step(&self) -> Step {
-        let after = self
-            .head
-            .checked_sub(1)
-            .and_then(|j| self.steps[j].key.ms());
+        let after = self.gap_from.as_ref().and_then(Key::ms).or_else(|| {
+            self.head
+                .checked_sub(1)
+                .and_then(|j| self.steps[j].key.ms())
+        });
         let before = self.steps.get(self.head).and_then(|s| s.key.ms());
         let mut s = setup_step(after, true, None);
         s.what = What::Gap {
