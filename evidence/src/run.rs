@@ -409,7 +409,10 @@ impl RunInner {
             let line = &lines[start..end];
             start = end;
             let n = line.len() as u64;
-            let truncated = state.journal_truncated || truncated_now;
+            // This process's own memory counts too: budget.json may not have been saved.
+            let truncated = state.journal_truncated
+                || truncated_now
+                || self.journal_truncated.load(Ordering::Relaxed);
             let accept = match Class::of(record) {
                 Class::Own => true,
                 Class::Metadata => used + n <= budget.saturating_add(METADATA_ALLOWANCE),
@@ -441,13 +444,15 @@ impl RunInner {
             *pending.counts.entry(k.to_owned()).or_insert(0) += n;
         }
         let due = pending.flushed.is_none_or(|t| t.elapsed() >= REFUSED_FLUSH);
+        // The records are in the journal: a budget.json that cannot be saved now (a full disk)
+        // costs the counts, not the records (a rebuild sets the flag again from the marker).
         if truncated_now {
             state.journal_truncated = true;
             self.journal_truncated.store(true, Ordering::Relaxed);
             pending.merge_into(&mut state);
-            state.save(&self.dir)?;
+            let _ = state.save(&self.dir);
         } else if due && pending.merge_into(&mut state) {
-            state.save(&self.dir)?;
+            let _ = state.save(&self.dir);
         }
         if state.journal_truncated {
             self.journal_truncated.store(true, Ordering::Relaxed);

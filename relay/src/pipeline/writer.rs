@@ -349,7 +349,7 @@ impl Writer {
                         self.said += said;
                         self.unsaid.clear();
                     }
-                    self.recovered();
+                    self.recovered(said);
                 }
                 Outcome::Failed(e) => {
                     self.failed("append to the journal", &e, records.len() as u64)
@@ -416,16 +416,16 @@ impl Writer {
         }
     }
 
-    /// A write succeeded: an outage, if there was one, is over.
-    fn recovered(&mut self) {
+    /// A write succeeded: an outage, if there was one, is over; `said` pieces it lost were
+    /// just said in the journal.
+    fn recovered(&mut self, said: u64) {
         if !self.outage {
             return;
         }
         self.outage = false;
         Health::set(&self.health.failing, None);
-        let lost = self.failures.load(Ordering::Relaxed);
         let line = format!(
-            "{lost} pieces of evidence could not be written; the journal of run {} says so",
+            "{said} pieces of evidence could not be written; the journal of run {} says so",
             self.run.id()
         );
         tracing::info!("evidence: writing again; {line}");
