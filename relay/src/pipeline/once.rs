@@ -314,15 +314,12 @@ mod tests {
     fn repeats_are_counted_and_written_once_with_their_times() {
         let once = OncePerPage::default();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        let (c, r) = console_record("boom", t0);
-        let k = FoldKey::console("T1", &c);
         // The first ones are recorded, then repeats are counted.
         for i in 0..RECORDED_BEFORE_FOLDING {
             let at = t0 + Duration::from_millis(i);
             let (c2, r2) = console_record("boom", at);
             assert!(once.fold(FoldKey::console("T1", &c2), &r2, at), "{i}");
         }
-        let _ = k;
         for i in 1..=1000u64 {
             let at = t0 + Duration::from_millis(i * 10);
             let (c2, r2) = console_record("boom", at);
