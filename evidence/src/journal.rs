@@ -9,6 +9,7 @@
 //! lines under the lock. Within one process a mutex serializes threads, because `flock` is
 //! per open file description and would not exclude two threads sharing this one.
 
+use crate::budget::JournalFacts;
 use crate::error::Error;
 use crate::paths::{no_follow, open_error, LOCK_FILE};
 use std::fs::{File, OpenOptions};
@@ -148,14 +149,17 @@ impl Locked<'_> {
         #[cfg(feature = "test-hooks")]
         test_hook::maybe_tear(self.journal(), lines);
         let mut f = self.journal();
-        match f.write(lines) {
+        let written = crate::hooks::check_write(self.journal_path).and_then(|()| f.write(lines));
+        match written {
             Ok(n) if n == lines.len() => Ok(()),
-            Ok(_) => {
+            Ok(n) => {
+                // A full disk often takes part of a write; the rest then says why (ENOSPC).
+                let why = match f.write(&lines[n..]) {
+                    Err(e) => e,
+                    Ok(_) => io::Error::from(io::ErrorKind::WriteZero),
+                };
                 let _ = f.set_len(before);
-                Err(self.io(
-                    "short write (disk full?) to",
-                    io::Error::from(io::ErrorKind::WriteZero),
-                ))
+                Err(self.io("short write (disk full?) to", why))
             }
             Err(e) => {
                 let _ = f.set_len(before);
@@ -164,14 +168,14 @@ impl Locked<'_> {
         }
     }
 
-    /// Reads the whole journal (for counting at finalize).
-    pub(crate) fn read_all(&self) -> Result<Vec<u8>, Error> {
+    /// One streaming pass over the journal (for counting at finalize, rebuilding the budget):
+    /// memory bounded by a line, whatever its size.
+    pub(crate) fn facts(&self) -> Result<JournalFacts, Error> {
         let mut f = self.journal();
-        let mut buf = Vec::new();
         f.seek(SeekFrom::Start(0))
-            .and_then(|_| f.read_to_end(&mut buf))
             .map_err(|e| self.io("cannot read journal", e))?;
-        Ok(buf)
+        JournalFacts::scan(io::BufReader::with_capacity(64 * 1024, f))
+            .map_err(|e| self.io("cannot read journal", e))
     }
 
     /// fsyncs the journal.

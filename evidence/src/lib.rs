@@ -38,6 +38,7 @@
 mod bound;
 mod budget;
 mod error;
+mod hooks;
 mod ids;
 mod journal;
 mod manifest;
@@ -52,28 +53,33 @@ mod store;
 pub mod time;
 
 pub use error::Error;
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub use hooks::fail_writes_under;
 pub use ids::{validate_id, Source, MAX_ID_LEN};
 #[doc(hidden)]
 pub use journal::{TEST_HOOK_TORN_APPEND_ENV, TEST_HOOK_TORN_APPEND_READY};
 pub use manifest::{Manifest, ManifestTotals, Redactions, RunStatus, Truncation, EVIDENCE_VERSION};
 pub use paths::{
     ARTIFACTS_DIR, BUDGET_FILE, JOURNAL_FILE, LOCK_FILE, MANIFEST_FILE, POINTER_SUFFIX,
-    SESSION_LOCK_SUFFIX,
+    RESERVE_FILE, SESSION_LOCK_SUFFIX,
 };
 pub use reader::{
-    parse_journal, read_bounded_line, read_journal_from, BoundedLine, CorruptLine, JournalRead,
-    StoredPayload, StoredRecord, TornTail, MAX_LINE_BYTES,
+    parse_journal, read_bounded_line, read_journal_from, scan_journal, BoundedLine, CorruptLine,
+    JournalLine, JournalRead, StoredPayload, StoredRecord, TornTail, MAX_LINE_BYTES,
 };
 pub use record::{
-    Action, ActionOf, ArtifactRef, Console, ConsoleLevel, ConsoleOf, CustomKind, Form, Lifecycle,
-    LifecycleEvent, LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Sanitized, Status,
-    Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork,
-    StoredVerification, Verification, VerificationOf, Verified, BUILTIN_KINDS, TARGET_FIELDS,
+    Action, ActionOf, ArtifactRef, Console, ConsoleLevel, ConsoleOf, CustomKind, DropReason, Form,
+    Lifecycle, LifecycleEvent, LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Repeat,
+    Sanitized, Status, Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle,
+    StoredNetwork, StoredRepeat, StoredVerification, Verification, VerificationOf, Verified,
+    BUILTIN_KINDS, TARGET_FIELDS,
 };
 pub use retention::{PruneReport, RetentionHold, RunInfo};
-pub use run::{ArtifactOutcome, Run, Totals};
+pub use run::{ArtifactOutcome, Run, Totals, METADATA_ALLOWANCE};
 pub use rundir::{check_artifact_path, ArtifactFile, ArtifactRefusal, RunDir};
 pub use store::{
-    EvidenceConfig, Store, DEFAULT_ARTIFACT_BUDGET_BYTES, DEFAULT_KEEP_FINALIZED_RUNS,
-    DEFAULT_MAX_RECORD_BYTES, DEFAULT_ROOT, MIN_MAX_RECORD_BYTES,
+    EvidenceConfig, Store, DEFAULT_ARTIFACT_BUDGET_BYTES, DEFAULT_JOURNAL_BUDGET_BYTES,
+    DEFAULT_KEEP_FINALIZED_RUNS, DEFAULT_MAX_RECORD_BYTES, DEFAULT_ROOT, MIN_JOURNAL_BUDGET_BYTES,
+    MIN_MAX_RECORD_BYTES,
 };

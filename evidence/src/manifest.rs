@@ -111,6 +111,24 @@ pub struct Truncation {
     pub artifact_budget_bytes: u64,
     /// Artifacts refused past the budget.
     pub refused_artifacts: u64,
+    /// True once a record was refused for the journal budget (the journal then holds exactly
+    /// one `journalTruncated` marker).
+    #[serde(default)]
+    pub journal_truncated: bool,
+    /// The run's journal budget (0 when the run has none: a run written before it existed).
+    #[serde(default)]
+    pub journal_budget_bytes: u64,
+    /// Records refused past the journal budget, by kind (`action`, `network`, `console`,
+    /// `other` for producer-defined kinds).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub refused_records: BTreeMap<String, u64>,
+}
+
+impl Truncation {
+    /// True when anything was cut for a budget: artifacts or journal records.
+    pub fn any(&self) -> bool {
+        self.artifacts_truncated || self.journal_truncated
+    }
 }
 
 /// What this crate writes. Every field is present; `None` fields are omitted.
@@ -125,6 +143,7 @@ pub(crate) struct ManifestOut {
     pub(crate) started_at: String,
     pub(crate) created_by: ProducerOut,
     pub(crate) artifact_budget_bytes: u64,
+    pub(crate) journal_budget_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) finalized_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -142,6 +161,7 @@ impl ManifestOut {
         started_at: String,
         created_by: ProducerOut,
         artifact_budget_bytes: u64,
+        journal_budget_bytes: u64,
     ) -> ManifestOut {
         ManifestOut {
             evidence_version: EVIDENCE_VERSION,
@@ -152,6 +172,7 @@ impl ManifestOut {
             started_at,
             created_by,
             artifact_budget_bytes,
+            journal_budget_bytes,
             finalized_at: None,
             finalized_by: None,
             totals: None,
@@ -186,6 +207,8 @@ pub struct Manifest {
     pub finalized_at: Option<String>,
     /// `artifactBudgetBytes`.
     pub artifact_budget_bytes: Option<u64>,
+    /// `journalBudgetBytes`: the journal's cap; absent in runs created before it existed.
+    pub journal_budget_bytes: Option<u64>,
     /// `totals`, present once finalized.
     pub totals: Option<ManifestTotals>,
     /// `truncation`, present once finalized.
@@ -244,6 +267,15 @@ impl Manifest {
                     .get("refusedArtifacts")
                     .and_then(Value::as_u64)
                     .unwrap_or(0),
+                journal_truncated: t
+                    .get("journalTruncated")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                journal_budget_bytes: t
+                    .get("journalBudgetBytes")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+                refused_records: counts(t.get("refusedRecords")),
             });
         Ok(Manifest {
             evidence_version: n("evidenceVersion"),
@@ -254,6 +286,7 @@ impl Manifest {
             started_at: s("startedAt"),
             finalized_at: s("finalizedAt"),
             artifact_budget_bytes: n("artifactBudgetBytes"),
+            journal_budget_bytes: n("journalBudgetBytes"),
             totals,
             truncation,
             raw,
@@ -318,12 +351,14 @@ mod tests {
                 pid: 7,
             },
             100,
+            1000,
         );
         out.write(&path).unwrap();
         let m = Manifest::read(&path).unwrap().unwrap();
         assert_eq!(m.evidence_version, Some(1));
         assert_eq!(m.run_status(), Some(RunStatus::Running));
         assert_eq!(m.journal_file(), "actions.jsonl");
+        assert_eq!(m.journal_budget_bytes, Some(1000));
         assert!(m.totals.is_none());
 
         out.status = RunStatus::Finalized;
@@ -341,6 +376,9 @@ mod tests {
             artifacts_truncated: true,
             artifact_budget_bytes: 100,
             refused_artifacts: 4,
+            journal_truncated: true,
+            journal_budget_bytes: 1000,
+            refused_records: [("console".to_owned(), 7)].into(),
         });
         out.write(&path).unwrap();
         let m = Manifest::read(&path).unwrap().unwrap();

@@ -23,6 +23,9 @@ pub const JOURNAL_FILE: &str = "actions.jsonl";
 pub const LOCK_FILE: &str = "actions.jsonl.lock";
 /// Budget accounting (artifact bytes, truncation flag), rewritten atomically under the run lock.
 pub const BUDGET_FILE: &str = "budget.json";
+/// A long-lived producer's space reserve in a run directory: freed first thing at finalize, so
+/// a run recorded until the disk was full can still be finalized.
+pub const RESERVE_FILE: &str = ".space-reserve";
 /// Artifacts directory inside a run directory.
 pub const ARTIFACTS_DIR: &str = "artifacts";
 /// Suffix of a session pointer.
@@ -216,7 +219,8 @@ fn write_temp(path: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
         let mut f = no_follow(OpenOptions::new().write(true).create_new(true))
             .open(&tmp)
             .map_err(|e| open_error("cannot create", &tmp, e))?;
-        f.write_all(bytes)
+        crate::hooks::check_write(path)
+            .and_then(|()| f.write_all(bytes))
             .map_err(|e| Error::io("cannot write", &tmp, e))?;
         f.sync_all().map_err(|e| Error::io("cannot sync", &tmp, e))
     })();

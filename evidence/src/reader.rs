@@ -8,7 +8,9 @@
 //! writer) and reported as [`TornTail`]; every other bad line is reported as [`CorruptLine`],
 //! never silently skipped. Error reasons never quote line content.
 
-use crate::record::{MarkerKind, StoredAction, StoredConsole, StoredLifecycle, StoredNetwork};
+use crate::record::{
+    MarkerKind, StoredAction, StoredConsole, StoredLifecycle, StoredNetwork, StoredRepeat,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::io::{self, BufRead};
@@ -48,6 +50,8 @@ pub struct StoredRecord {
     pub payload: Value,
     /// `fieldsCut`: how many fields the writer cut to bound the record.
     pub fields_cut: u64,
+    /// `repeat`: the record stands for this many more occurrences of the same event.
+    pub repeat: Option<StoredRepeat>,
     /// The whole object, for fields this version does not know.
     pub raw: Map<String, Value>,
 }
@@ -95,6 +99,9 @@ impl StoredRecord {
             error: s("error"),
             payload: raw.get("payload").cloned().unwrap_or(Value::Null),
             fields_cut: raw.get("fieldsCut").and_then(Value::as_u64).unwrap_or(0),
+            repeat: raw
+                .get("repeat")
+                .and_then(|v| StoredRepeat::deserialize(v).ok()),
             raw,
         })
     }
@@ -195,9 +202,34 @@ pub fn parse_journal(bytes: &[u8]) -> JournalRead {
     read_journal_from(bytes).unwrap_or_default()
 }
 
-/// Parses a journal from a reader, line by line, with bounded memory per line.
-pub fn read_journal_from(mut input: impl BufRead) -> io::Result<JournalRead> {
+/// Parses a journal from a reader, line by line, with bounded memory per line. Keeps every
+/// record: for a journal of any size, use [`scan_journal`].
+pub fn read_journal_from(input: impl BufRead) -> io::Result<JournalRead> {
     let mut out = JournalRead::default();
+    scan_journal(input, |line| match line {
+        JournalLine::Record(r) => out.records.push(*r),
+        JournalLine::Corrupt(c) => out.corrupt.push(c),
+        JournalLine::Torn(t) => out.torn_tail = Some(t),
+    })?;
+    Ok(out)
+}
+
+/// One line of a journal as [`scan_journal`] hands it over.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum JournalLine {
+    /// A complete line that is a record.
+    Record(Box<StoredRecord>),
+    /// A complete line that is not a record.
+    Corrupt(CorruptLine),
+    /// The unterminated final line (always the last call).
+    Torn(TornTail),
+}
+
+/// Reads a journal line by line and hands each line to `f` as soon as it is read: memory stays
+/// bounded by one line ([`MAX_LINE_BYTES`]) whatever the journal's size. Returns the number of
+/// bytes read (complete lines and a torn tail).
+pub fn scan_journal(mut input: impl BufRead, mut f: impl FnMut(JournalLine)) -> io::Result<u64> {
     let mut buf = Vec::new();
     let mut offset = 0u64;
     let mut line_no = 0u64;
@@ -215,33 +247,34 @@ pub fn read_journal_from(mut input: impl BufRead) -> io::Result<JournalRead> {
         let start = offset;
         offset += len + u64::from(terminated);
         if !terminated {
-            out.torn_tail = Some(TornTail { offset: start, len });
+            f(JournalLine::Torn(TornTail { offset: start, len }));
             break;
         }
-        let corrupt = |reason: String| CorruptLine {
-            line: line_no,
-            offset: start,
-            len,
-            reason,
+        let corrupt = |reason: String| {
+            JournalLine::Corrupt(CorruptLine {
+                line: line_no,
+                offset: start,
+                len,
+                reason,
+            })
         };
         if overflow {
-            out.corrupt
-                .push(corrupt(format!("line longer than {MAX_LINE_BYTES} bytes")));
+            f(corrupt(format!("line longer than {MAX_LINE_BYTES} bytes")));
             continue;
         }
         match serde_json::from_slice::<Value>(&buf) {
-            Err(e) => out.corrupt.push(corrupt(format!(
+            Err(e) => f(corrupt(format!(
                 "not valid JSON ({:?} error at column {})",
                 e.classify(),
                 e.column()
             ))),
             Ok(v) => match StoredRecord::from_value(v) {
-                Ok(r) => out.records.push(r),
-                Err(reason) => out.corrupt.push(corrupt(reason.to_owned())),
+                Ok(r) => f(JournalLine::Record(Box::new(r))),
+                Err(reason) => f(corrupt(reason.to_owned())),
             },
         }
     }
-    Ok(out)
+    Ok(offset)
 }
 
 /// One line read by [`read_bounded_line`].

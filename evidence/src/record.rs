@@ -495,10 +495,22 @@ pub enum MarkerKind {
         /// Size of the refused artifact.
         refused_bytes: u64,
     },
+    /// The first record refused for the journal budget (exactly one per run): after it, only
+    /// markers and lifecycle records are appended.
+    JournalTruncated {
+        /// The run's journal budget.
+        budget_bytes: u64,
+        /// The journal's size when the record was refused.
+        used_bytes: u64,
+    },
     /// A producer dropped evidence (e.g. its queue was full).
     EvidenceDropped {
         /// How many pieces.
         count: u64,
+        /// Why, when the producer knows: `writeFailed` (a full disk, an unwritable directory),
+        /// `runDeleted` (the run's directory was removed while recording).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<DropReason>,
     },
     /// A writer repaired a torn tail.
     JournalRepaired {
@@ -514,14 +526,45 @@ pub enum MarkerKind {
     },
 }
 
+/// Why evidence was dropped (`evidenceDropped`'s `reason`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum DropReason {
+    /// Writing failed: a full disk, an unwritable directory.
+    WriteFailed,
+    /// The run's directory was removed while it was being recorded; `count` records it held
+    /// are gone.
+    RunDeleted,
+    /// A reason word this version does not know.
+    #[serde(other)]
+    Other,
+}
+
 impl Marker {
     /// The producer dropped `count` pieces of evidence (e.g. its queue was full).
     pub fn evidence_dropped(count: u64) -> Marker {
-        Marker(MarkerKind::EvidenceDropped { count })
+        Marker(MarkerKind::EvidenceDropped {
+            count,
+            reason: None,
+        })
+    }
+
+    /// The producer lost `count` pieces of evidence for `reason`.
+    pub fn evidence_lost(count: u64, reason: DropReason) -> Marker {
+        Marker(MarkerKind::EvidenceDropped {
+            count,
+            reason: Some(reason),
+        })
     }
 
     pub(crate) fn internal(kind: MarkerKind) -> Marker {
         Marker(kind)
+    }
+
+    /// What it marks.
+    pub(crate) fn kind(&self) -> &MarkerKind {
+        &self.0
     }
 }
 
@@ -651,6 +694,51 @@ pub struct Record {
     target: Option<SafeJson>,
     artifacts: Vec<ArtifactRef>,
     error: Option<SafeText>,
+    repeat: Option<Repeat>,
+}
+
+/// A record that stands for further occurrences of the same event (see [`Record::repeat`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repeat {
+    /// How many more times the event happened.
+    pub count: u64,
+    /// The first of those occurrences.
+    pub first_at: SystemTime,
+    /// The last of those occurrences.
+    pub last_at: SystemTime,
+}
+
+impl Repeat {
+    fn write(&self) -> RepeatOut {
+        RepeatOut {
+            count: self.count,
+            first_at: crate::time::format_rfc3339_millis(self.first_at),
+            last_at: crate::time::format_rfc3339_millis(self.last_at),
+        }
+    }
+}
+
+/// `repeat` as written.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RepeatOut {
+    count: u64,
+    first_at: String,
+    last_at: String,
+}
+
+/// `repeat` as read back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredRepeat {
+    /// How many more times the event happened.
+    pub count: u64,
+    /// The first of those occurrences (RFC 3339), as written.
+    #[serde(default)]
+    pub first_at: Option<String>,
+    /// The last of those occurrences (RFC 3339), as written.
+    #[serde(default)]
+    pub last_at: Option<String>,
 }
 
 impl Record {
@@ -668,6 +756,7 @@ impl Record {
             target: None,
             artifacts: Vec::new(),
             error: None,
+            repeat: None,
         }
     }
 
@@ -711,6 +800,19 @@ impl Record {
     /// The redacted error message.
     pub fn error(mut self, error: SafeText) -> Record {
         self.error = Some(error);
+        self
+    }
+
+    /// Makes this record stand for `repeat.count` more occurrences of the same event (a console
+    /// message, a failed request) between `first_at` and `last_at`: the journal's `repeat`.
+    /// The record starts at `first_at` and lasts until `last_at`.
+    pub fn repeat(mut self, repeat: Repeat) -> Record {
+        self.started_at = Some(repeat.first_at);
+        self.duration = repeat
+            .last_at
+            .duration_since(repeat.first_at)
+            .unwrap_or_default();
+        self.repeat = Some(repeat);
         self
     }
 
@@ -785,6 +887,9 @@ impl Record {
                 if let Some(error) = &r.error {
                     m.serialize_entry("error", error.as_str())?;
                 }
+                if let Some(repeat) = &r.repeat {
+                    m.serialize_entry("repeat", &repeat.write())?;
+                }
                 m.serialize_entry("kind", r.kind.name())?;
                 m.serialize_entry("payload", &Payload(&r.kind))?;
                 m.end()
@@ -840,6 +945,10 @@ impl Record {
         if let Some(error) = &self.error {
             m.insert("error".into(), error.as_str().into());
         }
+        if let Some(repeat) = &self.repeat {
+            let out = serde_json::to_value(repeat.write()).map_err(Error::Serialize)?;
+            m.insert("repeat".into(), out);
+        }
         m.insert("kind".into(), self.kind.name().into());
         m.insert("payload".into(), self.kind.payload()?);
         Ok(Value::Object(m))
@@ -856,6 +965,39 @@ mod tests {
         let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
         r.to_value("id-1".into(), &Source::RELAY, "sess", at)
             .unwrap()
+    }
+
+    #[test]
+    fn a_repeat_is_written_in_the_envelope_and_read_back() {
+        let s = Sanitizer::new();
+        let first = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
+        let last = first + Duration::from_millis(9_500);
+        let r = Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Console(Console::new(ConsoleLevel::Error, s.text("boom"))),
+        )
+        .repeat(Repeat {
+            count: 65_000,
+            first_at: first,
+            last_at: last,
+        });
+        let tree = value(&r);
+        assert_eq!(tree["startedAt"], "2023-11-14T22:13:20.000Z");
+        assert_eq!(tree["durationMs"], 9500);
+        assert_eq!(
+            tree["repeat"],
+            serde_json::json!({"count": 65000, "firstAt": "2023-11-14T22:13:20.000Z", "lastAt": "2023-11-14T22:13:29.500Z"})
+        );
+        let direct = r.to_json("id-1", &Source::RELAY, "sess", first).unwrap();
+        let parsed: Value = serde_json::from_slice(&direct).unwrap();
+        assert_eq!(parsed, tree);
+        let stored = crate::StoredRecord::from_value(parsed).unwrap();
+        let rep = stored.repeat.unwrap();
+        assert_eq!(rep.count, 65_000);
+        assert_eq!(rep.last_at.as_deref(), Some("2023-11-14T22:13:29.500Z"));
+        // A foreign `repeat` of the wrong shape reads as absent.
+        let odd = serde_json::json!({"actionId": "1", "kind": "console", "repeat": "many"});
+        assert_eq!(crate::StoredRecord::from_value(odd).unwrap().repeat, None);
     }
 
     /// The direct serialization writes exactly what the JSON tree would.
@@ -1103,7 +1245,13 @@ mod tests {
             SafeText::literal("cdp-evidence"),
             RecordKind::Marker(Marker::evidence_dropped(4)),
         ));
-        assert_eq!(read, P::Marker(MarkerKind::EvidenceDropped { count: 4 }));
+        assert_eq!(
+            read,
+            P::Marker(MarkerKind::EvidenceDropped {
+                count: 4,
+                reason: None
+            })
+        );
         assert_eq!(
             written,
             serde_json::json!({"marker": "evidenceDropped", "count": 4})

@@ -11,7 +11,7 @@
 
 use crate::error::Error;
 use crate::ids::{random_u64, validate_id};
-use crate::manifest::{Manifest, RunStatus};
+use crate::manifest::{Manifest, RunStatus, Truncation};
 use crate::paths::{dir_size, real_dir_exists, MANIFEST_FILE, POINTER_SUFFIX, TRASH_PREFIX};
 use crate::pointer::{self, PointerState};
 use crate::store::{is_finished, Store};
@@ -180,7 +180,7 @@ fn describe(dir: &Path, id: String, active: &HashSet<String>) -> RunInfo {
         finalized_at: m.finalized_at.clone(),
         records,
         size_bytes: dir_size(dir),
-        truncated: m.truncation.as_ref().is_some_and(|t| t.artifacts_truncated),
+        truncated: m.truncation.as_ref().is_some_and(Truncation::any),
         finalized: finalized && is_finished(&m),
         id,
     }

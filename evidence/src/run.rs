@@ -3,29 +3,49 @@
 //! Every write happens under the run lock (see [`crate::journal`]) and first checks the manifest,
 //! so nothing is added to a finalized or deleted run. Shared by threads (`&self`, `Send + Sync`)
 //! and, through the lock, by processes. A disabled run accepts everything and writes nothing.
+//!
+//! Two budgets bound a run, both fixed in its manifest: artifacts (`artifactBudgetBytes`) and
+//! the journal (`journalBudgetBytes`). Past the journal's, only metadata continues — markers and
+//! lifecycle records, the latter within [`METADATA_ALLOWANCE`] — the records refused are counted
+//! by kind, and the journal holds exactly one `journalTruncated` marker, however many processes
+//! hit the cap (the flag lives in `budget.json`, flipped under the lock).
 
 use crate::budget::BudgetState;
 use crate::error::Error;
 use crate::ids::{new_action_id, Source};
 use crate::journal::{Journal, Locked};
 use crate::manifest::{Manifest, ManifestTotals, Redactions, RunStatus, Truncation};
-use crate::paths::{ensure_dir, no_follow, open_error, write_atomic, ARTIFACTS_DIR, MANIFEST_FILE};
-use crate::reader::parse_journal;
-use crate::record::{ArtifactRef, Marker, MarkerKind, Record, RecordKind};
+use crate::paths::{
+    ensure_dir, no_follow, open_error, write_atomic, ARTIFACTS_DIR, MANIFEST_FILE, RESERVE_FILE,
+};
+use crate::record::{ArtifactRef, Marker, MarkerKind, Record, RecordKind, BUILTIN_KINDS};
 use crate::store::{EvidenceConfig, SessionLock};
 use cdp_sanitize::{RedactionSummary, SafeText};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Past the journal budget, lifecycle records and producers' `evidenceDropped` markers are still
+/// appended until the journal is this much over it; the format's own markers always are.
+pub const METADATA_ALLOWANCE: u64 = 1024 * 1024;
+
+/// Refused-record counts are merged into `budget.json` at most this often (and at finalize):
+/// past the cap, a busy producer would otherwise rewrite it for every batch.
+const REFUSED_FLUSH: Duration = Duration::from_secs(1);
 
 /// What a producer reports when it finalizes a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
-    /// Evidence the producer dropped (e.g. its bounded queue was full).
+    /// Evidence the producer dropped (e.g. its bounded queue was full), in all.
     pub dropped_evidence: u64,
+    /// Of `dropped_evidence`, what the producer already said in `evidenceDropped` markers while
+    /// it ran; the finalize marker says only the rest.
+    pub dropped_recorded: u64,
     /// What the producer's sanitizer redacted (`Sanitizer::summary()`), if it has one.
     pub redactions: Option<RedactionSummary>,
 }
@@ -53,6 +73,66 @@ pub(crate) struct RunInner {
     pub(crate) journal: Journal,
     /// (device, inode) of the manifest last read as running. See [`RunInner::ensure_running`].
     pub(crate) seen_running: Mutex<Option<(u64, u64)>>,
+    /// The journal budget from the manifest (the configured one for runs without it).
+    pub(crate) journal_budget: u64,
+    /// This process has seen the journal truncated (a flag that never goes back).
+    pub(crate) journal_truncated: AtomicBool,
+    /// Records refused past the journal budget, not yet merged into `budget.json`.
+    pub(crate) refused: Mutex<Refused>,
+}
+
+/// Refused-record counts waiting to be merged into `budget.json`.
+#[derive(Debug, Default)]
+pub(crate) struct Refused {
+    counts: BTreeMap<String, u64>,
+    flushed: Option<Instant>,
+}
+
+impl Refused {
+    fn merge_into(&mut self, state: &mut BudgetState) -> bool {
+        if self.counts.is_empty() {
+            return false;
+        }
+        for (k, n) in std::mem::take(&mut self.counts) {
+            *state.refused_records.entry(k).or_insert(0) += n;
+        }
+        self.flushed = Some(Instant::now());
+        true
+    }
+}
+
+/// How a record fares past the journal budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    /// The format's own markers: always appended.
+    Own,
+    /// Lifecycle records and producers' `evidenceDropped`: within [`METADATA_ALLOWANCE`].
+    Metadata,
+    /// Everything else: refused once the journal is truncated.
+    Data,
+}
+
+impl Class {
+    fn of(record: &Record) -> Class {
+        match record.kind() {
+            RecordKind::Marker(m) => match m.kind() {
+                MarkerKind::EvidenceDropped { .. } => Class::Metadata,
+                _ => Class::Own,
+            },
+            RecordKind::Lifecycle(_) => Class::Metadata,
+            _ => Class::Data,
+        }
+    }
+}
+
+/// The word a refused record is counted under: its kind, or `other` for producer-defined kinds.
+fn refused_kind(record: &Record) -> &'static str {
+    let name = record.kind().name();
+    BUILTIN_KINDS
+        .iter()
+        .find(|k| **k == name)
+        .copied()
+        .unwrap_or("other")
 }
 
 /// A joined run. Cheap to clone; clones share the in-process lock.
@@ -121,13 +201,14 @@ impl Run {
         let locked = inner.journal.lock()?;
         inner.ensure_running()?;
         inner.repair(&locked)?;
-        inner.write(&locked, &record)
+        inner.write_batch(&locked, std::slice::from_ref(&record))?;
+        Ok(())
     }
 
-    /// Appends records in order under one lock: one finalized check and one tail repair for the
-    /// whole batch, each record still its own single write. What a busy producer uses to keep
-    /// up. On error, the records before the failing one are in the journal; the count of those
-    /// is in the `Ok` of a successful call only.
+    /// Appends records in order under one lock: one finalized check, one tail repair and one
+    /// write for the whole batch (all or nothing). What a busy producer uses to keep up.
+    /// Returns how many were appended: past the journal budget, records other than metadata
+    /// are refused and counted (see the module docs) — that is not an error.
     pub fn append_all(&self, records: &[Record]) -> Result<usize, Error> {
         let Some(inner) = &self.inner else {
             return Ok(0);
@@ -138,13 +219,31 @@ impl Run {
         let locked = inner.journal.lock()?;
         inner.ensure_running()?;
         inner.repair(&locked)?;
-        // One write for the batch: one syscall and one inode update instead of one per record.
-        let mut lines = Vec::with_capacity(records.len() * 512);
-        for record in records {
-            lines.extend_from_slice(&inner.line(record)?);
+        inner.write_batch(&locked, records)
+    }
+
+    /// Keeps `bytes` of disk space for this run's finalize: a hidden file in the run directory,
+    /// removed first thing when the run is finalized (by any producer), so a run recorded until
+    /// the disk filled up can still write its last markers and manifest. Best effort for a
+    /// long-lived producer; a run without it finalizes the same way when there is space.
+    pub fn reserve_space(&self, bytes: usize) -> Result<(), Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(());
+        };
+        let path = inner.dir.join(RESERVE_FILE);
+        let mut file = no_follow(OpenOptions::new().write(true).create(true).truncate(true))
+            .open(&path)
+            .map_err(|e| open_error("cannot create space reserve", &path, e))?;
+        // Real blocks: a sparse file would reserve nothing.
+        let written = crate::hooks::check_write(&path)
+            .and_then(|()| file.write_all(&vec![0u8; bytes]))
+            .and_then(|()| file.sync_all());
+        if let Err(e) = written {
+            drop(file);
+            let _ = fs::remove_file(&path);
+            return Err(Error::io("cannot write space reserve", path, e));
         }
-        locked.write_lines(&lines)?;
-        Ok(records.len())
+        Ok(())
     }
 
     /// Stores an artifact within the run's budget. `stem` and `ext` name the file
@@ -282,6 +381,99 @@ impl RunInner {
         locked.write_line(&self.line(record)?)
     }
 
+    /// Writes `records` in one write, applying the journal budget. Returns how many were
+    /// appended.
+    fn write_batch(&self, locked: &Locked<'_>, records: &[Record]) -> Result<usize, Error> {
+        let mut lines = Vec::with_capacity(records.len() * 512);
+        let mut ends = Vec::with_capacity(records.len());
+        for record in records {
+            lines.extend_from_slice(&self.line(record)?);
+            ends.push(lines.len());
+        }
+        let len = locked.len()?;
+        let budget = self.journal_budget;
+        // Far below the cap (the common case): no shared state to read.
+        let room = (lines.len() + self.config.max_record_bytes) as u64;
+        if !self.journal_truncated.load(Ordering::Relaxed) && len.saturating_add(room) <= budget {
+            locked.write_lines(&lines)?;
+            return Ok(records.len());
+        }
+        let mut state = BudgetState::load(&self.dir, || locked.facts())?;
+        let mut out = Vec::with_capacity(lines.len());
+        let mut used = len;
+        let mut appended = 0;
+        let mut refused: BTreeMap<&'static str, u64> = BTreeMap::new();
+        let mut truncated_now = false;
+        let mut start = 0;
+        for (record, &end) in records.iter().zip(&ends) {
+            let line = &lines[start..end];
+            start = end;
+            let n = line.len() as u64;
+            // This process's own memory counts too: budget.json may not have been saved.
+            let truncated = state.journal_truncated
+                || truncated_now
+                || self.journal_truncated.load(Ordering::Relaxed);
+            let accept = match Class::of(record) {
+                Class::Own => true,
+                Class::Metadata => used + n <= budget.saturating_add(METADATA_ALLOWANCE),
+                Class::Data => !truncated && used + n <= budget,
+            };
+            if accept {
+                out.extend_from_slice(line);
+                used += n;
+                appended += 1;
+                continue;
+            }
+            if !truncated {
+                // The first refusal: exactly one marker, where it happened.
+                truncated_now = true;
+                let marker = self.line(&self.marker(MarkerKind::JournalTruncated {
+                    budget_bytes: budget,
+                    used_bytes: used,
+                }))?;
+                used += marker.len() as u64;
+                out.extend_from_slice(&marker);
+            }
+            *refused.entry(refused_kind(record)).or_insert(0) += 1;
+        }
+        if !out.is_empty() {
+            locked.write_lines(&out)?;
+        }
+        let mut pending = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        for (k, n) in refused {
+            *pending.counts.entry(k.to_owned()).or_insert(0) += n;
+        }
+        let due = pending.flushed.is_none_or(|t| t.elapsed() >= REFUSED_FLUSH);
+        // The records are in the journal: a budget.json that cannot be saved now (a full disk)
+        // costs the counts, not the records (a rebuild sets the flag again from the marker).
+        if truncated_now {
+            state.journal_truncated = true;
+            self.journal_truncated.store(true, Ordering::Relaxed);
+            pending.merge_into(&mut state);
+            let _ = state.save(&self.dir);
+        } else if due && pending.merge_into(&mut state) {
+            let _ = state.save(&self.dir);
+        }
+        if state.journal_truncated {
+            self.journal_truncated.store(true, Ordering::Relaxed);
+        }
+        Ok(appended)
+    }
+
+    /// Merges refused-record counts not yet in `budget.json` (the caller holds the lock).
+    fn flush_refused(&self, state: &mut BudgetState) -> Result<(), Error> {
+        let mut pending = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending.merge_into(state) {
+            state.save(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Frees the space reserve, if this run has one.
+    fn release_reserve(&self) {
+        let _ = fs::remove_file(self.dir.join(RESERVE_FILE));
+    }
+
     /// The record as its journal line (with a fresh action id), bounded in size.
     fn line(&self, record: &Record) -> Result<Vec<u8>, Error> {
         let now = SystemTime::now();
@@ -305,7 +497,7 @@ impl RunInner {
         bytes: &[u8],
     ) -> Result<ArtifactOutcome, Error> {
         let budget = self.budget(manifest);
-        let mut state = BudgetState::load(&self.dir, || locked.read_all())?;
+        let mut state = BudgetState::load(&self.dir, || locked.facts())?;
         let len = bytes.len() as u64;
         if !state.fits(len, budget) {
             state.refused_artifacts += 1;
@@ -328,7 +520,7 @@ impl RunInner {
         }
         let artifacts = self.dir.join(ARTIFACTS_DIR);
         ensure_dir(&artifacts)?;
-        let before = state;
+        let before = state.clone();
         state.used_bytes += len;
         // Reserve before writing: a crash mid-write over-counts, never under-counts.
         for _ in 0..1000 {
@@ -343,7 +535,8 @@ impl RunInner {
                     Err(e) => return Err(open_error("cannot create artifact", &path, e)),
                 };
             state.save(&self.dir)?;
-            if let Err(e) = file.write_all(bytes) {
+            let written = crate::hooks::check_write(&path).and_then(|()| file.write_all(bytes));
+            if let Err(e) = written {
                 drop(file);
                 let _ = fs::remove_file(&path);
                 let _ = before.save(&self.dir);
@@ -366,34 +559,37 @@ impl RunInner {
         manifest: Manifest,
         totals: &Totals,
     ) -> Result<(), Error> {
+        // Space first: what follows is small, and may be all a full disk lets through.
+        self.release_reserve();
         self.repair(locked)?;
-        if totals.dropped_evidence > 0 {
-            self.write(
-                locked,
-                &self.marker(MarkerKind::EvidenceDropped {
-                    count: totals.dropped_evidence,
-                }),
-            )?;
-        }
-        let journal = locked.read_all()?;
-        let read = parse_journal(&journal);
-        let budget = BudgetState::load(&self.dir, || Ok(journal.clone()))?;
-        let mut records = read.records.len() as u64;
-        let already = read
-            .records
-            .iter()
-            .any(|r| r.marker() == Some("runFinalized"));
-        if !already {
+        let facts = locked.facts()?;
+        let mut budget = BudgetState::load(&self.dir, || Ok(facts))?;
+        self.flush_refused(&mut budget)?;
+        let mut records = facts.records;
+        // The markers go in one write, and only if an earlier, interrupted finalize did not
+        // write them: a retried finalize never says the same loss twice.
+        if !facts.finalized {
+            let mut lines = Vec::new();
+            let unrecorded = totals
+                .dropped_evidence
+                .saturating_sub(totals.dropped_recorded);
+            if unrecorded > 0 {
+                let dropped = self.marker(MarkerKind::EvidenceDropped {
+                    count: unrecorded,
+                    reason: None,
+                });
+                lines.extend_from_slice(&self.line(&dropped)?);
+                records += 1;
+            }
             records += 1;
-            self.write(
-                locked,
-                &self.marker(MarkerKind::RunFinalized {
-                    pid: std::process::id(),
-                    records,
-                    artifact_bytes: budget.used_bytes,
-                    dropped_evidence: totals.dropped_evidence,
-                }),
-            )?;
+            let finalized = self.marker(MarkerKind::RunFinalized {
+                pid: std::process::id(),
+                records,
+                artifact_bytes: budget.used_bytes,
+                dropped_evidence: totals.dropped_evidence,
+            });
+            lines.extend_from_slice(&self.line(&finalized)?);
+            locked.write_lines(&lines)?;
         }
         locked.sync()?;
 
@@ -425,6 +621,9 @@ impl RunInner {
             artifacts_truncated: budget.truncated,
             artifact_budget_bytes: budget_bytes,
             refused_artifacts: budget.refused_artifacts,
+            journal_truncated: budget.journal_truncated,
+            journal_budget_bytes: self.journal_budget,
+            refused_records: budget.refused_records.clone(),
         };
         set(
             &mut raw,
@@ -439,5 +638,26 @@ impl RunInner {
         let mut bytes = serde_json::to_vec_pretty(&raw).map_err(Error::Serialize)?;
         bytes.push(b'\n');
         write_atomic(&self.manifest_path(), &bytes)
+    }
+}
+
+impl Drop for RunInner {
+    /// Refused-record counts not yet merged (the last second's) go to `budget.json` when the
+    /// last handle on the run goes away. Best effort: a crash loses at most that second.
+    fn drop(&mut self) {
+        let pending = self
+            .refused
+            .get_mut()
+            .map(|r| !r.counts.is_empty())
+            .unwrap_or(false);
+        if !pending {
+            return;
+        }
+        let Ok(locked) = self.journal.lock() else {
+            return;
+        };
+        if let Ok(mut state) = BudgetState::load(&self.dir, || locked.facts()) {
+            let _ = self.flush_refused(&mut state);
+        }
     }
 }

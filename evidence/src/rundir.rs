@@ -17,7 +17,7 @@ use crate::manifest::{Manifest, MANIFEST_LIMIT};
 use crate::paths::{
     ARTIFACTS_DIR, BUDGET_FILE, IS_SYMLINK, JOURNAL_FILE, LOCK_FILE, MANIFEST_FILE,
 };
-use crate::reader::{read_journal_from, JournalRead};
+use crate::reader::{read_journal_from, scan_journal, JournalLine, JournalRead};
 use nix::fcntl::{openat, renameat, OFlag};
 use nix::sys::stat::Mode;
 use std::fmt;
@@ -215,6 +215,26 @@ impl RunDir {
             return Ok(None);
         };
         read_journal_from(BufReader::new(file))
+            .map(Some)
+            .map_err(|e| Error::io("cannot read", self.path.join(name), e))
+    }
+
+    /// Streams the journal the manifest names (as [`RunDir::journal`] finds it) line by line
+    /// into `f`, reading at most `limit` bytes (so a second pass over a journal that is still
+    /// growing reads what the first one read); memory stays bounded by a line. Returns the
+    /// bytes read, `Ok(None)` when there is no journal file.
+    pub fn scan_journal(
+        &self,
+        manifest: Option<&Manifest>,
+        limit: Option<u64>,
+        f: impl FnMut(JournalLine),
+    ) -> Result<Option<u64>, Error> {
+        let name = manifest.map_or(JOURNAL_FILE, Manifest::journal_file);
+        let Some(file) = self.open_file(name, "cannot open journal")? else {
+            return Ok(None);
+        };
+        let input = BufReader::with_capacity(256 * 1024, file.take(limit.unwrap_or(u64::MAX)));
+        scan_journal(input, f)
             .map(Some)
             .map_err(|e| Error::io("cannot read", self.path.join(name), e))
     }

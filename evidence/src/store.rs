@@ -48,6 +48,10 @@ pub const DEFAULT_KEEP_FINALIZED_RUNS: usize = 20;
 pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 * 1024;
 /// Smallest accepted `max_record_bytes`: every envelope fits in it.
 pub const MIN_MAX_RECORD_BYTES: usize = 4096;
+/// Default cap on a run's journal: 32 MiB (about 70,000 typical records).
+pub const DEFAULT_JOURNAL_BUDGET_BYTES: u64 = 32 * 1024 * 1024;
+/// Smallest accepted journal budget.
+pub const MIN_JOURNAL_BUDGET_BYTES: u64 = 64 * 1024;
 
 /// Where evidence goes and how much of it to keep.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +67,9 @@ pub struct EvidenceConfig {
     pub keep_finalized_runs: usize,
     /// Largest journal line; bigger records get fields cut. By default, 64 KiB; at least 4 KiB.
     pub max_record_bytes: usize,
+    /// Journal bytes a new run may hold; fixed in its manifest at creation. Past it only
+    /// markers and lifecycle records are appended. By default, 32 MiB; at least 64 KiB.
+    pub journal_budget_bytes: u64,
 }
 
 impl Default for EvidenceConfig {
@@ -73,6 +80,7 @@ impl Default for EvidenceConfig {
             artifact_budget_bytes: DEFAULT_ARTIFACT_BUDGET_BYTES,
             keep_finalized_runs: DEFAULT_KEEP_FINALIZED_RUNS,
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            journal_budget_bytes: DEFAULT_JOURNAL_BUDGET_BYTES,
         }
     }
 }
@@ -151,6 +159,14 @@ impl Store {
                 reason: format!(
                     "max_record_bytes must be at least {MIN_MAX_RECORD_BYTES}, got {}",
                     config.max_record_bytes
+                ),
+            });
+        }
+        if config.journal_budget_bytes < MIN_JOURNAL_BUDGET_BYTES {
+            return Err(Error::Config {
+                reason: format!(
+                    "the journal budget must be at least {MIN_JOURNAL_BUDGET_BYTES} bytes, got {}",
+                    config.journal_budget_bytes
                 ),
             });
         }
@@ -308,6 +324,7 @@ impl Store {
                 pid: std::process::id(),
             },
             self.config.artifact_budget_bytes,
+            self.config.journal_budget_bytes,
         );
         manifest.write(&dir.join(MANIFEST_FILE))?;
         let read_back = Manifest::read(&dir.join(MANIFEST_FILE))?.unwrap_or_default();
@@ -335,6 +352,12 @@ impl Store {
             config: Arc::clone(&self.config),
             sessions: self.sessions.clone(),
             seen_running: std::sync::Mutex::new(None),
+            // Every producer applies the budget the run's creator fixed.
+            journal_budget: manifest
+                .journal_budget_bytes
+                .unwrap_or(self.config.journal_budget_bytes),
+            journal_truncated: std::sync::atomic::AtomicBool::new(false),
+            refused: std::sync::Mutex::default(),
         }))
     }
 

@@ -125,6 +125,9 @@ fn worker() {
         artifact_budget_bytes: std::env::var("W_BUDGET")
             .map(|b| b.parse().unwrap())
             .unwrap_or(cdp_evidence::DEFAULT_ARTIFACT_BUDGET_BYTES),
+        journal_budget_bytes: std::env::var("W_JOURNAL_BUDGET")
+            .map(|b| b.parse().unwrap())
+            .unwrap_or(cdp_evidence::DEFAULT_JOURNAL_BUDGET_BYTES),
         ..EvidenceConfig::at(&root)
     };
     let store = Store::open(config).unwrap();
@@ -173,6 +176,20 @@ fn worker() {
                 }
             }
             report(&stored.to_string());
+        }
+        "journal" => {
+            let run = store.join_session_transient("capped", "noisy").unwrap();
+            let count: u64 = env("W_COUNT").parse().unwrap();
+            wait_for_go();
+            let mut appended = 0;
+            for i in 0..count {
+                // Mostly data, every fourth a lifecycle record (metadata): in batches, as the
+                // relay writes.
+                let batch = [action("Page.reload", i), lifecycle(i)];
+                let n = if i % 4 == 0 { 2 } else { 1 };
+                appended += run.append_all(&batch[..n]).unwrap();
+            }
+            report(&appended.to_string());
         }
         "torn" => {
             let run = store.join_session_transient("crash", "crasher").unwrap();
@@ -406,6 +423,75 @@ fn the_budget_holds_across_processes_with_one_marker() {
     assert!(t.artifacts_truncated);
     assert_eq!(t.refused_artifacts as usize, PROCS * TRIES - FIT);
     assert_eq!(m.totals.unwrap().artifact_bytes as usize, FIT * 1000);
+}
+
+/// The journal budget, hit by eight processes at once: one `journalTruncated` marker, metadata
+/// still appended, every refused record counted by kind.
+#[test]
+fn the_journal_budget_holds_across_processes_with_one_marker() {
+    const PROCS: usize = 8;
+    const EACH: u64 = 400;
+    const BUDGET: u64 = 128 * 1024;
+    let tmp = tempfile::tempdir().unwrap();
+    let env = [
+        ("W_JOURNAL_BUDGET", BUDGET.to_string()),
+        ("W_COUNT", EACH.to_string()),
+    ];
+    // The run exists before the workers join it (its manifest fixes the budget).
+    let config = EvidenceConfig {
+        journal_budget_bytes: BUDGET,
+        ..EvidenceConfig::at(tmp.path())
+    };
+    let store = Store::open(config).unwrap();
+    let run = store.join_session("capped", "relay").unwrap();
+    let mut workers: Vec<Worker> = (0..PROCS)
+        .map(|_| Worker::spawn("journal", tmp.path(), &env))
+        .collect();
+    for w in &mut workers {
+        w.send("go");
+    }
+    let appended: usize = workers
+        .iter_mut()
+        .map(|w| w.report().parse::<usize>().unwrap())
+        .sum();
+    for w in workers {
+        w.finish();
+    }
+    run.finalize(Totals::default()).unwrap();
+    let journal = store.read_journal(run.id()).unwrap();
+    assert!(journal.is_clean());
+    let marks = markers(&journal);
+    assert_eq!(
+        marks.iter().filter(|m| **m == "journalTruncated").count(),
+        1,
+        "{marks:?}"
+    );
+    let kind = |k: &str| journal.records.iter().filter(|r| r.kind == k).count();
+    let lifecycles = PROCS * (EACH as usize).div_ceil(4);
+    assert_eq!(kind("lifecycle"), lifecycles, "metadata is never refused");
+    assert_eq!(kind("action") + kind("lifecycle"), appended);
+    let size = std::fs::metadata(run.dir().join("actions.jsonl"))
+        .unwrap()
+        .len();
+    assert!(size <= BUDGET + cdp_evidence::METADATA_ALLOWANCE, "{size}");
+    // After the marker, only metadata.
+    let at = journal
+        .records
+        .iter()
+        .position(|r| r.marker() == Some("journalTruncated"))
+        .unwrap();
+    assert!(journal.records[at..].iter().all(|r| r.kind != "action"));
+    let m = store.read_manifest(run.id()).unwrap();
+    let t = m.truncation.unwrap();
+    assert!(t.journal_truncated && !t.artifacts_truncated);
+    assert_eq!(t.journal_budget_bytes, BUDGET);
+    assert_eq!(
+        t.refused_records.get("action").copied().unwrap_or(0) as usize,
+        PROCS * EACH as usize - kind("action"),
+        "every refused record is counted"
+    );
+    assert_eq!(m.journal_budget_bytes, Some(BUDGET));
+    assert!(store.list_runs().unwrap()[0].truncated);
 }
 
 #[cfg_attr(

@@ -46,6 +46,7 @@ fn a_run_is_created_appended_and_finalized() {
         .unwrap();
     run.finalize(Totals {
         dropped_evidence: 2,
+        dropped_recorded: 0,
         redactions: Some(sanitizer.summary()),
     })
     .unwrap();
@@ -612,4 +613,205 @@ fn append_all_writes_a_batch_in_order_and_respects_finalize() {
     let disabled = Store::open(EvidenceConfig::disabled()).unwrap();
     let noop = disabled.join_session("batch", "relay").unwrap();
     assert_eq!(noop.append_all(&batch).unwrap(), 0);
+}
+
+/// A disk that fills up mid-run: appends fail (and lose nothing already written), finalize
+/// fails while the disk is full and succeeds once there is space again, saying what was lost
+/// exactly once however many times it was tried.
+#[test]
+fn a_run_whose_disk_filled_up_finalizes_once_there_is_space() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_at(tmp.path());
+    let run = store.join_session("full", "relay").unwrap();
+    run.append(action("Page.reload", 1)).unwrap();
+    cdp_evidence::fail_writes_under(tmp.path(), true);
+    let err = run.append(action("Page.reload", 2)).unwrap_err();
+    assert!(err.to_string().contains("No space left"), "{err}");
+    assert!(run.store_artifact("shot", "png", b"x").is_err());
+    let totals = Totals {
+        dropped_evidence: 7,
+        dropped_recorded: 4,
+        redactions: None,
+    };
+    assert!(run.finalize(totals.clone()).is_err());
+    assert_eq!(
+        store.read_manifest(run.id()).unwrap().run_status(),
+        Some(RunStatus::Running)
+    );
+    // The markers got in, the manifest did not (a disk that freed a few bytes, then filled).
+    cdp_evidence::fail_writes_under(tmp.path(), false);
+    cdp_evidence::fail_writes_under(&run.dir().join("manifest.json"), true);
+    assert!(run.finalize(totals.clone()).is_err());
+    cdp_evidence::fail_writes_under(&run.dir().join("manifest.json"), false);
+    run.finalize(totals).unwrap();
+    let journal = store.read_journal(run.id()).unwrap();
+    assert!(journal.is_clean());
+    assert_eq!(
+        markers(&journal),
+        ["runStarted", "evidenceDropped", "runFinalized"],
+        "the loss is said once"
+    );
+    let dropped = journal
+        .records
+        .iter()
+        .find(|r| r.marker() == Some("evidenceDropped"));
+    assert_eq!(
+        dropped.unwrap().payload["count"],
+        3,
+        "only what was not said before"
+    );
+    let m = store.read_manifest(run.id()).unwrap();
+    assert_eq!(m.run_status(), Some(RunStatus::Finalized));
+    let t = m.totals.unwrap();
+    assert_eq!((t.dropped_evidence, t.records), (7, 4));
+}
+
+/// Unmounts (lazily) on drop: a failing test leaves no mount behind.
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// A small tmpfs of `kib` KiB at a fresh directory; `None` (said on stderr) when this test
+/// cannot mount one (not root, no mount(8)).
+fn small_tmpfs(kib: u64) -> Option<(tempfile::TempDir, Mount)> {
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!("SKIPPED: mounting a small tmpfs needs root (CI runs as root)");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+        .arg(dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: could not mount a tmpfs at {}",
+            dir.path().display()
+        );
+        return None;
+    }
+    let mount = Mount(dir.path().to_path_buf());
+    Some((dir, mount))
+}
+
+/// A real full disk (ENOSPC from a 512 KiB tmpfs): appends fail, the space reserve lets the run
+/// finalize anyway, and the journal says what was lost. (Without the reserve, this finalize
+/// fails with "short write (disk full?)".)
+#[test]
+fn a_real_full_disk_still_finalizes_thanks_to_the_reserve() {
+    let Some((dir, _mount)) = small_tmpfs(512) else {
+        return;
+    };
+    let store = store_at(dir.path());
+    let run = store.join_session("enospc", "relay").unwrap();
+    run.reserve_space(64 * 1024).unwrap();
+    assert!(run.dir().join(cdp_evidence::RESERVE_FILE).is_file());
+    run.append(action("Page.reload", 1)).unwrap();
+    // Fill the disk to the last byte.
+    let filler = dir.path().join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let chunk = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut f, &chunk).is_ok() {}
+    while std::io::Write::write_all(&mut f, &[0u8]).is_ok() {}
+    drop(f);
+    let mut lost = 0;
+    for i in 0..50 {
+        if run.append(action("Runtime.evaluate", i)).is_err() {
+            lost += 1;
+        }
+    }
+    assert!(lost > 0, "the disk is full");
+    run.finalize(Totals {
+        dropped_evidence: lost,
+        dropped_recorded: 0,
+        redactions: None,
+    })
+    .unwrap();
+    assert!(!run.dir().join(cdp_evidence::RESERVE_FILE).exists());
+    let m = store.read_manifest(run.id()).unwrap();
+    assert_eq!(m.run_status(), Some(RunStatus::Finalized));
+    assert_eq!(m.totals.unwrap().dropped_evidence, lost);
+    let journal = store.read_journal(run.id()).unwrap();
+    assert!(journal.is_clean());
+    assert_eq!(
+        journal.torn_tail, None,
+        "a failed append leaves no torn tail"
+    );
+    let dropped = journal
+        .records
+        .iter()
+        .find(|r| r.marker() == Some("evidenceDropped"));
+    assert_eq!(dropped.unwrap().payload["count"], lost);
+}
+
+/// The journal budget in one process: data refused past it, metadata kept, one marker.
+#[test]
+fn past_the_journal_budget_only_metadata_is_appended() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(EvidenceConfig {
+        journal_budget_bytes: 64 * 1024,
+        ..EvidenceConfig::at(tmp.path())
+    })
+    .unwrap();
+    let run = store.join_session("cap", "relay").unwrap();
+    let lifecycle = |n| {
+        Record::new(
+            SafeText::literal("t"),
+            RecordKind::Lifecycle(cdp_evidence::Lifecycle::new(
+                cdp_evidence::LifecycleEvent::ClientConnected,
+                n,
+            )),
+        )
+    };
+    let mut appended = 0;
+    for i in 0..1000 {
+        appended += run.append_all(&[action("Page.reload", i)]).unwrap();
+    }
+    assert!(appended > 100 && appended < 1000, "{appended}");
+    run.append(lifecycle(1)).unwrap();
+    run.append(Record::new(
+        SafeText::literal("t"),
+        RecordKind::Marker(Marker::evidence_dropped(2)),
+    ))
+    .unwrap();
+    assert_eq!(run.append_all(&[action("Page.reload", 0)]).unwrap(), 0);
+    run.finalize(Totals::default()).unwrap();
+    let journal = store.read_journal(run.id()).unwrap();
+    assert_eq!(
+        markers(&journal),
+        [
+            "runStarted",
+            "journalTruncated",
+            "evidenceDropped",
+            "runFinalized"
+        ]
+    );
+    assert_eq!(
+        journal
+            .records
+            .iter()
+            .filter(|r| r.kind == "lifecycle")
+            .count(),
+        1
+    );
+    let truncated = journal
+        .records
+        .iter()
+        .find(|r| r.marker() == Some("journalTruncated"));
+    assert_eq!(truncated.unwrap().payload["budgetBytes"], 64 * 1024);
+    let t = store.read_manifest(run.id()).unwrap().truncation.unwrap();
+    assert!(t.journal_truncated);
+    assert_eq!(t.refused_records["action"], 1001 - appended as u64);
+    let size = std::fs::metadata(run.dir().join("actions.jsonl"))
+        .unwrap()
+        .len();
+    assert!(size < 64 * 1024 + 4096, "{size}");
 }

@@ -79,6 +79,10 @@ pub struct EvidenceSettings {
     pub secrets: Vec<(String, SecretValue)>,
     /// Upload finalized runs to object storage. By default, none: runs stay local.
     pub upload: Option<UploadSettings>,
+    /// Journal bytes a new run may hold (fixed in its manifest): past it only markers and
+    /// lifecycle records are appended, and the run is marked truncated. By default, 32 MiB;
+    /// `--journal-budget` sets it.
+    pub journal_budget_bytes: u64,
 }
 
 /// Uploading finalized runs to object storage (`--evidence-upload`; see `docs/deploy.md`).
@@ -134,6 +138,7 @@ impl Default for EvidenceSettings {
             observe: false,
             secrets: Vec::new(),
             upload: None,
+            journal_budget_bytes: cdp_evidence::DEFAULT_JOURNAL_BUDGET_BYTES,
         }
     }
 }

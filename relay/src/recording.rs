@@ -182,7 +182,10 @@ impl Recording {
                     summary.dropped
                 );
             }
-            tracing::info!("evidence: run finalized in {}", summary.run_dir.display());
+            if summary.finalized {
+                tracing::info!("evidence: run finalized in {}", summary.run_dir.display());
+            }
+            // Otherwise the writer already said in one line why not, and what to do.
         }
         let uploader = self.uploader.take();
         if let Some(u) = &uploader {

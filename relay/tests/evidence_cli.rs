@@ -554,3 +554,118 @@ fn a_closed_stdout_is_success_for_every_command() {
         );
     }
 }
+
+/// A 165 KB record of 2000 small string fields used to burn seconds of CPU, fail "even after
+/// cutting", and stop the stream: every later line was lost. It is cut to size now, and the
+/// lines after it land.
+#[test]
+fn a_record_of_thousands_of_small_fields_is_cut_and_the_lines_after_it_land() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fields: serde_json::Map<String, serde_json::Value> = (0..2000)
+        .map(|i| (format!("k{i:04}"), "v".repeat(60).into()))
+        .collect();
+    let big = serde_json::json!({"tool": "t", "kind": "gesture", "payload": fields}).to_string();
+    assert!(big.len() > 140_000);
+    let mut input = vec![cli_lines("before", 1), big];
+    input.push(cli_lines("after", 3));
+    let started = Instant::now();
+    let out = run_cli(
+        tmp.path(),
+        &["evidence", "append", "--session", "big"],
+        &input.join("\n"),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let id = text(&out.stdout).trim().to_owned();
+    let journal = store(tmp.path()).read_journal(&id).unwrap();
+    assert!(journal.is_clean());
+    let sources: Vec<&str> = journal
+        .records
+        .iter()
+        .filter(|r| r.marker().is_none())
+        .map(|r| r.source.as_deref().unwrap())
+        .collect();
+    assert_eq!(sources, ["before", "cli", "after", "after", "after"]);
+    let cut = journal
+        .records
+        .iter()
+        .find(|r| r.kind == "gesture")
+        .unwrap();
+    assert!(cut.fields_cut > 0);
+    let payload = cut.payload.as_object().unwrap();
+    assert_eq!(payload["k0000"], "v".repeat(60));
+    assert!(payload["…"].as_str().unwrap().contains(" fields, "));
+    let lines =
+        std::fs::read_to_string(tmp.path().join("runs").join(&id).join("actions.jsonl")).unwrap();
+    assert!(lines.lines().all(|l| l.len() < 65_536));
+}
+
+/// The run directory removed while a long-running producer streams: the records after that go
+/// to the session's next run instead of failing one by one.
+#[test]
+fn records_after_the_run_directory_is_removed_go_to_a_new_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut p = Proc::spawn(cli(dir, &["evidence", "append", "--session", "gone"]));
+    p.stdin()
+        .write_all(cli_lines("first", 1).as_bytes())
+        .unwrap();
+    p.stdin().write_all(b"\n").unwrap();
+    p.stdin().flush().unwrap();
+    // The first record lands (the run is created for it); then the run is removed under it.
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    let first = loop {
+        let runs = store(dir).list_runs().unwrap_or_default();
+        if let Some(r) = runs.first().filter(|r| r.records >= 2) {
+            break r.id.clone();
+        }
+        assert!(Instant::now() < deadline, "the first record never landed");
+        // Polling the journal: the CLI has no way to say a line landed.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    std::fs::remove_dir_all(dir.join("runs").join(&first)).unwrap();
+    p.stdin()
+        .write_all(cli_lines("second", 2).as_bytes())
+        .unwrap();
+    let (ok, out, err) = p.finish();
+    assert!(ok, "{err}");
+    let next = out.trim();
+    assert_ne!(next, first);
+    let journal = store(dir).read_journal(next).unwrap();
+    let sources: Vec<&str> = journal
+        .records
+        .iter()
+        .filter(|r| r.marker().is_none())
+        .map(|r| r.source.as_deref().unwrap())
+        .collect();
+    assert_eq!(sources, ["second", "second"]);
+}
+
+/// A manifest planted with ESC and BEL in its `sessionId` and `status` used to retitle the
+/// terminal and clear the screen of whoever ran `cdp-relay runs`.
+#[test]
+fn runs_escapes_control_characters_from_manifests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("runs/planted-run");
+    std::fs::create_dir_all(&run).unwrap();
+    let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}evil";
+    let manifest = serde_json::json!({
+        "evidenceVersion": 1, "runId": "planted-run", "sessionId": hostile,
+        "status": hostile, "startedAt": hostile, "actionLog": "actions.jsonl",
+    });
+    std::fs::write(run.join("manifest.json"), manifest.to_string()).unwrap();
+    let out = run_cli(tmp.path(), &["runs"], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    for c in ['\u{1b}', '\u{7}', '\u{202e}'] {
+        assert!(!table.contains(c), "{c:?} reached the terminal: {table:?}");
+    }
+    assert!(table.contains("\\u{1b}]0;pwned\\u{7}"), "{table}");
+    assert!(table.contains("\\u{202e}evil"), "{table}");
+    // Each run is still one line.
+    assert_eq!(table.lines().count(), 2, "{table}");
+}

@@ -37,10 +37,11 @@ pub(crate) fn csp() -> String {
 
 pub(crate) fn render(r: &Report) -> String {
     let tl = &r.timeline;
-    let errors: Vec<&Failure> = tl.failures.iter().filter(|f| f.is_error).collect();
-    let requests = errors.iter().filter(|f| f.is_request()).count();
-    let console = errors.iter().filter(|f| f.is_console()).count();
-    let other_failures = errors.len() - requests - console;
+    let totals = &tl.totals;
+    let requests = totals.requests;
+    let console = totals.console;
+    let other_failures = totals.errors - requests - console;
+    let jump: Vec<&Failure> = tl.jump.iter().map(|&i| &tl.failures[i]).collect();
     let title = format!("Run {} — cdp-relay report", r.run_id);
     let markup = html! {
         (DOCTYPE)
@@ -100,20 +101,25 @@ pub(crate) fn render(r: &Report) -> String {
                             div.note.info { strong { (n.title) } (n.text) }
                         }
                     }
-                    @if !errors.is_empty() {
+                    @if totals.errors > 0 {
                         nav.jump aria-label="Failures" {
-                            h2 { (count(errors.len(), "failure", "failures")) }
+                            h2 {
+                                (count(totals.errors, "failure", "failures"))
+                                @if totals.repeated > 0 {
+                                    " " span.of { "(+" (totals.repeated) " repeats)" }
+                                }
+                            }
                             ol {
-                                @for f in errors.iter().take(JUMP_MAX) {
-                                    li { a href={ "#" (f.anchor()) } {
+                                @for f in jump.iter().take(JUMP_MAX) {
+                                    li { a href=(failure_href(r, f)) {
                                         span.fid { "F" (f.id) }
-                                        span.jt { (fail_badge(f)) " " (fail_line(f)) }
+                                        span.jt { (fail_badge(f)) " " (fail_line(f)) @if let Some(rep) = &f.repeat { " " span.rep { "×" (rep.count) " more" } } }
                                         span.where { (where_(r, f)) }
                                     } }
                                 }
                             }
-                            @if errors.len() > JUMP_MAX {
-                                p.small { (errors.len() - JUMP_MAX) " more in the tables below." }
+                            @if totals.errors > jump.len().min(JUMP_MAX) {
+                                p.small { (totals.errors - jump.len().min(JUMP_MAX)) " more, counted in the figures above; the tables below list the first and the last ones." }
                             }
                         }
                     }
@@ -192,7 +198,36 @@ fn badge(o: &Outcome) -> Markup {
     html! { span class={ "badge " (o.class()) } { (o.word()) } }
 }
 
+/// The entry that stands for the steps left out of a run too long to show whole.
+fn gap(r: &Report, s: &Step) -> Markup {
+    let until = match &s.what {
+        What::Gap { until_ms, .. } => *until_ms,
+        _ => None,
+    };
+    html! {
+        li.step.noframe.gap id=(s.anchor()) {
+            div.rail { span.num { "…" } span.t { (at(r, s.at_ms, s.time_known)) } }
+            div.card {
+                div.sh { h3.what { (headline(&s.what.headline(1))) } }
+                p.small {
+                    "Between " (at(r, s.at_ms, s.time_known))
+                    @if let Some(u) = until { " and " (at(r, Some(u), true)) }
+                    ". Their failures are counted in the figures above"
+                    @if s.failure_count > 0 { " (" (s.failure_count) " during them; the first are listed below)" }
+                    "."
+                }
+                @if !s.failures.is_empty() {
+                    ul.fails { @for &i in &s.failures { (failure(r, &r.timeline.failures[i])) } }
+                }
+            }
+        }
+    }
+}
+
 fn step(r: &Report, s: &Step) -> Markup {
+    if matches!(s.what, What::Gap { .. }) {
+        return gap(r, s);
+    }
     let tl = &r.timeline;
     let has_frames = !s.frames.is_empty() || !s.files.is_empty();
     let has_fail = s.failures.iter().any(|&i| tl.failures[i].is_error);
@@ -233,6 +268,9 @@ fn step(r: &Report, s: &Step) -> Markup {
                 @if !s.failures.is_empty() {
                     ul.fails { @for &i in &s.failures { (failure(r, &tl.failures[i])) } }
                 }
+                @if s.more_failures > 0 {
+                    p.small.more { "and " (count(s.more_failures, "more failure", "more failures")) " during this step (counted above; the tables list the first and the last ones of the run)." }
+                }
                 @if !s.plumbing.is_empty() {
                     details.fold {
                         summary {
@@ -244,7 +282,7 @@ fn step(r: &Report, s: &Step) -> Markup {
                             }
                         }
                         ol {
-                            @for p in s.plumbing.iter().take(300) {
+                            @for p in &s.plumbing {
                                 li {
                                     span.t2 { (at(r, p.at_ms, true)) }
                                     code.u { (p.label) }
@@ -253,8 +291,8 @@ fn step(r: &Report, s: &Step) -> Markup {
                                     @if let Some(d) = p.duration_ms { span.d { (duration(d)) } }
                                 }
                             }
-                            @if s.plumbing.len() > 300 {
-                                li { "… " (s.plumbing.len() - 300) " more" }
+                            @if s.more_plumbing > 0 {
+                                li { "… " (s.more_plumbing) " more" }
                             }
                         }
                     }
@@ -263,6 +301,9 @@ fn step(r: &Report, s: &Step) -> Markup {
             @if has_frames {
                 div.frames {
                     @for f in &s.frames { (frame(s, f)) }
+                    @if s.more_frames > 0 {
+                        div.noimg { (count(s.more_frames, "more artifact", "more artifacts")) " of this step not listed" }
+                    }
                     @for file in &s.files {
                         div.noimg.refused[file.refused.is_some()] {
                             @match file.refused {
@@ -381,9 +422,24 @@ fn frame_link(r: &Report, f: &Failure) -> Markup {
     }
 }
 
+/// "×N more, +a – +b": the repeats a record stands for.
+fn repeats(r: &Report, f: &Failure) -> Markup {
+    html! {
+        @if let Some(rep) = &f.repeat {
+            span.rep {
+                "×" (rep.count) " more"
+                @if let (Some(a), Some(b)) = (r.timeline.offset(rep.first_ms), r.timeline.offset(rep.last_ms)) {
+                    ", " (offset(a)) " – " (offset(b))
+                }
+            }
+        }
+    }
+}
+
 fn failure(r: &Report, f: &Failure) -> Markup {
     html! {
         li id=(f.anchor()) class={ "fail" @if !f.is_error { " warning" } } {
+            (repeats(r, f))
             @match &f.what {
                 FailWhat::Request { method, url, status, resource_type, duration_ms, error_text } => {
                     span.head {
@@ -426,22 +482,31 @@ fn failure(r: &Report, f: &Failure) -> Markup {
     }
 }
 
+/// Where a link to a failure goes: the failure under its step when it is listed there, else
+/// the step (a step lists only its first failures).
+fn failure_href(r: &Report, f: &Failure) -> String {
+    let tl = &r.timeline;
+    let s = tl.step_of(f);
+    if s.failures.iter().any(|&i| tl.failures[i].id == f.id) {
+        format!("#{}", f.anchor())
+    } else {
+        format!("#{}", s.anchor())
+    }
+}
+
 fn step_link(r: &Report, f: &Failure) -> Markup {
     let s = r.timeline.step_of(f);
     html! {
-        a href={ "#" (f.anchor()) } {
+        a href=(failure_href(r, f)) {
             @match s.number { Some(n) => { (n) } None => { "setup" } }
         }
     }
 }
 
 fn requests_table(r: &Report) -> Markup {
-    let rows: Vec<&Failure> = r
-        .timeline
-        .failures
-        .iter()
-        .filter(|f| f.is_request())
-        .collect();
+    let tl = &r.timeline;
+    let rows: Vec<&Failure> = tl.request_rows.iter().map(|&i| &tl.failures[i]).collect();
+    let more = tl.totals.request_rows.saturating_sub(rows.len());
     html! {
         section #requests {
             h2 { "Failed requests" }
@@ -451,10 +516,10 @@ fn requests_table(r: &Report) -> Markup {
                 table.table {
                     thead { tr { th { "Step" } th { "Time" } th { "Request" } th { "Status" } th { "Type" } th { "Took" } th { "Error" } } }
                     tbody {
-                        @for f in rows.iter().take(2000) {
+                        @for f in &rows {
                             tr {
-                                td.n data-label="Step" { (step_link(r, f)) }
-                                td.n data-label="Time" { (at(r, f.at_ms, f.time_known)) }
+                                td.n data-label="Step" { (step_link(r, f)) " " span.fid { "F" (f.id) } }
+                                td.n data-label="Time" { (at(r, f.at_ms, f.time_known)) (repeats(r, f)) }
                                 @match &f.what {
                                     FailWhat::Request { method, url, status, resource_type, duration_ms, error_text } => {
                                         td.wide data-label="Request" { b { (method) } " " code.u { (url) } }
@@ -475,19 +540,16 @@ fn requests_table(r: &Report) -> Markup {
                         }
                     }
                 }
-                @if rows.len() > 2000 { p.small { (rows.len() - 2000) " more not shown." } }
+                @if more > 0 { p.small { (more) " more between the first and the last ones listed, not shown (counted above)." } }
             }
         }
     }
 }
 
 fn console_table(r: &Report) -> Markup {
-    let rows: Vec<&Failure> = r
-        .timeline
-        .failures
-        .iter()
-        .filter(|f| f.is_console())
-        .collect();
+    let tl = &r.timeline;
+    let rows: Vec<&Failure> = tl.console_rows.iter().map(|&i| &tl.failures[i]).collect();
+    let more = tl.totals.console_rows.saturating_sub(rows.len());
     html! {
         section #console {
             h2 { "Console errors and warnings" }
@@ -497,10 +559,10 @@ fn console_table(r: &Report) -> Markup {
                 table.table {
                     thead { tr { th { "Step" } th { "Time" } th { "Level" } th { "Message" } th { "Location" } } }
                     tbody {
-                        @for f in rows.iter().take(2000) {
+                        @for f in &rows {
                             tr {
-                                td.n data-label="Step" { (step_link(r, f)) }
-                                td.n data-label="Time" { (at(r, f.at_ms, f.time_known)) }
+                                td.n data-label="Step" { (step_link(r, f)) " " span.fid { "F" (f.id) } }
+                                td.n data-label="Time" { (at(r, f.at_ms, f.time_known)) (repeats(r, f)) }
                                 td data-label="Level" { (fail_badge(f)) }
                                 @match &f.what {
                                     FailWhat::Console { text, url, line, column, .. } => {
@@ -521,7 +583,7 @@ fn console_table(r: &Report) -> Markup {
                         }
                     }
                 }
-                @if rows.len() > 2000 { p.small { (rows.len() - 2000) " more not shown." } }
+                @if more > 0 { p.small { (more) " more between the first and the last ones listed, not shown (counted above)." } }
             }
         }
     }

@@ -18,8 +18,12 @@
 //! - **Robust and deterministic.** Legacy manifests, torn journals, unknown kinds, wrong types
 //!   and bad timestamps all render (generically where needed, with a note saying so); records
 //!   are ordered by `startedAt` then `actionId`, and the same run renders to the same bytes.
-//! - **Bounded.** Frames are embedded within a size policy ([`Options`]); the rest are listed
-//!   as left out.
+//! - **Bounded.** The journal is read in two streaming passes, never whole, and the model keeps
+//!   at most [`Options::max_steps`] steps (the first and the last ones; a gap entry counts the
+//!   rest) and a few failures, plumbing entries and frames per step; everything beyond is
+//!   counted and said. Frames are embedded within a size policy ([`Options`]); the rest are
+//!   listed as left out. A run of any size renders in bounded memory to a report a browser
+//!   opens in about a second.
 //!
 //! Rendering is synchronous and needs no runtime: call it from a finalize hook or a CLI.
 //!
@@ -54,6 +58,14 @@ mod timeline;
 
 pub use error::ReportError;
 
+/// A string from a run made safe to print on one line of a terminal or a page, as the report
+/// shows it: control characters (ESC, BEL, NUL, …), bidirectional overrides and zero-width
+/// characters become visible `\u{…}` escapes, line breaks become spaces, and at most
+/// `max_chars` characters are kept (`…[+N chars]` says how many were cut).
+pub fn visible(s: &str, max_chars: usize) -> String {
+    text::line(s, max_chars)
+}
+
 use cdp_evidence::RunDir;
 use std::path::{Path, PathBuf};
 
@@ -72,14 +84,43 @@ pub struct Options {
     pub max_embedded_bytes: u64,
     /// At most this many frames are embedded. By default, 60.
     pub max_frames: usize,
+    /// Steps shown: the first half and the last half by time; the ones between are one entry
+    /// that counts them. By default, 600.
+    pub max_steps: usize,
+    /// Failures listed under one step (the rest are counted there); fewer when there are many
+    /// steps, so that all steps together list at most 1000. By default, 10.
+    pub max_failures_per_step: usize,
+    /// Plumbing entries listed in one step's fold (all are counted); fewer when there are many
+    /// steps, so that all folds together list at most 2000. By default, 50.
+    pub max_plumbing_per_step: usize,
+    /// Rows of the failed-requests table and of the console table: the first half and the
+    /// last half by time (the rest are counted). By default, 300.
+    pub max_table_rows: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
+        let caps = timeline::Caps::default();
         Options {
             max_frame_bytes: 2 << 20,
             max_embedded_bytes: 8 << 20,
             max_frames: 60,
+            max_steps: caps.steps,
+            max_failures_per_step: caps.failures_per_step,
+            max_plumbing_per_step: caps.plumbing_per_step,
+            max_table_rows: caps.table_rows,
+        }
+    }
+}
+
+impl Options {
+    fn caps(&self) -> timeline::Caps {
+        timeline::Caps {
+            steps: self.max_steps.max(2),
+            failures_per_step: self.max_failures_per_step,
+            plumbing_per_step: self.max_plumbing_per_step,
+            table_rows: self.max_table_rows,
+            ..timeline::Caps::default()
         }
     }
 }
@@ -191,13 +232,12 @@ fn render_run(run: &RunDir, run_dir: &Path, options: &Options) -> Result<Output,
     let html = html::render(&report);
     let summary = summary::render(&report);
     let tl = &report.timeline;
-    let errors = tl.failures.iter().filter(|f| f.is_error);
     let figures = Figures {
         records: tl.records,
         steps: tl.real_steps(),
-        failures: errors.clone().count(),
-        failed_requests: errors.clone().filter(|f| f.is_request()).count(),
-        console_errors: errors.clone().filter(|f| f.is_console()).count(),
+        failures: tl.totals.errors,
+        failed_requests: tl.totals.requests,
+        console_errors: tl.totals.console,
         frames_embedded: report.frames.embedded,
         frames_left_out: report.frames.left_out,
         artifacts_refused: report.frames.refused,

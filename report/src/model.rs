@@ -9,7 +9,7 @@ use crate::frames::{self, FrameStats};
 use crate::text::{count, line};
 use crate::timeline::{self, Timeline, MAX_WORD};
 use crate::Options;
-use cdp_evidence::{JournalRead, Redactions, RunDir};
+use cdp_evidence::{JournalLine, Redactions, RunDir, StoredRecord, TornTail};
 
 /// How loud a note is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,29 +96,52 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
             None
         }
     };
-    let journal = match run.journal(manifest.as_ref()) {
-        Ok(Some(j)) => j,
-        Ok(None) => {
-            notes.push(warn(
-                "No journal",
-                "The run has no journal (actions.jsonl): there is nothing to show.".into(),
-            ));
-            JournalRead::default()
-        }
-        Err(e) => {
-            notes.push(warn(
-                "Journal refused",
-                format!("The journal {}; it was not read.", evidence_reason(&e)),
-            ));
-            JournalRead::default()
-        }
-    };
-
+    // Two streaming passes over the journal (never the whole file in memory); the second reads
+    // no further than the first did, so a journal still being written gives one consistent
+    // model.
     let parse_time =
         |s: Option<&String>| s.and_then(|s| cdp_evidence::time::parse_rfc3339_millis(s));
     let start = parse_time(manifest.as_ref().and_then(|m| m.started_at.as_ref()));
     let end = parse_time(manifest.as_ref().and_then(|m| m.finalized_at.as_ref()));
-    let mut tl = timeline::build(&journal.records, start, end);
+    let mut journal = JournalFacts::default();
+    let mut tl = {
+        let mut first = true;
+        let mut limit = None;
+        let mut source = |f: &mut dyn FnMut(&StoredRecord)| {
+            let pass_one = first;
+            first = false;
+            let scanned = run.scan_journal(manifest.as_ref(), limit, |line| match line {
+                JournalLine::Record(r) => f(&r),
+                JournalLine::Corrupt(c) if pass_one => {
+                    journal.corrupt += 1;
+                    if journal.corrupt_lines.len() < 8 {
+                        journal.corrupt_lines.push(c.line);
+                    }
+                }
+                JournalLine::Torn(t) if pass_one => journal.torn_tail = Some(t),
+                _ => {}
+            });
+            match scanned {
+                Ok(Some(n)) if pass_one => limit = Some(n),
+                Ok(Some(_)) => {}
+                Ok(None) if pass_one => journal.missing = Some(None),
+                Err(e) if pass_one => journal.missing = Some(Some(evidence_reason(&e))),
+                _ => {}
+            }
+        };
+        timeline::build_from(&mut source, start, end, options.caps())
+    };
+    match journal.missing.take() {
+        Some(None) => notes.push(warn(
+            "No journal",
+            "The run has no journal (actions.jsonl): there is nothing to show.".into(),
+        )),
+        Some(Some(reason)) => notes.push(warn(
+            "Journal refused",
+            format!("The journal {reason}; it was not read."),
+        )),
+        None => {}
+    }
     let frames = frames::embed(&mut tl, run, options);
     timeline::link_frames_after(&mut tl);
 
@@ -133,6 +156,38 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
 
     // Evidence lost before it reached the journal.
     let truncation = manifest.as_ref().and_then(|m| m.truncation.clone());
+    let journal_cut = truncation.as_ref().is_some_and(|t| t.journal_truncated)
+        || tl.markers.journal_truncated.is_some();
+    if journal_cut {
+        let budget = truncation
+            .as_ref()
+            .map(|t| t.journal_budget_bytes)
+            .filter(|b| *b > 0)
+            .or(tl.markers.journal_truncated.map(|t| t.0));
+        let mut text = String::from("The run's journal budget");
+        if let Some(b) = budget {
+            text.push_str(&format!(" ({})", crate::text::bytes(b)));
+        }
+        text.push_str(
+            " was reached: after that point only connection events and markers were recorded",
+        );
+        let refused = truncation
+            .as_ref()
+            .map(|t| &t.refused_records)
+            .filter(|r| !r.is_empty());
+        match refused {
+            Some(r) => {
+                let parts: Vec<String> = r
+                    .iter()
+                    .take(8)
+                    .map(|(k, n)| format!("{n} {}", line(k, MAX_WORD)))
+                    .collect();
+                text.push_str(&format!("; records not recorded: {}.", parts.join(", ")));
+            }
+            None => text.push('.'),
+        }
+        notes.push(warn("Journal truncated", text));
+    }
     let refused = truncation.as_ref().map_or(0, |t| t.refused_artifacts);
     let truncated = truncation.as_ref().is_some_and(|t| t.artifacts_truncated)
         || tl.markers.truncated.is_some();
@@ -163,41 +218,83 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
             .map_or(0, |t| t.dropped_evidence),
     );
     if dropped > 0 {
+        let m = &tl.markers;
+        let mut why = Vec::new();
+        if m.dropped_writes > 0 {
+            why.push(format!(
+                "{} could not be written (a full disk or an unwritable directory)",
+                count(m.dropped_writes as usize, "piece", "pieces")
+            ));
+        }
+        if m.dropped_deleted > 0 {
+            why.push(format!(
+                "{} went with a run directory deleted while recording",
+                count(m.dropped_deleted as usize, "record", "records")
+            ));
+        }
+        let rest = dropped.saturating_sub(m.dropped_writes + m.dropped_deleted);
+        if rest > 0 {
+            why.push(format!(
+                "{rest} dropped because the recorder could not keep up or could not write {}",
+                if rest == 1 { "it" } else { "them" }
+            ));
+        }
         notes.push(warn(
             "Evidence dropped",
             format!(
-                "{} dropped because the recorder could not keep up; the timeline may have gaps.",
+                "{} lost: {}. The timeline may have gaps.",
                 count(
                     dropped as usize,
                     "piece of evidence was",
                     "pieces of evidence were"
-                )
+                ),
+                why.join("; ")
             ),
         ));
     }
-    if !journal.corrupt.is_empty() {
-        let lines: Vec<String> = journal
-            .corrupt
-            .iter()
-            .take(8)
-            .map(|c| c.line.to_string())
-            .collect();
-        let more = if journal.corrupt.len() > 8 {
-            ", …"
-        } else {
-            ""
-        };
+    if journal.corrupt > 0 {
+        let lines: Vec<String> = journal.corrupt_lines.iter().map(u64::to_string).collect();
+        let more = if journal.corrupt > 8 { ", …" } else { "" };
         notes.push(warn(
             "Unreadable records",
             format!(
                 "{} of the journal could not be read as records and {} not shown (line {}{more}).",
-                count(journal.corrupt.len(), "line", "lines"),
-                if journal.corrupt.len() == 1 {
-                    "is"
-                } else {
-                    "are"
-                },
+                count(journal.corrupt, "line", "lines"),
+                if journal.corrupt == 1 { "is" } else { "are" },
                 lines.join(", ")
+            ),
+        ));
+    }
+    if let Some(gap) = tl.steps.iter().find_map(|s| match s.what {
+        timeline::What::Gap { steps, .. } => Some(steps),
+        _ => None,
+    }) {
+        notes.push(info(
+            "Steps left out",
+            format!(
+                "The run has {} steps: the first and the last {} are shown, and the {gap} between them are counted in one entry. Every failure is counted in the figures above; the tables show the first and the last ones.",
+                tl.real_steps(),
+                options.max_steps.max(2) / 2,
+            ),
+        ));
+    }
+    let listed_rows = tl.request_rows.len() + tl.console_rows.len();
+    let all_rows = tl.totals.request_rows + tl.totals.console_rows;
+    if all_rows > listed_rows {
+        notes.push(info(
+            "Failures left out of the tables",
+            format!(
+                "{} of {} failed requests and console entries are listed (the first and the last by time); all are counted in the figures above.",
+                listed_rows, all_rows
+            ),
+        ));
+    }
+    if tl.totals.repeated > 0 {
+        notes.push(info(
+            "Repeats folded",
+            format!(
+                "{} of the same console message or failed request on the same page were recorded as counts, not one by one (shown as ×N).",
+                count(tl.totals.repeated as usize, "repeat", "repeats")
             ),
         ));
     }
@@ -327,6 +424,16 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
         timeline: tl,
         notes,
         frames,
-        corrupt_lines: journal.corrupt.len(),
+        corrupt_lines: journal.corrupt,
     }
+}
+
+/// What reading the journal said about its lines (not its records).
+#[derive(Default)]
+struct JournalFacts {
+    corrupt: usize,
+    corrupt_lines: Vec<u64>,
+    torn_tail: Option<TornTail>,
+    /// No journal (`Some(None)`), or one refused for a reason.
+    missing: Option<Option<String>>,
 }

@@ -110,10 +110,40 @@ fn failure_line(r: &Report, f: &Failure) -> String {
         }
     };
     let mark = if f.is_error { "✗" } else { "!" };
-    format!("F{} {mark} {step}, {when}: {what}", f.id)
+    let mut line = format!("F{} {mark} {step}, {when}: {what}", f.id);
+    if let Some(rep) = &f.repeat {
+        let _ = write!(line, " (×{} more", rep.count);
+        if let (Some(a), Some(b)) = (
+            r.timeline.offset(rep.first_ms),
+            r.timeline.offset(rep.last_ms),
+        ) {
+            let _ = write!(line, ", {} – {}", offset(a), offset(b));
+        }
+        line.push(')');
+    }
+    line
 }
 
 fn step_block(out: &mut String, r: &Report, s: &Step) {
+    if let crate::timeline::What::Gap { until_ms, .. } = &s.what {
+        let _ = write!(
+            out,
+            "  … {}  {}",
+            at(r, s.at_ms, s.time_known),
+            headline(&s.what.headline(1))
+        );
+        if let Some(u) = until_ms {
+            let _ = write!(out, ", until {}", at(r, Some(*u), true));
+        }
+        out.push('\n');
+        if s.failure_count > 0 {
+            let _ = writeln!(out, "       {} failures during them", s.failure_count);
+        }
+        for &i in &s.failures {
+            let _ = writeln!(out, "       {}", failure_line(r, &r.timeline.failures[i]));
+        }
+        return;
+    }
     let label = match s.number {
         Some(n) => format!("{n:>3}."),
         None => "  -".to_owned(),
@@ -207,6 +237,16 @@ fn step_block(out: &mut String, r: &Report, s: &Step) {
     for &i in &s.failures {
         let _ = writeln!(out, "{indent}{}", failure_line(r, &r.timeline.failures[i]));
     }
+    if s.more_failures > 0 {
+        let _ = writeln!(
+            out,
+            "{indent}… and {} more failures during this step",
+            s.more_failures
+        );
+    }
+    if s.more_frames > 0 {
+        let _ = writeln!(out, "{indent}… and {} more artifacts", s.more_frames);
+    }
 }
 
 pub(crate) fn render(r: &Report) -> String {
@@ -231,15 +271,19 @@ pub(crate) fn render(r: &Report) -> String {
         RunState::Unknown => "no manifest".to_owned(),
     });
     let _ = writeln!(out, "- Run: {}", when.join(", "));
-    let errors: Vec<&Failure> = tl.failures.iter().filter(|f| f.is_error).collect();
-    let _ = writeln!(
+    let errors: Vec<&Failure> = tl.jump.iter().map(|&i| &tl.failures[i]).collect();
+    let _ = write!(
         out,
         "- Steps: {} · failed requests: {} · console errors: {} · frames embedded: {}",
         tl.real_steps(),
-        errors.iter().filter(|f| f.is_request()).count(),
-        errors.iter().filter(|f| f.is_console()).count(),
+        tl.totals.requests,
+        tl.totals.console,
         r.frames.embedded,
     );
+    if tl.totals.repeated > 0 {
+        let _ = write!(out, " · repeats folded: {}", tl.totals.repeated);
+    }
+    out.push('\n');
     let kinds: Vec<String> = tl
         .kinds
         .iter()
@@ -304,10 +348,22 @@ pub(crate) fn render(r: &Report) -> String {
         let _ = writeln!(out, "> {}: {}\n", n.title, n.text);
     }
 
-    if !errors.is_empty() {
-        let _ = writeln!(out, "## {}\n", count(errors.len(), "failure", "failures"));
+    if tl.totals.errors > 0 {
+        let _ = writeln!(
+            out,
+            "## {}\n",
+            count(tl.totals.errors, "failure", "failures")
+        );
         for f in &errors {
             let _ = writeln!(out, "- {}", failure_line(r, f));
+        }
+        if tl.totals.errors > errors.len() {
+            let _ = writeln!(
+                out,
+                "- … and {} more (the first {} are listed)",
+                tl.totals.errors - errors.len(),
+                errors.len()
+            );
         }
         out.push('\n');
     }

@@ -298,6 +298,7 @@ fn a_run_written_with_the_evidence_writer_api_renders() {
     .unwrap();
     run.finalize(Totals {
         dropped_evidence: 2,
+        dropped_recorded: 0,
         redactions: Some(s.summary()),
     })
     .unwrap();

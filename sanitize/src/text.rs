@@ -590,11 +590,17 @@ fn looks_like_credential(s: &str) -> bool {
             }))
 }
 
+/// A word cut by [`cap`] keeps at least this many characters, or none: longer than any id or
+/// token shape a rule knows (CDP ids are 32 hex digits, GUIDs 36 characters), so a kept prefix
+/// can never look like a whole one.
+const MIN_KEPT_WORD: usize = 64;
+
 /// Caps `text` at `max_chars` characters with a visible marker (`…[truncated N chars]`, N
 /// counting the sanitized characters not shown).
 ///
-/// The cut never splits a protected span or a run of word characters (a cut inside a long hex
-/// string could leave exactly a CDP-id-shaped prefix). Cutting can still change what a rule
+/// The cut never splits a protected span, nor a run of word characters unless at least
+/// [`MIN_KEPT_WORD`] of them are kept (a cut inside a long hex string could leave exactly a
+/// CDP-id-shaped prefix; a one-word message longer than the cap keeps its sanitized start). Cutting can still change what a rule
 /// sees at the new end (`Bearer api_key:…` cut after `api_key` reads as a credential), so the
 /// kept part goes through the rules once more; if that makes it longer than the cap, it is cut
 /// again. The result is a fixed point: text that already ends with a truncation marker within
@@ -631,7 +637,9 @@ pub(crate) fn cap<'a>(text: Cow<'a, str>, max_chars: usize, ctx: &Ctx<'_>) -> Co
 }
 
 /// Byte offset at which to cut `text` to at most `max_chars` characters, stepping back out of
-/// protected spans and word runs.
+/// protected spans and word runs — except out of a word run of which at least
+/// [`MIN_KEPT_WORD`] characters would be kept: no id shape is that long, and stepping back
+/// would drop the whole of a one-word message.
 fn cut_point(text: &str, max_chars: usize) -> usize {
     let mut cut = text
         .char_indices()
@@ -642,9 +650,15 @@ fn cut_point(text: &str, max_chars: usize) -> usize {
         text[..i].chars().next_back().is_some_and(is_word)
             && text[i..].chars().next().is_some_and(is_word)
     };
-    if in_word_run(cut) {
-        cut = text[..cut].trim_end_matches(is_word).len();
-    }
+    let out_of_short_word = |cut: usize| {
+        let start = text[..cut].trim_end_matches(is_word).len();
+        if in_word_run(cut) && cut - start < MIN_KEPT_WORD {
+            start
+        } else {
+            cut
+        }
+    };
+    cut = out_of_short_word(cut);
     for (ps, pe) in protected_spans(text, &|_| true) {
         if ps < cut && cut < pe {
             cut = ps;
@@ -652,10 +666,7 @@ fn cut_point(text: &str, max_chars: usize) -> usize {
         }
     }
     // Stepping back over a protected span can land in a word run again.
-    if in_word_run(cut) {
-        cut = text[..cut].trim_end_matches(is_word).len();
-    }
-    cut
+    out_of_short_word(cut)
 }
 
 #[cfg(test)]

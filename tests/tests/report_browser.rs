@@ -425,3 +425,145 @@ async fn a_hostile_run_renders_inert_in_the_browser() {
     .await;
     drop(chromium);
 }
+
+/// A foreign producer's record with a long payload key (no break in it) made the report scroll
+/// sideways at 390 px: the key column of a generic step was as wide as the key.
+#[tokio::test]
+async fn long_payload_keys_wrap_at_phone_width() {
+    let chromium = Chromium::start().await;
+    let ws = page_ws(&format!("127.0.0.1:{}", chromium.port())).await;
+    let mut s = Session::connect(&ws).await;
+    enable(&mut s).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run_dir = tmp.path().join("long-keys");
+    let mut b = support::RunBuilder::new(&run_dir);
+    // Exactly as long as a key segment is shown (40 characters), so nothing cuts it.
+    let key = "averyveryverylongpayloadkeywithoutbreaks";
+    let nested = json!({ key: { key: "v".repeat(300), "short": "x" }, "other": "y" });
+    let r = b.rec(100, "gesture", nested);
+    r["source"] = json!("device");
+    let r = b.rec(200, "console", json!({ key: 1 }));
+    r["source"] = json!("device");
+    b.finish();
+    b.finalized_manifest(
+        "20260314T092653000Z-00000000000000aa",
+        support::T0 + 300,
+        json!({}),
+    );
+    let rendered = cdp_report::render(&run_dir).expect("render");
+    let url = format!("file://{}", rendered.html_path.display());
+    let shots = Shots::new(&tmp.path().join("shots"));
+    for dark in [false, true] {
+        set_view(&mut s, 390, dark).await;
+        let events = s.load(&url).await;
+        assert_eq!(complaints(&events), Vec::<Value>::new());
+        let checks = s
+            .eval(
+                r#"({
+                overflow: document.documentElement.scrollWidth - window.innerWidth,
+                wide: [...document.querySelectorAll('body *')]
+                    .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+                    .map(e => e.tagName + '.' + e.className).slice(0, 5),
+                keyShown: document.body.innerText.includes('averyveryverylong'),
+                squeezed: [...document.querySelectorAll('.fields dd')]
+                    .filter(d => d.getBoundingClientRect().width < 120).length,
+                fields: document.querySelectorAll('.fields dd').length,
+                height: document.documentElement.scrollHeight,
+            })"#,
+            )
+            .await;
+        let scheme = if dark { "dark" } else { "light" };
+        shots.save(
+            &format!("long-keys-390-{scheme}.png"),
+            &s.screenshot(None).await,
+        );
+        assert_eq!(checks["keyShown"], true, "{checks}");
+        assert!(
+            checks["overflow"].as_i64().unwrap_or(1) <= 0,
+            "horizontal overflow at 390px: {checks}"
+        );
+        assert_eq!(checks["wide"], json!([]), "{checks}");
+        assert!(checks["fields"].as_u64().unwrap_or(0) >= 3, "{checks}");
+        assert_eq!(
+            checks["squeezed"], 0,
+            "values squeezed by their keys: {checks}"
+        );
+    }
+    drop(chromium);
+}
+
+/// The report of a run too big to show whole (tens of thousands of console errors, thousands of
+/// steps) opens in Chromium without errors, lays out at 1280 px and 390 px, and stays small: the
+/// browser builds a bounded number of elements whatever the run's size. (Load times are in
+/// BENCHMARKS.md, measured on a release build.)
+#[tokio::test]
+async fn a_report_of_a_run_too_big_to_show_whole_opens_and_lays_out() {
+    let chromium = Chromium::start().await;
+    let ws = page_ws(&format!("127.0.0.1:{}", chromium.port())).await;
+    let mut s = Session::connect(&ws).await;
+    enable(&mut s).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run_dir = tmp.path().join("noisy");
+    let mut b = support::RunBuilder::new(&run_dir);
+    let page = support::target("target:000000000001", "Cart", "https://shop.test/cart");
+    let mut at = 0;
+    for step in 0..2000u64 {
+        at += 50;
+        let r = b.action(at, "click", 10);
+        r["payload"]["point"] = json!({"x": step % 500, "y": 10});
+        r["target"] = page.clone();
+        for _ in 0..5 {
+            at += 1;
+            b.action(at, "Runtime.callFunctionOn", 1)["target"] = page.clone();
+        }
+        for i in 0..10u64 {
+            at += 1;
+            let r = b.rec(at, "console", json!({"level": "error", "text": format!("TypeError: item {step}-{i} is undefined")}));
+            r["status"] = json!("error");
+            r["target"] = page.clone();
+        }
+    }
+    b.finish();
+    b.finalized_manifest(
+        "20260314T092653000Z-000000000000b16b",
+        support::T0 + at + 10,
+        json!({}),
+    );
+    let rendered = cdp_report::render(&run_dir).expect("render");
+    assert_eq!(rendered.figures.console_errors, 20_000);
+    assert_eq!(rendered.figures.steps, 2000);
+    let url = format!("file://{}", rendered.html_path.display());
+    let shots = Shots::new(&tmp.path().join("shots"));
+    for (width, dark) in [(1280, false), (390, true)] {
+        set_view(&mut s, width, dark).await;
+        let started = std::time::Instant::now();
+        let events = s.load(&url).await;
+        let took = started.elapsed();
+        assert_eq!(foreign_requests(&events, &url), Vec::<String>::new());
+        assert_eq!(complaints(&events), Vec::<Value>::new());
+        let checks = s
+            .eval(
+                r#"({
+                elements: document.getElementsByTagName('*').length,
+                styled: getComputedStyle(document.querySelector('.steps')).listStyleType === 'none',
+                overflow: document.documentElement.scrollWidth - window.innerWidth,
+                gap: !!document.getElementById('gap'),
+                last: !!document.getElementById('step-2000'),
+            })"#,
+            )
+            .await;
+        eprintln!("big report at {width}px: loaded in {took:?}: {checks}");
+        assert_eq!(checks["styled"], true);
+        assert_eq!(checks["gap"], true, "{checks}");
+        assert_eq!(checks["last"], true, "{checks}");
+        assert!(checks["elements"].as_u64().unwrap() < 40_000, "{checks}");
+        assert!(checks["overflow"].as_i64().unwrap_or(1) <= 0, "{checks}");
+        let scheme = if dark { "dark" } else { "light" };
+        shots.save(
+            &format!("big-{width}-{scheme}.png"),
+            &s.screenshot(Some((0.0, 0.0, f64::from(width), 1800.0)))
+                .await,
+        );
+    }
+    drop(chromium);
+}

@@ -5,7 +5,9 @@
 //! `cdp_sanitize::Sanitizer` and appends through `cdp_evidence` (lock, torn-tail repair, bounded
 //! single write), so a Node or Swift producer never reimplements the lock. A bad line is reported
 //! on stderr by line number only — never its content, which may hold the very secrets this
-//! boundary exists to keep out — and skipped; the exit status is then 1.
+//! boundary exists to keep out — and skipped; the exit status is then 1. A record the journal
+//! cannot take (a full disk) is reported the same way and costs nothing but itself: the next
+//! lines are still appended.
 //! The input schema is in `docs/evidence-format.md` and in [`input`] (shared with remote
 //! producers: `POST /relay/v1/evidence`).
 
@@ -20,6 +22,10 @@ use std::process::ExitCode;
 
 /// Longest stdin line `evidence append` accepts; records are cut far below this anyway.
 const MAX_INPUT_LINE: usize = 16 * 1024 * 1024;
+
+/// Lines that could not be appended (an I/O error, a full disk) reported one by one; the rest
+/// are counted, so a long outage does not flood stderr.
+const MAX_REPORTED_FAILURES: u64 = 10;
 
 /// Where the evidence root is.
 #[derive(Debug, clap::Args)]
@@ -172,7 +178,7 @@ fn append(args: AppendArgs) -> anyhow::Result<ExitCode> {
     let stdin = io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
-    let (mut good, mut bad) = (0u64, 0u64);
+    let (mut good, mut bad, mut failed) = (0u64, 0u64, 0u64);
     for number in 1u64.. {
         let Some(overflow) = read_line(&mut input, &mut line).context("cannot read stdin")? else {
             break;
@@ -187,16 +193,27 @@ fn append(args: AppendArgs) -> anyhow::Result<ExitCode> {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match input::parse_line(&line, &sanitizer) {
-            Ok(record) => {
-                appender
-                    .append(record)
-                    .with_context(|| dir_hint(&args.dir))?;
-                good += 1;
-            }
+        let record = match input::parse_line(&line, &sanitizer) {
+            Ok(record) => record,
             Err(reason) => {
                 bad += 1;
                 eprintln!("cdp-relay: stdin line {number}: {reason}; skipped");
+                continue;
+            }
+        };
+        // A record the journal refuses costs itself only: the next lines are still appended.
+        match appender.append(record) {
+            Ok(()) => good += 1,
+            Err(e) => {
+                failed += 1;
+                if failed <= MAX_REPORTED_FAILURES {
+                    eprintln!(
+                        "cdp-relay: stdin line {number}: not appended: {e} ({})",
+                        dir_hint(&args.dir)
+                    );
+                } else if failed == MAX_REPORTED_FAILURES + 1 {
+                    eprintln!("cdp-relay: further lines that cannot be appended are only counted");
+                }
             }
         }
     }
@@ -204,18 +221,23 @@ fn append(args: AppendArgs) -> anyhow::Result<ExitCode> {
         let mut out = io::stdout().lock();
         writeln!(out, "{}", run.id()).context("cannot write to stdout")?;
     }
-    if bad > 0 {
+    // One input line that could not be appended already said everything on its own line.
+    let alone = good == 0 && bad == 0 && failed == 1;
+    if bad + failed > 0 && !alone {
         eprintln!(
-            "cdp-relay: appended {good} record(s), skipped {bad} bad line(s); fix the producer \
-             (see docs/evidence-format.md)"
+            "cdp-relay: appended {good} record(s), skipped {bad} bad line(s), could not append \
+             {failed}; fix the producer (see docs/evidence-format.md) or the evidence directory"
         );
+    }
+    if bad + failed > 0 {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Joins lazily (no run is created for empty input) and re-joins once if another producer
-/// finalized the run mid-stream, so those records land in the session's next run.
+/// finalized the run mid-stream (or its directory was removed), so those records land in the
+/// session's next run. A failed join is retried with the next record.
 struct Appender<'a> {
     store: &'a Store,
     session: &'a str,
@@ -236,7 +258,10 @@ impl Appender<'_> {
 
     fn append(&mut self, record: cdp_evidence::Record) -> Result<(), cdp_evidence::Error> {
         match self.run()?.append(record.clone()) {
-            Err(cdp_evidence::Error::RunFinalized { .. }) => {
+            // Finalized by another producer, or its directory removed: the session's next run.
+            Err(
+                cdp_evidence::Error::RunFinalized { .. } | cdp_evidence::Error::RunNotFound { .. },
+            ) => {
                 self.run = None;
                 self.run()?.append(record)
             }
@@ -269,6 +294,7 @@ fn finalize(args: FinalizeArgs) -> anyhow::Result<ExitCode> {
     };
     run.finalize(Totals {
         dropped_evidence: args.dropped,
+        dropped_recorded: 0,
         redactions: None,
     })
     .with_context(|| dir_hint(&args.dir))?;
@@ -308,7 +334,10 @@ pub fn run_runs(args: RunsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
-        eprintln!("cdp-relay: no runs in {}", store.root().display());
+        eprintln!(
+            "cdp-relay: no runs in {}",
+            cell(&store.root().display().to_string())
+        );
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(out, "{}", table(&store, &runs)).context("cannot write to stdout")?;
@@ -347,19 +376,26 @@ fn status_word(store: &Store, r: &RunInfo) -> String {
     s
 }
 
+/// A manifest word or path as a table cell: control characters (a planted ESC or BEL would
+/// drive the terminal) and invisible ones become visible escapes, as in the report.
+fn cell(s: &str) -> String {
+    cdp_report::visible(s, 200)
+}
+
 /// The `runs` table: fixed columns, space-aligned, oldest first.
 fn table(store: &Store, runs: &[RunInfo]) -> String {
     let rows: Vec<[String; 7]> = runs
         .iter()
         .map(|r| {
             [
-                r.id.clone(),
-                status_word(store, r),
-                r.started_at.clone().unwrap_or_else(|| "-".to_owned()),
+                cell(&r.id),
+                cell(&status_word(store, r)),
+                r.started_at.as_deref().map_or_else(|| "-".to_owned(), cell),
                 r.records.to_string(),
                 human_bytes(r.size_bytes),
-                r.session_id.clone().unwrap_or_else(|| "-".to_owned()),
-                report_path(store, r).map_or_else(|| "-".to_owned(), |p| p.display().to_string()),
+                r.session_id.as_deref().map_or_else(|| "-".to_owned(), cell),
+                report_path(store, r)
+                    .map_or_else(|| "-".to_owned(), |p| cell(&p.display().to_string())),
             ]
         })
         .collect();

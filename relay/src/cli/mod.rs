@@ -155,6 +155,44 @@ pub struct EvidenceArgs {
 
     #[command(flatten)]
     pub upload: upload::UploadArgs,
+    /// Cap on a new run's journal (e.g. 32MiB, 500KiB, 1GiB): past it only markers and
+    /// connection events are recorded, the rest is counted, and the run is marked truncated.
+    #[arg(
+        long,
+        env = "CDP_RELAY_JOURNAL_BUDGET",
+        default_value = "32MiB",
+        value_name = "SIZE",
+        value_parser = parse_size
+    )]
+    pub journal_budget: u64,
+}
+
+/// A size in bytes: a number, optionally followed by KiB, MiB or GiB (K, M, G, KB, MB, GB
+/// mean the same binary units).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(digits);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| "expected a number of bytes, e.g. 32MiB".to_owned())?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return Err("the unit must be KiB, MiB or GiB".to_owned()),
+    };
+    let bytes = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| "too large".to_owned())?;
+    if bytes < cdp_evidence::MIN_JOURNAL_BUDGET_BYTES {
+        return Err(format!(
+            "must be at least {} KiB",
+            cdp_evidence::MIN_JOURNAL_BUDGET_BYTES / 1024
+        ));
+    }
+    Ok(bytes)
 }
 
 impl EvidenceArgs {
@@ -187,6 +225,7 @@ impl EvidenceArgs {
             observe,
             secrets: Vec::new(),
             upload: self.upload.settings()?,
+            journal_budget_bytes: self.journal_budget,
         };
         for (name, value) in secrets::from_env(&self.secret_env)? {
             settings.add_secret(&name, value)?;
@@ -448,5 +487,19 @@ mod tests {
         let s = settings(&["cdp-relay", "launch", "--no-screenshots"]).unwrap();
         assert!(s.observe && !s.screenshots);
         assert!(settings(&["cdp-relay", "launch", "--no-evidence", "--observe"]).is_err());
+    }
+
+    #[test]
+    fn the_journal_budget_takes_binary_units() {
+        let budget = |extra: &[&str]| {
+            settings(&[&["cdp-relay", "launch"], extra].concat()).map(|s| s.journal_budget_bytes)
+        };
+        assert_eq!(budget(&[]), Ok(32 << 20));
+        assert_eq!(budget(&["--journal-budget", "500KiB"]), Ok(500 << 10));
+        assert_eq!(budget(&["--journal-budget", "2g"]), Ok(2 << 30));
+        assert_eq!(budget(&["--journal-budget", "1048576"]), Ok(1 << 20));
+        for bad in ["12KiB", "lots", "5TiB", "-1"] {
+            assert!(budget(&["--journal-budget", bad]).is_err(), "{bad}");
+        }
     }
 }

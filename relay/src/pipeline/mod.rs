@@ -109,6 +109,14 @@ pub struct EvidenceStatus {
     pub session: String,
     /// Evidence lost so far: queue overflow plus failed writes.
     pub dropped: u64,
+    /// Set while evidence cannot be written (a full disk, an unwritable or deleted directory):
+    /// what the last write failed with. Forwarding is not affected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failing: Option<String>,
+    /// One line about the last evidence lost (writes that failed, a run deleted while
+    /// recording), once it is known; the run's journal says it too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_loss: Option<String>,
     /// With the active observer on: the pages it is attached to and records events of.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_pages: Option<usize>,
@@ -172,6 +180,8 @@ impl PipelineHandle {
             run_dir: current.dir,
             session: self.session.clone(),
             dropped: self.tap.dropped() + self.writer.failures(),
+            failing: self.writer.failing(),
+            last_loss: self.writer.last_loss(),
             observed_pages: self.observed.as_ref().map(|o| o.covered_count()),
         }
     }
@@ -184,6 +194,9 @@ pub struct PipelineSummary {
     pub run_dir: PathBuf,
     /// Evidence dropped (queue overflow, observer limits, failed writes).
     pub dropped: u64,
+    /// The run was finalized; false when it could not be (it stays `running`, and the log says
+    /// how to finalize it later) or its directory was deleted.
+    pub finalized: bool,
 }
 
 /// How long a typing step waits for its verdict before it is written without one.
@@ -236,7 +249,11 @@ impl Pipeline {
         let hold = crate::upload::UploadHold {
             uploads_on: settings.upload.is_some(),
         };
-        let store = Store::open(EvidenceConfig::at(&settings.root))
+        let config = EvidenceConfig {
+            journal_budget_bytes: settings.journal_budget_bytes,
+            ..EvidenceConfig::at(&settings.root)
+        };
+        let store = Store::open(config)
             .map_err(|e| off(&e))?
             .with_retention_hold(Arc::new(hold));
         let session = settings
@@ -244,12 +261,13 @@ impl Pipeline {
             .clone()
             .unwrap_or_else(default_session_name);
         let run = store.join_session(&session, "relay").map_err(|e| off(&e))?;
-        let (writer, writer_thread) = writer::start(store, session.clone(), run, sanitizer.clone())
-            .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
+        let once = Arc::new(OncePerPage::default());
+        let (writer, writer_thread) =
+            writer::start(store, session.clone(), run, sanitizer.clone(), once.clone())
+                .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
         let (tap, rx) = Tap::channel(QUEUE_CAPACITY);
         let capture = Arc::new(CapturePolicy::new(settings.screenshots));
         let (triggers, _) = broadcast::channel(256);
-        let once = Arc::new(OncePerPage::default());
         let mut observer = Observer::new(
             sanitizer.clone(),
             ObserverOptions::default(),
@@ -374,6 +392,7 @@ impl Pipeline {
             summary.map(|s| PipelineSummary {
                 run_dir: s.run_dir,
                 dropped: dropped + s.failed_writes,
+                finalized: s.finalized,
             })
         })
         .await

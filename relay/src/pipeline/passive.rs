@@ -264,6 +264,7 @@ mod tests {
                 "unit".into(),
                 run,
                 sanitizer.clone(),
+                Arc::default(),
             )
             .expect("writer");
             let (tap, rx) = Tap::channel(capacity);

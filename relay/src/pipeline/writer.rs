@@ -1,18 +1,32 @@
 //! The run writer: one thread that alone owns the evidence [`Run`]. Every producer inside the
 //! relay (the passive observer, the relay's own capture) appends through a cloneable
-//! [`RunWriter`]; the thread writes in batches, stores artifacts, follows the session into its
-//! next run when another producer finalizes this one, and at the end finalizes, renders and
-//! prunes.
+//! [`RunWriter`]; the thread writes in batches, stores artifacts, writes the repeats folded in
+//! the once-per-page table as their folds close, follows the session into its next run when
+//! another producer finalizes this one (or its directory is deleted), and at the end
+//! finalizes, renders and prunes.
 //!
-//! A failing write (disk full, permissions) is counted and logged once, never retried forever;
-//! forwarding never notices. Nothing here logs a record's contents.
+//! Losses are said, not only counted. A failing write (a full disk, permissions) is counted,
+//! logged once per outage and shown by the status API while it lasts; forwarding never notices.
+//! The first write that succeeds afterwards carries an `evidenceDropped` marker saying how much
+//! was lost, and the run keeps a small space reserve so it can still be finalized on a full
+//! disk. A run whose directory is deleted while recording is left for the session's next run,
+//! with one clear line on stderr and a marker there. Nothing here logs a record's contents.
 
-use cdp_evidence::{ArtifactOutcome, Record, Run, Store, Totals};
-use cdp_sanitize::Sanitizer;
+use super::once::OncePerPage;
+use cdp_evidence::{ArtifactOutcome, DropReason, Marker, Record, RecordKind, Run, Store, Totals};
+use cdp_sanitize::{SafeText, Sanitizer};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
+
+/// Disk space each run keeps for its own finalize (markers and manifest), freed at finalize.
+const RESERVE_BYTES: usize = 64 * 1024;
+
+/// At the end, how often and how long apart a failing finalize is tried again.
+const FINALIZE_TRIES: u32 = 3;
+const FINALIZE_PAUSE: Duration = Duration::from_millis(250);
 
 /// A record for the journal, possibly with an artifact to store first and attach.
 #[derive(Debug)]
@@ -67,12 +81,32 @@ pub(crate) struct CurrentRun {
     pub(crate) dir: PathBuf,
 }
 
+/// What the status API says about writing: whether it fails now, and the last loss.
+#[derive(Debug, Default)]
+struct Health {
+    /// Why writes fail, while they do.
+    failing: Mutex<Option<String>>,
+    /// One line about the last loss, once it is known.
+    last_loss: Mutex<Option<String>>,
+}
+
+impl Health {
+    fn set(slot: &Mutex<Option<String>>, value: Option<String>) {
+        *slot.lock().unwrap_or_else(PoisonError::into_inner) = value;
+    }
+
+    fn get(slot: &Mutex<Option<String>>) -> Option<String> {
+        slot.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
 /// A cloneable way in to the run writer.
 #[derive(Clone)]
 pub struct RunWriter {
     tx: mpsc::Sender<Msg>,
     current: Arc<Mutex<CurrentRun>>,
     failures: Arc<AtomicU64>,
+    health: Arc<Health>,
 }
 
 impl std::fmt::Debug for RunWriter {
@@ -88,6 +122,8 @@ pub struct WriterSummary {
     pub run_dir: PathBuf,
     /// Records and artifacts that could not be written.
     pub failed_writes: u64,
+    /// The run was finalized (false: it could not be, and stays `running`).
+    pub finalized: bool,
 }
 
 impl RunWriter {
@@ -136,6 +172,16 @@ impl RunWriter {
         self.failures.load(Ordering::Relaxed)
     }
 
+    /// Why evidence cannot be written now (`None` while writes succeed).
+    pub fn failing(&self) -> Option<String> {
+        Health::get(&self.health.failing)
+    }
+
+    /// One line about the last evidence lost (a failed write, a deleted run), if any.
+    pub fn last_loss(&self) -> Option<String> {
+        Health::get(&self.health.last_loss)
+    }
+
     /// Finalizes the run with `dropped` evidence counted elsewhere, once everything sent before
     /// has been written. Blocks; call from a blocking context.
     pub(crate) fn finish_blocking(&self, dropped: u64) -> Option<WriterSummary> {
@@ -146,12 +192,13 @@ impl RunWriter {
 }
 
 /// Starts the writer thread for `run`; the thread ends after a finish request or when every
-/// handle is gone.
+/// handle is gone. `once` is the table whose folded repeats the writer writes.
 pub(crate) fn start(
     store: Store,
     session: String,
     run: Run,
     sanitizer: Arc<Sanitizer>,
+    once: Arc<OncePerPage>,
 ) -> std::io::Result<(RunWriter, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let current = Arc::new(Mutex::new(CurrentRun {
@@ -159,24 +206,39 @@ pub(crate) fn start(
         dir: run.dir().to_path_buf(),
     }));
     let failures = Arc::new(AtomicU64::new(0));
+    let health = Arc::new(Health::default());
     let writer = RunWriter {
         tx,
         current: current.clone(),
         failures: failures.clone(),
+        health: health.clone(),
     };
+    reserve(&run);
     let state = Writer {
         store,
         session,
         run,
         current,
         failures,
-        warned: false,
+        health,
         sanitizer,
+        once,
+        unsaid: Vec::new(),
+        said: 0,
+        appended: 0,
+        outage: false,
     };
     let thread = std::thread::Builder::new()
         .name("cdp-relay-writer".into())
         .spawn(move || state.run(rx))?;
     Ok((writer, thread))
+}
+
+/// Keeps the run's finalize space (best effort: without it, finalize needs free space).
+fn reserve(run: &Run) {
+    if let Err(e) = run.reserve_space(RESERVE_BYTES) {
+        tracing::debug!("evidence: no space reserve for run {}: {e}", run.id());
+    }
 }
 
 struct Writer {
@@ -185,8 +247,24 @@ struct Writer {
     run: Run,
     current: Arc<Mutex<CurrentRun>>,
     failures: Arc<AtomicU64>,
-    warned: bool,
+    health: Arc<Health>,
     sanitizer: Arc<Sanitizer>,
+    once: Arc<OncePerPage>,
+    /// Losses not yet said in the journal: (pieces, why).
+    unsaid: Vec<(u64, DropReason)>,
+    /// Pieces said in `evidenceDropped` markers so far.
+    said: u64,
+    /// Records appended to the current run (what its deletion would cost).
+    appended: u64,
+    /// Writes are failing now.
+    outage: bool,
+}
+
+/// How an append attempt ended.
+enum Outcome {
+    Written,
+    Retry,
+    Failed(cdp_evidence::Error),
 }
 
 impl Writer {
@@ -210,7 +288,8 @@ impl Writer {
         self.finish(0);
     }
 
-    /// Appends records in order; consecutive plain records share one journal lock.
+    /// Appends records in order; consecutive plain records share one journal lock. Repeats
+    /// whose fold closed go along.
     fn write(&mut self, batch: Vec<Emit>) {
         let mut plain: Vec<Record> = Vec::with_capacity(batch.len());
         for emit in batch {
@@ -235,26 +314,73 @@ impl Writer {
                 }
             }
         }
+        plain.extend(self.once.take_closed(SystemTime::now()));
         self.append(&mut plain);
     }
 
+    /// Appends `records` (and, first, any loss not yet said); on failure counts them as lost.
     fn append(&mut self, records: &mut Vec<Record>) {
         if records.is_empty() {
             return;
         }
-        let mut outcome = self.run.append_all(records);
-        if matches!(&outcome, Err(e) if finalized(e)) && self.rejoin() {
-            outcome = self.run.append_all(records);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let markers = self.unsaid_markers();
+            let said: u64 = self.unsaid.iter().map(|(n, _)| n).sum();
+            let mut batch = markers;
+            let n_markers = batch.len();
+            batch.append(records);
+            let outcome = match self.run.append_all(&batch) {
+                Ok(n) => {
+                    self.appended += n as u64;
+                    Outcome::Written
+                }
+                Err(e) if attempts == 1 && finalized(&e) && self.rejoin() => Outcome::Retry,
+                Err(e) if attempts == 1 && deleted(&e) && self.run_deleted() => Outcome::Retry,
+                Err(e) => Outcome::Failed(e),
+            };
+            // Give the records back (the markers are rebuilt from `unsaid` on a retry).
+            records.extend(batch.drain(n_markers..));
+            match outcome {
+                Outcome::Retry => continue,
+                Outcome::Written => {
+                    if n_markers > 0 {
+                        self.said += said;
+                        self.unsaid.clear();
+                    }
+                    self.recovered(said);
+                }
+                Outcome::Failed(e) => {
+                    self.failed("append to the journal", &e, records.len() as u64)
+                }
+            }
+            records.clear();
+            return;
         }
-        if let Err(e) = outcome {
-            self.failed("append to the journal", &e, records.len() as u64);
-        }
-        records.clear();
+    }
+
+    /// `evidenceDropped` markers for the losses not said yet.
+    fn unsaid_markers(&self) -> Vec<Record> {
+        self.unsaid
+            .iter()
+            .map(|&(n, why)| {
+                Record::new(
+                    SafeText::literal("cdp-evidence"),
+                    RecordKind::Marker(Marker::evidence_lost(n, why)),
+                )
+            })
+            .collect()
     }
 
     fn store_artifact(&mut self, a: &NewArtifact) -> Option<cdp_evidence::ArtifactRef> {
         let mut outcome = self.run.store_artifact(a.stem, a.ext, &a.bytes);
-        if matches!(&outcome, Err(e) if finalized(e)) && self.rejoin() {
+        let retry = match &outcome {
+            Err(e) if finalized(e) => self.rejoin(),
+            Err(e) if deleted(e) => self.run_deleted(),
+            _ => false,
+        };
+        if retry {
             outcome = self.run.store_artifact(a.stem, a.ext, &a.bytes);
         }
         match outcome {
@@ -267,15 +393,43 @@ impl Writer {
         }
     }
 
+    /// `lost` pieces could not be written: counted, said in the journal at the next write that
+    /// succeeds, shown by the status API meanwhile, logged once per outage.
     fn failed(&mut self, what: &str, e: &cdp_evidence::Error, lost: u64) {
         self.failures.fetch_add(lost, Ordering::Relaxed);
-        if !self.warned {
-            self.warned = true;
-            // Evidence errors name paths and OS errors, never record contents.
+        match self
+            .unsaid
+            .iter_mut()
+            .find(|(_, r)| *r == DropReason::WriteFailed)
+        {
+            Some((n, _)) => *n += lost,
+            None if lost > 0 => self.unsaid.push((lost, DropReason::WriteFailed)),
+            None => {}
+        }
+        // Evidence errors name paths and OS errors, never record contents.
+        Health::set(&self.health.failing, Some(format!("cannot {what}: {e}")));
+        if !self.outage {
+            self.outage = true;
             tracing::warn!(
-                "evidence: cannot {what} ({e}); the relay keeps forwarding, evidence for this run is incomplete"
+                "evidence: cannot {what} ({e}); the relay keeps forwarding; what cannot be written is counted and the run will say so"
             );
         }
+    }
+
+    /// A write succeeded: an outage, if there was one, is over; `said` pieces it lost were
+    /// just said in the journal.
+    fn recovered(&mut self, said: u64) {
+        if !self.outage {
+            return;
+        }
+        self.outage = false;
+        Health::set(&self.health.failing, None);
+        let line = format!(
+            "{said} pieces of evidence could not be written; the journal of run {} says so",
+            self.run.id()
+        );
+        tracing::info!("evidence: writing again; {line}");
+        Health::set(&self.health.last_loss, Some(line));
     }
 
     /// Another producer finalized the run: continue in the session's next run.
@@ -287,11 +441,7 @@ impl Writer {
                     self.run.id(),
                     run.id()
                 );
-                *self.current.lock().unwrap_or_else(PoisonError::into_inner) = CurrentRun {
-                    id: run.id().to_owned(),
-                    dir: run.dir().to_path_buf(),
-                };
-                self.run = run;
+                self.switch_to(run);
                 true
             }
             Err(e) => {
@@ -301,17 +451,61 @@ impl Writer {
         }
     }
 
-    /// Finalize → render → prune.
+    /// The run's directory is gone (deleted while recording): say so once, and continue in
+    /// the session's next run, whose journal records the loss.
+    fn run_deleted(&mut self) -> bool {
+        let (old_id, old_dir, lost) = (
+            self.run.id().to_owned(),
+            self.run.dir().to_path_buf(),
+            self.appended,
+        );
+        match self.store.join_session(&self.session, "relay") {
+            Ok(run) => {
+                let line = format!(
+                    "cannot write to run {old_id}: its directory {} was deleted while recording, with its {lost} records; continuing in run {}",
+                    old_dir.display(),
+                    run.id()
+                );
+                tracing::warn!("evidence: {line}");
+                Health::set(&self.health.last_loss, Some(line));
+                if lost > 0 {
+                    self.failures.fetch_add(lost, Ordering::Relaxed);
+                    self.unsaid.push((lost, DropReason::RunDeleted));
+                }
+                self.switch_to(run);
+                true
+            }
+            Err(e) => {
+                self.failed("continue after the run's directory was deleted", &e, 0);
+                false
+            }
+        }
+    }
+
+    fn switch_to(&mut self, run: Run) {
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = CurrentRun {
+            id: run.id().to_owned(),
+            dir: run.dir().to_path_buf(),
+        };
+        reserve(&run);
+        self.run = run;
+        self.appended = 0;
+    }
+
+    /// Writes the last folds, then finalize → render → prune.
     fn finish(&mut self, dropped_elsewhere: u64) -> WriterSummary {
+        let mut folds = self.once.take_all();
+        self.append(&mut folds);
         let failed = self.failures.load(Ordering::Relaxed);
         let totals = Totals {
             dropped_evidence: dropped_elsewhere + failed,
+            dropped_recorded: self.said,
             redactions: Some(self.sanitizer.summary()),
         };
-        if let Err(e) = self.run.finalize(totals) {
-            tracing::warn!("evidence: could not finalize run {}: {e}", self.run.id());
+        let finalized = self.finalize(&totals);
+        if finalized {
+            render(self.run.dir());
         }
-        render(self.run.dir());
         // Retention: keep the newest finalized runs; running and legacy runs are never touched.
         match self.store.prune() {
             Ok(report) => tracing::debug!("evidence: retention: {report:?}"),
@@ -320,7 +514,46 @@ impl Writer {
         WriterSummary {
             run_dir: self.run.dir().to_path_buf(),
             failed_writes: failed,
+            finalized,
         }
+    }
+
+    /// Finalizes, trying again briefly when the disk is full; says in one line what to do when
+    /// it cannot.
+    fn finalize(&mut self, totals: &Totals) -> bool {
+        let mut last = None;
+        for attempt in 0..FINALIZE_TRIES {
+            if attempt > 0 {
+                std::thread::sleep(FINALIZE_PAUSE * attempt);
+            }
+            match self.run.finalize(totals.clone()) {
+                Ok(()) => return true,
+                Err(e) if deleted(&e) => {
+                    tracing::warn!(
+                        "evidence: run {} was deleted while recording ({} is gone); there is nothing to finalize",
+                        self.run.id(),
+                        self.run.dir().display()
+                    );
+                    Health::set(
+                        &self.health.last_loss,
+                        Some(format!("run {} was deleted while recording", self.run.id())),
+                    );
+                    return false;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        if let Some(e) = last {
+            Health::set(&self.health.failing, Some(format!("cannot finalize: {e}")));
+            tracing::warn!(
+                "evidence: could not finalize run {} ({e}); it stays running: once there is space, \
+                 `cdp-relay evidence finalize --session {} --dropped {}` finalizes it",
+                self.run.id(),
+                self.session,
+                totals.dropped_evidence.saturating_sub(totals.dropped_recorded),
+            );
+        }
+        false
     }
 }
 
@@ -340,4 +573,9 @@ fn render(run_dir: &std::path::Path) {
 
 fn finalized(e: &cdp_evidence::Error) -> bool {
     matches!(e, cdp_evidence::Error::RunFinalized { .. })
+}
+
+/// The run's directory (or its manifest) is gone.
+fn deleted(e: &cdp_evidence::Error) -> bool {
+    matches!(e, cdp_evidence::Error::RunNotFound { .. })
 }

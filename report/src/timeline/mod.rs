@@ -18,21 +18,167 @@
 //! - Every step names its page from the record's `target` (title, URL); a record without one
 //!   gets the last page known for its target, or the last page known at all (shown as such).
 //!
+//! - **Bounded.** The model is built in two passes over the records (a journal is read twice,
+//!   streaming, never whole): the first counts everything and picks which steps, table rows
+//!   and jump-list entries are kept whole; the second fills them in. At most [`Caps::steps`]
+//!   steps are kept (the first and the last half by time; the ones between become one "gap"
+//!   step that counts them), and per step at most a few failures, plumbing entries and frames
+//!   are kept; everything else is counted, never dropped silently. Up to those caps the model
+//!   is exactly what reading every record in order would give.
+//!
 //! Pure: the records in, the model out. Every string in the model has been through
 //! [`crate::text`] (visible, bounded); nothing here does I/O.
 
 use crate::text::{clean, line, Lines};
 use cdp_evidence::{LifecycleEvent, MarkerKind, StoredPayload, StoredRecord};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
+mod assemble;
+mod select;
 mod types;
 
+pub(crate) use select::FailureTotals;
 pub(crate) use types::*;
+
+/// Artifacts of one record that are looked at; a record naming more has the rest ignored.
+pub(crate) const MAX_RECORD_ARTIFACTS: usize = 16;
+
+/// How much of a run the model keeps whole; the rest is counted. Per-step lists shrink when
+/// there are many steps, so the whole report never lists more than the `*_total` caps: a long
+/// run still opens quickly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Caps {
+    /// Steps kept: the first half and the last half by time.
+    pub steps: usize,
+    /// Failures listed under a step, and under all steps together.
+    pub failures_per_step: usize,
+    pub failures_total: usize,
+    /// Plumbing entries listed in a step's fold, and in all folds together.
+    pub plumbing_per_step: usize,
+    pub plumbing_total: usize,
+    /// Frames (and other artifacts) listed with a step, and with all steps together.
+    pub frames_per_step: usize,
+    pub frames_total: usize,
+    /// Rows of each table (failed requests, console): the first half and the last half.
+    pub table_rows: usize,
+    /// Entries of the jump list.
+    pub jump: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps {
+            steps: 600,
+            failures_per_step: 10,
+            failures_total: 1000,
+            plumbing_per_step: 50,
+            plumbing_total: 2000,
+            frames_per_step: 20,
+            frames_total: 1000,
+            table_rows: 300,
+            jump: 100,
+        }
+    }
+}
+
+impl Caps {
+    /// A per-step cap shrunk so that `slots` steps list at most `total` together (at least 1
+    /// each while the per-step cap allows any).
+    pub(crate) fn share(per_step: usize, total: usize, slots: usize) -> usize {
+        per_step.min((total / slots.max(1)).max(usize::from(per_step > 0)))
+    }
+}
+
+/// Builds the model from records in any order (both passes over the slice).
+#[cfg(test)]
+pub(crate) fn build(
+    records: &[StoredRecord],
+    manifest_start_ms: Option<u64>,
+    manifest_end_ms: Option<u64>,
+) -> Timeline {
+    build_from(
+        &mut |f: &mut dyn FnMut(&StoredRecord)| records.iter().for_each(&mut *f),
+        manifest_start_ms,
+        manifest_end_ms,
+        Caps::default(),
+    )
+}
+
+/// Something that hands every record over to the function it is given, in the same order
+/// each time it is called.
+pub(crate) type Source<'a> = dyn FnMut(&mut dyn FnMut(&StoredRecord)) + 'a;
+
+/// Builds the model from a source that hands every record over, in the same order, each time
+/// it is called (it is called twice).
+pub(crate) fn build_from(
+    source: &mut Source<'_>,
+    manifest_start_ms: Option<u64>,
+    manifest_end_ms: Option<u64>,
+    caps: Caps,
+) -> Timeline {
+    let mut p1 = select::Pass1::new(&caps);
+    source(&mut |r| p1.record(r));
+    let mut p2 = assemble::Pass2::new(&mut p1, caps);
+    source(&mut |r| p2.record(r));
+    let mut tl = std::mem::take(&mut p1.tl);
+    tl.start_ms = manifest_start_ms.or(p1.first_known);
+    tl.end_ms = manifest_end_ms.or(p1.last_end);
+    p2.finish(tl)
+}
+
+/// Which table a failure is a row of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailKind {
+    Request,
+    Console,
+    Other,
+}
+
+impl FailKind {
+    pub(crate) fn of(what: &FailWhat) -> FailKind {
+        match what {
+            FailWhat::Request { .. } => FailKind::Request,
+            FailWhat::Console { .. } => FailKind::Console,
+            FailWhat::Generic { kind, .. } if kind == "network" => FailKind::Request,
+            FailWhat::Generic { kind, .. } if kind == "console" => FailKind::Console,
+            _ => FailKind::Other,
+        }
+    }
+}
+
+/// A record's target handle (`targetId`, else `id`), unless it is the browser target.
+pub(crate) fn handle_of(target: Option<&Value>) -> Option<&str> {
+    let t = target.filter(|t| t.is_object())?;
+    if str_of(t, "type") == Some("browser") {
+        return None;
+    }
+    str_of(t, "targetId").or_else(|| str_of(t, "id"))
+}
+
+/// The page a record's own target names: title and URL (cleaned), and its tab number. `None`
+/// when the target names neither a title, a URL nor a tab.
+pub(crate) fn page_of(target: Option<&Value>, tab: Option<usize>) -> Option<Page> {
+    let t = target.filter(|t| t.is_object())?;
+    if str_of(t, "type") == Some("browser") {
+        return None;
+    }
+    let nonempty = |k: &str| str_of(t, k).filter(|s| !s.trim().is_empty());
+    let url = nonempty("url").map(|s| line(s, MAX_URL));
+    // Chromium titles an untitled page with its URL minus the scheme: saying it twice helps
+    // nobody.
+    let title = nonempty("title")
+        .map(|s| line(s, MAX_TITLE))
+        .filter(|t| !url.as_deref().is_some_and(|u| same_as_url(t, u)));
+    if title.is_none() && url.is_none() && tab.is_none() {
+        return None;
+    }
+    Some(Page { title, url, tab })
+}
 
 /// Where a record sorts: its time (parsed `startedAt`, else the `actionId` millisecond prefix,
 /// else last), then its `actionId`.
-fn sort_time(r: &StoredRecord) -> (Option<u64>, bool) {
+pub(crate) fn sort_time(r: &StoredRecord) -> (Option<u64>, bool) {
     if let Some(ms) = r.started_at_ms {
         return (Some(ms), true);
     }
@@ -124,62 +270,8 @@ pub(crate) fn flatten(v: &Value) -> Vec<(String, String)> {
     out
 }
 
-/// Page memory: the last page per target handle, and overall.
-#[derive(Default)]
-struct Pages {
-    tabs: HashMap<String, usize>,
-    by_target: HashMap<String, Page>,
-    last: Option<Page>,
-}
-
-impl Pages {
-    /// The page of a record, and whether it was inferred.
-    fn of(&mut self, target: Option<&Value>) -> (Option<Page>, bool) {
-        let Some(t) = target.filter(|t| t.is_object()) else {
-            return (self.last.clone(), self.last.is_some());
-        };
-        if str_of(t, "type") == Some("browser") {
-            return (self.last.clone(), self.last.is_some());
-        }
-        let handle = str_of(t, "targetId").or_else(|| str_of(t, "id"));
-        let tab = handle.map(|h| {
-            let next = self.tabs.len() + 1;
-            *self.tabs.entry(h.to_owned()).or_insert(next)
-        });
-        let nonempty = |k: &str| str_of(t, k).filter(|s| !s.trim().is_empty());
-        let url = nonempty("url").map(|s| line(s, MAX_URL));
-        // Chromium titles an untitled page with its URL minus the scheme: saying it twice helps
-        // nobody.
-        let title = nonempty("title")
-            .map(|s| line(s, MAX_TITLE))
-            .filter(|t| !url.as_deref().is_some_and(|u| same_as_url(t, u)));
-        if title.is_some() || url.is_some() {
-            let page = Page { title, url, tab };
-            if let Some(h) = handle {
-                self.by_target.insert(h.to_owned(), page.clone());
-            }
-            self.last = Some(page.clone());
-            return (Some(page), false);
-        }
-        let known = handle.and_then(|h| self.by_target.get(h)).cloned();
-        match known {
-            Some(p) => (Some(p), true),
-            None => match &self.last {
-                Some(p) => (Some(p.clone()), true),
-                None => (
-                    tab.map(|tab| Page {
-                        tab: Some(tab),
-                        ..Page::default()
-                    }),
-                    false,
-                ),
-            },
-        }
-    }
-}
-
 /// What one record becomes.
-enum Role {
+pub(crate) enum Role {
     Step(What),
     Plumb(Category, String),
     Fail(FailWhat, bool),
@@ -261,7 +353,7 @@ fn action_role(a: &cdp_evidence::StoredAction, foreign: bool) -> Role {
     })
 }
 
-fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
+pub(crate) fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
     let foreign = r.source.as_deref().is_some_and(|s| s != "relay");
     let generic = |r: &StoredRecord| What::Generic {
         kind: line(&r.kind, MAX_WORD),
@@ -331,18 +423,33 @@ fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
     (role, is_generic)
 }
 
-fn marker(m: &mut Markers, r: &StoredRecord, typed: &StoredPayload) {
+pub(crate) fn marker(m: &mut Markers, r: &StoredRecord, typed: &StoredPayload) {
     match typed {
         StoredPayload::Marker(MarkerKind::EvidenceTruncated {
             budget_bytes,
             used_bytes,
             ..
         }) => m.truncated = Some((*budget_bytes, *used_bytes)),
-        StoredPayload::Marker(MarkerKind::EvidenceDropped { count }) => {
-            m.dropped = m.dropped.saturating_add(*count)
+        StoredPayload::Marker(MarkerKind::JournalTruncated {
+            budget_bytes,
+            used_bytes,
+        }) => m.journal_truncated = Some((*budget_bytes, *used_bytes)),
+        StoredPayload::Marker(MarkerKind::EvidenceDropped { count, reason }) => {
+            m.dropped = m.dropped.saturating_add(*count);
+            match reason {
+                Some(cdp_evidence::DropReason::WriteFailed) => {
+                    m.dropped_writes = m.dropped_writes.saturating_add(*count)
+                }
+                Some(cdp_evidence::DropReason::RunDeleted) => {
+                    m.dropped_deleted = m.dropped_deleted.saturating_add(*count)
+                }
+                _ => {}
+            }
         }
         StoredPayload::Marker(MarkerKind::JournalRepaired { discarded_bytes }) => {
-            m.repaired.push(*discarded_bytes)
+            if m.repaired.len() < 64 {
+                m.repaired.push(*discarded_bytes)
+            }
         }
         StoredPayload::Marker(MarkerKind::OwnerRecovered { .. }) => m.recovered += 1,
         StoredPayload::Marker(MarkerKind::RunFinalized { records, .. }) => {
@@ -351,12 +458,14 @@ fn marker(m: &mut Markers, r: &StoredRecord, typed: &StoredPayload) {
         StoredPayload::Marker(MarkerKind::RunStarted { .. }) => {}
         _ => {
             let word = str_of(&r.payload, "marker").unwrap_or("(no marker word)");
-            *m.unknown.entry(line(word, MAX_WORD)).or_insert(0) += 1;
+            if m.unknown.len() < 64 {
+                *m.unknown.entry(line(word, MAX_WORD)).or_insert(0) += 1;
+            }
         }
     }
 }
 
-fn is_repeatable(a: &What, b: &What) -> bool {
+pub(crate) fn is_repeatable(a: &What, b: &What) -> bool {
     match (a, b) {
         (What::Scroll, What::Scroll) => true,
         (What::Press { key: ka }, What::Press { key: kb }) => ka == kb,
@@ -364,7 +473,7 @@ fn is_repeatable(a: &What, b: &What) -> bool {
     }
 }
 
-fn setup_step(at_ms: Option<u64>, time_known: bool, page: Option<Page>) -> Step {
+pub(crate) fn setup_step(at_ms: Option<u64>, time_known: bool, page: Option<Page>) -> Step {
     Step {
         number: None,
         what: What::Setup,
@@ -384,13 +493,18 @@ fn setup_step(at_ms: Option<u64>, time_known: bool, page: Option<Page>) -> Step 
         failures: Vec::new(),
         fields: Vec::new(),
         withheld: None,
+        plumb_counts: std::collections::BTreeMap::new(),
+        failure_count: 0,
+        more_failures: 0,
+        more_plumbing: 0,
+        more_frames: 0,
     }
 }
 
 /// Splits a record's artifacts into frames (declared images) and other files.
 /// `attached`: every artifact path attached so far in the run. A frame several records name
 /// (the relay's frame after a burst of failures) is shown once, where it first appears.
-fn attach_artifacts<'a>(
+pub(crate) fn attach_artifacts<'a>(
     step: &mut Step,
     paths: impl IntoIterator<Item = &'a String>,
     at_ms: Option<u64>,
@@ -436,193 +550,6 @@ fn attach_artifacts<'a>(
     }
 }
 
-/// Builds the model from the journal's records (any order) and the run's start time.
-pub(crate) fn build(
-    records: &[StoredRecord],
-    manifest_start_ms: Option<u64>,
-    manifest_end_ms: Option<u64>,
-) -> Timeline {
-    let mut order: Vec<(Option<u64>, bool, &StoredRecord)> = records
-        .iter()
-        .map(|r| {
-            let (t, known) = sort_time(r);
-            (t, known, r)
-        })
-        .collect();
-    order.sort_by(|a, b| {
-        let ka = (a.0.is_none(), a.0.unwrap_or(0), a.2.action_id.as_str());
-        let kb = (b.0.is_none(), b.0.unwrap_or(0), b.2.action_id.as_str());
-        ka.cmp(&kb)
-    });
-
-    let mut tl = Timeline {
-        records: records.len(),
-        ..Timeline::default()
-    };
-    let mut pages = Pages::default();
-    let mut first_known: Option<u64> = None;
-    let mut numbered = 0usize;
-    let mut attached: HashSet<String> = HashSet::new();
-    // Artifacts that a `frame` record (the relay's own picture, stamped when it was taken)
-    // carries.
-    let framed: HashSet<&String> = records
-        .iter()
-        .filter(|r| {
-            r.kind == "action" && r.payload.get("method").and_then(|m| m.as_str()) == Some("frame")
-        })
-        .flat_map(|r| &r.artifacts)
-        .collect();
-    let mut last_end: Option<u64> = None;
-
-    for (at_ms, time_known, r) in order {
-        *tl.kinds.entry(line(&r.kind, MAX_WORD)).or_insert(0) += 1;
-        let status = Outcome::of(r.status.as_deref());
-        *tl.statuses.entry(status.word().to_owned()).or_insert(0) += 1;
-        if !time_known {
-            tl.bad_times += 1;
-        } else if let Some(t) = at_ms {
-            first_known = Some(first_known.map_or(t, |f| f.min(t)));
-            let end = t.saturating_add(r.duration_ms.unwrap_or(0));
-            last_end = Some(last_end.map_or(end, |e| e.max(end)));
-        }
-        let typed = r.typed_payload();
-        let (page, inferred) = pages.of(r.target.as_ref());
-        let (role, is_generic) = role(r, typed.clone());
-        if is_generic {
-            tl.generic += 1;
-        }
-        let source = r
-            .source
-            .as_deref()
-            .filter(|s| *s != "relay")
-            .map(|s| line(s, MAX_WORD));
-        let error = r.error.as_deref().map(|e| line(e, MAX_ERROR));
-        match role {
-            Role::Marker => marker(&mut tl.markers, r, &typed),
-            Role::Step(what) => {
-                if let Some(prev) = tl.steps.last_mut() {
-                    if prev.number.is_some()
-                        && is_repeatable(&prev.what, &what)
-                        && prev.source == source
-                        && prev.page == page
-                    {
-                        prev.repeat += 1;
-                        prev.outcome = prev.outcome.clone().max(status);
-                        if prev.error.is_none() {
-                            prev.error = error;
-                        }
-                        if let (Some(d), Some(more)) = (prev.duration_ms, r.duration_ms) {
-                            prev.duration_ms = Some(d.saturating_add(more));
-                        }
-                        attach_artifacts(prev, &r.artifacts, at_ms, false, &mut attached);
-                        continue;
-                    }
-                }
-                numbered += 1;
-                let number = numbered;
-                let mut fields = Vec::new();
-                if matches!(what, What::Generic { .. } | What::Action { .. }) {
-                    fields = flatten(&r.payload);
-                    fields.retain(|(k, _)| k != "method" && k != "url");
-                }
-                let withheld = withheld_reason(r);
-                let mut step = Step {
-                    number: Some(number),
-                    what,
-                    repeat: 1,
-                    at_ms,
-                    time_known,
-                    duration_ms: r.duration_ms,
-                    outcome: status,
-                    error,
-                    source,
-                    tool: r.tool.as_deref().map(|t| line(t, MAX_WORD)),
-                    page,
-                    page_inferred: inferred,
-                    frames: Vec::new(),
-                    files: Vec::new(),
-                    plumbing: Vec::new(),
-                    failures: Vec::new(),
-                    fields,
-                    withheld,
-                };
-                attach_artifacts(&mut step, &r.artifacts, at_ms, false, &mut attached);
-                tl.steps.push(step);
-            }
-            Role::Plumb(category, label) => {
-                if tl.steps.is_empty() {
-                    tl.steps.push(setup_step(at_ms, time_known, page.clone()));
-                }
-                if category == Category::Frame {
-                    // The relay's own picture of a page, or why there is none: it belongs to the
-                    // last step on the same tab (another tab may have moved on meanwhile).
-                    let tab = page.as_ref().and_then(|p| p.tab);
-                    let same_tab = tab.and_then(|t| {
-                        tl.steps
-                            .iter()
-                            .rposition(|s| s.page.as_ref().and_then(|p| p.tab) == Some(t))
-                    });
-                    let index = same_tab.unwrap_or(tl.steps.len() - 1);
-                    let step = &mut tl.steps[index];
-                    attach_artifacts(step, &r.artifacts, at_ms, false, &mut attached);
-                    if step.frames.is_empty() && step.withheld.is_none() {
-                        step.withheld = withheld_reason(r);
-                    }
-                    continue;
-                }
-                let Some(step) = tl.steps.last_mut() else {
-                    continue;
-                };
-                step.plumbing.push(Plumb {
-                    category,
-                    label,
-                    at_ms,
-                    duration_ms: r.duration_ms,
-                    outcome: status,
-                    error,
-                });
-                attach_artifacts(
-                    step,
-                    &r.artifacts,
-                    at_ms,
-                    category == Category::Screencast,
-                    &mut attached,
-                );
-                if step.page.is_none() {
-                    step.page = page;
-                    step.page_inferred = inferred;
-                }
-            }
-            Role::Fail(what, is_error) => {
-                if tl.steps.is_empty() {
-                    tl.steps.push(setup_step(at_ms, time_known, page.clone()));
-                }
-                let step = tl.steps.len() - 1;
-                let id = tl.failures.len() + 1;
-                tl.failures.push(Failure {
-                    id,
-                    step,
-                    at_ms,
-                    time_known,
-                    what,
-                    is_error,
-                    source,
-                    frame_after: None,
-                });
-                tl.steps[step].failures.push(id - 1);
-                // A frame the relay's own frame record carries is shown in the step it was
-                // taken in (maybe a later page), not here: the failure links to it.
-                let own = r.artifacts.iter().filter(|p| !framed.contains(*p));
-                attach_artifacts(&mut tl.steps[step], own, at_ms, false, &mut attached);
-            }
-        }
-    }
-    tl.tabs = pages.tabs.len();
-    tl.start_ms = manifest_start_ms.or(first_known);
-    tl.end_ms = manifest_end_ms.or(last_end);
-    tl
-}
-
 /// After the size policy: links each failure to the first step at or after it that shows a
 /// frame taken at or after the failure.
 pub(crate) fn link_frames_after(tl: &mut Timeline) {
@@ -658,7 +585,7 @@ fn same_as_url(title: &str, url: &str) -> bool {
 mod tests;
 
 /// Why the relay kept no picture for a record (`detail.screenshotWithheld`).
-fn withheld_reason(r: &StoredRecord) -> Option<String> {
+pub(crate) fn withheld_reason(r: &StoredRecord) -> Option<String> {
     r.payload
         .get("detail")
         .and_then(|d| str_of(d, "screenshotWithheld"))

@@ -121,6 +121,12 @@ pub(crate) enum What {
         kind: String,
         method: Option<String>,
     },
+    /// Steps left out between the first and the last ones kept (a run too long to show
+    /// whole), until the time of the next step shown.
+    Gap {
+        steps: u64,
+        until_ms: Option<u64>,
+    },
 }
 
 /// A headline: a fixed verb from this renderer and an optional object from the journal.
@@ -199,6 +205,14 @@ impl What {
                 object: Some(method.clone()),
                 note: url.as_ref().map(|u| format!("→ {u}")),
             },
+            What::Gap { steps, .. } => Headline {
+                verb: format!(
+                    "{steps} more {} not shown",
+                    if *steps == 1 { "step" } else { "steps" }
+                ),
+                object: None,
+                note: Some("(the run is too long to show whole)".into()),
+            },
             What::Generic { kind, method } => Headline {
                 verb: String::new(),
                 object: Some(match method {
@@ -254,7 +268,6 @@ impl Category {
 /// One folded plumbing record.
 #[derive(Clone, Debug)]
 pub(crate) struct Plumb {
-    pub category: Category,
     pub label: String,
     pub at_ms: Option<u64>,
     pub duration_ms: Option<u64>,
@@ -374,13 +387,22 @@ pub(crate) struct Step {
     pub fields: Vec<(String, String)>,
     /// Why a screenshot was withheld (the relay says so in `detail`).
     pub withheld: Option<String>,
+    /// Plumbing per category: (entries, failed), all of them (not only those listed).
+    pub plumb_counts: BTreeMap<Category, (usize, usize)>,
+    /// Failures during the step, all of them.
+    pub failure_count: usize,
+    /// Failures, plumbing entries and artifacts of the step not listed (over the caps).
+    pub more_failures: usize,
+    pub more_plumbing: usize,
+    pub more_frames: usize,
 }
 
 impl Step {
     pub(crate) fn anchor(&self) -> String {
-        match self.number {
-            Some(n) => format!("step-{n}"),
-            None => "setup".to_owned(),
+        match (self.number, &self.what) {
+            (Some(n), _) => format!("step-{n}"),
+            (None, What::Gap { .. }) => "gap".to_owned(),
+            (None, _) => "setup".to_owned(),
         }
     }
 
@@ -391,17 +413,9 @@ impl Step {
         }
     }
 
-    /// Plumbing counts per category, and how many of them failed.
+    /// Plumbing counts per category, and how many of them failed (all of them, listed or not).
     pub(crate) fn fold_counts(&self) -> BTreeMap<Category, (usize, usize)> {
-        let mut m = BTreeMap::new();
-        for p in &self.plumbing {
-            let e = m.entry(p.category).or_insert((0, 0));
-            e.0 += 1;
-            if p.outcome == Outcome::Error {
-                e.1 += 1;
-            }
-        }
-        m
+        self.plumb_counts.clone()
     }
 }
 
@@ -448,21 +462,21 @@ pub(crate) struct Failure {
     pub source: Option<String>,
     /// Step index of the first frame taken at or after it, when there is one.
     pub frame_after: Option<usize>,
+    /// The record stands for this many more occurrences (the relay folded repeats).
+    pub repeat: Option<Repeat>,
+}
+
+/// A failure's repeats: how many more times, from when to when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Repeat {
+    pub count: u64,
+    pub first_ms: Option<u64>,
+    pub last_ms: Option<u64>,
 }
 
 impl Failure {
     pub(crate) fn anchor(&self) -> String {
         format!("f-{}", self.id)
-    }
-
-    pub(crate) fn is_request(&self) -> bool {
-        matches!(self.what, FailWhat::Request { .. })
-            || matches!(&self.what, FailWhat::Generic { kind, .. } if kind == "network")
-    }
-
-    pub(crate) fn is_console(&self) -> bool {
-        matches!(self.what, FailWhat::Console { .. })
-            || matches!(&self.what, FailWhat::Generic { kind, .. } if kind == "console")
     }
 }
 
@@ -476,6 +490,11 @@ pub(crate) struct Markers {
     /// Marker words this renderer does not know (cleaned), with counts.
     pub unknown: BTreeMap<String, usize>,
     pub finalized_records: Option<u64>,
+    /// `journalTruncated`: (budget, journal size when the first record was refused).
+    pub journal_truncated: Option<(u64, u64)>,
+    /// Of `dropped`, what could not be written, and what went with a deleted run.
+    pub dropped_writes: u64,
+    pub dropped_deleted: u64,
 }
 
 /// The whole model.
@@ -496,11 +515,25 @@ pub(crate) struct Timeline {
     pub bad_times: usize,
     /// Distinct pages (targets) seen.
     pub tabs: usize,
+    /// Failures in all (the model keeps only some whole).
+    pub totals: super::FailureTotals,
+    /// The failures each table shows (indexes into `failures`, in time order), and the jump
+    /// list's.
+    pub request_rows: Vec<usize>,
+    pub console_rows: Vec<usize>,
+    pub jump: Vec<usize>,
 }
 
 impl Timeline {
+    /// Steps in the run: those shown, and those a gap stands for.
     pub(crate) fn real_steps(&self) -> usize {
-        self.steps.iter().filter(|s| s.number.is_some()).count()
+        self.steps
+            .iter()
+            .map(|s| match s.what {
+                What::Gap { steps, .. } => steps as usize,
+                _ => usize::from(s.number.is_some()),
+            })
+            .sum()
     }
 
     pub(crate) fn offset(&self, at: Option<u64>) -> Option<i64> {

@@ -222,6 +222,28 @@ fn cap_marks_and_never_splits() {
     assert_eq!(s.summary().truncated, 4);
 }
 
+/// A console message of one word longer than the cap used to be recorded as the marker alone.
+#[test]
+fn one_long_word_keeps_a_sanitized_prefix() {
+    let s = Sanitizer::new();
+    let word = "x".repeat(5000);
+    let out = s.text(&word).into_string();
+    assert!(out.starts_with(&"x".repeat(4000)), "{}", &out[..40]);
+    assert!(out.ends_with("…[truncated 904 chars]"), "{out}");
+    // Still sanitized: a token inside the kept part is redacted, not cut around.
+    let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlc2lnbmF0dXJl";
+    let out = s
+        .text(&format!("{} {jwt} {}", "a".repeat(100), "b".repeat(5000)))
+        .into_string();
+    assert!(!out.contains("eyJhbGciOiJIUzI1NiJ9"), "{}", &out[..200]);
+    assert!(out.starts_with(&"a".repeat(100)));
+    assert!(out.contains("…[truncated "));
+    // A short kept part of a word is still dropped whole (it could look like an id).
+    let hex = "0123456789abcdef".repeat(8);
+    let out = s.text_capped(&format!("x {hex}"), 40).into_string();
+    assert_eq!(out, "x …[truncated 128 chars]");
+}
+
 #[test]
 fn html_attribute_values_lose_their_quotes_in_every_spelling() {
     for (raw, inner) in [

@@ -5,12 +5,13 @@
 //!
 //! The record builders are free functions, shared with the active observer, which records these
 //! events itself for the pages it covers; then the passive observer leaves them out. Either way
-//! each event is recorded once per page ([`OncePerPage`](crate::pipeline::once::OncePerPage)).
+//! each event is recorded once per page, and repeats of the same message or failure are counted
+//! rather than recorded ([`OncePerPage`](crate::pipeline::once::OncePerPage)).
 
 use super::cdp;
 use super::network::Failure;
 use super::{Key, Observer, TOOL};
-use crate::pipeline::once::EventKey;
+use crate::pipeline::once::{EventKey, FoldKey};
 use crate::pipeline::Trigger;
 use cdp_evidence::{Console, ConsoleLevel, Record, RecordKind, Status};
 use cdp_sanitize::{SafeText, Sanitizer};
@@ -145,7 +146,7 @@ impl Observer {
             return;
         }
         if let Some((console, k)) = from_api(&self.sanitizer, &page, p) {
-            self.emit_console(conn, key, console, k, at);
+            self.emit_console(conn, key, &page, console, k, at);
         }
     }
 
@@ -161,7 +162,7 @@ impl Observer {
             return;
         }
         let (console, k) = from_exception(&self.sanitizer, &page, p);
-        self.emit_console(conn, key, console, k, at);
+        self.emit_console(conn, key, &page, console, k, at);
     }
 
     pub(super) fn log_entry(
@@ -177,7 +178,7 @@ impl Observer {
         }
         let network_seen = self.conns.get(&conn).is_some_and(|c| c.requests.seen_any());
         if let Some((console, k)) = from_log(&self.sanitizer, &page, p, network_seen) {
-            self.emit_console(conn, key, console, k, at);
+            self.emit_console(conn, key, &page, console, k, at);
         }
     }
 
@@ -185,6 +186,7 @@ impl Observer {
         &mut self,
         conn: u64,
         key: &Key,
+        page: &str,
         console: Console,
         event: EventKey,
         at: SystemTime,
@@ -193,9 +195,13 @@ impl Observer {
             return;
         }
         let is_error = console_status(&console) == Status::Error;
+        let fold = FoldKey::console(page, &console);
         let mut r = console_record(TOOL, console, at);
         if let Some(t) = self.target_for(conn, key) {
             r = r.target(t);
+        }
+        if !self.once.fold(fold, &r, at) {
+            return;
         }
         if is_error {
             self.failure(conn, key, r, at);
@@ -224,9 +230,13 @@ impl Observer {
         if covered || !self.once.first(EventKey::request(&page, request_id)) {
             return;
         }
+        let fold = FoldKey::network(&page, &failure.0);
         let mut r = network_record(TOOL, failure, at);
         if let Some(t) = self.target_for(conn, key) {
             r = r.target(t);
+        }
+        if !self.once.fold(fold, &r, at) {
+            return;
         }
         self.failure(conn, key, r, at);
     }

@@ -102,7 +102,12 @@ impl Harness {
         });
     }
 
+    /// The journal so far; repeats folded so far are written first, as the run writer does
+    /// when a fold closes.
     fn records(&self) -> Vec<StoredRecord> {
+        for repeat in self.observer.once.take_all() {
+            self.run.append(repeat).expect("append a repeat");
+        }
         self.store
             .read_journal(&self.run_id)
             .expect("journal")
@@ -559,6 +564,53 @@ fn page_events_are_recorded_once_per_page() {
     }
     assert_eq!(h.of_kind("console").len(), 2);
     assert_eq!(h.of_kind("network").len(), 1);
+}
+
+/// A noisy page: thousands of the same console error and the same failed request are recorded
+/// ten times each, plus one record with the count and the first and last time of the rest; a
+/// repeat triggers no frame.
+#[test]
+fn repeated_console_errors_and_failures_fold_into_a_count() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let mut triggers = 0;
+    for i in 0..3000u64 {
+        h.recv(1, 10 + i, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "noisy ?token=abc"}], "timestamp": 1700000000000.0 + i as f64, "executionContextId": 1}}));
+        let id = format!("9.{i}");
+        h.recv(1, 10 + i, json!({"method": "Network.requestWillBeSent", "params": {"requestId": id, "request": {"url": format!("https://a.test/poll?n={i}"), "method": "GET"}, "type": "XHR", "timestamp": 1.0}}));
+        h.recv(1, 10 + i, json!({"method": "Network.loadingFailed", "params": {"requestId": id, "type": "XHR", "timestamp": 1.1, "errorText": "net::ERR_FAILED"}}));
+        triggers += h.observer.take().triggers.len();
+    }
+    // A different message is its own event.
+    h.recv(1, 5000, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "other"}], "timestamp": 1.0, "executionContextId": 1}}));
+    let console = h.of_kind("console");
+    let texts: Vec<&str> = console
+        .iter()
+        .map(|r| r.payload["text"].as_str().unwrap())
+        .collect();
+    let kept = crate::pipeline::once::RECORDED_BEFORE_FOLDING as usize;
+    assert_eq!(texts.len(), kept + 2, "{texts:?}");
+    let first = &console[0];
+    assert!(first.repeat.is_none());
+    let repeat = console.iter().find(|r| r.repeat.is_some()).unwrap();
+    assert_eq!(repeat.payload["text"], first.payload["text"]);
+    let rep = repeat.repeat.as_ref().unwrap();
+    assert_eq!(rep.count, 3000 - kept as u64);
+    assert_eq!(
+        rep.first_at.as_deref(),
+        Some(repeat.started_at.as_deref().unwrap())
+    );
+    assert_eq!(repeat.duration_ms, Some(3000 - kept as u64 - 1));
+    let network = h.of_kind("network");
+    assert_eq!(network.len(), kept + 1);
+    let folded = network[kept].repeat.as_ref().unwrap();
+    assert_eq!(folded.count, 3000 - kept as u64);
+    assert_eq!(network[kept].payload["url"], "https://a.test/poll");
+    assert!(!h.journal_text().contains("token=abc"));
+    assert!(
+        triggers <= 2 * kept,
+        "a repeat triggers no frame: {triggers}"
+    );
 }
 
 /// When the active observer covers a page, the passive observer leaves its page events to it.

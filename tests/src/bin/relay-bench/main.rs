@@ -11,48 +11,142 @@
 //!
 //! Run everything (prints Markdown for BENCHMARKS.md): `scripts/bench.sh`, or
 //! `cargo build --release --workspace --bins && target/release/relay-bench [real|synthetic|all]`.
-//! `relay-bench observer` compares `cdp-relay launch` with and without its own observer.
-//! `--smoke`: tiny sizes, seconds — what CI runs to keep the benchmark working.
-//! Env: `BENCH_ROUNDS` (default 10), `BENCH_RELAY_ARGS` (extra `serve` flags for both relays),
-//! `BENCH_RTT_ONLY` (synthetic: only the round-trip table, e.g. to profile under it).
+//! `relay-bench observer` compares `cdp-relay launch` with and without its own observer;
+//! `relay-bench report` measures `cdp-relay report` and Chromium on runs too big to show whole.
+//! `relay-bench --help` lists the flags: `--smoke` (tiny sizes, seconds — what CI runs to keep
+//! the benchmark working), `--rounds` (`BENCH_ROUNDS`, default 10), `--relay-args`
+//! (`BENCH_RELAY_ARGS`, extra `serve` flags for both relays), `--no-node-peer`. Env
+//! `BENCH_RTT_ONLY`: synthetic, only the round-trip table (e.g. to profile under it).
+//!
+//! What a benchmark needs is checked before anything starts: a missing `cdp-relay` binary or
+//! missing npm clients (node-http-proxy's) is one line on stderr and exit status 1.
 
 mod observer;
 mod paths;
 mod real;
+mod report;
 mod stats;
 mod synthetic;
 
-#[tokio::main]
-async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let smoke = args.iter().any(|a| a == "--smoke");
-    let which = args
-        .iter()
-        .find(|a| !a.starts_with("--"))
-        .map_or("all", String::as_str)
-        .to_owned();
-    if !matches!(which.as_str(), "all" | "real" | "synthetic" | "observer") {
-        eprintln!("usage: relay-bench [real|synthetic|observer|all] [--smoke]");
-        std::process::exit(64);
+use clap::{Parser, ValueEnum};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Which comparison to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Which {
+    /// Everything below, in this order.
+    All,
+    /// `cdp-relay launch` with and without its own observer.
+    Observer,
+    /// The paths in front of a real headless Chromium.
+    Real,
+    /// The paths in front of `cdp-synthetic`, an upstream that answers at once.
+    Synthetic,
+    /// `cdp-relay report` on runs too big to show whole, and Chromium loading the result (not
+    /// part of `all`).
+    Report,
+}
+
+/// Measures the relay side by side with a direct connection, nginx and node-http-proxy, and
+/// prints the tables as Markdown (for BENCHMARKS.md).
+#[derive(Debug, Parser)]
+#[command(name = "relay-bench", version)]
+struct Args {
+    /// The comparison to run.
+    #[arg(value_enum, default_value_t = Which::All)]
+    which: Which,
+
+    /// Tiny sizes and one round: seconds, what CI runs to keep the benchmark working.
+    #[arg(long)]
+    smoke: bool,
+
+    /// Rounds per comparison (paths interleaved, order rotated). By default 10 (1 with --smoke).
+    #[arg(long, env = "BENCH_ROUNDS", value_name = "N")]
+    rounds: Option<usize>,
+
+    /// Extra `cdp-relay serve` flags for both relays, space-separated.
+    #[arg(
+        long,
+        env = "BENCH_RELAY_ARGS",
+        value_name = "FLAGS",
+        default_value = ""
+    )]
+    relay_args: String,
+
+    /// Leave node-http-proxy out (it needs the npm clients in tests/clients).
+    #[arg(long)]
+    no_node_peer: bool,
+}
+
+/// The npm clients' directory (node-http-proxy is one of them).
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("clients")
+}
+
+/// Everything the chosen comparison needs, checked before anything starts.
+fn preflight(args: &Args, clients: &Path) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find itself: {e}"))?;
+    // As `cdp_relay_tests::relay_binary` looks for it, without its panic.
+    let relay = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(|dir| dir.join("cdp-relay"))
+        .find(|p| p.is_file());
+    if relay.is_none() {
+        return Err(
+            "the cdp-relay binary is not built next to relay-bench: run \
+             `cargo build --release -p cdp-relay --bin cdp-relay` first"
+                .into(),
+        );
     }
-    let rounds: usize = std::env::var("BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(if smoke { 1 } else { 10 });
-    let extra = std::env::var("BENCH_RELAY_ARGS").unwrap_or_default();
-    let extra: Vec<&str> = extra.split_whitespace().collect();
+    let needs_node = !matches!(args.which, Which::Observer | Which::Report) && !args.no_node_peer;
+    if needs_node && !clients.join("node_modules").join("http-proxy").is_dir() {
+        return Err(format!(
+            "the npm clients are not installed (node-http-proxy is one of them): run \
+             `npm ci --prefix {}`, or pass --no-node-peer to leave it out",
+            clients.display()
+        ));
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            // --help and --version are answers; anything else is a usage error (EX_USAGE).
+            return if e.use_stderr() {
+                ExitCode::from(64)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    if let Err(e) = preflight(&args, &clients_dir()) {
+        eprintln!("relay-bench: {e}");
+        return ExitCode::FAILURE;
+    }
+    let smoke = args.smoke;
+    let which = args.which;
+    let rounds = args.rounds.unwrap_or(if smoke { 1 } else { 10 });
+    let extra: Vec<&str> = args.relay_args.split_whitespace().collect();
+    let node = !args.no_node_peer;
     eprintln!(
         "relay binary: {}",
         cdp_relay_tests::relay_binary().display()
     );
-    if which == "observer" || which == "all" {
+    if matches!(which, Which::Observer | Which::All) {
         println!("### The relay's own observer\n");
         println!(
             "{}",
             observer::run(rounds, if smoke { 50 } else { 500 }).await
         );
     }
-    if which == "all" || which == "real" {
+    if matches!(which, Which::Real | Which::All) {
         let sizes = if smoke {
             real::Sizes {
                 small: 20,
@@ -67,9 +161,9 @@ async fn main() {
             }
         };
         println!("### Real Chromium\n");
-        println!("{}", real::run(rounds, &sizes, &extra).await);
+        println!("{}", real::run(rounds, &sizes, &extra, node).await);
     }
-    if which == "all" || which == "synthetic" {
+    if matches!(which, Which::Synthetic | Which::All) {
         let sizes = if smoke {
             synthetic::Sizes {
                 small: 200,
@@ -90,6 +184,56 @@ async fn main() {
             }
         };
         println!("### Synthetic upstream\n");
-        println!("{}", synthetic::run(rounds, &sizes, &extra).await);
+        println!("{}", synthetic::run(rounds, &sizes, &extra, node).await);
+    }
+    if which == Which::Report {
+        println!("### Rendering runs too big to show whole\n");
+        println!("{}", report::run(smoke).await);
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+
+    #[test]
+    fn help_and_bad_words_are_answered_without_running_anything() {
+        let help = Args::try_parse_from(["relay-bench", "--help"]).unwrap_err();
+        assert_eq!(help.kind(), ErrorKind::DisplayHelp);
+        assert!(help.to_string().contains("--no-node-peer"));
+        let bad = Args::try_parse_from(["relay-bench", "everything"]).unwrap_err();
+        assert_eq!(bad.kind(), ErrorKind::InvalidValue);
+        let a =
+            Args::try_parse_from(["relay-bench", "synthetic", "--smoke", "--rounds", "3"]).unwrap();
+        assert_eq!(
+            (a.which, a.smoke, a.rounds),
+            (Which::Synthetic, true, Some(3))
+        );
+    }
+
+    #[test]
+    fn missing_clients_are_one_line_naming_the_fix() {
+        let empty = tempfile::tempdir().unwrap();
+        let args = Args::try_parse_from(["relay-bench", "real"]).unwrap();
+        // Without a built cdp-relay next to the test binary, that is what is reported first.
+        let err = preflight(&args, empty.path()).unwrap_err();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("npm ci") || err.contains("cargo build"),
+            "{err}"
+        );
+        let args = Args::try_parse_from(["relay-bench", "observer"]).unwrap();
+        if let Err(e) = preflight(&args, empty.path()) {
+            assert!(
+                e.contains("cargo build"),
+                "observer needs no npm clients: {e}"
+            );
+        }
+        let args = Args::try_parse_from(["relay-bench", "real", "--no-node-peer"]).unwrap();
+        if let Err(e) = preflight(&args, empty.path()) {
+            assert!(!e.contains("npm"), "{e}");
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! evidence on, cdp-relay `--no-evidence`, nginx (a websocket reverse proxy, Debian's package),
 //! and node-http-proxy (the usual hand-rolled CDP proxy). Each is a child process killed on drop.
 
-use cdp_relay_tests::{clients_dir, RelayProcess};
+use crate::clients_dir;
+use cdp_relay_tests::RelayProcess;
 use std::path::PathBuf;
 use std::process::Stdio;
 use tokio::io::AsyncBufReadExt;
@@ -30,8 +31,9 @@ pub struct Paths {
 
 impl Paths {
     /// Starts every path in front of `upstream` (`http://127.0.0.1:PORT`); `extra` are added to
-    /// both relays' flags. Peers that cannot run here (no nginx, no node) are left out with a note.
-    pub async fn start(upstream: &str, extra: &[&str]) -> Paths {
+    /// both relays' flags; `node`: include node-http-proxy. Peers that cannot run here (no nginx,
+    /// no node) are left out with a note.
+    pub async fn start(upstream: &str, extra: &[&str], node: bool) -> Paths {
         let up_auth = upstream.trim_start_matches("http://").to_owned();
         let evidence = tempfile::tempdir().expect("evidence dir");
         let evidence_dir = evidence.path().to_string_lossy().into_owned();
@@ -75,7 +77,12 @@ impl Paths {
             }
             Err(why) => eprintln!("note: nginx left out: {why}"),
         }
-        match start_node_peer(upstream).await {
+        let peer = if node {
+            start_node_peer(upstream).await
+        } else {
+            Err("--no-node-peer".to_owned())
+        };
+        match peer {
             Ok((child, authority)) => {
                 let pid = child.id();
                 list.push(Path {
@@ -249,7 +256,7 @@ fn first_child(pid: u32) -> Option<u32> {
 }
 
 async fn start_node_peer(upstream: &str) -> Result<(tokio::process::Child, String), String> {
-    let dir = std::panic::catch_unwind(clients_dir).map_err(|_| "npm clients not installed")?;
+    let dir = clients_dir();
     let mut child = tokio::process::Command::new("node")
         .arg("peer-proxy.mjs")
         .arg(upstream)

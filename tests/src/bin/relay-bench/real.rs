@@ -78,9 +78,9 @@ async fn round(url: &str, sizes: &Sizes, out: &mut Samples) {
 }
 
 /// Runs the real-Chromium table; returns it as Markdown.
-pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str]) -> String {
+pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str], node: bool) -> String {
     let chrome = Chromium::start().await;
-    let paths = Paths::start(&chrome.http(), extra).await;
+    let paths = Paths::start(&chrome.http(), extra, node).await;
     let direct = &paths.list[0].authority;
     let direct_url = page_ws(direct).await;
     let urls: Vec<String> = paths

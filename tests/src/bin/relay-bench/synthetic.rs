@@ -234,9 +234,9 @@ fn mib(kib: Option<u64>) -> String {
 }
 
 /// Runs every synthetic scenario; returns the tables as Markdown.
-pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str]) -> String {
+pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str], node: bool) -> String {
     let upstream = start_upstream().await;
-    let paths = Paths::start(&upstream.http, extra).await;
+    let paths = Paths::start(&upstream.http, extra, node).await;
     let n = paths.list.len();
     let mut out = String::new();
 

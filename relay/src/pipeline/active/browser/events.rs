@@ -1,6 +1,6 @@
 //! What the browser and its pages report on the observer's sessions: pages to attach and let
 //! go, the page agent's world and messages, console entries and failed requests (recorded once
-//! per page; failures wait for their frame), navigations and crashes.
+//! per page, repeats counted; failures wait for their frame), navigations and crashes.
 
 use super::{setup, Browser, Done, Page};
 use crate::pipeline::active::frames::After;
@@ -11,7 +11,7 @@ use crate::pipeline::observer::console::{
     console_record, console_status, from_api, from_exception, from_log, network_record,
 };
 use crate::pipeline::observer::{cdp, frame::Frame};
-use crate::pipeline::once::EventKey;
+use crate::pipeline::once::{EventKey, FoldKey};
 use crate::pipeline::Emit;
 use cdp_evidence::{Console, ConsoleLevel, Status};
 use cdp_sanitize::SafeText;
@@ -321,8 +321,13 @@ impl Browser<'_> {
             return;
         };
         let is_error = console_status(&console) == Status::Error;
+        let fold = FoldKey::console(&target, &console);
         let r = console_record(TOOL, console, at)
             .target(self.meta.target(&target, &self.ctx.sanitizer));
+        // A repeat is counted, not recorded, and takes no frame.
+        if !self.ctx.once.fold(fold, &r, at) {
+            return;
+        }
         if is_error {
             let delay = self.opts.failure_debounce;
             self.want(session, After::Failure, delay, Some(r)).await;
@@ -344,9 +349,13 @@ impl Browser<'_> {
         if !self.ctx.once.first(EventKey::request(&target, request_id)) {
             return;
         }
-        tracing::trace!("observer: a failed request; it waits for a frame");
+        let fold = FoldKey::network(&target, &failure.0);
         let r = network_record(TOOL, failure, at)
             .target(self.meta.target(&target, &self.ctx.sanitizer));
+        if !self.ctx.once.fold(fold, &r, at) {
+            return;
+        }
+        tracing::trace!("observer: a failed request; it waits for a frame");
         let delay = self.opts.failure_debounce;
         self.want(session, After::Failure, delay, Some(r)).await;
     }

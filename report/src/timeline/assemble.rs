@@ -1,0 +1,430 @@
+//! The second pass over a journal, and the model built from both.
+//!
+//! The steps the first pass kept are the anchors: every other record belongs to the *slot*
+//! after the last kept step at or before it in time (or to the leading setup slot, or to the gap
+//! where steps were left out). Per slot the pass counts plumbing and failures exactly, keeps the
+//! first few of each whole (bounded heaps by time), remembers the last page seen, and the
+//! artifacts named; failures the tables and the jump list show are kept whole wherever they
+//! are, with their exact number (a failure's number is its rank in time over the whole run).
+//! Memory stays bounded by the caps, whatever the journal's size.
+
+mod finish;
+
+use super::select::{Key, Pass1, StepPick, TopN};
+use super::*;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Artifacts named by records, remembered to attach each once (where it first appears).
+const MAX_ARTIFACTS: usize = 50_000;
+/// Target handles per slot whose last page is remembered (for pages inferred by handle).
+const SLOT_HANDLES: usize = 8;
+
+/// A kept step as its record says.
+struct StepCore {
+    what: What,
+    at_ms: Option<u64>,
+    time_known: bool,
+    duration_ms: Option<u64>,
+    outcome: Outcome,
+    error: Option<String>,
+    source: Option<String>,
+    tool: Option<String>,
+    handle: Option<Box<str>>,
+    /// Its own page (title or URL in its target), if any.
+    page: Option<Page>,
+    fields: Vec<(String, String)>,
+    withheld: Option<String>,
+}
+
+/// A failure kept whole.
+struct FailItem {
+    slot: usize,
+    at_ms: Option<u64>,
+    time_known: bool,
+    what: FailWhat,
+    is_error: bool,
+    source: Option<String>,
+    repeat: Option<Repeat>,
+}
+
+/// An artifact's first appearance.
+struct ArtCand {
+    key: Key,
+    slot: usize,
+    at_ms: Option<u64>,
+    screencast: bool,
+}
+
+#[derive(Default)]
+struct Slot {
+    plumb_counts: BTreeMap<Category, (usize, usize)>,
+    plumbs: Option<TopN<(Key, PlumbOrd)>>,
+    fail_count: usize,
+    fails: Option<TopN<Key>>,
+    /// Kept failures (table rows, jump list) in this slot, by key, and how many failures of
+    /// the slot sort before each (a difference array, summed at the end).
+    ranked: Vec<Key>,
+    before: Vec<u64>,
+    /// The last page seen in the slot, overall and per handle; the first a plumbing record
+    /// gave (for a step that has none before it).
+    last_page: Option<(Key, Page)>,
+    by_handle: Vec<(Box<str>, Key, Page)>,
+    first_plumb_page: Option<(Key, Page, bool)>,
+    withheld: Option<(Key, String)>,
+    /// The earliest record (the setup step's time).
+    first: Option<(Key, Option<u64>, bool)>,
+}
+
+/// `Plumb` ordered by nothing (the key orders the heap).
+struct PlumbOrd(Plumb);
+
+impl PartialEq for PlumbOrd {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for PlumbOrd {}
+impl PartialOrd for PlumbOrd {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for PlumbOrd {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+pub(super) struct Pass2 {
+    caps: Caps,
+    seq: u64,
+    /// Kept steps' keys in time order (head, then tail), and how many are the head.
+    steps: Vec<StepPick>,
+    head: usize,
+    gap: Option<u64>,
+    /// The first step left out: records before it still belong to the last head step.
+    gap_from: Option<Key>,
+    cores: Vec<Option<StepCore>>,
+    slots: Vec<Slot>,
+    tabs: BTreeMap<Box<str>, usize>,
+    framed: HashSet<String>,
+    /// Failures kept whole, by file position.
+    fails: HashMap<u64, FailItem>,
+    /// Positions of the failures the tables and the jump list show.
+    wanted: HashSet<u64>,
+    arts: HashMap<String, ArtCand>,
+}
+
+impl Pass2 {
+    pub(super) fn new(p1: &mut Pass1, caps: Caps) -> Pass2 {
+        let steps_sel = std::mem::replace(&mut p1.steps, select::Edges::new(0, 0));
+        let total = steps_sel.total;
+        let (mut head, tail, between) = steps_sel.into_parts();
+        // Over the cap, the head holds one more: the first step left out, where the gap begins.
+        let mut gap_from = None;
+        let mut gap = None;
+        if total > (p1.steps_head + p1.steps_tail) as u64 {
+            gap_from = head.pop().map(|s| s.key);
+            gap = Some(between + 1);
+        }
+        let head_len = head.len();
+        let mut steps = head;
+        steps.extend(tail);
+        // Slots: setup, one per head step, the gap, one per tail step.
+        let n_slots = 1 + steps.len() + usize::from(gap.is_some());
+        let mut slots: Vec<Slot> = (0..n_slots).map(|_| Slot::default()).collect();
+        let mut wanted = HashSet::new();
+        // Per-step lists shrink with the number of steps (the report's size stays bounded).
+        let caps = Caps {
+            failures_per_step: Caps::share(caps.failures_per_step, caps.failures_total, n_slots),
+            plumbing_per_step: Caps::share(caps.plumbing_per_step, caps.plumbing_total, n_slots),
+            frames_per_step: Caps::share(caps.frames_per_step, caps.frames_total, n_slots),
+            ..caps
+        };
+        let mut pass = Pass2 {
+            caps,
+            seq: 0,
+            cores: (0..steps.len()).map(|_| None).collect(),
+            head: head_len,
+            gap,
+            gap_from,
+            steps,
+            slots: Vec::new(),
+            tabs: p1.tab_numbers(),
+            framed: std::mem::take(&mut p1.framed),
+            fails: HashMap::new(),
+            wanted: HashSet::new(),
+            arts: HashMap::new(),
+        };
+        for sel in [&mut p1.requests, &mut p1.console, &mut p1.jump] {
+            let (h, t, _) = std::mem::replace(sel, select::Edges::new(0, 0)).into_parts();
+            for k in h.into_iter().chain(t) {
+                let s = pass.slot_of(&k);
+                wanted.insert(k.seq());
+                slots[s].ranked.push(k);
+            }
+        }
+        for s in &mut slots {
+            s.ranked.sort();
+            s.ranked.dedup();
+            s.before = vec![0; s.ranked.len() + 1];
+        }
+        pass.slots = slots;
+        pass.wanted = wanted;
+        pass
+    }
+
+    /// The slot of a record that is not a kept step.
+    fn slot_of(&self, key: &Key) -> usize {
+        let i = self.steps.partition_point(|s| s.key <= *key);
+        if i == 0 {
+            return 0;
+        }
+        if self.gap.is_some()
+            && i == self.head
+            && self.gap_from.as_ref().is_none_or(|from| key >= from)
+        {
+            return self.head + 1;
+        }
+        self.step_slot(i - 1)
+    }
+
+    /// The slot of kept step `j`.
+    fn step_slot(&self, j: usize) -> usize {
+        if self.gap.is_some() && j >= self.head {
+            j + 2
+        } else {
+            j + 1
+        }
+    }
+
+    fn note_page(&mut self, slot: usize, key: &Key, handle: Option<&str>, page: &Option<Page>) {
+        // Only a title or a URL makes a page known; a bare tab number does not.
+        let Some(page) = page
+            .as_ref()
+            .filter(|p| p.title.is_some() || p.url.is_some())
+        else {
+            return;
+        };
+        let s = &mut self.slots[slot];
+        if s.last_page.as_ref().is_none_or(|(k, _)| key > k) {
+            s.last_page = Some((key.clone(), page.clone()));
+        }
+        if let Some(h) = handle {
+            let room = s.by_handle.len() < SLOT_HANDLES;
+            match s.by_handle.iter_mut().find(|(x, _, _)| &**x == h) {
+                Some((_, k, p)) if key > k => {
+                    *k = key.clone();
+                    *p = page.clone();
+                }
+                Some(_) => {}
+                None if room => s.by_handle.push((h.into(), key.clone(), page.clone())),
+                None => {}
+            }
+        }
+    }
+
+    fn note_artifacts<'a>(
+        &mut self,
+        paths: impl Iterator<Item = &'a String>,
+        key: &Key,
+        slot: usize,
+        at_ms: Option<u64>,
+        screencast: bool,
+    ) {
+        for path in paths.take(MAX_RECORD_ARTIFACTS) {
+            let room = self.arts.len() < MAX_ARTIFACTS;
+            match self.arts.get_mut(path) {
+                Some(c) if *key < c.key => {
+                    *c = ArtCand {
+                        key: key.clone(),
+                        slot,
+                        at_ms,
+                        screencast,
+                    };
+                }
+                Some(_) => {}
+                None if room => {
+                    self.arts.insert(
+                        path.clone(),
+                        ArtCand {
+                            key: key.clone(),
+                            slot,
+                            at_ms,
+                            screencast,
+                        },
+                    );
+                }
+                None => {}
+            }
+        }
+    }
+
+    pub(super) fn record(&mut self, r: &StoredRecord) {
+        let seq = self.seq;
+        self.seq += 1;
+        let (key, at_ms, time_known) = Key::of(r, seq);
+        let handle = handle_of(r.target.as_ref());
+        let page = page_of(
+            r.target.as_ref(),
+            handle.and_then(|h| self.tabs.get(h).copied()),
+        );
+        let (role, _) = role(r, r.typed_payload());
+        let source = r
+            .source
+            .as_deref()
+            .filter(|s| *s != "relay")
+            .map(|s| line(s, MAX_WORD));
+        let error = r.error.as_deref().map(|e| line(e, MAX_ERROR));
+        let status = Outcome::of(r.status.as_deref());
+        if let Role::Step(what) = role {
+            let Ok(j) = self.steps.binary_search_by(|s| s.key.cmp(&key)) else {
+                // A step left out with the gap.
+                return;
+            };
+            let slot = self.step_slot(j);
+            self.note_page(slot, &key, handle, &page);
+            self.note_artifacts(r.artifacts.iter(), &key, slot, at_ms, false);
+            let mut fields = Vec::new();
+            if matches!(what, What::Generic { .. } | What::Action { .. }) {
+                fields = flatten(&r.payload);
+                fields.retain(|(k, _)| k != "method" && k != "url");
+            }
+            self.cores[j] = Some(StepCore {
+                what,
+                at_ms,
+                time_known,
+                duration_ms: r.duration_ms,
+                outcome: status,
+                error,
+                source,
+                tool: r.tool.as_deref().map(|t| line(t, MAX_WORD)),
+                handle: handle.map(Box::from),
+                page,
+                fields,
+                withheld: withheld_reason(r),
+            });
+            return;
+        }
+        let slot = self.slot_of(&key);
+        {
+            let s = &mut self.slots[slot];
+            if s.first.as_ref().is_none_or(|(k, _, _)| key < *k) {
+                s.first = Some((key.clone(), at_ms, time_known));
+            }
+        }
+        self.note_page(slot, &key, handle, &page);
+        match role {
+            Role::Step(_) | Role::Marker => {}
+            Role::Plumb(Category::Frame, _) => {
+                // The relay's own picture belongs to the last step on its tab (another tab may
+                // have moved on meanwhile); in the gap it is left out with its steps.
+                let target = if self.gap.is_some() && slot == self.head + 1 {
+                    slot
+                } else {
+                    let i = self.steps.partition_point(|s| s.key <= key);
+                    let same = handle.and_then(|h| {
+                        self.steps[..i]
+                            .iter()
+                            .rposition(|s| s.handle.as_deref() == Some(h))
+                    });
+                    match same {
+                        Some(j) if !(self.gap.is_some() && i > self.head && j < self.head) => {
+                            self.step_slot(j)
+                        }
+                        _ => slot,
+                    }
+                };
+                self.note_artifacts(r.artifacts.iter(), &key, target, at_ms, false);
+                if let Some(w) = withheld_reason(r) {
+                    let s = &mut self.slots[target];
+                    if s.withheld.as_ref().is_none_or(|(k, _)| key < *k) {
+                        s.withheld = Some((key.clone(), w));
+                    }
+                }
+            }
+            Role::Plumb(category, label) => {
+                let cap = self.caps.plumbing_per_step;
+                let s = &mut self.slots[slot];
+                let e = s.plumb_counts.entry(category).or_insert((0, 0));
+                e.0 += 1;
+                if status == Outcome::Error {
+                    e.1 += 1;
+                }
+                if let Some(p) = &page {
+                    let inferred = false;
+                    if s.first_plumb_page.as_ref().is_none_or(|(k, _, _)| key < *k) {
+                        s.first_plumb_page = Some((key.clone(), p.clone(), inferred));
+                    }
+                }
+                let plumb = Plumb {
+                    label,
+                    at_ms,
+                    duration_ms: r.duration_ms,
+                    outcome: status,
+                    error,
+                };
+                s.plumbs
+                    .get_or_insert_with(|| TopN::new(cap))
+                    .offer((key.clone(), PlumbOrd(plumb)));
+                self.note_artifacts(
+                    r.artifacts.iter(),
+                    &key,
+                    slot,
+                    at_ms,
+                    category == Category::Screencast,
+                );
+            }
+            Role::Fail(what, is_error) => {
+                let cap = self.caps.failures_per_step;
+                let s = &mut self.slots[slot];
+                s.fail_count += 1;
+                let p = s.ranked.partition_point(|k| *k <= key);
+                s.before[p] += 1;
+                let evicted = s
+                    .fails
+                    .get_or_insert_with(|| TopN::new(cap))
+                    .offer(key.clone());
+                let kept = evicted.as_ref() != Some(&key);
+                if let Some(out) = evicted {
+                    if !self.wanted.contains(&out.seq()) {
+                        self.fails.remove(&out.seq());
+                    }
+                }
+                if kept || self.wanted.contains(&seq) {
+                    let repeat = r.repeat.as_ref().map(|rep| Repeat {
+                        count: rep.count,
+                        first_ms: rep
+                            .first_at
+                            .as_deref()
+                            .and_then(cdp_evidence::time::parse_rfc3339_millis),
+                        last_ms: rep
+                            .last_at
+                            .as_deref()
+                            .and_then(cdp_evidence::time::parse_rfc3339_millis),
+                    });
+                    self.fails.insert(
+                        seq,
+                        FailItem {
+                            slot,
+                            at_ms,
+                            time_known,
+                            what,
+                            is_error,
+                            source,
+                            repeat,
+                        },
+                    );
+                }
+                // A frame the relay's own frame record carries is shown in the step it was
+                // taken in (maybe a later page), not here: the failure links to it.
+                let own: Vec<&String> = r
+                    .artifacts
+                    .iter()
+                    .filter(|p| !self.framed.contains(*p))
+                    .collect();
+                self.note_artifacts(own.into_iter(), &key, slot, at_ms, false);
+            }
+        }
+    }
+}
