@@ -50,9 +50,10 @@ mod run;
 mod rundir;
 mod store;
 pub mod time;
+mod tool;
 
 pub use error::Error;
-pub use ids::{validate_id, Source, MAX_ID_LEN};
+pub use ids::{validate_id, ActionId, Source, MAX_ID_LEN};
 #[doc(hidden)]
 pub use journal::{TEST_HOOK_TORN_APPEND_ENV, TEST_HOOK_TORN_APPEND_READY};
 pub use manifest::{Manifest, ManifestTotals, Redactions, RunStatus, Truncation, EVIDENCE_VERSION};
@@ -69,10 +70,12 @@ pub use record::{
     LifecycleEvent, LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Sanitized, Status,
     Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork,
     StoredVerification, Verification, VerificationOf, Verified, BUILTIN_KINDS, TARGET_FIELDS,
+    TOOL_CALL_FIELD,
 };
 pub use retention::{PruneReport, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals};
 pub use rundir::{check_artifact_path, ArtifactFile, ArtifactRefusal, RunDir};
+pub use tool::{JsonType, StoredToolArgument, ToolArgument, ToolArgumentOf, ToolResult};
 pub use store::{
     EvidenceConfig, Store, DEFAULT_ARTIFACT_BUDGET_BYTES, DEFAULT_KEEP_FINALIZED_RUNS,
     DEFAULT_MAX_RECORD_BYTES, DEFAULT_ROOT, MIN_MAX_RECORD_BYTES,
