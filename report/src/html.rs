@@ -7,7 +7,9 @@
 
 use crate::model::{Level, Report, RunState};
 use crate::text::{bytes, count, duration, offset};
-use crate::timeline::{FailWhat, Failure, Frame, FrameState, Headline, Outcome, Page, Step, What};
+use crate::timeline::{
+    FailWhat, Failure, Frame, FrameState, Headline, Outcome, Page, Step, ToolCall, What,
+};
 use base64::Engine as _;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use sha2::{Digest, Sha256};
@@ -226,6 +228,7 @@ fn step(r: &Report, s: &Step) -> Markup {
                 }
                 @if let Some(p) = &s.page { (page(p, s.page_inferred, tl.tabs)) }
                 @if let What::Type { verdict: Some(v), .. } = &s.what { (verdict(v)) }
+                @if let What::ToolCall(c) = &s.what { (tool_call(r, c)) }
                 @if let Some(e) = &s.error { p.err.u { (e) } }
                 @if !s.fields.is_empty() {
                     dl.fields { @for (k, v) in &s.fields { dt.u { (k) } dd.u { (v) } } }
@@ -608,6 +611,27 @@ fn records(r: &Report) -> Markup {
 }
 
 /// Whether typed text landed, as the relay's observer judged it in the page (value-free).
+/// What a tool call returned, and the CDP actions done during it.
+fn tool_call(r: &Report, c: &ToolCall) -> Markup {
+    html! {
+        @if let Some(ret) = &c.returned { p.small { "Returned " (ret) } }
+        @if !c.effects.is_empty() {
+            ol.effects aria-label="In the browser" {
+                @for e in &c.effects {
+                    li {
+                        span.t2 { (at(r, e.at_ms, true)) }
+                        (headline(&e.headline()))
+                        @if e.outcome != Outcome::Ok { " " (badge(&e.outcome)) }
+                        @if let Some(err) = &e.error { " " span.u.fe { (err) } }
+                        @if let Some(v) = e.verdict() { (verdict(v)) }
+                    }
+                }
+                @if c.more_effects > 0 { li { "… " (c.more_effects) " more" } }
+            }
+        }
+    }
+}
+
 fn verdict(v: &crate::timeline::Verdict) -> Markup {
     let (class, mark, word) = match v.verified.as_str() {
         "true" => ("v-ok", "✓", "landed"),

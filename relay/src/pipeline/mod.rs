@@ -13,6 +13,7 @@
 //! observer → stop the active one → finalize → render → prune).
 
 pub(crate) mod active;
+pub mod calls;
 pub mod capture;
 pub mod observer;
 pub(crate) mod once;
@@ -26,6 +27,7 @@ use crate::Error;
 use active::{Active, ActiveOptions};
 
 pub use active::ActiveOptions as ObserveOptions;
+use calls::ToolCalls;
 use capture::CapturePolicy;
 use cdp_evidence::{EvidenceConfig, Store};
 use cdp_sanitize::{Sanitizer, SecretError};
@@ -89,6 +91,8 @@ pub struct PipelineHandle {
     session: String,
     /// Set when the active observer is configured: the pages it covers.
     observed: Option<Arc<OncePerPage>>,
+    /// Agent tool calls in flight, for linking records to them.
+    calls: ToolCalls,
 }
 
 /// The evidence run as `/relay/v1/status` shows it.
@@ -132,6 +136,12 @@ impl PipelineHandle {
     /// The shared screenshot veto.
     pub fn capture(&self) -> &Arc<CapturePolicy> {
         &self.capture
+    }
+
+    /// The agent tool calls records are linked to (`payload.toolCall`): a producer of tool calls
+    /// says when each begins and ends.
+    pub fn calls(&self) -> &ToolCalls {
+        &self.calls
     }
 
     /// Triggers from the passive observer, from now on.
@@ -213,8 +223,15 @@ impl Pipeline {
             .clone()
             .unwrap_or_else(default_session_name);
         let run = store.join_session(&session, "relay").map_err(|e| off(&e))?;
-        let (writer, writer_thread) = writer::start(store, session.clone(), run, sanitizer.clone())
-            .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
+        let calls = ToolCalls::default();
+        let (writer, writer_thread) = writer::start(
+            store,
+            session.clone(),
+            run,
+            sanitizer.clone(),
+            calls.clone(),
+        )
+        .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
         let (tap, rx) = Tap::channel(QUEUE_CAPACITY);
         let capture = Arc::new(CapturePolicy::new(settings.screenshots));
         let (triggers, _) = broadcast::channel(256);
@@ -262,6 +279,7 @@ impl Pipeline {
                 triggers,
                 session,
                 observed,
+                calls,
             },
             observer: Some(thread),
             writer: Some(writer_thread),

@@ -7,6 +7,7 @@
 //! A failing write (disk full, permissions) is counted and logged once, never retried forever;
 //! forwarding never notices. Nothing here logs a record's contents.
 
+use super::calls::ToolCalls;
 use cdp_evidence::{ArtifactOutcome, Record, Run, Store, Totals};
 use cdp_sanitize::Sanitizer;
 use std::path::PathBuf;
@@ -57,6 +58,12 @@ enum Msg {
     Finish {
         dropped: u64,
         reply: std::sync::mpsc::Sender<WriterSummary>,
+    },
+    /// Everything sent before is written: reply (after finalizing, rendering and moving on to
+    /// the session's next run, when `rotate`).
+    Sync {
+        rotate: bool,
+        reply: tokio::sync::oneshot::Sender<Option<WriterSummary>>,
     },
 }
 
@@ -136,6 +143,37 @@ impl RunWriter {
         self.failures.load(Ordering::Relaxed)
     }
 
+    /// Waits until everything sent before has been written (for a reader of the journal).
+    pub async fn sync(&self) {
+        let (reply, done) = tokio::sync::oneshot::channel();
+        if self
+            .tx
+            .send(Msg::Sync {
+                rotate: false,
+                reply,
+            })
+            .await
+            .is_ok()
+        {
+            let _ = done.await;
+        }
+    }
+
+    /// Finalizes and renders the run now, once everything sent before is written, and goes on
+    /// recording in the session's next run. Returns the finalized run's summary (`None` when the
+    /// writer is gone or the next run could not be joined).
+    pub async fn rotate(&self) -> Option<WriterSummary> {
+        let (reply, done) = tokio::sync::oneshot::channel();
+        self.tx
+            .send(Msg::Sync {
+                rotate: true,
+                reply,
+            })
+            .await
+            .ok()?;
+        done.await.ok().flatten()
+    }
+
     /// Finalizes the run with `dropped` evidence counted elsewhere, once everything sent before
     /// has been written. Blocks; call from a blocking context.
     pub(crate) fn finish_blocking(&self, dropped: u64) -> Option<WriterSummary> {
@@ -152,6 +190,7 @@ pub(crate) fn start(
     session: String,
     run: Run,
     sanitizer: Arc<Sanitizer>,
+    calls: ToolCalls,
 ) -> std::io::Result<(RunWriter, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let current = Arc::new(Mutex::new(CurrentRun {
@@ -172,6 +211,7 @@ pub(crate) fn start(
         failures,
         warned: false,
         sanitizer,
+        calls,
     };
     let thread = std::thread::Builder::new()
         .name("cdp-relay-writer".into())
@@ -187,6 +227,8 @@ struct Writer {
     failures: Arc<AtomicU64>,
     warned: bool,
     sanitizer: Arc<Sanitizer>,
+    /// Agent tool calls, for linking records to the call they happened during.
+    calls: ToolCalls,
 }
 
 impl Writer {
@@ -204,6 +246,10 @@ impl Writer {
                     let _ = reply.send(self.finish(dropped));
                     return;
                 }
+                Msg::Sync { rotate, reply } => {
+                    let done = if rotate { self.rotate() } else { None };
+                    let _ = reply.send(done);
+                }
             }
         }
         // Every handle is gone without a finish request (an error path): still finalize.
@@ -211,7 +257,13 @@ impl Writer {
     }
 
     /// Appends records in order; consecutive plain records share one journal lock.
-    fn write(&mut self, batch: Vec<Emit>) {
+    fn write(&mut self, mut batch: Vec<Emit>) {
+        for emit in &mut batch {
+            match emit {
+                Emit::Record(r) | Emit::WithArtifact { record: r, .. } => self.calls.link(r),
+                Emit::Shared { records, .. } => records.iter_mut().for_each(|r| self.calls.link(r)),
+            }
+        }
         let mut plain: Vec<Record> = Vec::with_capacity(batch.len());
         for emit in batch {
             match emit {
@@ -299,6 +351,12 @@ impl Writer {
                 false
             }
         }
+    }
+
+    /// Finalize → render → prune, then join the session's next run for what comes after.
+    fn rotate(&mut self) -> Option<WriterSummary> {
+        let summary = self.finish(0);
+        self.rejoin().then_some(summary)
     }
 
     /// Finalize → render → prune.

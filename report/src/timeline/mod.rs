@@ -26,8 +26,10 @@ use cdp_evidence::{LifecycleEvent, MarkerKind, StoredPayload, StoredRecord};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
+mod mcp;
 mod types;
 
+pub(crate) use mcp::ToolCall;
 pub(crate) use types::*;
 
 /// Where a record sorts: its time (parsed `startedAt`, else the `actionId` millisecond prefix,
@@ -268,7 +270,7 @@ fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
         method: str_of(&r.payload, "method").map(|m| line(m, MAX_WORD)),
     };
     let role = match typed {
-        StoredPayload::Action(a) => action_role(&a, foreign),
+        StoredPayload::Action(a) => mcp::action(r, &a, foreign),
         StoredPayload::Network(n) => Role::Fail(
             FailWhat::Request {
                 method: line(&n.method, 16),
@@ -297,19 +299,24 @@ fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
                 is_error,
             )
         }
-        StoredPayload::Lifecycle(l) => match l.event {
-            LifecycleEvent::UpstreamLost => Role::Fail(
-                FailWhat::ConnectionLost {
-                    detail: l.detail.as_deref().map(|d| line(d, MAX_ERROR)),
-                },
-                true,
-            ),
-            LifecycleEvent::ClientConnected => {
-                Role::Plumb(Category::Connection, "client connected".into())
-            }
-            LifecycleEvent::ClientDisconnected => {
-                Role::Plumb(Category::Connection, "client disconnected".into())
-            }
+        StoredPayload::Lifecycle(l) => match mcp::lifecycle_role(&l) {
+            Some(role) => role,
+            None => match l.event {
+                LifecycleEvent::UpstreamLost => Role::Fail(
+                    FailWhat::ConnectionLost {
+                        detail: l.detail.as_deref().map(|d| line(d, MAX_ERROR)),
+                    },
+                    true,
+                ),
+                LifecycleEvent::ClientConnected => {
+                    Role::Plumb(Category::Connection, "client connected".into())
+                }
+                LifecycleEvent::ClientDisconnected => {
+                    Role::Plumb(Category::Connection, "client disconnected".into())
+                }
+                // The gateway's events, handled above.
+                _ => Role::Step(generic(r)),
+            },
         },
         StoredPayload::Marker(_) => Role::Marker,
         StoredPayload::Mismatch if r.kind == "network" || r.kind == "console" => Role::Fail(
@@ -473,6 +480,8 @@ pub(crate) fn build(
         .flat_map(|r| &r.artifacts)
         .collect();
     let mut last_end: Option<u64> = None;
+    // Tool call steps by their action id: records naming one fold into it.
+    let mut calls: HashMap<&str, usize> = HashMap::new();
 
     for (at_ms, time_known, r) in order {
         *tl.kinds.entry(line(&r.kind, MAX_WORD)).or_insert(0) += 1;
@@ -497,6 +506,24 @@ pub(crate) fn build(
             .filter(|s| *s != "relay")
             .map(|s| line(s, MAX_WORD));
         let error = r.error.as_deref().map(|e| line(e, MAX_ERROR));
+        if let Some(&index) = r.tool_call().and_then(|id| calls.get(id)) {
+            if !matches!(role, Role::Marker) {
+                mcp::fold(
+                    &mut tl,
+                    index,
+                    role,
+                    r,
+                    at_ms,
+                    time_known,
+                    status,
+                    error,
+                    page,
+                    &mut attached,
+                    &framed,
+                );
+                continue;
+            }
+        }
         match role {
             Role::Marker => marker(&mut tl.markers, r, &typed),
             Role::Step(what) => {
@@ -520,10 +547,9 @@ pub(crate) fn build(
                 }
                 numbered += 1;
                 let number = numbered;
-                let mut fields = Vec::new();
-                if matches!(what, What::Generic { .. } | What::Action { .. }) {
-                    fields = flatten(&r.payload);
-                    fields.retain(|(k, _)| k != "method" && k != "url");
+                let fields = mcp::step_fields(r, &what);
+                if matches!(what, What::ToolCall(_)) {
+                    calls.insert(&r.action_id, tl.steps.len());
                 }
                 let withheld = withheld_reason(r);
                 let mut step = Step {
@@ -617,6 +643,7 @@ pub(crate) fn build(
             }
         }
     }
+    mcp::finish(&mut tl);
     tl.tabs = pages.tabs.len();
     tl.start_ms = manifest_start_ms.or(first_known);
     tl.end_ms = manifest_end_ms.or(last_end);
