@@ -75,8 +75,8 @@ pub use record::{
 pub use retention::{PruneReport, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals};
 pub use rundir::{check_artifact_path, ArtifactFile, ArtifactRefusal, RunDir};
-pub use tool::{JsonType, StoredToolArgument, ToolArgument, ToolArgumentOf, ToolResult};
 pub use store::{
     EvidenceConfig, Store, DEFAULT_ARTIFACT_BUDGET_BYTES, DEFAULT_KEEP_FINALIZED_RUNS,
     DEFAULT_MAX_RECORD_BYTES, DEFAULT_ROOT, MIN_MAX_RECORD_BYTES,
 };
+pub use tool::{JsonType, StoredToolArgument, ToolArgument, ToolArgumentOf, ToolResult};

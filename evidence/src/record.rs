@@ -1051,18 +1051,24 @@ mod tests {
             ),
         ));
         for r in [&action, &failure, &custom] {
-            let direct: Value = serde_json::from_slice(
-                &r.to_json("id-1", &Source::RELAY, "sess", at).unwrap(),
-            )
-            .unwrap();
-            assert_eq!(direct["payload"][TOOL_CALL_FIELD], call.as_str(), "{direct}");
+            let direct: Value =
+                serde_json::from_slice(&r.to_json("id-1", &Source::RELAY, "sess", at).unwrap())
+                    .unwrap();
+            assert_eq!(
+                direct["payload"][TOOL_CALL_FIELD],
+                call.as_str(),
+                "{direct}"
+            );
             assert_eq!(direct, value(r));
             let stored = crate::StoredRecord::from_value(direct).unwrap();
             assert_eq!(stored.tool_call(), Some(call.as_str()));
         }
         // The typed read model is unaffected by the link.
         let stored = crate::StoredRecord::from_value(value(&failure)).unwrap();
-        assert!(matches!(stored.typed_payload(), crate::StoredPayload::Network(_)));
+        assert!(matches!(
+            stored.typed_payload(),
+            crate::StoredPayload::Network(_)
+        ));
         // Markers and payloads the link cannot join stay as they are.
         let marker = link(Record::new(
             SafeText::literal("cdp-evidence"),

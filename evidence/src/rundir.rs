@@ -234,7 +234,10 @@ impl RunDir {
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io("cannot read", &path, e))?;
         if bytes.len() as u64 > max {
-            return Err(Error::confinement(path, "is larger than this reader accepts"));
+            return Err(Error::confinement(
+                path,
+                "is larger than this reader accepts",
+            ));
         }
         Ok(Some(bytes))
     }
@@ -425,7 +428,13 @@ mod tests {
             Err(Error::Confinement { .. })
         ));
         assert!(run.read_file("sub.md", 100).is_err());
-        for bad in ["../secret.md", "artifacts/x.png", "/etc/passwd", "..", ".lock"] {
+        for bad in [
+            "../secret.md",
+            "artifacts/x.png",
+            "/etc/passwd",
+            "..",
+            ".lock",
+        ] {
             assert!(
                 matches!(run.read_file(bad, 100), Err(Error::InvalidId { .. })),
                 "{bad}"

@@ -7,6 +7,8 @@
 //!   Chrome's access policy, websocket splicing byte for byte.
 //! - [`pipeline`]: tap → observer → run writer → journal, off the hot path.
 //! - [`launch`]: the Chromium the relay starts and owns (`cdp-relay launch`).
+//! - `mcp` (feature `mcp`): the MCP gateway of `cdp-relay mcp`, which wraps an agent's browser
+//!   MCP server and records what each tool call did.
 //!
 //! The `cdp-relay` command line lives in the binary (`src/main.rs`, `src/cli/`), not here.
 //!
@@ -33,6 +35,8 @@
 mod config;
 mod error;
 pub mod launch;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod pipeline;
 pub mod proxy;
 mod stats;

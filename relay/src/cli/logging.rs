@@ -5,11 +5,12 @@ use tracing_subscriber::EnvFilter;
 
 /// Installs the stderr subscriber. `RUST_LOG` wins over `-v`.
 pub fn init(verbose: u8) {
+    // rmcp is silent: its own logs print whole MCP messages (tool arguments, page text).
     let default = match verbose {
-        0 => "cdp_relay=info,cdp_evidence=info,warn",
-        1 => "cdp_relay=debug,cdp_evidence=debug,info",
+        0 => "cdp_relay=info,cdp_evidence=info,rmcp=off,warn",
+        1 => "cdp_relay=debug,cdp_evidence=debug,rmcp=off,info",
         // Dependencies stay at info: at trace, websocket libraries print whole frames.
-        _ => "cdp_relay=trace,cdp_evidence=trace,info",
+        _ => "cdp_relay=trace,cdp_evidence=trace,rmcp=off,info",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()

@@ -93,7 +93,7 @@ pub(crate) struct Running {
 impl Running {
     /// Binds first (a relay that cannot listen leaves no evidence run behind), then starts the
     /// pipeline and serves.
-    async fn start(config: Config, evidence: Evidence) -> anyhow::Result<Running> {
+    pub(crate) async fn start(config: Config, evidence: Evidence) -> anyhow::Result<Running> {
         let settings = config.evidence.clone();
         let upstream = config.upstream.clone();
         let mut relay = Relay::bind(config).await?;
@@ -118,6 +118,11 @@ impl Running {
             task,
             pipeline,
         })
+    }
+
+    /// The evidence pipeline's handle, when evidence is recorded.
+    pub(crate) fn handle(&self) -> Option<&cdp_relay::PipelineHandle> {
+        self.pipeline.as_ref().map(Pipeline::handle)
     }
 
     /// The relay's endpoint, `http://127.0.0.1:PORT`.

@@ -1,0 +1,237 @@
+//! The gateway's records: one `action` per tool call (`source: "mcp"`), and the gateway's
+//! lifecycle events. The one module that writes them, through the run writer every other
+//! producer in the relay uses; and the one place that registers the text an agent types.
+//!
+//! A call is registered with the pipeline's [`ToolCalls`](crate::pipeline::calls::ToolCalls)
+//! when it begins (so the CDP records it causes name it) and its record is written when it ends
+//! — or, if it never ends (the agent left, the handler was dropped), as `interrupted`.
+//! Arguments are reduced by [`super::args`]; results are never kept, only their counts, the
+//! `isError` flag and a sanitized first line of an error. Nothing here logs an argument.
+
+use super::args;
+use crate::pipeline::{Emit, PipelineHandle};
+use cdp_evidence::{
+    Action, ActionId, Lifecycle, LifecycleEvent, Record, RecordKind, Source, Status, ToolArgument,
+    ToolResult,
+};
+use cdp_sanitize::{SafeText, Sanitizer};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Instant, SystemTime};
+
+/// The `tool` of the gateway's own records and tools.
+pub(crate) const GATEWAY_TOOL: &str = "cdp-relay";
+
+/// A call begun and not yet written.
+struct Pending {
+    tool: SafeText,
+    method: SafeText,
+    arguments: Vec<ToolArgument>,
+    start: SystemTime,
+    clock: Instant,
+}
+
+/// How a call ended.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub status: Option<Status>,
+    pub result: Option<ToolResult>,
+    /// Raw error text (sanitized here, first line only).
+    pub error: Option<String>,
+    /// An agent's name for a step (`evidence_mark_step`), raw.
+    pub label: Option<String>,
+}
+
+impl Outcome {
+    pub(crate) fn ok(result: Option<ToolResult>) -> Outcome {
+        Outcome {
+            status: Some(Status::Ok),
+            result,
+            ..Outcome::default()
+        }
+    }
+
+    pub(crate) fn error(error: impl Into<String>) -> Outcome {
+        Outcome {
+            status: Some(Status::Error),
+            error: Some(error.into()),
+            ..Outcome::default()
+        }
+    }
+
+    pub(crate) fn interrupted(why: impl Into<String>) -> Outcome {
+        Outcome {
+            status: Some(Status::Interrupted),
+            error: Some(why.into()),
+            ..Outcome::default()
+        }
+    }
+}
+
+/// Writes the gateway's records; a no-op without evidence.
+pub(crate) struct Recorder {
+    handle: Option<PipelineHandle>,
+    pending: Mutex<HashMap<ActionId, Pending>>,
+}
+
+/// A call in flight. Ending it writes its record; dropping it unended writes it interrupted.
+pub(crate) struct Call {
+    id: ActionId,
+    recorder: Arc<Recorder>,
+}
+
+impl Recorder {
+    pub(crate) fn new(handle: Option<PipelineHandle>) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            handle,
+            pending: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub(crate) fn handle(&self) -> Option<&PipelineHandle> {
+        self.handle.as_ref()
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<ActionId, Pending>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Calls begun and not ended.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.pending().len()
+    }
+
+    /// Registers the text the agent types in this call as secrets of the run, so an echo on
+    /// the page, in a console message or in the server's stderr is masked — before the call is
+    /// forwarded. The one call site of the sanitizer's typed-literal API.
+    pub(crate) fn protect_typed(&self, literals: &[&str]) {
+        if let Some(h) = &self.handle {
+            for literal in literals {
+                h.sanitizer().register_typed(literal);
+            }
+        }
+    }
+
+    /// A call of `tool` on `server` begins: its typed text is protected, its arguments reduced,
+    /// and it is announced to the pipeline so records made meanwhile name it.
+    pub(crate) fn begin(
+        self: &Arc<Self>,
+        server: &str,
+        tool: &str,
+        arguments: Option<&Map<String, Value>>,
+    ) -> Call {
+        let start = SystemTime::now();
+        let id = ActionId::at(start);
+        if let Some(h) = &self.handle {
+            self.protect_typed(&args::typed_literals(tool, arguments));
+            let s = h.sanitizer();
+            let pending = Pending {
+                tool: s.text_capped(server, 128),
+                method: s.text_capped(tool, 128),
+                arguments: args::reduce(s, arguments),
+                start,
+                clock: Instant::now(),
+            };
+            self.pending().insert(id.clone(), pending);
+            h.calls().begin(id.clone(), start);
+        }
+        Call {
+            id,
+            recorder: self.clone(),
+        }
+    }
+
+    /// The record of a call that ended; `None` if it was written already.
+    fn finish(&self, id: &ActionId, outcome: Outcome) -> Option<Emit> {
+        let h = self.handle.as_ref()?;
+        let p = self.pending().remove(id)?;
+        let duration = p.clock.elapsed();
+        h.calls().end(id, p.start + duration);
+        let s = h.sanitizer();
+        let mut action = Action::new(p.method);
+        if !p.arguments.is_empty() {
+            action.arguments = Some(p.arguments);
+        }
+        action.result = outcome.result;
+        action.label = outcome.label.as_deref().map(|l| s.text_capped(l, 200));
+        let mut record = Record::new(p.tool, RecordKind::Action(action))
+            .source(Source::MCP)
+            .action_id(id.clone())
+            .started_at(p.start)
+            .duration(duration)
+            .status(outcome.status.unwrap_or(Status::Ok));
+        if let Some(e) = outcome.error.as_deref() {
+            record = record.error(first_line(s, e));
+        }
+        Some(Emit::Record(record))
+    }
+
+    /// Writes every call still in flight as interrupted (the gateway is stopping).
+    pub(crate) async fn abandon_all(&self, why: &str) {
+        let ids: Vec<ActionId> = self.pending().keys().cloned().collect();
+        let batch: Vec<Emit> = ids
+            .iter()
+            .filter_map(|id| self.finish(id, Outcome::interrupted(why)))
+            .collect();
+        if let Some(h) = &self.handle {
+            h.writer().send(batch).await;
+        }
+    }
+
+    /// Records a lifecycle event of the gateway.
+    pub(crate) async fn lifecycle(
+        &self,
+        event: LifecycleEvent,
+        status: Status,
+        detail: Option<&str>,
+    ) {
+        let Some(h) = &self.handle else {
+            return;
+        };
+        let mut l = Lifecycle::new(event, 0);
+        l.detail = detail.map(|d| h.sanitizer().text_capped(d, 300));
+        let record = Record::new(SafeText::literal(GATEWAY_TOOL), RecordKind::Lifecycle(l))
+            .source(Source::MCP)
+            .status(status);
+        h.writer().send(vec![Emit::Record(record)]).await;
+    }
+}
+
+impl Call {
+    /// Ends the call and writes its record.
+    pub(crate) async fn end(self, outcome: Outcome) {
+        if let (Some(emit), Some(h)) = (
+            self.recorder.finish(&self.id, outcome),
+            self.recorder.handle.as_ref(),
+        ) {
+            h.writer().send(vec![emit]).await;
+        }
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        // Not ended: the handler was dropped (the agent cancelled, or left). Written without
+        // waiting; a full queue counts it as lost evidence.
+        if let (Some(emit), Some(h)) = (
+            self.recorder
+                .finish(&self.id, Outcome::interrupted("the call was abandoned")),
+            self.recorder.handle.as_ref(),
+        ) {
+            h.writer().try_send(vec![emit]);
+        }
+    }
+}
+
+/// The first line of an error, sanitized and capped.
+fn first_line(s: &Sanitizer, e: &str) -> SafeText {
+    // Sanitize the whole text first: a secret split by the cut must not leave half of itself.
+    let whole = s.error(e);
+    let first = whole.as_str().lines().next().unwrap_or("").trim();
+    if first.len() == whole.as_str().len() {
+        whole
+    } else {
+        s.text_capped(first, 300)
+    }
+}
