@@ -4,10 +4,10 @@
 //! the agent leaving mid-call, a 20 MB result, a borrowed tool name, signals — plus the
 //! confinement of the `evidence://` resources. The browser behind the relay is a real Chromium.
 
-use cdp_evidence::StoredRecord;
 // Log messages are deprecated by SEP-2577, and still what servers send.
 #![allow(deprecated)]
 
+use cdp_evidence::StoredRecord;
 use cdp_relay_tests::files::Scratch;
 use cdp_relay_tests::mcp::McpGateway;
 use cdp_relay_tests::within;
@@ -26,7 +26,11 @@ fn args(extra_relay: &[&str], fake_args: &[&str]) -> Vec<String> {
 }
 
 async fn gateway(scratch: &Scratch, fake_args: &[&str]) -> McpGateway {
-    McpGateway::spawn(&args(&[], fake_args), &[("TMPDIR", scratch.path().as_os_str())]).await
+    McpGateway::spawn(
+        &args(&[], fake_args),
+        &[("TMPDIR", scratch.path().as_os_str())],
+    )
+    .await
 }
 
 /// The journal of the only run, as records.
