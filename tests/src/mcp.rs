@@ -115,7 +115,7 @@ impl McpGateway {
             stderr_task,
             evidence,
         };
-        match within("the MCP handshake", agent.serve((stdout, stdin))).await {
+        match within("the MCP handshake", agent.serve(cdp_relay::mcp::transport(stdout, stdin))).await {
             Ok(client) => gw.client = Some(client),
             Err(e) => {
                 let closed = gw.close().await;
@@ -126,6 +126,33 @@ impl McpGateway {
             }
         }
         gw
+    }
+
+    /// Spawns `cdp-relay mcp <args>` expecting it to fail before it serves: no handshake,
+    /// just its exit.
+    pub async fn spawn_failing(args: &[String], env: &[(&str, &std::ffi::OsStr)]) -> Closed {
+        let evidence = tempfile::tempdir().expect("evidence tempdir");
+        let mut cmd = tokio::process::Command::new(relay_binary());
+        cmd.arg("mcp")
+            .args(args)
+            .env("CDP_RELAY_EVIDENCE_DIR", evidence.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("spawn cdp-relay mcp");
+        let out = within("the gateway's exit", child.wait_with_output())
+            .await
+            .expect("output");
+        assert!(out.stdout.is_empty(), "nothing but MCP on stdout");
+        Closed {
+            code: out.status.code(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            evidence,
+        }
     }
 
     /// The agent's session.

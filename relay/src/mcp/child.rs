@@ -245,7 +245,7 @@ impl Child {
             }
         };
         let serving = tokio::select! {
-            r = tokio::time::timeout(init_timeout, handler.serve((stdout, stdin))) => r,
+            r = tokio::time::timeout(init_timeout, handler.serve(super::transport(stdout, stdin))) => r,
             () = exited => {
                 let how = exit.borrow().as_ref().map(|e| e.how.clone()).unwrap_or_default();
                 let _ = stop_tx.send(());

@@ -52,6 +52,11 @@ use std::time::Duration;
 /// By default, how long the wrapped server gets to answer `initialize`.
 pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Longest MCP message read from the agent or the wrapped server (rmcp's own default, 16 MiB,
+/// silently drops a larger line — a full-page screenshot can be one). As the relay's
+/// `--max-message-size` default: Chrome's own limit.
+pub const MAX_MESSAGE_BYTES: usize = crate::DEFAULT_MAX_MESSAGE_SIZE;
+
 /// How long in-flight calls get to end once the wrapped server is gone, before they are
 /// written as interrupted.
 const CALLS_GRACE: Duration = Duration::from_secs(2);
@@ -288,7 +293,8 @@ impl Gateway {
 
     /// Serves the agent on this process's stdin/stdout.
     pub async fn serve_stdio(&self) -> Result<Session, Error> {
-        self.serve(rmcp::transport::stdio_pipes()).await
+        let (read, write) = rmcp::transport::stdio_pipes();
+        self.serve(transport(read, write)).await
     }
 
     /// Serves the agent on `transport` (any reader/writer pair) until it leaves.
@@ -366,6 +372,16 @@ impl Shared {
                 .into_string(),
         }
     }
+}
+
+/// An MCP transport over a reader and a writer, reading lines of up to [`MAX_MESSAGE_BYTES`].
+pub fn transport<Role, R, W>(read: R, write: W) -> rmcp::transport::async_rw::AsyncRwTransport<Role, R, W>
+where
+    Role: rmcp::service::ServiceRole,
+    R: tokio::io::AsyncRead + Send + Unpin,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    rmcp::transport::async_rw::AsyncRwTransport::new(read, write).with_max_line_length(MAX_MESSAGE_BYTES)
 }
 
 /// The shape of a result for its record: counts and flags, never content.
