@@ -115,7 +115,12 @@ impl McpGateway {
             stderr_task,
             evidence,
         };
-        match within("the MCP handshake", agent.serve(cdp_relay::mcp::transport(stdout, stdin))).await {
+        match within(
+            "the MCP handshake",
+            agent.serve(cdp_relay::mcp::transport(stdout, stdin)),
+        )
+        .await
+        {
             Ok(client) => gw.client = Some(client),
             Err(e) => {
                 let closed = gw.close().await;
@@ -292,7 +297,8 @@ pub fn chrome_devtools_mcp() -> Vec<String> {
     ]
 }
 
-/// `node <@playwright/mcp> --cdp-endpoint {cdp_url}`.
+/// `node <@playwright/mcp> --cdp-endpoint {cdp_url}`, writing its files into `output_dir`
+/// (its temporary files too: it leaves a socket directory behind in `$TMPDIR`).
 pub fn playwright_mcp(output_dir: &Path) -> Vec<String> {
     let script = clients_dir().join("node_modules/@playwright/mcp/cli.js");
     assert!(
@@ -300,6 +306,8 @@ pub fn playwright_mcp(output_dir: &Path) -> Vec<String> {
         "@playwright/mcp is not installed: run npm ci in tests/clients"
     );
     vec![
+        "env".into(),
+        format!("TMPDIR={}", output_dir.display()),
         "node".into(),
         script.display().to_string(),
         "--cdp-endpoint".into(),

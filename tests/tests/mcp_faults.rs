@@ -63,7 +63,6 @@ fn lifecycle<'a>(records: &'a [StoredRecord], event: &str) -> Option<&'a StoredR
         .find(|r| r.kind == "lifecycle" && r.payload["event"] == event)
 }
 
-
 #[tokio::test]
 async fn tools_and_results_pass_through_unchanged_and_each_call_is_recorded() {
     within("transparency", async {
@@ -219,15 +218,25 @@ async fn a_server_that_never_initializes_is_one_line_within_the_timeout() {
         let scratch = Scratch::new();
         let started = std::time::Instant::now();
         let closed = McpGateway::spawn_failing(
-            &tagged(&scratch, &["--init-timeout", "2"], &["--never-init", "--stderr", "fake starting"]),
+            &tagged(
+                &scratch,
+                &["--init-timeout", "2"],
+                &["--never-init", "--stderr", "fake starting"],
+            ),
             &[("TMPDIR", scratch.path().as_os_str())],
         )
         .await;
         let took = started.elapsed();
         assert_eq!(closed.code, Some(1), "{}", closed.stderr);
         let line = error_line(&closed.stderr);
-        assert!(line.contains("did not answer initialize within 2s"), "{line}");
-        assert!(line.contains("fake starting"), "its last output is named: {line}");
+        assert!(
+            line.contains("did not answer initialize within 2s"),
+            "{line}"
+        );
+        assert!(
+            line.contains("fake starting"),
+            "its last output is named: {line}"
+        );
         assert!(took < std::time::Duration::from_secs(20), "{took:?}");
         scratch.assert_clean();
     })
@@ -245,7 +254,10 @@ async fn a_server_offering_an_evidence_tool_name_is_refused_at_start() {
         .await;
         assert_eq!(closed.code, Some(1));
         let line = error_line(&closed.stderr);
-        assert!(line.contains("offers a tool named `evidence_summary`"), "{line}");
+        assert!(
+            line.contains("offers a tool named `evidence_summary`"),
+            "{line}"
+        );
         scratch.assert_clean();
     })
     .await;
@@ -259,7 +271,11 @@ async fn a_server_that_crashes_mid_call_gives_clean_errors_and_the_evidence_tool
         gw.call("echo", json!({"text": "before"})).await;
         let crashed = gw.call("crash", json!({})).await;
         assert_eq!(crashed.is_error, Some(true));
-        assert!(text_of(&crashed).contains("is not running"), "{}", text_of(&crashed));
+        assert!(
+            text_of(&crashed).contains("is not running"),
+            "{}",
+            text_of(&crashed)
+        );
         let after = gw.call("echo", json!({"text": "after"})).await;
         assert_eq!(after.is_error, Some(true), "a clean error, not a hang");
         let summary = gw.call("evidence_summary", json!({})).await;
@@ -278,7 +294,11 @@ async fn a_server_that_crashes_mid_call_gives_clean_errors_and_the_evidence_tool
         assert_eq!(exits.len(), 1, "recorded once");
         assert_eq!(exits[0].status.as_deref(), Some("error"));
         assert_eq!(exits[0].payload["detail"], "exit status 3");
-        assert!(closed.stderr.contains("exited (exit status 3)"), "{}", closed.stderr);
+        assert!(
+            closed.stderr.contains("exited (exit status 3)"),
+            "{}",
+            closed.stderr
+        );
         scratch.assert_clean();
     })
     .await;
@@ -308,12 +328,17 @@ async fn the_agent_leaving_mid_call_records_it_interrupted_and_leaves_nothing_be
         .await;
         let closed = gw.close().await;
         assert_eq!(closed.code, Some(0), "{}", closed.stderr);
-        assert!(call.await.expect("join").is_err(), "the call did not complete");
+        assert!(
+            call.await.expect("join").is_err(),
+            "the call did not complete"
+        );
         let records = journal(&closed.runs()[0]);
         let slow = calls(&records, "slow")[0];
         assert_eq!(slow.status.as_deref(), Some("interrupted"), "{slow:?}");
         assert!(lifecycle(&records, "agentDisconnected").is_some());
-        assert!(records.last().is_some_and(|r| r.payload["marker"] == "runFinalized"));
+        assert!(records
+            .last()
+            .is_some_and(|r| r.payload["marker"] == "runFinalized"));
         assert!(closed.runs()[0].join("report.html").is_file());
         scratch.assert_clean();
     })
@@ -366,7 +391,10 @@ async fn a_20_mb_result_passes_through_without_a_copy_into_evidence() {
             .iter()
             .map(|(_, b)| b.len() as u64)
             .sum();
-        assert!(stored < (2 << 20), "no copy of the result in evidence: {stored} bytes");
+        assert!(
+            stored < (2 << 20),
+            "no copy of the result in evidence: {stored} bytes"
+        );
         eprintln!("gateway RSS before {before} KiB, peak {peak} KiB for a 20 MiB image");
         scratch.assert_clean();
     })
@@ -386,7 +414,8 @@ async fn resources_are_confined_to_the_evidence_root() {
         let outside = elsewhere.path().join("outside-secret.txt");
         std::fs::write(&outside, "OUTSIDE-SECRET-7731").unwrap();
         std::os::unix::fs::symlink(&outside, run.join("artifacts/leak.png")).unwrap();
-        std::os::unix::fs::symlink(elsewhere.path(), gw.evidence.path().join("runs/linked-run")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), gw.evidence.path().join("runs/linked-run"))
+            .unwrap();
 
         let text = |r: rmcp::model::ReadResourceResult| match &r.contents[0] {
             rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
@@ -394,13 +423,28 @@ async fn resources_are_confined_to_the_evidence_root() {
         };
         let runs = text(gw.read("evidence://runs").await.expect("runs"));
         assert!(runs.contains(&run_id), "{runs}");
-        let summary = text(gw.read("evidence://runs/current/summary.md").await.expect("summary"));
+        let summary = text(
+            gw.read("evidence://runs/current/summary.md")
+                .await
+                .expect("summary"),
+        );
         assert!(summary.contains("`echo`"), "{summary}");
-        let html = text(gw.read(&format!("evidence://runs/{run_id}/report.html")).await.expect("report"));
+        let html = text(
+            gw.read(&format!("evidence://runs/{run_id}/report.html"))
+                .await
+                .expect("report"),
+        );
         assert!(html.starts_with("<!DOCTYPE html>"));
-        let journal_text = text(gw.read("evidence://runs/current/actions.jsonl").await.expect("journal"));
+        let journal_text = text(
+            gw.read("evidence://runs/current/actions.jsonl")
+                .await
+                .expect("journal"),
+        );
         assert!(journal_text.contains("\"method\":\"echo\""));
-        assert!(gw.read("evidence://runs/current/manifest.json").await.is_ok());
+        assert!(gw
+            .read("evidence://runs/current/manifest.json")
+            .await
+            .is_ok());
         for bad in [
             "evidence://runs/../summary.md".to_owned(),
             "evidence://runs/current/../../../outside-secret.txt".to_owned(),
@@ -463,17 +507,25 @@ async fn without_a_command_the_gateway_serves_its_own_tools_for_its_browser() {
         let ep = gw.call("relay_endpoint", json!({})).await;
         let v = ep.structured_content.expect("structured");
         let cdp = v["cdpUrl"].as_str().expect("cdpUrl");
-        let version = cdp_relay_tests::http::get(cdp.trim_start_matches("http://"), "/json/version")
-            .await
-            .json();
+        let version =
+            cdp_relay_tests::http::get(cdp.trim_start_matches("http://"), "/json/version")
+                .await
+                .json();
         assert_eq!(v["wsUrl"], version["webSocketDebuggerUrl"], "{v} {version}");
-        gw.call("evidence_mark_step", json!({"label": "look around"})).await;
+        gw.call("evidence_mark_step", json!({"label": "look around"}))
+            .await;
         let secret = gw
-            .call("evidence_register_secret", json!({"name": "PIN_CODE", "value": "98xy"}))
+            .call(
+                "evidence_register_secret",
+                json!({"name": "PIN_CODE", "value": "98xy"}),
+            )
             .await;
         assert!(!format!("{secret:?}").contains("98xy"), "never echoed");
         let short = gw
-            .call("evidence_register_secret", json!({"name": "TINY", "value": "ab"}))
+            .call(
+                "evidence_register_secret",
+                json!({"name": "TINY", "value": "ab"}),
+            )
             .await;
         assert_eq!(short.is_error, Some(true));
         let closed = gw.close().await;

@@ -148,6 +148,7 @@ fn classify(name: &str) -> Class {
         "accept",
         "dialog",
         "id",
+        "label",
     ]) {
         Class::Identifier
     } else {
@@ -364,7 +365,7 @@ mod tests {
         let v = reduced(json!({"function": "() => document.cookie", "key": "Control+A"}));
         assert_eq!(
             v[0],
-            json!({"name": "function", "type": "string", "chars": 22})
+            json!({"name": "function", "type": "string", "chars": 21})
         );
         assert_eq!(v[1]["value"], "Control+A");
     }

@@ -375,13 +375,17 @@ impl Shared {
 }
 
 /// An MCP transport over a reader and a writer, reading lines of up to [`MAX_MESSAGE_BYTES`].
-pub fn transport<Role, R, W>(read: R, write: W) -> rmcp::transport::async_rw::AsyncRwTransport<Role, R, W>
+pub fn transport<Role, R, W>(
+    read: R,
+    write: W,
+) -> rmcp::transport::async_rw::AsyncRwTransport<Role, R, W>
 where
     Role: rmcp::service::ServiceRole,
     R: tokio::io::AsyncRead + Send + Unpin,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
-    rmcp::transport::async_rw::AsyncRwTransport::new(read, write).with_max_line_length(MAX_MESSAGE_BYTES)
+    rmcp::transport::async_rw::AsyncRwTransport::new(read, write)
+        .with_max_line_length(MAX_MESSAGE_BYTES)
 }
 
 /// The shape of a result for its record: counts and flags, never content.

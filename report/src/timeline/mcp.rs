@@ -145,21 +145,15 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// A few words from the arguments: the first URL, else the first array's length.
+/// A few words from the arguments: the first URL, else how many form fields.
 fn gist(args: &[StoredToolArgument]) -> Option<String> {
     if let Some(url) = args.iter().find_map(|a| a.url.as_deref()) {
         return Some(format!("→ {}", line(url, 120)));
     }
     args.iter().find_map(|a| {
         let n = a.count?;
-        (a.json_type == cdp_evidence::JsonType::Array).then(|| {
-            let noun = if a.name.contains("field") || a.name.contains("element") {
-                ("field", "fields")
-            } else {
-                ("item", "items")
-            };
-            plural(n, noun.0, noun.1)
-        })
+        let form = a.name.contains("field") || a.name.contains("element");
+        (a.json_type == cdp_evidence::JsonType::Array && form).then(|| plural(n, "field", "fields"))
     })
 }
 
@@ -195,7 +189,7 @@ fn walk(args: &[serde_json::Value], prefix: &str, out: &mut Vec<(String, String)
         } else if let Some(i) = &arg.input {
             let t = i.input_type.as_deref().unwrap_or("unknown");
             Some(format!(
-                "{} typed ({})",
+                "{} of text, not kept (input type {})",
                 plural(i.chars, "char", "chars"),
                 line(t, 24)
             ))
@@ -328,8 +322,22 @@ pub(crate) fn fold(
 /// Once every record is placed: each call's one-line account of what it did in the browser.
 pub(crate) fn finish(tl: &mut Timeline) {
     for step in &mut tl.steps {
+        // The gateway's own events are not on any page.
+        if matches!(step.what, What::Gateway { .. }) {
+            step.page = None;
+        }
         if let What::ToolCall(call) = &mut step.what {
-            let words: Vec<String> = call.effects.iter().filter_map(effect_words).collect();
+            let gist = call.gist.clone().unwrap_or_default();
+            let words: Vec<String> = call
+                .effects
+                .iter()
+                .filter_map(effect_words)
+                // A navigation to the URL the arguments already name says nothing new.
+                .filter(|w| {
+                    !w.strip_prefix("navigated to ")
+                        .is_some_and(|u| gist.ends_with(u))
+                })
+                .collect();
             if words.is_empty() {
                 continue;
             }

@@ -195,7 +195,8 @@ fn a_tool_call_is_the_step_and_its_cdp_actions_fold_under_it() {
     assert!(fill_step
         .fields
         .iter()
-        .any(|(k, v)| k == "elements[0].value" && v == "25 chars typed (unknown)"));
+        .any(|(k, v)| k == "elements[0].value"
+            && v == "25 chars of text, not kept (input type unknown)"));
     assert!(fill_step
         .fields
         .iter()
