@@ -67,6 +67,8 @@ pub struct McpGateway {
     pub agent: Agent,
     child: tokio::process::Child,
     stderr: Arc<Mutex<String>>,
+    /// Woken for every chunk of stderr.
+    stderr_seen: Arc<Notify>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
     /// The evidence root.
     pub evidence: tempfile::TempDir,
@@ -90,8 +92,10 @@ impl McpGateway {
         }
         let mut child = cmd.spawn().expect("spawn cdp-relay mcp");
         let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr_seen = Arc::new(Notify::new());
         let stderr_task = child.stderr.take().map(|mut pipe| {
             let sink = stderr.clone();
+            let seen = stderr_seen.clone();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
                 while let Ok(n) = pipe.read(&mut buf).await {
@@ -101,6 +105,7 @@ impl McpGateway {
                     sink.lock()
                         .expect("stderr lock")
                         .push_str(&String::from_utf8_lossy(&buf[..n]));
+                    seen.notify_waiters();
                 }
             })
         });
@@ -112,6 +117,7 @@ impl McpGateway {
             agent: agent.clone(),
             child,
             stderr,
+            stderr_seen,
             stderr_task,
             evidence,
         };
@@ -195,6 +201,20 @@ impl McpGateway {
     /// The gateway's stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().expect("stderr lock").clone()
+    }
+
+    /// Waits until the gateway's stderr contains `needle`.
+    pub async fn wait_for_stderr(&self, needle: &str) {
+        within(needle, async {
+            loop {
+                let more = self.stderr_seen.notified();
+                if self.stderr().contains(needle) {
+                    return;
+                }
+                more.await;
+            }
+        })
+        .await;
     }
 
     /// The gateway's process id.

@@ -538,3 +538,35 @@ async fn without_a_command_the_gateway_serves_its_own_tools_for_its_browser() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_browser_dying_is_recorded_and_the_evidence_tools_keep_working() {
+    within("browser dies", async {
+        let scratch = Scratch::new();
+        let gw = gateway(&scratch, &[]).await;
+        gw.call("echo", json!({"text": "x"})).await;
+        // The browser's processes name their profile, which is in this test's scratch directory.
+        let browser: Vec<u32> = cdp_relay_tests::processes_mentioning(&format!(
+            "{}/cdp-relay-profile-",
+            scratch.path().display()
+        ));
+        assert!(!browser.is_empty(), "the gateway's browser runs");
+        for pid in browser {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        gw.wait_for_stderr("the browser exited").await;
+        let summary = gw.call("evidence_summary", json!({})).await;
+        assert_ne!(summary.is_error, Some(true), "{}", text_of(&summary));
+        let closed = gw.close().await;
+        assert_eq!(closed.code, Some(0), "{}", closed.stderr);
+        let records = journal(&closed.runs()[0]);
+        let exited = lifecycle(&records, "browserExited").expect("browserExited");
+        assert_eq!(exited.status.as_deref(), Some("error"));
+        assert!(closed.runs()[0].join("report.html").is_file());
+        scratch.assert_clean();
+    })
+    .await;
+}

@@ -73,6 +73,8 @@ impl Outcome {
 pub(crate) struct Recorder {
     handle: Option<PipelineHandle>,
     pending: Mutex<HashMap<ActionId, Pending>>,
+    /// Woken whenever a call ends.
+    ended: tokio::sync::Notify,
 }
 
 /// A call in flight. Ending it writes its record; dropping it unended writes it interrupted.
@@ -86,6 +88,7 @@ impl Recorder {
         Arc::new(Recorder {
             handle,
             pending: Mutex::new(HashMap::new()),
+            ended: tokio::sync::Notify::new(),
         })
     }
 
@@ -97,9 +100,17 @@ impl Recorder {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Calls begun and not ended.
-    pub(crate) fn in_flight(&self) -> usize {
-        self.pending().len()
+    /// Waits until no call is in flight, or `deadline`; true when none is.
+    pub(crate) async fn settled(&self, deadline: tokio::time::Instant) -> bool {
+        loop {
+            let ended = self.ended.notified();
+            if self.pending().is_empty() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                return false;
+            }
+        }
     }
 
     /// Registers the text the agent types in this call as secrets of the run, so an echo on
@@ -146,6 +157,7 @@ impl Recorder {
     fn finish(&self, id: &ActionId, outcome: Outcome) -> Option<Emit> {
         let h = self.handle.as_ref()?;
         let p = self.pending().remove(id)?;
+        self.ended.notify_waiters();
         let duration = p.clock.elapsed();
         h.calls().end(id, p.start + duration);
         let s = h.sanitizer();

@@ -339,13 +339,12 @@ impl Gateway {
         }
         // Calls waiting on the server end now (its session is gone); give them a moment.
         let deadline = tokio::time::Instant::now() + CALLS_GRACE;
-        while shared.recorder.in_flight() > 0 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        if !shared.recorder.settled(deadline).await {
+            shared
+                .recorder
+                .abandon_all("the gateway stopped during the call")
+                .await;
         }
-        shared
-            .recorder
-            .abandon_all("the gateway stopped during the call")
-            .await;
     }
 
     /// Records that the browser the gateway's relay launched exited.

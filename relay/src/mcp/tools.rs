@@ -150,14 +150,18 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
         (SUMMARY, Some(h)) => {
             h.writer().sync().await;
             let status = h.status();
-            let summary = cdp_evidence::RunDir::open(&status.run_dir)
-                .map(|dir| super::summary::summarize(&status.run_id, &dir));
+            // Reading the journal blocks: off the runtime's workers.
+            let summary = tokio::task::spawn_blocking(move || {
+                cdp_evidence::RunDir::open(&status.run_dir)
+                    .map(|dir| super::summary::summarize(&status.run_id, &dir))
+            })
+            .await;
             match summary {
-                Ok(s) => (
+                Ok(Ok(s)) => (
                     text_result(serde_json::to_value(s).unwrap_or_default()),
                     Outcome::ok(None),
                 ),
-                Err(_) => {
+                Ok(Err(_)) | Err(_) => {
                     let e = "the run directory cannot be read";
                     (error_result(e), Outcome::error(e))
                 }

@@ -11,11 +11,13 @@
 //!
 //! Run everything (prints Markdown for BENCHMARKS.md): `scripts/bench.sh`, or
 //! `cargo build --release --workspace --bins && target/release/relay-bench [real|synthetic|all]`.
-//! `relay-bench observer` compares `cdp-relay launch` with and without its own observer.
+//! `relay-bench observer` compares `cdp-relay launch` with and without its own observer;
+//! `relay-bench mcp` an MCP tool call direct and through `cdp-relay mcp`.
 //! `--smoke`: tiny sizes, seconds — what CI runs to keep the benchmark working.
 //! Env: `BENCH_ROUNDS` (default 10), `BENCH_RELAY_ARGS` (extra `serve` flags for both relays),
 //! `BENCH_RTT_ONLY` (synthetic: only the round-trip table, e.g. to profile under it).
 
+mod mcp;
 mod observer;
 mod paths;
 mod real;
@@ -31,8 +33,11 @@ async fn main() {
         .find(|a| !a.starts_with("--"))
         .map_or("all", String::as_str)
         .to_owned();
-    if !matches!(which.as_str(), "all" | "real" | "synthetic" | "observer") {
-        eprintln!("usage: relay-bench [real|synthetic|observer|all] [--smoke]");
+    if !matches!(
+        which.as_str(),
+        "all" | "real" | "synthetic" | "observer" | "mcp"
+    ) {
+        eprintln!("usage: relay-bench [real|synthetic|observer|mcp|all] [--smoke]");
         std::process::exit(64);
     }
     let rounds: usize = std::env::var("BENCH_ROUNDS")
@@ -51,6 +56,11 @@ async fn main() {
             "{}",
             observer::run(rounds, if smoke { 50 } else { 500 }).await
         );
+    }
+    if which == "mcp" || which == "all" {
+        println!("### MCP gateway\n");
+        let (calls, shots) = if smoke { (50, 5) } else { (1000, 100) };
+        println!("{}", mcp::run(rounds.min(3), calls, shots).await);
     }
     if which == "all" || which == "real" {
         let sizes = if smoke {
