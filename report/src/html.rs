@@ -531,12 +531,20 @@ fn console_table(r: &Report) -> Markup {
 }
 
 fn typing_table(r: &Report) -> Markup {
-    let rows: Vec<&Step> = r
-        .timeline
-        .steps
-        .iter()
-        .filter(|s| matches!(s.what, What::Type { .. }))
-        .collect();
+    // Typing steps, and the typing a tool call did (its effects), with the step they are in.
+    let mut rows: Vec<(&Step, Option<u64>, bool, Headline)> = Vec::new();
+    for s in &r.timeline.steps {
+        match &s.what {
+            What::Type { .. } => rows.push((s, s.at_ms, s.time_known, s.what.headline(1))),
+            What::ToolCall(c) => rows.extend(
+                c.effects
+                    .iter()
+                    .filter(|e| matches!(e.what, What::Type { .. }))
+                    .map(|e| (s, e.at_ms, true, e.headline())),
+            ),
+            _ => {}
+        }
+    }
     html! {
         @if !rows.is_empty() {
             section #typing {
@@ -545,11 +553,11 @@ fn typing_table(r: &Report) -> Markup {
                 table.table {
                     thead { tr { th { "Step" } th { "Time" } th { "Typed" } th { "Page" } } }
                     tbody {
-                        @for s in &rows {
+                        @for (s, at_ms, known, what) in &rows {
                             tr {
                                 td.n data-label="Step" { a href={ "#" (s.anchor()) } { (s.label()) } }
-                                td.n data-label="Time" { (at(r, s.at_ms, s.time_known)) }
-                                td.wide data-label="Typed" { (headline(&s.what.headline(1))) }
+                                td.n data-label="Time" { (at(r, *at_ms, *known)) }
+                                td.wide data-label="Typed" { (headline(what)) }
                                 td data-label="Page" {
                                     @if let Some(p) = &s.page {
                                         @if let Some(t) = &p.title { span.u { (t) } " " }

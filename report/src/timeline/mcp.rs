@@ -332,10 +332,12 @@ pub(crate) fn finish(tl: &mut Timeline) {
                 .effects
                 .iter()
                 .filter_map(effect_words)
-                // A navigation to the URL the arguments already name says nothing new.
+                // A navigation to the URL the arguments already name, or `clicked` under
+                // `click`, says nothing new.
                 .filter(|w| {
                     !w.strip_prefix("navigated to ")
                         .is_some_and(|u| gist.ends_with(u))
+                        && !said_by_name(&call.name, w)
                 })
                 .collect();
             if words.is_empty() {
@@ -353,6 +355,12 @@ pub(crate) fn finish(tl: &mut Timeline) {
             call.account = Some(account);
         }
     }
+}
+
+/// True when the tool's own name already says `words` (`click`: `clicked`).
+fn said_by_name(tool: &str, words: &str) -> bool {
+    let verb = tool.strip_prefix("browser_").unwrap_or(tool);
+    !verb.is_empty() && (words == format!("{verb}ed") || words == format!("{verb}d"))
 }
 
 /// A few words for one effect, or none for effects not worth the headline.

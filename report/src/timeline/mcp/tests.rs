@@ -203,6 +203,11 @@ fn a_tool_call_is_the_step_and_its_cdp_actions_fold_under_it() {
         .any(|(k, v)| k == "elements" && v == "2 more not shown"));
     let click_step = &tl.steps[2];
     assert_eq!(
+        click_step.what.headline(1).note,
+        None,
+        "`click` needs no `clicked`"
+    );
+    assert_eq!(
         click_step.failures.len(),
         1,
         "the failure sits beside its call"
