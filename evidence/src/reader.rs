@@ -136,6 +136,8 @@ impl StoredRecord {
 }
 
 /// A record's payload in the format's schema; see [`StoredRecord::typed_payload`].
+// Actions are most records and the largest variant (see `RecordKind`).
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum StoredPayload {

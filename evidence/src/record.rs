@@ -606,6 +606,9 @@ impl CustomKind {
 }
 
 /// What a record is about, and its sanitized payload (`kind` + `payload` in the journal).
+// Actions are most records and the largest variant: boxing them would allocate for nearly every
+// record to save space in the rare others.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum RecordKind {

@@ -195,13 +195,11 @@ fn walk(args: &[serde_json::Value], prefix: &str, out: &mut Vec<(String, String)
             ))
         } else if let Some(n) = arg.chars {
             Some(format!("{} (not kept)", plural(n, "char", "chars")))
-        } else if let Some(v) = &arg.value {
-            Some(match v {
+        } else {
+            arg.value.as_ref().map(|v| match v {
                 serde_json::Value::String(s) => line(s, MAX_FIELD),
                 other => line(&other.to_string(), MAX_FIELD),
             })
-        } else {
-            None
         };
         match (&arg.items, shown) {
             (Some(items), _) => {
