@@ -202,7 +202,7 @@ async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
                     Err(e) => format!("lost track of it: {e}"),
                 };
                 tracing::warn!("mcp: the browser exited ({how}); the evidence tools still work");
-                gateway.browser_exited(&how, false).await;
+                gateway.browser_exited(&how, false);
                 // Keep serving: the agent can still read and finalize the evidence.
                 if let Some(b) = recording.browser.take() {
                     b.shutdown().await;

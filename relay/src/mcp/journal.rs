@@ -5,6 +5,9 @@
 //! A call is registered with the pipeline's [`ToolCalls`](crate::pipeline::calls::ToolCalls)
 //! when it begins (so the CDP records it causes name it) and its record is written when it ends
 //! — or, if it never ends (the agent left, the handler was dropped), as `interrupted`.
+//! Records go to the run writer through a queue of their own and a task that forwards them in
+//! order: an agent's call never waits for room in the writer's queue (a busy writer delays the
+//! evidence, not the call); [`Recorder::flush`] waits until they are in the journal.
 //! Arguments are reduced by [`super::args`]; results are never kept, only their counts, the
 //! `isError` flag and a sanitized first line of an error. Nothing here logs an argument.
 
@@ -69,12 +72,24 @@ impl Outcome {
     }
 }
 
+/// Records queued for the run writer at most; beyond, they go to the writer's own queue
+/// without waiting (and are counted as dropped evidence if that is full too).
+const FORWARD_QUEUE: usize = 4096;
+
+/// What the forwarding task is given.
+enum Forward {
+    Batch(Vec<Emit>),
+    /// Reply once everything before is in the journal.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
 /// Writes the gateway's records; a no-op without evidence.
 pub(crate) struct Recorder {
     handle: Option<PipelineHandle>,
     pending: Mutex<HashMap<ActionId, Pending>>,
     /// Woken whenever a call ends.
     ended: tokio::sync::Notify,
+    forward: Option<tokio::sync::mpsc::Sender<Forward>>,
 }
 
 /// A call in flight. Ending it writes its record; dropping it unended writes it interrupted.
@@ -84,12 +99,56 @@ pub(crate) struct Call {
 }
 
 impl Recorder {
+    /// A recorder writing through `handle` (call within a runtime: it starts the forwarding
+    /// task).
     pub(crate) fn new(handle: Option<PipelineHandle>) -> Arc<Recorder> {
+        let forward = handle.as_ref().map(|h| {
+            let (tx, mut rx) = tokio::sync::mpsc::channel(FORWARD_QUEUE);
+            let writer = h.writer().clone();
+            tokio::spawn(async move {
+                while let Some(f) = rx.recv().await {
+                    match f {
+                        Forward::Batch(batch) => writer.send(batch).await,
+                        Forward::Flush(done) => {
+                            writer.sync().await;
+                            let _ = done.send(());
+                        }
+                    }
+                }
+            });
+            tx
+        });
         Arc::new(Recorder {
             handle,
             pending: Mutex::new(HashMap::new()),
             ended: tokio::sync::Notify::new(),
+            forward,
         })
+    }
+
+    /// Queues records for the journal without waiting.
+    fn write(&self, batch: Vec<Emit>) {
+        if batch.is_empty() {
+            return;
+        }
+        let (Some(tx), Some(h)) = (&self.forward, &self.handle) else {
+            return;
+        };
+        if let Err(e) = tx.try_send(Forward::Batch(batch)) {
+            if let Forward::Batch(batch) = e.into_inner() {
+                h.writer().try_send(batch);
+            }
+        }
+    }
+
+    /// Waits until every record queued so far is in the journal.
+    pub(crate) async fn flush(&self) {
+        if let Some(tx) = &self.forward {
+            let (done, wait) = tokio::sync::oneshot::channel();
+            if tx.send(Forward::Flush(done)).await.is_ok() {
+                let _ = wait.await;
+            }
+        }
     }
 
     pub(crate) fn handle(&self) -> Option<&PipelineHandle> {
@@ -180,24 +239,17 @@ impl Recorder {
     }
 
     /// Writes every call still in flight as interrupted (the gateway is stopping).
-    pub(crate) async fn abandon_all(&self, why: &str) {
+    pub(crate) fn abandon_all(&self, why: &str) {
         let ids: Vec<ActionId> = self.pending().keys().cloned().collect();
         let batch: Vec<Emit> = ids
             .iter()
             .filter_map(|id| self.finish(id, Outcome::interrupted(why)))
             .collect();
-        if let Some(h) = &self.handle {
-            h.writer().send(batch).await;
-        }
+        self.write(batch);
     }
 
     /// Records a lifecycle event of the gateway.
-    pub(crate) async fn lifecycle(
-        &self,
-        event: LifecycleEvent,
-        status: Status,
-        detail: Option<&str>,
-    ) {
+    pub(crate) fn lifecycle(&self, event: LifecycleEvent, status: Status, detail: Option<&str>) {
         let Some(h) = &self.handle else {
             return;
         };
@@ -206,32 +258,27 @@ impl Recorder {
         let record = Record::new(SafeText::literal(GATEWAY_TOOL), RecordKind::Lifecycle(l))
             .source(Source::MCP)
             .status(status);
-        h.writer().send(vec![Emit::Record(record)]).await;
+        self.write(vec![Emit::Record(record)]);
     }
 }
 
 impl Call {
     /// Ends the call and writes its record.
-    pub(crate) async fn end(self, outcome: Outcome) {
-        if let (Some(emit), Some(h)) = (
-            self.recorder.finish(&self.id, outcome),
-            self.recorder.handle.as_ref(),
-        ) {
-            h.writer().send(vec![emit]).await;
+    pub(crate) fn end(self, outcome: Outcome) {
+        if let Some(emit) = self.recorder.finish(&self.id, outcome) {
+            self.recorder.write(vec![emit]);
         }
     }
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        // Not ended: the handler was dropped (the agent cancelled, or left). Written without
-        // waiting; a full queue counts it as lost evidence.
-        if let (Some(emit), Some(h)) = (
-            self.recorder
-                .finish(&self.id, Outcome::interrupted("the call was abandoned")),
-            self.recorder.handle.as_ref(),
-        ) {
-            h.writer().try_send(vec![emit]);
+        // Not ended: the handler was dropped (the agent cancelled, or left).
+        if let Some(emit) = self
+            .recorder
+            .finish(&self.id, Outcome::interrupted("the call was abandoned"))
+        {
+            self.recorder.write(vec![emit]);
         }
     }
 }

@@ -220,15 +220,11 @@ impl Gateway {
                 child.stop().await;
                 return Err(e);
             }
-            gateway
-                .shared
-                .recorder
-                .lifecycle(
-                    LifecycleEvent::ServerStarted,
-                    Status::Info,
-                    Some(&child.name),
-                )
-                .await;
+            gateway.shared.recorder.lifecycle(
+                LifecycleEvent::ServerStarted,
+                Status::Info,
+                Some(&child.name),
+            );
             tracing::info!(
                 "mcp: wrapping the MCP server `{}`",
                 gateway.shared.clean(&child.name)
@@ -286,8 +282,7 @@ impl Gateway {
             };
             shared
                 .recorder
-                .lifecycle(LifecycleEvent::ServerExited, status, Some(&exit.how))
-                .await;
+                .lifecycle(LifecycleEvent::ServerExited, status, Some(&exit.how));
         });
     }
 
@@ -326,15 +321,16 @@ impl Gateway {
             StopReason::AgentLeft => (LifecycleEvent::AgentDisconnected, None),
             StopReason::Signal(name) => (LifecycleEvent::StopRequested, Some(name)),
         };
-        shared.recorder.lifecycle(event, Status::Info, detail).await;
+        shared.recorder.lifecycle(event, Status::Info, detail);
         if let Some(child) = &shared.child {
             let crashed = child.exited().filter(|e| !e.requested);
             let exit = child.stop().await;
             if crashed.is_none() {
-                shared
-                    .recorder
-                    .lifecycle(LifecycleEvent::ServerExited, Status::Info, Some(&exit.how))
-                    .await;
+                shared.recorder.lifecycle(
+                    LifecycleEvent::ServerExited,
+                    Status::Info,
+                    Some(&exit.how),
+                );
             }
         }
         // Calls waiting on the server end now (its session is gone); give them a moment.
@@ -342,13 +338,14 @@ impl Gateway {
         if !shared.recorder.settled(deadline).await {
             shared
                 .recorder
-                .abandon_all("the gateway stopped during the call")
-                .await;
+                .abandon_all("the gateway stopped during the call");
         }
+        // Everything recorded is in the journal before the pipeline finishes.
+        shared.recorder.flush().await;
     }
 
     /// Records that the browser the gateway's relay launched exited.
-    pub async fn browser_exited(&self, how: &str, expected: bool) {
+    pub fn browser_exited(&self, how: &str, expected: bool) {
         let status = if expected {
             Status::Info
         } else {
@@ -356,8 +353,7 @@ impl Gateway {
         };
         self.shared
             .recorder
-            .lifecycle(LifecycleEvent::BrowserExited, status, Some(how))
-            .await;
+            .lifecycle(LifecycleEvent::BrowserExited, status, Some(how));
     }
 }
 

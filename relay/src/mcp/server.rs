@@ -178,8 +178,7 @@ impl ServerHandler for Gateway {
             .unwrap_or_default();
         self.shared
             .recorder
-            .lifecycle(LifecycleEvent::AgentConnected, Status::Info, Some(&name))
-            .await;
+            .lifecycle(LifecycleEvent::AgentConnected, Status::Info, Some(&name));
     }
 
     async fn list_tools(
@@ -227,28 +226,26 @@ impl ServerHandler for Gateway {
                     None => Outcome::ok(None),
                 };
                 outcome.result = Some(super::result_shape(&result));
-                call.end(outcome).await;
+                call.end(outcome);
                 Ok(result.into())
             }
             Err(ServiceError::Cancelled { .. }) => {
-                call.end(Outcome::interrupted("cancelled by the agent"))
-                    .await;
+                call.end(Outcome::interrupted("cancelled by the agent"));
                 Err(ErrorData::internal_error("cancelled", None))
             }
             Err(ServiceError::McpError(e)) => {
-                call.end(Outcome::error(e.message.to_string())).await;
+                call.end(Outcome::error(e.message.to_string()));
                 Err(e)
             }
             Err(ServiceError::TransportClosed) | Err(ServiceError::TransportSend(_)) => {
                 call.end(Outcome::interrupted(
                     "the MCP server exited during the call",
-                ))
-                .await;
+                ));
                 Ok(self.dead_server_result().into())
             }
             Err(other) => {
                 let e = child_error(self, other);
-                call.end(Outcome::error(e.message.to_string())).await;
+                call.end(Outcome::error(e.message.to_string()));
                 Err(e)
             }
         }
@@ -316,7 +313,7 @@ impl ServerHandler for Gateway {
                 ));
             };
             // What is queued for the journal is part of what the agent asks for.
-            h.writer().sync().await;
+            self.shared.recorder.flush().await;
             let current = Some(h.status().run_id);
             let uri = request.uri.clone();
             // File reads and rendering block: keep them off the runtime's workers.

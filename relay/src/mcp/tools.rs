@@ -148,7 +148,7 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
             }
         }
         (SUMMARY, Some(h)) => {
-            h.writer().sync().await;
+            recorder.flush().await;
             let status = h.status();
             // Reading the journal blocks: off the runtime's workers.
             let summary = tokio::task::spawn_blocking(move || {
@@ -170,7 +170,8 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
         (FINALIZE, Some(h)) => {
             let before = h.status();
             // The call's own record belongs to the run it finalizes.
-            call.end(Outcome::ok(None)).await;
+            call.end(Outcome::ok(None));
+            recorder.flush().await;
             return match h.writer().rotate().await {
                 Some(done) => {
                     let run_id = before.run_id;
@@ -202,6 +203,6 @@ async fn finish(
     if outcome.result.is_none() {
         outcome.result = Some(super::result_shape(&result));
     }
-    call.end(outcome).await;
+    call.end(outcome);
     result
 }
