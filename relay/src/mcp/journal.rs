@@ -294,3 +294,89 @@ fn first_line(s: &Sanitizer, e: &str) -> SafeText {
         s.text_capped(first, 300)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EvidenceSettings, Pipeline};
+    use cdp_evidence::StoredRecord;
+    use serde_json::json;
+
+    fn pipeline(root: &std::path::Path) -> Pipeline {
+        let settings = EvidenceSettings {
+            root: root.to_path_buf(),
+            session: Some("journal-test".into()),
+            ..EvidenceSettings::default()
+        };
+        Pipeline::start(&settings).unwrap().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_call_is_announced_and_its_typed_text_protected_before_it_is_forwarded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = pipeline(tmp.path());
+        let h = p.handle().clone();
+        let recorder = Recorder::new(Some(h.clone()));
+        let args = json!({"elements": [{"uid": "1_5", "value": "S3cret-Passw0rd"}]});
+        let call = recorder.begin("chrome_devtools", "fill_form", args.as_object());
+        // From the moment the call begins, before anything reaches the browser.
+        assert_eq!(
+            h.sanitizer().text("echo: S3cret-Passw0rd").as_str(),
+            "echo: ${TYPED_1}"
+        );
+        let mut cdp = Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Action(cdp_evidence::Action::new(SafeText::literal(
+                "Input.insertText",
+            ))),
+        );
+        h.calls().link(&mut cdp);
+        assert!(
+            cdp.tool_call().is_some(),
+            "records made meanwhile name the call"
+        );
+        call.end(Outcome {
+            result: Some(ToolResult::new(1, 0, false, false)),
+            ..Outcome::ok(None)
+        });
+        // A call whose handler is dropped unended is interrupted; one still open at the end
+        // is written when the gateway gives up on it.
+        drop(recorder.begin("chrome_devtools", "click", None));
+        let _open = recorder.begin("chrome_devtools", "wait_for", None);
+        recorder.abandon_all("the gateway stopped");
+        recorder.lifecycle(LifecycleEvent::AgentDisconnected, Status::Info, None);
+        recorder.flush().await;
+        let run = p.finish().await.unwrap().run_dir;
+        let bytes = std::fs::read(run.join("actions.jsonl")).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("S3cret"));
+        let records: Vec<StoredRecord> = cdp_evidence::parse_journal(&bytes).records;
+        let by = |m: &str| {
+            records
+                .iter()
+                .find(|r| r.source.as_deref() == Some("mcp") && r.payload["method"] == m)
+                .unwrap_or_else(|| panic!("{m}"))
+        };
+        let fill = by("fill_form");
+        assert_eq!(fill.status.as_deref(), Some("ok"));
+        assert_eq!(fill.tool.as_deref(), Some("chrome_devtools"));
+        assert_eq!(
+            fill.payload["arguments"][0]["items"][0]["items"][1]["input"],
+            json!({"chars": 15, "inputType": "unknown"})
+        );
+        assert_eq!(fill.payload["result"], json!({"content": 1, "images": 0}));
+        assert_eq!(by("click").status.as_deref(), Some("interrupted"));
+        assert_eq!(by("wait_for").status.as_deref(), Some("interrupted"));
+        assert!(records
+            .iter()
+            .any(|r| r.kind == "lifecycle" && r.payload["event"] == "agentDisconnected"));
+    }
+
+    #[test]
+    fn an_error_keeps_its_first_line_only_sanitized() {
+        let s = Sanitizer::new();
+        let e = first_line(&s, "Timeout: no element\n  at token=abc123 line 2");
+        assert_eq!(e.as_str(), "Timeout: no element");
+        let e = first_line(&s, "failed with password=hunter22");
+        assert_eq!(e.as_str(), "failed with password=[redacted:password]");
+    }
+}

@@ -60,7 +60,7 @@ async fn main() {
     if which == "mcp" || which == "all" {
         println!("### MCP gateway\n");
         let (calls, shots) = if smoke { (50, 5) } else { (1000, 100) };
-        println!("{}", mcp::run(rounds.min(3), calls, shots).await);
+        println!("{}", mcp::run(rounds.min(3), calls, shots, &extra).await);
     }
     if which == "all" || which == "real" {
         let sizes = if smoke {

@@ -52,7 +52,7 @@ async fn time_calls(
 }
 
 /// Runs the comparison; returns its tables as Markdown.
-pub async fn run(rounds: usize, calls: usize, shots: usize) -> String {
+pub async fn run(rounds: usize, calls: usize, shots: usize, extra: &[&str]) -> String {
     let fake = fake_binary();
     let mut direct_child = tokio::process::Command::new(&fake)
         .kill_on_drop(true)
@@ -67,7 +67,10 @@ pub async fn run(rounds: usize, calls: usize, shots: usize) -> String {
         ))
         .await
         .expect("direct session");
-    let gw = McpGateway::spawn(&["--".into(), fake.display().to_string()], &[]).await;
+    let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    args.push("--".into());
+    args.push(fake.display().to_string());
+    let gw = McpGateway::spawn(&args, &[]).await;
 
     // [path][workload] samples, in µs.
     let mut echo: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
