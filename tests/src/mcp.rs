@@ -217,6 +217,29 @@ impl McpGateway {
         .await;
     }
 
+    /// Waits until the current run's journal satisfies `done` (polled every 50 ms, as the
+    /// observer's own tests wait for the journal); returns its records.
+    pub async fn journal_until(
+        &self,
+        what: &str,
+        done: impl Fn(&[cdp_evidence::StoredRecord]) -> bool,
+    ) -> Vec<cdp_evidence::StoredRecord> {
+        within(what, async {
+            loop {
+                if let Some(run) = self.runs().pop() {
+                    if let Ok(bytes) = std::fs::read(run.join("actions.jsonl")) {
+                        let records = cdp_evidence::parse_journal(&bytes).records;
+                        if done(&records) {
+                            return records;
+                        }
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        })
+        .await
+    }
+
     /// The gateway's process id.
     pub fn pid(&self) -> u32 {
         self.child.id().expect("running")

@@ -273,6 +273,17 @@ fn check(closed: &Closed, expect: &Expect<'_>) {
 
 /// The evidence tools and resources in the middle of a session.
 async fn check_evidence_tools(gw: &McpGateway, click: &str) {
+    // With the observer on, a failure is written with the frame taken after it, up to seconds
+    // later: wait until the journal has the failed login and a console error.
+    gw.journal_until("the failures of the sign-in", |records| {
+        records.iter().any(|r| {
+            r.kind == "network"
+                && r.payload["url"]
+                    .as_str()
+                    .is_some_and(|u| u.ends_with("/api/login"))
+        }) && records.iter().any(|r| r.kind == "console")
+    })
+    .await;
     let summary = gw.call("evidence_summary", json!({})).await;
     let s = summary.structured_content.expect("structured");
     let failures = s["failures"].as_array().expect("failures");

@@ -61,7 +61,7 @@ pub(crate) fn definitions() -> Vec<Tool> {
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(false)),
         Tool::new(
             SUMMARY,
-            "Summarize the browser evidence so far: the run id, the report path, counts, and each failure (failed requests, console errors) with the tool call it happened during and the resource URI of the frame taken after it.",
+            "Summarize the browser evidence so far: the run id, the report path, counts, and each failure recorded (failed requests, console errors) with the tool call it happened during and the resource URI of the frame taken after it. A failure is recorded together with that frame, up to a few seconds after it happened.",
             none(),
         )
         .with_annotations(ToolAnnotations::new().read_only(true)),
