@@ -116,6 +116,29 @@ async fn tools_and_results_pass_through_unchanged_and_each_call_is_recorded() {
                 "{name}: byte for byte"
             );
         }
+        // The server's resources and prompts pass through, with the gateway's resources added.
+        let direct_resources = direct.list_all_resources().await.expect("direct resources");
+        let resources = gw.client().list_all_resources().await.expect("resources");
+        assert_eq!(&resources[..direct_resources.len()], &direct_resources[..]);
+        assert!(resources.iter().any(|r| r.uri == "evidence://runs"));
+        let read = |uri: &str| rmcp::model::ReadResourceRequestParams::new(uri.to_owned());
+        assert_eq!(
+            gw.client().read_resource(read("fake://note")).await.expect("note"),
+            direct.read_resource(read("fake://note")).await.expect("direct note")
+        );
+        assert_eq!(
+            gw.client().list_all_prompts().await.expect("prompts"),
+            direct.list_all_prompts().await.expect("direct prompts")
+        );
+        let greet = || {
+            rmcp::model::GetPromptRequestParams::new("greet")
+                .with_arguments(json!({"name": "Ada"}).as_object().cloned().expect("object"))
+        };
+        assert_eq!(
+            gw.client().get_prompt(greet()).await.expect("prompt"),
+            direct.get_prompt(greet()).await.expect("direct prompt")
+        );
+
         // A JSON-RPC error passes through as an error.
         let direct_err = direct
             .call_tool(CallToolRequestParams::new("rpc_error"))

@@ -2,6 +2,8 @@
 //! benchmark. Fault injection only: the real browser servers (chrome-devtools-mcp,
 //! @playwright/mcp) are what the end-to-end tests wrap.
 //!
+//! Also a resource (`fake://note`) and a prompt (`greet {name}`), to show they pass through.
+//!
 //! Tools: `echo {text}` (the text back), `image {bytes}` (one PNG-typed image of that many
 //! bytes), `structured` (structured content), `fail` (an `isError` result), `rpc_error` (a
 //! JSON-RPC error), `slow {ms}` (progress notifications, then done; cancellable), `log` (a log
@@ -17,8 +19,11 @@
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -90,6 +95,8 @@ impl ServerHandler for Fake {
         tools.list_changed = Some(true);
         caps.tools = Some(tools);
         caps.logging = Some(Map::new());
+        caps.resources = Some(rmcp::model::ResourcesCapability::default());
+        caps.prompts = Some(rmcp::model::PromptsCapability::default());
         let mut info = ServerConfig::new(caps);
         info.server_info = rmcp::model::Implementation::new("mcp-fake", "1.0.0");
         info.instructions = Some("A fake server for tests.".into());
@@ -104,6 +111,61 @@ impl ServerHandler for Fake {
         Ok(ListToolsResult::with_all_items(tools(
             self.extra.as_deref(),
         )))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![Resource::new(
+            "fake://note",
+            "note",
+        )
+        .with_mime_type("text/plain")]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != "fake://note" {
+            return Err(ErrorData::resource_not_found("no such note", None));
+        }
+        Ok(ReadResourceResult::new(vec![ResourceContents::text("a note", "fake://note")]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let arg = PromptArgument::new("name");
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            "greet",
+            Some("Greets someone"),
+            Some(vec![arg]),
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let name = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("you")
+            .to_owned();
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            format!("Hello, {name}"),
+        )])
+        .into())
     }
 
     async fn call_tool(
