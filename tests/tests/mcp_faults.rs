@@ -535,6 +535,11 @@ async fn without_a_command_the_gateway_serves_its_own_tools_for_its_browser() {
                 .await
                 .json();
         assert_eq!(v["wsUrl"], version["webSocketDebuggerUrl"], "{v} {version}");
+        let unknown = gw.try_call("click", json!({"uid": "1_2"})).await;
+        assert!(
+            matches!(unknown, Err(ServiceError::McpError(_))),
+            "{unknown:?}"
+        );
         gw.call("evidence_mark_step", json!({"label": "look around"}))
             .await;
         let secret = gw
@@ -555,6 +560,7 @@ async fn without_a_command_the_gateway_serves_its_own_tools_for_its_browser() {
         let records = journal(&closed.runs()[0]);
         let mark = calls(&records, "evidence_mark_step")[0];
         assert_eq!(mark.payload["label"], "look around");
+        assert_eq!(calls(&records, "click")[0].status.as_deref(), Some("error"));
         let all = std::fs::read_to_string(closed.runs()[0].join("actions.jsonl")).unwrap();
         assert!(!all.contains("98xy"));
         scratch.assert_clean();

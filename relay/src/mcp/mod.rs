@@ -121,6 +121,8 @@ pub(crate) struct Shared {
     link: AgentLink,
     own_tools: Vec<Tool>,
     stopping: AtomicBool,
+    /// The wrapped server's exit is recorded once, by whoever sees it first.
+    exit_recorded: AtomicBool,
 }
 
 /// The agent's session with the gateway.
@@ -213,10 +215,11 @@ impl Gateway {
                 link,
                 own_tools: tools::definitions(),
                 stopping: AtomicBool::new(false),
+                exit_recorded: AtomicBool::new(false),
             }),
         };
         if let Some(child) = &gateway.shared.child {
-            if let Err(e) = gateway.refuse_collisions(child).await {
+            if let Err(e) = gateway.refuse_collisions(child, config.init_timeout).await {
                 child.stop().await;
                 return Err(e);
             }
@@ -234,15 +237,19 @@ impl Gateway {
         Ok(gateway)
     }
 
-    async fn refuse_collisions(&self, child: &Child) -> Result<(), Error> {
-        let tools = child
-            .peer()
-            .list_all_tools()
+    async fn refuse_collisions(&self, child: &Child, within: Duration) -> Result<(), Error> {
+        let name = self.shared.clean(&child.name);
+        let tools = tokio::time::timeout(within, child.peer().list_all_tools())
             .await
+            .map_err(|_| Error::Mcp {
+                reason: format!(
+                    "the MCP server `{name}` did not list its tools within {}s",
+                    within.as_secs()
+                ),
+            })?
             .map_err(|e| Error::Mcp {
                 reason: format!(
-                    "the MCP server `{}` did not list its tools: {}",
-                    self.shared.clean(&child.name),
+                    "the MCP server `{name}` did not list its tools: {}",
                     self.shared.clean(&e.to_string())
                 ),
             })?;
@@ -252,9 +259,8 @@ impl Gateway {
         {
             return Err(Error::Mcp {
                 reason: format!(
-                    "the MCP server `{}` offers a tool named `{}`, which is one of cdp-relay's own evidence tools; wrap a server without it",
-                    self.shared.clean(&child.name),
-                    t.name
+                    "the MCP server `{name}` offers a tool named `{}`, which is one of cdp-relay's own evidence tools; wrap a server without it",
+                    self.shared.clean(&t.name)
                 ),
             });
         }
@@ -267,22 +273,17 @@ impl Gateway {
         let shared = self.shared.clone();
         tokio::spawn(async move {
             let exit = child.wait().await;
-            if exit.requested || shared.stopping.load(Ordering::Relaxed) {
+            if exit.requested {
                 return;
             }
-            tracing::warn!(
-                "mcp: the MCP server `{}` exited ({}); its tools now answer with an error, the evidence tools still work",
-                shared.clean(&child.name),
-                exit.how
-            );
-            let status = if exit.clean {
-                Status::Info
-            } else {
-                Status::Error
-            };
-            shared
-                .recorder
-                .lifecycle(LifecycleEvent::ServerExited, status, Some(&exit.how));
+            if !shared.stopping.load(Ordering::Relaxed) {
+                tracing::warn!(
+                    "mcp: the MCP server `{}` exited ({}); its tools now answer with an error, the evidence tools still work",
+                    shared.clean(&child.name),
+                    exit.how
+                );
+            }
+            shared.record_exit(&exit);
         });
     }
 
@@ -323,15 +324,8 @@ impl Gateway {
         };
         shared.recorder.lifecycle(event, Status::Info, detail);
         if let Some(child) = &shared.child {
-            let crashed = child.exited().filter(|e| !e.requested);
             let exit = child.stop().await;
-            if crashed.is_none() {
-                shared.recorder.lifecycle(
-                    LifecycleEvent::ServerExited,
-                    Status::Info,
-                    Some(&exit.how),
-                );
-            }
+            shared.record_exit(&exit);
         }
         // Calls waiting on the server end now (its session is gone); give them a moment.
         let deadline = tokio::time::Instant::now() + CALLS_GRACE;
@@ -358,6 +352,21 @@ impl Gateway {
 }
 
 impl Shared {
+    /// Records how the wrapped server ended, once: an error unless it exited cleanly or was
+    /// stopped by us.
+    fn record_exit(&self, exit: &child::Exit) {
+        if self.exit_recorded.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let status = if exit.clean {
+            Status::Info
+        } else {
+            Status::Error
+        };
+        self.recorder
+            .lifecycle(LifecycleEvent::ServerExited, status, Some(&exit.how));
+    }
+
     /// Text from the wrapped server or the agent, made safe for a log line or an error.
     fn clean(&self, s: &str) -> String {
         match self.recorder.handle() {

@@ -209,11 +209,17 @@ impl ServerHandler for Gateway {
         if tools::NAMES.contains(&request.name.as_ref()) {
             return Ok(tools::call(&self.shared, request).await.into());
         }
-        let server = self
-            .shared
-            .child
-            .as_deref()
-            .map_or_else(|| "none".to_owned(), |c| c.name.clone());
+        let Some(server) = self.shared.child.as_deref().map(|c| c.name.clone()) else {
+            // No wrapped server: only the gateway's own tools exist.
+            let call = self.shared.recorder.begin(
+                super::journal::GATEWAY_TOOL,
+                &request.name,
+                request.arguments.as_ref(),
+            );
+            let e = format!("no tool named {}", self.shared.clean(&request.name));
+            call.end(Outcome::error(e.clone()));
+            return Err(ErrorData::invalid_params(e, None));
+        };
         let call = self
             .shared
             .recorder
