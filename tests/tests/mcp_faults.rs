@@ -191,6 +191,18 @@ async fn tools_and_results_pass_through_unchanged_and_each_call_is_recorded() {
         within("a log message", logged).await;
         assert_eq!(gw.agent.logs.lock().unwrap()[0].data, json!("a log line from the fake"));
 
+        gw.call("change_tools", json!({})).await;
+        within("tools/list_changed", async {
+            loop {
+                let wait = gw.agent.seen.notified();
+                if *gw.agent.tools_changed.lock().unwrap() > 0 {
+                    break;
+                }
+                wait.await;
+            }
+        })
+        .await;
+
         let closed = gw.close().await;
         assert_eq!(closed.code, Some(0), "{}", closed.stderr);
         let _ = direct.cancel().await;
@@ -198,7 +210,7 @@ async fn tools_and_results_pass_through_unchanged_and_each_call_is_recorded() {
         assert_eq!(runs.len(), 1);
         let records = journal(&runs[0]);
         // One record per call, each with its reduced arguments and the shape of its result.
-        for (name, count) in [("echo", 1), ("structured", 1), ("image", 1), ("fail", 1), ("rpc_error", 1), ("slow", 1), ("log", 1)] {
+        for (name, count) in [("echo", 1), ("structured", 1), ("image", 1), ("fail", 1), ("rpc_error", 1), ("slow", 1), ("log", 1), ("change_tools", 1)] {
             assert_eq!(calls(&records, name).len(), count, "{name}");
         }
         let echo = calls(&records, "echo")[0];

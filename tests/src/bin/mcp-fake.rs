@@ -7,7 +7,8 @@
 //! Tools: `echo {text}` (the text back), `image {bytes}` (one PNG-typed image of that many
 //! bytes), `structured` (structured content), `fail` (an `isError` result), `rpc_error` (a
 //! JSON-RPC error), `slow {ms}` (progress notifications, then done; cancellable), `log` (a log
-//! message notification, then done), `crash` (exits with status 3 mid-call).
+//! message notification, then done), `change_tools` (a `tools/list_changed` notification, then
+//! done), `crash` (exits with status 3 mid-call).
 //!
 //! Flags: `--never-init` (reads but never answers `initialize`), `--offer NAME` (also offer a
 //! tool named NAME), `--stderr TEXT` (print TEXT on stderr at start), `--ignore-stdin-close`
@@ -64,6 +65,7 @@ fn tools(extra: Option<&str>) -> Vec<Tool> {
             obj(json!({"ms": {"type": "integer"}})),
         ),
         Tool::new("log", "Sends a log message, then returns", obj(json!({}))),
+        Tool::new("change_tools", "Says its tool list changed", obj(json!({}))),
         Tool::new("crash", "Exits mid-call", obj(json!({}))),
     ];
     if let Some(name) = extra {
@@ -224,6 +226,10 @@ impl ServerHandler for Fake {
                     ))
                     .await;
                 text("logged")
+            }
+            "change_tools" => {
+                let _ = context.peer.notify_tool_list_changed().await;
+                text("changed")
             }
             "crash" => std::process::exit(3),
             other => text(format!("called {other}")),
