@@ -4,10 +4,11 @@
 //!
 //! ```text
 //! agent ⇄ (stdio) gateway ⇄ (pipes) wrapped server ⇄ (CDP) relay ⇄ browser
-//!              │  tool calls, reduced        │                │ tap copies
-//!              ▼                             ▼                ▼
-//!           journal.rs ───────────────▶ run writer ◀── observers (CDP actions, failures, frames)
-//!                 begin/end of each call ─▶ pipeline::calls links records to the call in flight
+//!                 │ each call, reduced                          │ tap copies
+//!                 ▼                                             ▼
+//!             journal.rs ──▶ run writer ◀── observers: CDP actions, failures, frames
+//!                 │ begin/end       │ links each record to the call in flight
+//!                 └──────▶ pipeline::calls
 //! ```
 //!
 //! - `server.rs`: the agent's side ([`rmcp::ServerHandler`], written out by hand so everything
@@ -169,7 +170,8 @@ impl Session {
 
 impl Gateway {
     /// Starts the wrapped server (if any) and completes its `initialize`; refuses a server that
-    /// offers a tool named like one of the gateway's. Records go through `evidence`.
+    /// offers a tool named like one of the gateway's. Records go through `evidence`. Call on a
+    /// thread that lives as long as the server should: it is told to die with that thread.
     pub async fn start(
         config: GatewayConfig,
         endpoints: Endpoints,
