@@ -36,7 +36,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 if [ ! -d tests/clients/node_modules/playwright-core ] || [ ! -d tests/clients/node_modules/puppeteer-core ] \
    || [ tests/clients/package-lock.json -nt tests/clients/node_modules/.package-lock.json ]; then
-  step "installing the npm test clients (playwright-core, puppeteer-core; no browser downloads)"
+  step "installing the npm test clients (playwright-core, puppeteer-core, chrome-devtools-mcp, @playwright/mcp; no browser downloads)"
   PUPPETEER_SKIP_DOWNLOAD=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
     npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
 fi

@@ -97,6 +97,43 @@ fn pid() -> u32 {
     *PID.get_or_init(std::process::id)
 }
 
+/// An action id made before its record is written, so that records written meanwhile can name
+/// it: the CDP actions, failures and frames of an MCP tool call name the call while it runs
+/// (`payload.toolCall`), and its own record is written when it ends. Same format as the ids the
+/// journal assigns, and only made here, so it is always a valid id.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ActionId(String);
+
+impl ActionId {
+    /// A fresh id stamped with `now` (the action's start: ids sort by it).
+    pub fn at(now: SystemTime) -> ActionId {
+        ActionId(new_action_id(now))
+    }
+
+    /// The id as written to the journal.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ActionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for ActionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl serde::Serialize for ActionId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
 /// A new action id: `<ms since epoch, 13 digits>-<pid, 10 digits>-<per-process sequence, 10
 /// digits>-<8 hex>`. Lexicographic order is time order across processes (to the millisecond) and
 /// append order within one process.
@@ -168,6 +205,20 @@ mod tests {
         for id in &ids {
             validate_id("action", id).unwrap();
         }
+    }
+
+    #[test]
+    fn preset_action_ids_look_like_journal_ids_and_sort_by_their_time() {
+        let t0 = UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_000);
+        let a = ActionId::at(t0);
+        let b = ActionId::at(t0 + std::time::Duration::from_millis(1));
+        validate_id("action", a.as_str()).unwrap();
+        assert!(a.as_str().starts_with("1700000000000-"), "{a}");
+        assert!(a < b && a.as_str() < new_action_id(t0).as_str());
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            format!("\"{}\"", a.as_str())
+        );
     }
 
     #[test]

@@ -51,12 +51,13 @@ mod run;
 mod rundir;
 mod store;
 pub mod time;
+mod tool;
 
 pub use error::Error;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub use hooks::fail_writes_under;
-pub use ids::{validate_id, Source, MAX_ID_LEN};
+pub use ids::{validate_id, ActionId, Source, MAX_ID_LEN};
 #[doc(hidden)]
 pub use journal::{TEST_HOOK_TORN_APPEND_ENV, TEST_HOOK_TORN_APPEND_READY};
 pub use manifest::{Manifest, ManifestTotals, Redactions, RunStatus, Truncation, EVIDENCE_VERSION};
@@ -73,7 +74,7 @@ pub use record::{
     Lifecycle, LifecycleEvent, LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Repeat,
     Sanitized, Status, Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle,
     StoredNetwork, StoredRepeat, StoredVerification, Verification, VerificationOf, Verified,
-    BUILTIN_KINDS, TARGET_FIELDS,
+    BUILTIN_KINDS, TARGET_FIELDS, TOOL_CALL_FIELD,
 };
 pub use retention::{PruneReport, RetentionHold, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals, METADATA_ALLOWANCE};
@@ -83,3 +84,4 @@ pub use store::{
     DEFAULT_KEEP_FINALIZED_RUNS, DEFAULT_MAX_RECORD_BYTES, DEFAULT_ROOT, MIN_JOURNAL_BUDGET_BYTES,
     MIN_MAX_RECORD_BYTES,
 };
+pub use tool::{JsonType, StoredToolArgument, ToolArgument, ToolArgumentOf, ToolResult};

@@ -126,6 +126,13 @@ impl StoredRecord {
         typed.unwrap_or(StoredPayload::Mismatch)
     }
 
+    /// The tool call this record happened during (`payload.toolCall`), when it names one.
+    pub fn tool_call(&self) -> Option<&str> {
+        self.payload
+            .get(crate::record::TOOL_CALL_FIELD)
+            .and_then(Value::as_str)
+    }
+
     /// The marker word (`runStarted`, `evidenceTruncated`, ...) when this is a marker record.
     pub fn marker(&self) -> Option<&str> {
         if self.kind != "marker" {
@@ -136,6 +143,8 @@ impl StoredRecord {
 }
 
 /// A record's payload in the format's schema; see [`StoredRecord::typed_payload`].
+// Actions are most records and the largest variant (see `RecordKind`).
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum StoredPayload {

@@ -13,7 +13,8 @@
 //! `Deserialize`.
 
 use crate::error::Error;
-use crate::ids::{validate_id, Source};
+use crate::ids::{validate_id, ActionId, Source};
+use crate::tool::{ToolArgumentOf, ToolResult};
 use cdp_sanitize::{InputSummary, NetworkFailure, SafeJson, SafeText, SafeUrl};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -216,6 +217,15 @@ pub struct ActionOf<F: Form> {
     /// For a typing step: whether the typed text landed in the field the burst started in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<VerificationOf<F>>,
+    /// For an agent's tool call: its arguments, reduced (see [`crate::ToolArgument`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Vec<ToolArgumentOf<F>>>,
+    /// For an agent's tool call: what it returned, as counts and `isError` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ToolResult>,
+    /// An agent's own name for a step (`evidence_mark_step`), sanitized.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<F::Text>,
 }
 
 /// Whether typed text landed: `true`, `false`, or `"indeterminate"` in the journal.
@@ -316,6 +326,9 @@ impl Action {
             bytes: None,
             detail: None,
             verification: None,
+            arguments: None,
+            result: None,
+            label: None,
         }
     }
 }
@@ -401,6 +414,18 @@ pub enum LifecycleEvent {
     ClientDisconnected,
     /// The browser side went away without a close frame.
     UpstreamLost,
+    /// An agent connected to the MCP gateway (`detail`: its name).
+    AgentConnected,
+    /// The agent closed its connection (stdin) to the MCP gateway.
+    AgentDisconnected,
+    /// The MCP server the gateway wraps answered `initialize` (`detail`: its name).
+    ServerStarted,
+    /// The wrapped MCP server exited (`detail`: how; status `error` when it failed or crashed).
+    ServerExited,
+    /// The gateway was asked to stop (`detail`: the signal).
+    StopRequested,
+    /// The browser the gateway launched exited (status `error` when it was not asked to).
+    BrowserExited,
 }
 
 impl LifecycleEvent {
@@ -410,6 +435,12 @@ impl LifecycleEvent {
             "clientConnected" => LifecycleEvent::ClientConnected,
             "clientDisconnected" => LifecycleEvent::ClientDisconnected,
             "upstreamLost" => LifecycleEvent::UpstreamLost,
+            "agentConnected" => LifecycleEvent::AgentConnected,
+            "agentDisconnected" => LifecycleEvent::AgentDisconnected,
+            "serverStarted" => LifecycleEvent::ServerStarted,
+            "serverExited" => LifecycleEvent::ServerExited,
+            "stopRequested" => LifecycleEvent::StopRequested,
+            "browserExited" => LifecycleEvent::BrowserExited,
             _ => return None,
         })
     }
@@ -587,6 +618,9 @@ pub const TARGET_FIELDS: [&str; 15] = [
     "parentFrameId",
 ];
 
+/// The payload member naming the tool call a record happened during.
+pub const TOOL_CALL_FIELD: &str = "toolCall";
+
 /// Names of the kinds this crate defines; a [`CustomKind`] may not reuse them.
 pub const BUILTIN_KINDS: [&str; 5] = ["action", "network", "console", "lifecycle", "marker"];
 
@@ -615,6 +649,9 @@ impl CustomKind {
 }
 
 /// What a record is about, and its sanitized payload (`kind` + `payload` in the journal).
+// Actions are most records and the largest variant: boxing them would allocate for nearly every
+// record to save space in the rare others.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum RecordKind {
@@ -685,6 +722,10 @@ impl RecordKind {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Record {
+    /// Set when the producer made the id ahead of time ([`Record::action_id`]).
+    action_id: Option<ActionId>,
+    /// The tool call this record happened during (`payload.toolCall`).
+    tool_call: Option<ActionId>,
     source: Option<Source>,
     tool: SafeText,
     kind: RecordKind,
@@ -747,6 +788,8 @@ impl Record {
     /// for network failures and `info` for everything else.
     pub fn new(tool: SafeText, kind: RecordKind) -> Record {
         Record {
+            action_id: None,
+            tool_call: None,
             source: None,
             tool,
             status: kind.default_status(),
@@ -816,9 +859,67 @@ impl Record {
         self
     }
 
+    /// Writes the record under an id made ahead of time ([`ActionId::at`]) instead of a fresh
+    /// one, so records written before it can name it.
+    pub fn action_id(mut self, id: ActionId) -> Record {
+        self.action_id = Some(id);
+        self
+    }
+
+    /// Names the tool call this record happened during, as `payload.toolCall`. Markers are run
+    /// bookkeeping and are never linked; neither is a producer-defined payload that is not an
+    /// object or already has a `toolCall` member.
+    pub fn link_tool_call(&mut self, call: ActionId) {
+        self.tool_call = Some(call);
+    }
+
     /// The record's kind.
     pub fn kind(&self) -> &RecordKind {
         &self.kind
+    }
+
+    /// When the action started, if the producer said ([`Record::started_at`]).
+    pub fn start_time(&self) -> Option<SystemTime> {
+        self.started_at
+    }
+
+    /// The producer named on the record itself ([`Record::source`]), if any.
+    pub fn source_override(&self) -> Option<&Source> {
+        self.source.as_ref()
+    }
+
+    /// The handle of the target the record is about (`target.targetId`), if it names one.
+    pub fn target_handle(&self) -> Option<&str> {
+        self.target
+            .as_ref()
+            .and_then(|t| t.as_value().get("targetId"))
+            .and_then(Value::as_str)
+    }
+
+    /// The tool call this record is linked to, if any.
+    pub fn tool_call(&self) -> Option<&ActionId> {
+        self.tool_call.as_ref()
+    }
+
+    /// The link to write: none for markers and for custom payloads it cannot join.
+    fn link(&self) -> Option<&ActionId> {
+        let call = self.tool_call.as_ref()?;
+        match &self.kind {
+            RecordKind::Marker(_) => None,
+            RecordKind::Custom(c) => match c.payload.as_value() {
+                Value::Object(m) if !m.contains_key(TOOL_CALL_FIELD) => Some(call),
+                _ => None,
+            },
+            _ => Some(call),
+        }
+    }
+
+    /// The id this record is written under: the preset one, or a fresh one.
+    pub(crate) fn id_for(&self, now: SystemTime) -> String {
+        match &self.action_id {
+            Some(id) => id.as_str().to_owned(),
+            None => crate::ids::new_action_id(now),
+        }
     }
 
     /// The journal line for this record, serialized straight from the record's fields (no
@@ -854,16 +955,34 @@ impl Record {
                 m.end()
             }
         }
-        struct Payload<'a>(&'a RecordKind);
+        struct Payload<'a>(&'a RecordKind, Option<&'a ActionId>);
+        /// A payload with `toolCall` added after its own members.
+        #[derive(Serialize)]
+        struct Linked<'a, P: Serialize> {
+            #[serde(flatten)]
+            payload: &'a P,
+            #[serde(rename = "toolCall")]
+            tool_call: &'a ActionId,
+        }
+        fn linked<S: serde::Serializer, P: Serialize>(
+            payload: &P,
+            link: Option<&ActionId>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            match link {
+                None => payload.serialize(s),
+                Some(tool_call) => Linked { payload, tool_call }.serialize(s),
+            }
+        }
         impl Serialize for Payload<'_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 match self.0 {
-                    RecordKind::Action(p) => p.serialize(s),
-                    RecordKind::Network(p) => p.serialize(s),
-                    RecordKind::Console(p) => p.serialize(s),
-                    RecordKind::Lifecycle(p) => p.serialize(s),
+                    RecordKind::Action(p) => linked(p, self.1, s),
+                    RecordKind::Network(p) => linked(p, self.1, s),
+                    RecordKind::Console(p) => linked(p, self.1, s),
+                    RecordKind::Lifecycle(p) => linked(p, self.1, s),
                     RecordKind::Marker(p) => p.serialize(s),
-                    RecordKind::Custom(c) => c.payload.as_value().serialize(s),
+                    RecordKind::Custom(c) => linked(c.payload.as_value(), self.1, s),
                 }
             }
         }
@@ -891,7 +1010,7 @@ impl Record {
                     m.serialize_entry("repeat", &repeat.write())?;
                 }
                 m.serialize_entry("kind", r.kind.name())?;
-                m.serialize_entry("payload", &Payload(&r.kind))?;
+                m.serialize_entry("payload", &Payload(&r.kind, r.link()))?;
                 m.end()
             }
         }
@@ -950,7 +1069,11 @@ impl Record {
             m.insert("repeat".into(), out);
         }
         m.insert("kind".into(), self.kind.name().into());
-        m.insert("payload".into(), self.kind.payload()?);
+        let mut payload = self.kind.payload()?;
+        if let (Some(call), Value::Object(p)) = (self.link(), &mut payload) {
+            p.insert(TOOL_CALL_FIELD.into(), call.as_str().into());
+        }
+        m.insert("payload".into(), payload);
         Ok(Value::Object(m))
     }
 }
@@ -1040,6 +1163,104 @@ mod tests {
             let text = String::from_utf8(direct).unwrap();
             assert!(text.find("\"kind\"") < text.find("\"payload\""), "{text}");
         }
+    }
+
+    /// A record linked to a tool call names it in its payload, both ways of serializing; a
+    /// preset id is written as given.
+    #[test]
+    fn tool_call_links_and_preset_ids() {
+        let s = Sanitizer::new();
+        let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
+        let call = ActionId::at(at);
+        let link = |mut r: Record| {
+            r.link_tool_call(call.clone());
+            r
+        };
+        let action = link(Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Action(Action::new(SafeText::literal("Input.dispatchMouseEvent"))),
+        ));
+        let failure = link(Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Network(s.network_failure(cdp_sanitize::RawNetworkFailure {
+                method: "GET",
+                url: "https://a.test/x",
+                status: Some(500),
+                ..Default::default()
+            })),
+        ));
+        let custom = link(Record::new(
+            SafeText::literal("adb"),
+            RecordKind::Custom(
+                CustomKind::new("gesture", s.json(&serde_json::json!({"n": 2}))).unwrap(),
+            ),
+        ));
+        for r in [&action, &failure, &custom] {
+            let direct: Value =
+                serde_json::from_slice(&r.to_json("id-1", &Source::RELAY, "sess", at).unwrap())
+                    .unwrap();
+            assert_eq!(
+                direct["payload"][TOOL_CALL_FIELD],
+                call.as_str(),
+                "{direct}"
+            );
+            assert_eq!(direct, value(r));
+            let stored = crate::StoredRecord::from_value(direct).unwrap();
+            assert_eq!(stored.tool_call(), Some(call.as_str()));
+        }
+        // The typed read model is unaffected by the link.
+        let stored = crate::StoredRecord::from_value(value(&failure)).unwrap();
+        assert!(matches!(
+            stored.typed_payload(),
+            crate::StoredPayload::Network(_)
+        ));
+        // Markers and payloads the link cannot join stay as they are.
+        let marker = link(Record::new(
+            SafeText::literal("cdp-evidence"),
+            RecordKind::Marker(Marker::evidence_dropped(1)),
+        ));
+        assert!(value(&marker)["payload"].get(TOOL_CALL_FIELD).is_none());
+        let taken = link(Record::new(
+            SafeText::literal("adb"),
+            RecordKind::Custom(
+                CustomKind::new("x", s.json(&serde_json::json!({"toolCall": "mine"}))).unwrap(),
+            ),
+        ));
+        assert_eq!(value(&taken)["payload"][TOOL_CALL_FIELD], "mine");
+        let array = link(Record::new(
+            SafeText::literal("adb"),
+            RecordKind::Custom(CustomKind::new("x", s.json(&serde_json::json!([1]))).unwrap()),
+        ));
+        assert_eq!(value(&array)["payload"], serde_json::json!([1]));
+        // A preset id is the record's id.
+        let own = Record::new(
+            SafeText::literal("chrome-devtools-mcp"),
+            RecordKind::Action(Action::new(SafeText::literal("click"))),
+        )
+        .action_id(call.clone());
+        assert_eq!(own.id_for(at), call.as_str());
+    }
+
+    #[test]
+    fn a_tool_call_reads_back_in_the_same_schema() {
+        use crate::{JsonType, ToolArgument, ToolResult};
+        let s = Sanitizer::new();
+        let mut a = Action::new(SafeText::literal("fill_form"));
+        let mut arg = ToolArgument::new(SafeText::literal("elements"), JsonType::Array);
+        arg.count = Some(3);
+        a.arguments = Some(vec![arg]);
+        a.result = Some(ToolResult::new(1, 0, false, false));
+        a.label = Some(s.text("log in"));
+        let (written, read) = read_back(
+            &Record::new(SafeText::literal("chrome_devtools"), RecordKind::Action(a))
+                .source(Source::MCP),
+        );
+        let crate::StoredPayload::Action(read) = read else {
+            panic!("{read:?}")
+        };
+        assert_eq!(read.arguments.as_ref().unwrap()[0].count, Some(3));
+        assert_eq!(read.label.as_deref(), Some("log in"));
+        assert_eq!(serde_json::to_value(&read).unwrap(), written);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use crate::budget::BudgetState;
 use crate::error::Error;
-use crate::ids::{new_action_id, Source};
+use crate::ids::Source;
 use crate::journal::{Journal, Locked};
 use crate::manifest::{Manifest, ManifestTotals, Redactions, RunStatus, Truncation};
 use crate::paths::{
@@ -477,7 +477,7 @@ impl RunInner {
     /// The record as its journal line (with a fresh action id), bounded in size.
     fn line(&self, record: &Record) -> Result<Vec<u8>, Error> {
         let now = SystemTime::now();
-        let id = new_action_id(now);
+        let id = record.id_for(now);
         let mut line = record.to_json(&id, &self.source, &self.session, now)?;
         if line.len() < self.config.max_record_bytes {
             line.push(b'\n');

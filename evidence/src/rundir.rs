@@ -239,6 +239,29 @@ impl RunDir {
             .map_err(|e| Error::io("cannot read", self.path.join(name), e))
     }
 
+    /// Reads a file directly in the run directory (`summary.md`, `report.html`, the journal, the
+    /// manifest), confined like every read here: `name` must be a plain id, the file is opened
+    /// without following a symlink and must be a regular file. `Ok(None)` when it does not
+    /// exist; an error when it holds more than `max` bytes.
+    pub fn read_file(&self, name: &str, max: u64) -> Result<Option<Vec<u8>>, Error> {
+        validate_id("file name", name)?;
+        let Some(file) = self.open_file(name, "cannot open")? else {
+            return Ok(None);
+        };
+        let path = self.path.join(name);
+        let mut bytes = Vec::new();
+        file.take(max.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("cannot read", &path, e))?;
+        if bytes.len() as u64 > max {
+            return Err(Error::confinement(
+                path,
+                "is larger than this reader accepts",
+            ));
+        }
+        Ok(Some(bytes))
+    }
+
     /// Opens a record's `artifacts` entry inside the run: `artifacts/<name>` only, neither
     /// `artifacts/` nor the file may be a symlink, and only a regular file is returned. Nothing
     /// is read yet.
@@ -403,6 +426,40 @@ mod tests {
         symlink(&outside, dir.join("actions.jsonl")).unwrap();
         assert!(matches!(run.manifest(), Err(Error::Confinement { .. })));
         assert!(matches!(run.journal(None), Err(Error::Confinement { .. })));
+    }
+
+    #[test]
+    fn files_are_read_by_plain_name_only_and_never_through_a_symlink() {
+        let (tmp, dir) = run();
+        let outside = tmp.path().join("secret.md");
+        fs::write(&outside, b"outside").unwrap();
+        fs::write(dir.join("summary.md"), b"inside").unwrap();
+        symlink(&outside, dir.join("report.html")).unwrap();
+        fs::create_dir(dir.join("sub.md")).unwrap();
+        let run = RunDir::open(&dir).unwrap();
+        assert_eq!(run.read_file("summary.md", 6).unwrap().unwrap(), b"inside");
+        assert!(matches!(
+            run.read_file("summary.md", 5),
+            Err(Error::Confinement { .. })
+        ));
+        assert!(run.read_file("none.md", 10).unwrap().is_none());
+        assert!(matches!(
+            run.read_file("report.html", 100),
+            Err(Error::Confinement { .. })
+        ));
+        assert!(run.read_file("sub.md", 100).is_err());
+        for bad in [
+            "../secret.md",
+            "artifacts/x.png",
+            "/etc/passwd",
+            "..",
+            ".lock",
+        ] {
+            assert!(
+                matches!(run.read_file(bad, 100), Err(Error::InvalidId { .. })),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

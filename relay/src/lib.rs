@@ -13,6 +13,8 @@
 //! - [`upload`]: finalized runs to object storage, whole, manifest last, in the background.
 //! - [`ops`]: what the relay's own API answers besides discovery: remote producers
 //!   (`POST /relay/v1/evidence`), readiness and liveness probes, Prometheus metrics.
+//! - `mcp` (feature `mcp`): the MCP gateway of `cdp-relay mcp`, which wraps an agent's browser
+//!   MCP server and records what each tool call did.
 //!
 //! The `cdp-relay` command line lives in the binary (`src/main.rs`, `src/cli/`), not here.
 //!
@@ -36,6 +38,8 @@ pub mod api;
 mod config;
 mod error;
 pub mod launch;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod ops;
 pub mod pipeline;
 mod recording;

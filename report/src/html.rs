@@ -7,7 +7,9 @@
 
 use crate::model::{Level, Report, RunState};
 use crate::text::{bytes, count, duration, offset};
-use crate::timeline::{FailWhat, Failure, Frame, FrameState, Headline, Outcome, Page, Step, What};
+use crate::timeline::{
+    FailWhat, Failure, Frame, FrameState, Headline, Outcome, Page, Step, ToolCall, What,
+};
 use base64::Engine as _;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use sha2::{Digest, Sha256};
@@ -261,6 +263,7 @@ fn step(r: &Report, s: &Step) -> Markup {
                 }
                 @if let Some(p) = &s.page { (page(p, s.page_inferred, tl.tabs)) }
                 @if let What::Type { verdict: Some(v), .. } = &s.what { (verdict(v)) }
+                @if let What::ToolCall(c) = &s.what { (tool_call(r, c)) }
                 @if let Some(e) = &s.error { p.err.u { (e) } }
                 @if !s.fields.is_empty() {
                     dl.fields { @for (k, v) in &s.fields { dt.u { (k) } dd.u { (v) } } }
@@ -590,12 +593,20 @@ fn console_table(r: &Report) -> Markup {
 }
 
 fn typing_table(r: &Report) -> Markup {
-    let rows: Vec<&Step> = r
-        .timeline
-        .steps
-        .iter()
-        .filter(|s| matches!(s.what, What::Type { .. }))
-        .collect();
+    // Typing steps, and the typing a tool call did (its effects), with the step they are in.
+    let mut rows: Vec<(&Step, Option<u64>, bool, Headline)> = Vec::new();
+    for s in &r.timeline.steps {
+        match &s.what {
+            What::Type { .. } => rows.push((s, s.at_ms, s.time_known, s.what.headline(1))),
+            What::ToolCall(c) => rows.extend(
+                c.effects
+                    .iter()
+                    .filter(|e| matches!(e.what, What::Type { .. }))
+                    .map(|e| (s, e.at_ms, true, e.headline())),
+            ),
+            _ => {}
+        }
+    }
     html! {
         @if !rows.is_empty() {
             section #typing {
@@ -604,11 +615,11 @@ fn typing_table(r: &Report) -> Markup {
                 table.table {
                     thead { tr { th { "Step" } th { "Time" } th { "Typed" } th { "Page" } } }
                     tbody {
-                        @for s in &rows {
+                        @for (s, at_ms, known, what) in &rows {
                             tr {
                                 td.n data-label="Step" { a href={ "#" (s.anchor()) } { (s.label()) } }
-                                td.n data-label="Time" { (at(r, s.at_ms, s.time_known)) }
-                                td.wide data-label="Typed" { (headline(&s.what.headline(1))) }
+                                td.n data-label="Time" { (at(r, *at_ms, *known)) }
+                                td.wide data-label="Typed" { (headline(what)) }
                                 td data-label="Page" {
                                     @if let Some(p) = &s.page {
                                         @if let Some(t) = &p.title { span.u { (t) } " " }
@@ -670,6 +681,27 @@ fn records(r: &Report) -> Markup {
 }
 
 /// Whether typed text landed, as the relay's observer judged it in the page (value-free).
+/// What a tool call returned, and the CDP actions done during it.
+fn tool_call(r: &Report, c: &ToolCall) -> Markup {
+    html! {
+        @if let Some(ret) = &c.returned { p.small { "Returned " (ret) } }
+        @if !c.effects.is_empty() {
+            ol.effects aria-label="In the browser" {
+                @for e in &c.effects {
+                    li {
+                        span.t2 { (at(r, e.at_ms, true)) }
+                        (headline(&e.headline()))
+                        @if e.outcome != Outcome::Ok { " " (badge(&e.outcome)) }
+                        @if let Some(err) = &e.error { " " span.u.fe { (err) } }
+                        @if let Some(v) = e.verdict() { (verdict(v)) }
+                    }
+                }
+                @if c.more_effects > 0 { li { "… " (c.more_effects) " more" } }
+            }
+        }
+    }
+}
+
 fn verdict(v: &crate::timeline::Verdict) -> Markup {
     let (class, mark, word) = match v.verified.as_str() {
         "true" => ("v-ok", "✓", "landed"),

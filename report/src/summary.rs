@@ -124,6 +124,47 @@ fn failure_line(r: &Report, f: &Failure) -> String {
     line
 }
 
+/// What a tool call returned, and the CDP actions done during it, one per line.
+fn tool_call(out: &mut String, r: &Report, c: &crate::timeline::ToolCall, indent: &str) {
+    if let Some(ret) = &c.returned {
+        let _ = writeln!(out, "{indent}returned {ret}");
+    }
+    for e in &c.effects {
+        let _ = write!(
+            out,
+            "{indent}→ {} {}",
+            at(r, e.at_ms, true),
+            headline(&e.headline())
+        );
+        if e.outcome != crate::timeline::Outcome::Ok {
+            let _ = write!(out, " [{}]", e.outcome.word());
+        }
+        if let Some(err) = &e.error {
+            let _ = write!(out, ": {}", md_code(err));
+        }
+        if let Some(v) = e.verdict() {
+            let _ = write!(out, " — {}", verdict_words(v));
+        }
+        out.push('\n');
+    }
+    if c.more_effects > 0 {
+        let _ = writeln!(out, "{indent}→ … {} more", c.more_effects);
+    }
+}
+
+fn verdict_words(v: &crate::timeline::Verdict) -> String {
+    let word = match v.verified.as_str() {
+        "true" => "landed",
+        "false" => "did not land",
+        _ => "not verified",
+    };
+    format!(
+        "verified: {word} ({}) {}",
+        md_code(&v.reason),
+        md_code(&v.note)
+    )
+}
+
 fn step_block(out: &mut String, r: &Report, s: &Step) {
     if let crate::timeline::What::Gap { until_ms, .. } = &s.what {
         let _ = write!(
@@ -181,6 +222,9 @@ fn step_block(out: &mut String, r: &Report, s: &Step) {
             md_code(&v.reason),
             md_code(&v.note)
         );
+    }
+    if let crate::timeline::What::ToolCall(c) = &s.what {
+        tool_call(out, r, c, indent);
     }
     if let Some(p) = &s.page {
         let mut parts = Vec::new();

@@ -11,6 +11,7 @@ pub mod cdp;
 pub mod fake;
 pub mod files;
 pub mod http;
+pub mod mcp;
 pub mod pages;
 pub mod pixels;
 pub mod planted;

@@ -14,11 +14,12 @@ pub enum LogFormat {
 
 /// Installs the stderr subscriber. `RUST_LOG` wins over `-v`.
 pub fn init(verbose: u8, format: LogFormat) {
+    // rmcp is silent: its own logs print whole MCP messages (tool arguments, page text).
     let default = match verbose {
-        0 => "cdp_relay=info,cdp_evidence=info,warn",
-        1 => "cdp_relay=debug,cdp_evidence=debug,info",
+        0 => "cdp_relay=info,cdp_evidence=info,rmcp=off,warn",
+        1 => "cdp_relay=debug,cdp_evidence=debug,rmcp=off,info",
         // Dependencies stay at info: at trace, websocket libraries print whole frames.
-        _ => "cdp_relay=trace,cdp_evidence=trace,info",
+        _ => "cdp_relay=trace,cdp_evidence=trace,rmcp=off,info",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()

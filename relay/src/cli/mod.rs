@@ -7,6 +7,7 @@
 mod demo;
 mod evidence;
 mod logging;
+mod mcp;
 mod relay;
 mod report;
 mod sanitize;
@@ -54,6 +55,10 @@ pub enum Command {
     Serve(ServeArgs),
     /// Start a headless Chromium with a fresh profile and relay it.
     Launch(LaunchArgs),
+    /// An MCP server on stdio for AI agents: a browser behind the relay, the browser tools of
+    /// the MCP server given after `--` (chrome-devtools-mcp, @playwright/mcp) passed through,
+    /// and evidence of what each tool call did.
+    Mcp(mcp::McpArgs),
     /// Sanitize text (or JSON) from stdin to stdout, removing secrets and CDP ids.
     Sanitize(sanitize::SanitizeArgs),
     /// Evidence journal tools for other producers.
@@ -72,8 +77,9 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct RelayArgs {
     /// Address to listen on. Port 0 picks a free port; the endpoint is printed on stdout.
-    #[arg(long, default_value = "127.0.0.1:9223", value_name = "ADDR")]
-    pub listen: SocketAddr,
+    /// Default: 127.0.0.1:9223 (`mcp`: 127.0.0.1:0, any free port).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
 
     /// Also accept this Host name (besides IP literals, localhost and *.localhost). Repeatable.
     #[arg(long = "allow-host", value_name = "NAME")]
@@ -265,11 +271,25 @@ pub struct LaunchArgs {
     pub extra_args: Vec<String>,
 }
 
+/// Where `serve` and `launch` listen unless `--listen` says otherwise.
+const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9223);
+
 impl RelayArgs {
     fn into_config(
         self,
         upstream: Option<String>,
         observe_by_default: bool,
+    ) -> anyhow::Result<Config> {
+        self.into_config_listening(upstream, observe_by_default, DEFAULT_LISTEN)
+    }
+
+    /// [`RelayArgs::into_config`] with the command's own default listen address.
+    fn into_config_listening(
+        self,
+        upstream: Option<String>,
+        observe_by_default: bool,
+        default_listen: SocketAddr,
     ) -> anyhow::Result<Config> {
         let token = match (self.token, &self.token_file) {
             (Some(_), Some(_)) => {
@@ -284,7 +304,7 @@ impl RelayArgs {
             (token, None) => token,
         };
         let policy = ListenPolicy::new(
-            self.listen,
+            self.listen.unwrap_or(default_listen),
             self.allow_host,
             self.allow_origin,
             token,
@@ -351,6 +371,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             };
             runtime(threads)?.block_on(relay::launch(config, launch))
         }
+        Command::Mcp(args) => mcp::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Sanitize(args) => sanitize::run(args),
         Command::Evidence(args) => evidence::run_evidence(args),
@@ -363,7 +384,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 
 /// The tokio runtime of the relay commands: `--threads 1` is a current-thread runtime (no
 /// cross-thread wake-ups on the forwarding path), anything else a multi-threaded one.
-fn runtime(threads: Option<u16>) -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime(threads: Option<u16>) -> anyhow::Result<tokio::runtime::Runtime> {
     let mut b = match threads {
         Some(1) => tokio::runtime::Builder::new_current_thread(),
         Some(n) => {

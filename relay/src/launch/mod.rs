@@ -372,7 +372,7 @@ impl Drop for Browser {
 /// policy in front of it). The signal fires when the *spawning thread* exits: `launch` runs on the
 /// main thread of the CLI, and a test's browser belongs to the test's thread.
 #[allow(unsafe_code)]
-fn die_with_parent(command: &mut Command) {
+pub(crate) fn die_with_parent(command: &mut Command) {
     let parent = nix::unistd::getpid();
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
     // calls are allowed: prctl(2) and getppid(2) are plain system calls; nothing allocates

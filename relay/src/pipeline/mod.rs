@@ -13,6 +13,7 @@
 //! observer → stop the active one → finalize → render → prune).
 
 pub(crate) mod active;
+pub mod calls;
 pub mod capture;
 pub mod observer;
 pub(crate) mod once;
@@ -26,6 +27,7 @@ use active::{Active, ActiveOptions};
 use cdp_relay_proxy::Upstream;
 
 pub use active::ActiveOptions as ObserveOptions;
+use calls::ToolCalls;
 use capture::CapturePolicy;
 use cdp_evidence::{EvidenceConfig, Store};
 use cdp_relay_proxy::order::Order;
@@ -95,6 +97,8 @@ pub struct PipelineHandle {
     observed: Option<Arc<OncePerPage>>,
     /// The evidence order typed text is registered in.
     order: Arc<Order>,
+    /// Agent tool calls in flight, for linking records to them.
+    calls: ToolCalls,
 }
 
 /// The evidence run as `/relay/v1/status` shows it.
@@ -155,6 +159,12 @@ impl PipelineHandle {
     /// The shared screenshot veto.
     pub fn capture(&self) -> &Arc<CapturePolicy> {
         &self.capture
+    }
+
+    /// The agent tool calls records are linked to (`payload.toolCall`): a producer of tool calls
+    /// says when each begins and ends.
+    pub fn calls(&self) -> &ToolCalls {
+        &self.calls
     }
 
     /// Triggers from the passive observer, from now on.
@@ -262,9 +272,16 @@ impl Pipeline {
             .unwrap_or_else(default_session_name);
         let run = store.join_session(&session, "relay").map_err(|e| off(&e))?;
         let once = Arc::new(OncePerPage::default());
-        let (writer, writer_thread) =
-            writer::start(store, session.clone(), run, sanitizer.clone(), once.clone())
-                .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
+        let calls = ToolCalls::default();
+        let (writer, writer_thread) = writer::start(
+            store,
+            session.clone(),
+            run,
+            sanitizer.clone(),
+            once.clone(),
+            calls.clone(),
+        )
+        .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
         let (tap, rx) = Tap::channel(QUEUE_CAPACITY);
         let capture = Arc::new(CapturePolicy::new(settings.screenshots));
         let (triggers, _) = broadcast::channel(256);
@@ -315,6 +332,7 @@ impl Pipeline {
                 root: settings.root.clone(),
                 observed,
                 order,
+                calls,
             },
             observer: Some(thread),
             writer: Some(writer_thread),

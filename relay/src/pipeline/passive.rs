@@ -265,6 +265,7 @@ mod tests {
                 run,
                 sanitizer.clone(),
                 Arc::default(),
+                Default::default(),
             )
             .expect("writer");
             let (tap, rx) = Tap::channel(capacity);

@@ -12,6 +12,7 @@
 //! disk. A run whose directory is deleted while recording is left for the session's next run,
 //! with one clear line on stderr and a marker there. Nothing here logs a record's contents.
 
+use super::calls::ToolCalls;
 use super::once::OncePerPage;
 use cdp_evidence::{ArtifactOutcome, DropReason, Marker, Record, RecordKind, Run, Store, Totals};
 use cdp_sanitize::{SafeText, Sanitizer};
@@ -71,6 +72,12 @@ enum Msg {
     Finish {
         dropped: u64,
         reply: std::sync::mpsc::Sender<WriterSummary>,
+    },
+    /// Everything sent before is written: reply (after finalizing, rendering and moving on to
+    /// the session's next run, when `rotate`).
+    Sync {
+        rotate: bool,
+        reply: tokio::sync::oneshot::Sender<Option<WriterSummary>>,
     },
 }
 
@@ -182,6 +189,37 @@ impl RunWriter {
         Health::get(&self.health.last_loss)
     }
 
+    /// Waits until everything sent before has been written (for a reader of the journal).
+    pub async fn sync(&self) {
+        let (reply, done) = tokio::sync::oneshot::channel();
+        if self
+            .tx
+            .send(Msg::Sync {
+                rotate: false,
+                reply,
+            })
+            .await
+            .is_ok()
+        {
+            let _ = done.await;
+        }
+    }
+
+    /// Finalizes and renders the run now, once everything sent before is written, and goes on
+    /// recording in the session's next run. Returns the finalized run's summary (`None` when the
+    /// writer is gone or the next run could not be joined).
+    pub async fn rotate(&self) -> Option<WriterSummary> {
+        let (reply, done) = tokio::sync::oneshot::channel();
+        self.tx
+            .send(Msg::Sync {
+                rotate: true,
+                reply,
+            })
+            .await
+            .ok()?;
+        done.await.ok().flatten()
+    }
+
     /// Finalizes the run with `dropped` evidence counted elsewhere, once everything sent before
     /// has been written. Blocks; call from a blocking context.
     pub(crate) fn finish_blocking(&self, dropped: u64) -> Option<WriterSummary> {
@@ -199,6 +237,7 @@ pub(crate) fn start(
     run: Run,
     sanitizer: Arc<Sanitizer>,
     once: Arc<OncePerPage>,
+    calls: ToolCalls,
 ) -> std::io::Result<(RunWriter, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let current = Arc::new(Mutex::new(CurrentRun {
@@ -223,6 +262,7 @@ pub(crate) fn start(
         health,
         sanitizer,
         once,
+        calls,
         unsaid: Vec::new(),
         said: 0,
         appended: 0,
@@ -250,6 +290,8 @@ struct Writer {
     health: Arc<Health>,
     sanitizer: Arc<Sanitizer>,
     once: Arc<OncePerPage>,
+    /// Agent tool calls, for linking records to the call they happened during.
+    calls: ToolCalls,
     /// Losses not yet said in the journal: (pieces, why).
     unsaid: Vec<(u64, DropReason)>,
     /// Pieces said in `evidenceDropped` markers so far.
@@ -282,6 +324,10 @@ impl Writer {
                     let _ = reply.send(self.finish(dropped));
                     return;
                 }
+                Msg::Sync { rotate, reply } => {
+                    let done = if rotate { self.rotate() } else { None };
+                    let _ = reply.send(done);
+                }
             }
         }
         // Every handle is gone without a finish request (an error path): still finalize.
@@ -290,7 +336,13 @@ impl Writer {
 
     /// Appends records in order; consecutive plain records share one journal lock. Repeats
     /// whose fold closed go along.
-    fn write(&mut self, batch: Vec<Emit>) {
+    fn write(&mut self, mut batch: Vec<Emit>) {
+        for emit in &mut batch {
+            match emit {
+                Emit::Record(r) | Emit::WithArtifact { record: r, .. } => self.calls.link(r),
+                Emit::Shared { records, .. } => records.iter_mut().for_each(|r| self.calls.link(r)),
+            }
+        }
         let mut plain: Vec<Record> = Vec::with_capacity(batch.len());
         for emit in batch {
             match emit {
@@ -490,6 +542,12 @@ impl Writer {
         reserve(&run);
         self.run = run;
         self.appended = 0;
+    }
+
+    /// Finalize → render → prune, then join the session's next run for what comes after.
+    fn rotate(&mut self) -> Option<WriterSummary> {
+        let summary = self.finish(0);
+        self.rejoin().then_some(summary)
     }
 
     /// Writes the last folds, then finalize → render → prune.

@@ -285,11 +285,7 @@ impl Pass2 {
             let slot = self.step_slot(j);
             self.note_page(slot, &key, handle, &page);
             self.note_artifacts(r.artifacts.iter(), &key, slot, at_ms, false);
-            let mut fields = Vec::new();
-            if matches!(what, What::Generic { .. } | What::Action { .. }) {
-                fields = flatten(&r.payload);
-                fields.retain(|(k, _)| k != "method" && k != "url");
-            }
+            let fields = super::mcp::step_fields(r, &what);
             self.cores[j] = Some(StepCore {
                 what,
                 at_ms,

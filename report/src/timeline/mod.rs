@@ -35,9 +35,11 @@ use serde_json::Value;
 use std::collections::HashSet;
 
 mod assemble;
+mod mcp;
 mod select;
 mod types;
 
+pub(crate) use mcp::ToolCall;
 pub(crate) use select::FailureTotals;
 pub(crate) use types::*;
 
@@ -360,7 +362,7 @@ pub(crate) fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
         method: str_of(&r.payload, "method").map(|m| line(m, MAX_WORD)),
     };
     let role = match typed {
-        StoredPayload::Action(a) => action_role(&a, foreign),
+        StoredPayload::Action(a) => mcp::action(r, &a, foreign),
         StoredPayload::Network(n) => Role::Fail(
             FailWhat::Request {
                 method: line(&n.method, 16),
@@ -389,19 +391,24 @@ pub(crate) fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
                 is_error,
             )
         }
-        StoredPayload::Lifecycle(l) => match l.event {
-            LifecycleEvent::UpstreamLost => Role::Fail(
-                FailWhat::ConnectionLost {
-                    detail: l.detail.as_deref().map(|d| line(d, MAX_ERROR)),
-                },
-                true,
-            ),
-            LifecycleEvent::ClientConnected => {
-                Role::Plumb(Category::Connection, "client connected".into())
-            }
-            LifecycleEvent::ClientDisconnected => {
-                Role::Plumb(Category::Connection, "client disconnected".into())
-            }
+        StoredPayload::Lifecycle(l) => match mcp::lifecycle_role(&l) {
+            Some(role) => role,
+            None => match l.event {
+                LifecycleEvent::UpstreamLost => Role::Fail(
+                    FailWhat::ConnectionLost {
+                        detail: l.detail.as_deref().map(|d| line(d, MAX_ERROR)),
+                    },
+                    true,
+                ),
+                LifecycleEvent::ClientConnected => {
+                    Role::Plumb(Category::Connection, "client connected".into())
+                }
+                LifecycleEvent::ClientDisconnected => {
+                    Role::Plumb(Category::Connection, "client disconnected".into())
+                }
+                // The gateway's events, handled above.
+                _ => Role::Step(generic(r)),
+            },
         },
         StoredPayload::Marker(_) => Role::Marker,
         StoredPayload::Mismatch if r.kind == "network" || r.kind == "console" => Role::Fail(

@@ -116,6 +116,13 @@ pub(crate) enum What {
         method: String,
         url: Option<String>,
     },
+    /// An agent's tool call, with the CDP actions done during it.
+    ToolCall(Box<super::ToolCall>),
+    /// An event of the MCP gateway (the agent left, the wrapped server exited, a signal).
+    Gateway {
+        words: String,
+        detail: Option<String>,
+    },
     /// A record of a kind this renderer does not know, or whose payload did not fit its kind.
     Generic {
         kind: String,
@@ -212,6 +219,12 @@ impl What {
                 ),
                 object: None,
                 note: Some("(the run is too long to show whole)".into()),
+            },
+            What::ToolCall(call) => call.headline(),
+            What::Gateway { words, detail } => Headline {
+                verb: words.clone(),
+                object: None,
+                note: detail.as_ref().map(|d| format!("({d})")),
             },
             What::Generic { kind, method } => Headline {
                 verb: String::new(),

@@ -12,6 +12,7 @@
 //! Run everything (prints Markdown for BENCHMARKS.md): `scripts/bench.sh`, or
 //! `cargo build --release --workspace --bins && target/release/relay-bench [real|synthetic|all]`.
 //! `relay-bench observer` compares `cdp-relay launch` with and without its own observer;
+//! `relay-bench mcp` an MCP tool call direct and through `cdp-relay mcp`.
 //! `relay-bench report` measures `cdp-relay report` and Chromium on runs too big to show whole.
 //! `relay-bench --help` lists the flags: `--smoke` (tiny sizes, seconds — what CI runs to keep
 //! the benchmark working), `--rounds` (`BENCH_ROUNDS`, default 10), `--relay-args`
@@ -21,6 +22,7 @@
 //! What a benchmark needs is checked before anything starts: a missing `cdp-relay` binary or
 //! missing npm clients (node-http-proxy's) is one line on stderr and exit status 1.
 
+mod mcp;
 mod observer;
 mod paths;
 mod real;
@@ -43,6 +45,8 @@ enum Which {
     Real,
     /// The paths in front of `cdp-synthetic`, an upstream that answers at once.
     Synthetic,
+    /// An MCP tool call direct and through `cdp-relay mcp`.
+    Mcp,
     /// `cdp-relay report` on runs too big to show whole, and Chromium loading the result (not
     /// part of `all`).
     Report,
@@ -145,6 +149,11 @@ async fn main() -> ExitCode {
             "{}",
             observer::run(rounds, if smoke { 50 } else { 500 }).await
         );
+    }
+    if matches!(which, Which::Mcp | Which::All) {
+        println!("### MCP gateway\n");
+        let (calls, shots) = if smoke { (50, 5) } else { (1000, 100) };
+        println!("{}", mcp::run(rounds.min(3), calls, shots, &extra).await);
     }
     if matches!(which, Which::Real | Which::All) {
         let sizes = if smoke {

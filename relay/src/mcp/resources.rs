@@ -1,0 +1,347 @@
+//! The run's evidence as MCP resources, read-only and confined to the evidence root:
+//!
+//! ```text
+//! evidence://runs                                the runs, newest first (JSON)
+//! evidence://runs/{runId}/summary.md             {runId}: a run id, or `current`
+//! evidence://runs/{runId}/report.html
+//! evidence://runs/{runId}/actions.jsonl
+//! evidence://runs/{runId}/manifest.json
+//! evidence://runs/{runId}/artifacts/{name}       images as blobs with their MIME type
+//! ```
+//!
+//! A URI is taken apart as plain text and never percent-decoded: every path segment must pass
+//! the evidence id rule (`[A-Za-z0-9._-]`, not starting with `.`), so `..`, `%2e%2e`, `/` and
+//! absolute paths are refused before anything is opened. The run directory must be a real
+//! directory inside the root ([`cdp_evidence::Store::run_dir`]) and every file is opened through
+//! [`cdp_evidence::RunDir`] (`openat`, no symlink followed). The summary and report of a run
+//! still recording are rendered in memory on each read; nothing here writes.
+
+use cdp_evidence::{RunDir, Store};
+use rmcp::model::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate,
+};
+use rmcp::ErrorData;
+
+/// The scheme and root of every evidence URI.
+pub(crate) const PREFIX: &str = "evidence://runs";
+/// Largest file served whole (report pages, journals and frames are far smaller).
+pub(crate) const MAX_BYTES: u64 = 64 << 20;
+
+/// The files of a run that are resources.
+const FILES: [(&str, &str, &str); 4] = [
+    (
+        "summary.md",
+        "text/markdown",
+        "The run as text: steps, failures, typing verdicts",
+    ),
+    (
+        "report.html",
+        "text/html",
+        "The self-contained filmstrip report",
+    ),
+    (
+        "actions.jsonl",
+        "application/jsonl",
+        "The journal: one JSON record per line",
+    ),
+    ("manifest.json", "application/json", "The run's manifest"),
+];
+
+/// A parsed evidence URI.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Target<'a> {
+    /// `evidence://runs`.
+    Runs,
+    /// A file of a run.
+    File { run: RunRef<'a>, name: &'a str },
+    /// An artifact of a run.
+    Artifact { run: RunRef<'a>, name: &'a str },
+}
+
+/// `current` or a run id.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum RunRef<'a> {
+    Current,
+    Id(&'a str),
+}
+
+/// True for URIs this module answers (everything else goes to the wrapped server).
+pub(crate) fn is_ours(uri: &str) -> bool {
+    uri.starts_with("evidence:")
+}
+
+fn refused() -> ErrorData {
+    ErrorData::invalid_params(
+        "not an evidence resource: use evidence://runs or evidence://runs/{runId}/{summary.md|report.html|actions.jsonl|manifest.json|artifacts/NAME}",
+        None,
+    )
+}
+
+fn segment(s: &str) -> Result<&str, ErrorData> {
+    cdp_evidence::validate_id("resource path segment", s).map_err(|_| refused())?;
+    Ok(s)
+}
+
+fn run(s: &str) -> Result<RunRef<'_>, ErrorData> {
+    Ok(match segment(s)? {
+        "current" => RunRef::Current,
+        id => RunRef::Id(id),
+    })
+}
+
+/// Takes an evidence URI apart (see the module docs); never decodes, never touches a file.
+pub(crate) fn parse(uri: &str) -> Result<Target<'_>, ErrorData> {
+    let rest = uri.strip_prefix(PREFIX).ok_or_else(refused)?;
+    if rest.is_empty() || rest == "/" {
+        return Ok(Target::Runs);
+    }
+    let rest = rest.strip_prefix('/').ok_or_else(refused)?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        [id, name] if FILES.iter().any(|(f, _, _)| f == name) => Ok(Target::File {
+            run: run(id)?,
+            name,
+        }),
+        [id, "artifacts", name] => Ok(Target::Artifact {
+            run: run(id)?,
+            name: segment(name)?,
+        }),
+        _ => Err(refused()),
+    }
+}
+
+/// What the resource reader needs: the root, and the run being recorded.
+pub(crate) struct Evidence<'a> {
+    pub store: &'a Store,
+    /// The current run's id, when evidence is recording.
+    pub current: Option<String>,
+}
+
+impl Evidence<'_> {
+    fn run_dir(&self, run: &RunRef<'_>) -> Result<(String, RunDir), ErrorData> {
+        let id = match run {
+            RunRef::Current => self.current.clone().ok_or_else(|| {
+                ErrorData::resource_not_found("no run is being recorded (evidence is off)", None)
+            })?,
+            RunRef::Id(id) => (*id).to_owned(),
+        };
+        let path = self.store.run_dir(&id).map_err(|e| match e {
+            cdp_evidence::Error::RunNotFound { .. } => {
+                ErrorData::resource_not_found(format!("no run {id} in the evidence root"), None)
+            }
+            cdp_evidence::Error::Confinement { .. } => ErrorData::invalid_params(
+                format!("run {id} is not a real directory inside the evidence root"),
+                None,
+            ),
+            _ => ErrorData::resource_not_found(format!("run {id} cannot be read"), None),
+        })?;
+        let dir = RunDir::open(&path)
+            .map_err(|_| ErrorData::resource_not_found(format!("run {id} cannot be read"), None))?;
+        Ok((id, dir))
+    }
+
+    /// Reads one resource. `running` says whether the named run is the one being recorded
+    /// (its summary and report are then rendered now).
+    pub(crate) fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+        let content = match parse(uri)? {
+            Target::Runs => {
+                let mut runs = self.store.list_runs().map_err(|_| {
+                    ErrorData::internal_error("the evidence root cannot be listed", None)
+                })?;
+                runs.reverse();
+                let text = serde_json::to_string_pretty(&runs)
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                text_contents(uri, "application/json", text)
+            }
+            Target::File { run, name } => {
+                let (id, dir) = self.run_dir(&run)?;
+                let mime = FILES
+                    .iter()
+                    .find(|(f, _, _)| *f == name)
+                    .map_or("text/plain", |(_, m, _)| m);
+                let running = self.current.as_deref() == Some(id.as_str());
+                let rendered = matches!(name, "summary.md" | "report.html");
+                let bytes = if rendered && running {
+                    None
+                } else {
+                    dir.read_file(name, MAX_BYTES).map_err(|e| match e {
+                        cdp_evidence::Error::Confinement { .. } => ErrorData::invalid_params(
+                            format!("{name} of run {id} is not a regular file inside the run"),
+                            None,
+                        ),
+                        _ => ErrorData::resource_not_found(
+                            format!("{name} of run {id} cannot be read"),
+                            None,
+                        ),
+                    })?
+                };
+                let text = match bytes {
+                    Some(b) => String::from_utf8_lossy(&b).into_owned(),
+                    // Not rendered yet (a running run): render now, in memory.
+                    None if rendered => {
+                        let out = cdp_report::render_to_memory(
+                            dir.path(),
+                            &cdp_report::Options::default(),
+                        )
+                        .map_err(|_| {
+                            ErrorData::internal_error(format!("run {id} cannot be rendered"), None)
+                        })?;
+                        if name == "summary.md" {
+                            out.summary
+                        } else {
+                            out.html
+                        }
+                    }
+                    None => {
+                        return Err(ErrorData::resource_not_found(
+                            format!("run {id} has no {name}"),
+                            None,
+                        ))
+                    }
+                };
+                text_contents(uri, mime, text)
+            }
+            Target::Artifact { run, name } => {
+                let (id, dir) = self.run_dir(&run)?;
+                let file = dir
+                    .artifact(&format!("{}/{name}", cdp_evidence::ARTIFACTS_DIR))
+                    .map_err(|why| match why {
+                        cdp_evidence::ArtifactRefusal::Missing => ErrorData::resource_not_found(
+                            format!("run {id} has no artifact {name}"),
+                            None,
+                        ),
+                        other => ErrorData::invalid_params(
+                            format!("artifact {name} of run {id} {}", other.reason()),
+                            None,
+                        ),
+                    })?;
+                let bytes = file.read_capped(MAX_BYTES).ok().flatten().ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!("artifact {name} is too large to serve"),
+                        None,
+                    )
+                })?;
+                use base64::Engine as _;
+                ResourceContents::BlobResourceContents {
+                    uri: uri.to_owned(),
+                    mime_type: Some(mime_of(name).to_owned()),
+                    blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+                    meta: None,
+                }
+            }
+        };
+        Ok(ReadResourceResult::new(vec![content]))
+    }
+}
+
+fn text_contents(uri: &str, mime: &str, text: String) -> ResourceContents {
+    ResourceContents::TextResourceContents {
+        uri: uri.to_owned(),
+        mime_type: Some(mime.to_owned()),
+        text,
+        meta: None,
+    }
+}
+
+/// The MIME type of an artifact, by its extension.
+pub(crate) fn mime_of(name: &str) -> &'static str {
+    match name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()) {
+        Some(e) if e == "png" => "image/png",
+        Some(e) if e == "jpg" || e == "jpeg" => "image/jpeg",
+        Some(e) if e == "webp" => "image/webp",
+        _ => "application/octet-stream",
+    }
+}
+
+/// The resources listed: the run list and the current run's files.
+pub(crate) fn list(current: bool) -> ListResourcesResult {
+    let mut out = vec![Resource::new(PREFIX, "runs")
+        .with_description("The evidence runs, newest first")
+        .with_mime_type("application/json")];
+    if current {
+        for (file, mime, description) in FILES {
+            out.push(
+                Resource::new(
+                    format!("{PREFIX}/current/{file}"),
+                    format!("current/{file}"),
+                )
+                .with_description(description)
+                .with_mime_type(mime),
+            );
+        }
+    }
+    ListResourcesResult::with_all_items(out)
+}
+
+/// The resource templates: any run's files and artifacts.
+pub(crate) fn templates() -> ListResourceTemplatesResult {
+    let mut out: Vec<_> = FILES
+        .iter()
+        .map(|(file, mime, description)| {
+            ResourceTemplate::new(format!("{PREFIX}/{{runId}}/{file}"), format!("run {file}"))
+                .with_description(format!("{description} ({{runId}}: a run id or `current`)"))
+                .with_mime_type(*mime)
+        })
+        .collect();
+    out.push(
+        ResourceTemplate::new(
+            format!("{PREFIX}/{{runId}}/artifacts/{{name}}"),
+            "run artifact",
+        )
+        .with_description("A screenshot or frame of a run, as a blob with its MIME type"),
+    );
+    ListResourceTemplatesResult::with_all_items(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_are_parsed_without_decoding_and_refused_when_odd() {
+        assert_eq!(parse("evidence://runs").unwrap(), Target::Runs);
+        assert_eq!(parse("evidence://runs/").unwrap(), Target::Runs);
+        assert_eq!(
+            parse("evidence://runs/current/summary.md").unwrap(),
+            Target::File {
+                run: RunRef::Current,
+                name: "summary.md"
+            }
+        );
+        assert_eq!(
+            parse("evidence://runs/20260101T000000000Z-0011/artifacts/000001-frame.jpeg").unwrap(),
+            Target::Artifact {
+                run: RunRef::Id("20260101T000000000Z-0011"),
+                name: "000001-frame.jpeg"
+            }
+        );
+        for bad in [
+            "evidence://runs/../summary.md",
+            "evidence://runs/current/../../etc/passwd",
+            "evidence://runs/%2e%2e/summary.md",
+            "evidence://runs/current/artifacts/%2e%2e",
+            "evidence://runs/current/artifacts/../manifest.json",
+            "evidence://runs/current/artifacts/.hidden",
+            "evidence://runs/current/artifacts/a/b.png",
+            "evidence://runs/current//summary.md",
+            "evidence://runs/current/budget.json",
+            "evidence://runs/current/actions.jsonl.lock",
+            "evidence://runs/current",
+            "evidence://runsx",
+            "evidence:///etc/passwd",
+            "evidence://runs//etc/passwd",
+            "file:///etc/passwd",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn artifacts_have_their_image_type() {
+        assert_eq!(mime_of("000001-frame.jpeg"), "image/jpeg");
+        assert_eq!(mime_of("x.PNG"), "image/png");
+        assert_eq!(mime_of("x.webp"), "image/webp");
+        assert_eq!(mime_of("x.bin"), "application/octet-stream");
+    }
+}

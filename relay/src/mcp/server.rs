@@ -1,0 +1,470 @@
+//! The agent's side of the gateway: an [`rmcp::ServerHandler`] written out method by method, so
+//! that everything the wrapped server offers reaches the agent as the server gave it — tools
+//! (names, descriptions, schemas), results (text, images, structured content, `isError`),
+//! resources, resource templates, prompts, completions, log levels — with the gateway's own
+//! tools and `evidence://` resources added. JSON-RPC errors of the server pass through as errors.
+//!
+//! A tool call of the server is recorded around the forwarding (`journal.rs`): begun before the
+//! request leaves (its typed text registered as secrets first), ended with the result's shape.
+
+// Logging (`logging/setLevel`, log messages) is deprecated by SEP-2577 but still what servers
+// use; it passes through like everything else.
+#![allow(deprecated)]
+
+use super::journal::Outcome;
+use super::{resources, tools, Gateway};
+use cdp_evidence::{LifecycleEvent, Status};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
+    CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceError};
+use std::borrow::Cow;
+
+/// The server-side error for a failure of our session with the wrapped server.
+fn child_error(gw: &Gateway, e: ServiceError) -> ErrorData {
+    match e {
+        // The server's own JSON-RPC error: passed through.
+        ServiceError::McpError(e) => e,
+        other => ErrorData::internal_error(
+            format!(
+                "the MCP server did not answer: {}",
+                gw.shared.clean(&other.to_string())
+            ),
+            None,
+        ),
+    }
+}
+
+impl Gateway {
+    fn child_alive(&self) -> Option<&super::Child> {
+        self.shared
+            .child
+            .as_deref()
+            .filter(|c| c.exited().is_none())
+    }
+
+    fn dead_server_result(&self) -> CallToolResult {
+        let (name, how) = self
+            .shared
+            .child
+            .as_deref()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    c.exited()
+                        .map(|e| e.how)
+                        .unwrap_or_else(|| "stopped".into()),
+                )
+            })
+            .unwrap_or_default();
+        CallToolResult::error(vec![ContentBlock::text(format!(
+            "The MCP server `{}` is not running ({how}); its tools are unavailable. The evidence tools (evidence_summary, evidence_finalize) still work.",
+            self.shared.clean(&name)
+        ))])
+    }
+
+    /// Forwards a call to the wrapped server, mapping its progress to the agent's token and
+    /// cancelling it if the agent cancels.
+    async fn forward_call(
+        &self,
+        params: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ServiceError> {
+        let Some(child) = self.child_alive() else {
+            return Ok(self.dead_server_result());
+        };
+        let peer = child.peer();
+        let agent_token = context.meta.get_progress_token();
+        let handle = peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await?;
+        let (id, ours) = (handle.id.clone(), handle.progress_token.clone());
+        if let Some(theirs) = agent_token {
+            self.shared.link.map_progress(ours.clone(), theirs);
+        }
+        let answer = tokio::select! {
+            r = handle.await_response() => Some(r),
+            () = context.ct.cancelled() => None,
+        };
+        self.shared.link.unmap_progress(&ours);
+        match answer {
+            Some(Ok(ServerResult::CallToolResult(r))) => Ok(r),
+            Some(Ok(_)) => Err(ServiceError::UnexpectedResponse),
+            Some(Err(e)) => Err(e),
+            None => {
+                let _ = peer
+                    .notify_cancelled(rmcp::model::CancelledNotificationParam::new(
+                        Some(id),
+                        Some("cancelled by the agent".into()),
+                    ))
+                    .await;
+                Err(ServiceError::Cancelled {
+                    reason: Some("cancelled by the agent".into()),
+                })
+            }
+        }
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        let child_info = self.shared.child.as_deref().and_then(|c| c.info());
+        let theirs = child_info.as_ref().map(|i| &i.capabilities);
+        let mut caps = ServerCapabilities::default();
+        let mut tools = rmcp::model::ToolsCapability::default();
+        tools.list_changed = Some(true);
+        caps.tools = Some(tools);
+        let mut resources = rmcp::model::ResourcesCapability::default();
+        resources.list_changed = Some(true);
+        resources.subscribe = theirs
+            .and_then(|c| c.resources.as_ref())
+            .and_then(|r| r.subscribe);
+        caps.resources = Some(resources);
+        if let Some(c) = theirs {
+            caps.prompts = c.prompts.clone();
+            caps.logging = c.logging.clone();
+            caps.completions = c.completions.clone();
+        }
+        let mut info = InitializeResult::new(caps);
+        info.server_info = Implementation::new("cdp-relay", env!("CARGO_PKG_VERSION"));
+        let ours = "Browser evidence by cdp-relay: every tool call is recorded with what it did in the browser (typed text only as its length). evidence_summary lists the failures so far; evidence://runs/current/summary.md and report.html render the record.";
+        info.instructions = Some(
+            match child_info.as_ref().and_then(|i| i.instructions.clone()) {
+                Some(theirs) => format!("{theirs}\n\n{ours}"),
+                None => ours.to_owned(),
+            },
+        );
+        info
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        // No newer than the wrapped server speaks, and only versions with `initialize`.
+        let ceiling = self
+            .shared
+            .child
+            .as_deref()
+            .and_then(|c| c.info())
+            .map(|i| i.protocol_version.clone())
+            .filter(|v| v.as_str() < ProtocolVersion::LATEST_WITH_INITIALIZE.as_str())
+            .unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE);
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ceiling))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let _ = self.shared.link.peer.set(context.peer.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let name = context
+            .peer
+            .peer_info()
+            .map(|i| i.client_info.name.clone())
+            .unwrap_or_default();
+        self.shared
+            .recorder
+            .lifecycle(LifecycleEvent::AgentConnected, Status::Info, Some(&name));
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
+        let mut result = match self.child_alive() {
+            Some(child) => child
+                .peer()
+                .list_tools(request)
+                .await
+                .map_err(|e| child_error(self, e))?,
+            None => ListToolsResult::default(),
+        };
+        if first_page {
+            result.tools.extend(self.shared.own_tools.iter().cloned());
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if tools::NAMES.contains(&request.name.as_ref()) {
+            return Ok(tools::call(&self.shared, request).await.into());
+        }
+        let Some(server) = self.shared.child.as_deref().map(|c| c.name.clone()) else {
+            // No wrapped server: only the gateway's own tools exist.
+            let call = self.shared.recorder.begin(
+                super::journal::GATEWAY_TOOL,
+                &request.name,
+                request.arguments.as_ref(),
+            );
+            let e = format!("no tool named {}", self.shared.clean(&request.name));
+            call.end(Outcome::error(e.clone()));
+            return Err(ErrorData::invalid_params(e, None));
+        };
+        let call = self
+            .shared
+            .recorder
+            .begin(&server, &request.name, request.arguments.as_ref());
+        match self.forward_call(request, &context).await {
+            Ok(result) => {
+                let mut outcome = match super::result_error_text(&result) {
+                    Some(text) => Outcome::error(text),
+                    None if result.is_error == Some(true) => Outcome::error("the tool failed"),
+                    None => Outcome::ok(None),
+                };
+                outcome.result = Some(super::result_shape(&result));
+                call.end(outcome);
+                Ok(result.into())
+            }
+            Err(ServiceError::Cancelled { .. }) => {
+                call.end(Outcome::interrupted("cancelled by the agent"));
+                Err(ErrorData::internal_error("cancelled", None))
+            }
+            Err(ServiceError::McpError(e)) => {
+                call.end(Outcome::error(e.message.to_string()));
+                Err(e)
+            }
+            Err(ServiceError::TransportClosed) | Err(ServiceError::TransportSend(_)) => {
+                call.end(Outcome::interrupted(
+                    "the MCP server exited during the call",
+                ));
+                Ok(self.dead_server_result().into())
+            }
+            Err(other) => {
+                let e = child_error(self, other);
+                call.end(Outcome::error(e.message.to_string()));
+                Err(e)
+            }
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
+        let theirs = self
+            .child_alive()
+            .filter(|c| c.info().is_some_and(|i| i.capabilities.resources.is_some()));
+        let mut result = match theirs {
+            Some(child) => child
+                .peer()
+                .list_resources(request)
+                .await
+                .map_err(|e| child_error(self, e))?,
+            None => ListResourcesResult::default(),
+        };
+        if first_page {
+            let ours = resources::list(self.shared.recorder.handle().is_some());
+            result.resources.extend(ours.resources);
+        }
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
+        let theirs = self
+            .child_alive()
+            .filter(|c| c.info().is_some_and(|i| i.capabilities.resources.is_some()));
+        let mut result = match theirs {
+            Some(child) => child
+                .peer()
+                .list_resource_templates(request)
+                .await
+                .map_err(|e| child_error(self, e))?,
+            None => ListResourceTemplatesResult::default(),
+        };
+        if first_page {
+            result
+                .resource_templates
+                .extend(resources::templates().resource_templates);
+        }
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if resources::is_ours(&request.uri) {
+            let (Some(store), Some(h)) = (&self.shared.store, self.shared.recorder.handle()) else {
+                return Err(ErrorData::resource_not_found(
+                    "evidence is off for this gateway",
+                    None,
+                ));
+            };
+            // What is queued for the journal is part of what the agent asks for.
+            self.shared.recorder.flush().await;
+            let current = Some(h.status().run_id);
+            let uri = request.uri.clone();
+            // File reads and rendering block: keep them off the runtime's workers.
+            let store = store.clone();
+            return tokio::task::spawn_blocking(move || {
+                resources::Evidence {
+                    store: &store,
+                    current,
+                }
+                .read(&uri)
+            })
+            .await
+            .map_err(|_| ErrorData::internal_error("the evidence reader failed", None))?
+            .map(Into::into);
+        }
+        match self.child_alive() {
+            Some(child) => child
+                .peer()
+                .read_resource_once(request)
+                .await
+                .map_err(|e| child_error(self, e)),
+            None => Err(ErrorData::resource_not_found(
+                "the MCP server is not running",
+                None,
+            )),
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if resources::is_ours(&request.uri) {
+            return Err(ErrorData::invalid_params(
+                "evidence resources do not send updates; read them again",
+                None,
+            ));
+        }
+        let child = self
+            .child_alive()
+            .ok_or_else(|| ErrorData::resource_not_found("the MCP server is not running", None))?;
+        child
+            .peer()
+            .subscribe(request)
+            .await
+            .map_err(|e| child_error(self, e))
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if resources::is_ours(&request.uri) {
+            return Ok(());
+        }
+        let child = self
+            .child_alive()
+            .ok_or_else(|| ErrorData::resource_not_found("the MCP server is not running", None))?;
+        child
+            .peer()
+            .unsubscribe(request)
+            .await
+            .map_err(|e| child_error(self, e))
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        match self.child_alive() {
+            Some(child)
+                if child
+                    .info()
+                    .is_some_and(|i| i.capabilities.prompts.is_some()) =>
+            {
+                child
+                    .peer()
+                    .list_prompts(request)
+                    .await
+                    .map_err(|e| child_error(self, e))
+            }
+            _ => Ok(ListPromptsResult::default()),
+        }
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        match self.child_alive() {
+            Some(child) => child
+                .peer()
+                .get_prompt_once(request)
+                .await
+                .map_err(|e| child_error(self, e)),
+            None => Err(ErrorData::invalid_params(
+                "the MCP server is not running",
+                None,
+            )),
+        }
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        match self.child_alive() {
+            Some(child)
+                if child
+                    .info()
+                    .is_some_and(|i| i.capabilities.completions.is_some()) =>
+            {
+                child
+                    .peer()
+                    .complete(request)
+                    .await
+                    .map_err(|e| child_error(self, e))
+            }
+            _ => Ok(CompleteResult::default()),
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        match self.child_alive() {
+            Some(child)
+                if child
+                    .info()
+                    .is_some_and(|i| i.capabilities.logging.is_some()) =>
+            {
+                child
+                    .peer()
+                    .set_level(request)
+                    .await
+                    .map_err(|e| child_error(self, e))
+            }
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! `evidence_summary`: what an agent needs to reason about what went wrong without reading the
+//! report — the run, its counts, and the failures so far, each with the tool call it happened
+//! during and the resource URI of the frame taken after it.
+//!
+//! Built from the run's journal as written (every string in it went through the run's
+//! sanitizer), read through the confined [`cdp_evidence::RunDir`].
+
+use cdp_evidence::{RunDir, StoredPayload, StoredRecord};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Failures listed at most (the latest ones).
+pub(crate) const MAX_FAILURES: usize = 50;
+
+/// The summary an agent gets.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Summary {
+    pub run_id: String,
+    /// Where `report.html` is (written when the run is finalized).
+    pub report: String,
+    /// The resource that renders the report now.
+    pub report_resource: String,
+    pub records: usize,
+    pub tool_calls: usize,
+    pub tool_calls_failed: usize,
+    pub failed_requests: usize,
+    pub console_errors: usize,
+    pub frames: usize,
+    pub failures: Vec<FailureLine>,
+    /// Failures before the listed ones.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub earlier_failures: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One failure, as the journal holds it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FailureLine {
+    /// `request`, `console` or `connection`.
+    pub kind: &'static str,
+    pub at: Option<String>,
+    /// The tool call it happened during: `#3 click`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// `evidence://runs/{runId}/artifacts/{name}` of the frame taken after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame: Option<String>,
+}
+
+/// Reads the run in `dir` (id `run_id`) into a summary.
+pub(crate) fn summarize(run_id: &str, dir: &RunDir) -> Summary {
+    let mut s = Summary {
+        run_id: run_id.to_owned(),
+        report: dir.path().join(cdp_report::HTML_FILE).display().to_string(),
+        report_resource: format!("{}/{run_id}/report.html", super::resources::PREFIX),
+        ..Summary::default()
+    };
+    let manifest = dir.manifest().ok().flatten();
+    let Ok(Some(journal)) = dir.journal(manifest.as_ref()) else {
+        return s;
+    };
+    let mut records: Vec<&StoredRecord> = journal.records.iter().collect();
+    records.sort_by(|a, b| (a.started_at_ms, &a.action_id).cmp(&(b.started_at_ms, &b.action_id)));
+    s.records = records.len();
+    // Tool calls by id, numbered in time order.
+    let mut calls: HashMap<&str, String> = HashMap::new();
+    let mut failures = Vec::new();
+    for r in records {
+        let mcp_call = r.kind == "action" && r.source.as_deref() == Some("mcp");
+        if mcp_call {
+            s.tool_calls += 1;
+            if r.status.as_deref() == Some("error") {
+                s.tool_calls_failed += 1;
+            }
+            let method = r
+                .payload
+                .get("method")
+                .and_then(|m| m.as_str())
+                .unwrap_or("?");
+            calls.insert(&r.action_id, format!("#{} {method}", s.tool_calls));
+            continue;
+        }
+        if r.kind == "action"
+            && r.payload.get("method").and_then(|m| m.as_str()) == Some("frame")
+            && !r.artifacts.is_empty()
+        {
+            s.frames += 1;
+        }
+        let step = r.tool_call().and_then(|c| calls.get(c).cloned());
+        let frame = r.artifacts.first().and_then(|a| {
+            cdp_evidence::check_artifact_path(a)
+                .ok()
+                .map(|name| format!("{}/{run_id}/artifacts/{name}", super::resources::PREFIX))
+        });
+        let line = |kind| FailureLine {
+            kind,
+            at: r.started_at.clone(),
+            step: step.clone(),
+            method: None,
+            url: None,
+            status: None,
+            text: None,
+            frame: frame.clone(),
+        };
+        match r.typed_payload() {
+            StoredPayload::Network(n) => {
+                s.failed_requests += 1;
+                failures.push(FailureLine {
+                    method: Some(n.method),
+                    url: Some(n.url),
+                    status: n.status,
+                    text: n.error_text,
+                    ..line("request")
+                });
+            }
+            StoredPayload::Console(c) if is_error(&c) => {
+                s.console_errors += 1;
+                failures.push(FailureLine {
+                    text: Some(c.text.chars().take(500).collect()),
+                    url: c.url,
+                    ..line("console")
+                });
+            }
+            StoredPayload::Lifecycle(l)
+                if l.event == cdp_evidence::LifecycleEvent::UpstreamLost =>
+            {
+                failures.push(FailureLine {
+                    text: l.detail,
+                    ..line("connection")
+                });
+            }
+            _ => {}
+        }
+    }
+    s.earlier_failures = failures.len().saturating_sub(MAX_FAILURES);
+    s.failures = failures.split_off(s.earlier_failures);
+    s
+}
+
+fn is_error(c: &cdp_evidence::StoredConsole) -> bool {
+    c.level != cdp_evidence::ConsoleLevel::Warning
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cdp_evidence::{
+        Action, ActionId, Console, ConsoleLevel, EvidenceConfig, Record, RecordKind, Source, Store,
+    };
+    use cdp_sanitize::{SafeText, Sanitizer};
+
+    #[test]
+    fn failures_name_their_call_and_frame() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(EvidenceConfig::at(tmp.path())).unwrap();
+        let run = store.join_session("s", "relay").unwrap();
+        let s = Sanitizer::new();
+        let call = ActionId::at(std::time::SystemTime::now());
+        run.append(
+            Record::new(
+                SafeText::literal("chrome_devtools"),
+                RecordKind::Action(Action::new(SafeText::literal("click"))),
+            )
+            .source(Source::MCP)
+            .action_id(call.clone())
+            .started_at(std::time::SystemTime::now() - std::time::Duration::from_millis(5)),
+        )
+        .unwrap();
+        let mut failure = Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Network(s.network_failure(cdp_sanitize::RawNetworkFailure {
+                method: "POST",
+                url: "https://a.test/api/login?token=x",
+                status: Some(500),
+                ..Default::default()
+            })),
+        );
+        failure.link_tool_call(call.clone());
+        let stored = run
+            .store_artifact("frame", "jpeg", b"\xff\xd8\xffjpeg")
+            .unwrap();
+        let cdp_evidence::ArtifactOutcome::Stored(a) = stored else {
+            panic!()
+        };
+        run.append(failure.artifact(a)).unwrap();
+        run.append(Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Console(Console::new(ConsoleLevel::Warning, SafeText::literal("w"))),
+        ))
+        .unwrap();
+        let dir = RunDir::open(run.dir()).unwrap();
+        let summary = summarize(run.id(), &dir);
+        assert_eq!(summary.tool_calls, 1);
+        assert_eq!(summary.failed_requests, 1);
+        assert_eq!(summary.console_errors, 0, "a warning is not a failure");
+        let f = &summary.failures[0];
+        assert_eq!(f.step.as_deref(), Some("#1 click"));
+        assert_eq!(f.url.as_deref(), Some("https://a.test/api/login"));
+        assert_eq!(
+            f.frame.as_deref(),
+            Some(format!("evidence://runs/{}/artifacts/000001-frame.jpeg", run.id()).as_str())
+        );
+    }
+}

@@ -1,0 +1,208 @@
+//! The gateway's own tools, prefixed `evidence_` and `relay_` so they cannot be mistaken for the
+//! wrapped server's (a server offering one of these names is refused at start):
+//!
+//! - `evidence_mark_step {label}`: an agent-level step in the journal (the label sanitized);
+//! - `evidence_register_secret {name, value}`: a literal masked as `${NAME}` from now on (at
+//!   least 4 characters, as the HTTP API); the value is never echoed, logged or recorded;
+//! - `evidence_summary`: the run, its counts and its failures so far (see `summary.rs`);
+//! - `evidence_finalize`: finalize and render now; later calls go to a new run;
+//! - `relay_endpoint`: the relay's CDP endpoint and browser websocket URL.
+//!
+//! Every call is recorded like the wrapped server's (arguments reduced by `args.rs`).
+
+use super::journal::{Outcome, GATEWAY_TOOL};
+use super::Shared;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool, ToolAnnotations};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+pub(crate) const MARK_STEP: &str = "evidence_mark_step";
+pub(crate) const REGISTER_SECRET: &str = "evidence_register_secret";
+pub(crate) const SUMMARY: &str = "evidence_summary";
+pub(crate) const FINALIZE: &str = "evidence_finalize";
+pub(crate) const ENDPOINT: &str = "relay_endpoint";
+
+/// The names of the gateway's tools.
+pub(crate) const NAMES: [&str; 5] = [MARK_STEP, REGISTER_SECRET, SUMMARY, FINALIZE, ENDPOINT];
+
+fn schema(v: Value) -> Arc<Map<String, Value>> {
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::new(Map::new()),
+    }
+}
+
+/// The gateway's tools, as listed to the agent.
+pub(crate) fn definitions() -> Vec<Tool> {
+    let none = || schema(json!({"type": "object", "properties": {}}));
+    vec![
+        Tool::new(
+            MARK_STEP,
+            "Mark an agent-level step in the browser evidence (e.g. \"log in\", \"checkout\"); the report groups what follows under it. The label is sanitized.",
+            schema(json!({
+                "type": "object",
+                "properties": {"label": {"type": "string", "description": "A short name for the step"}},
+                "required": ["label"]
+            })),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false)),
+        Tool::new(
+            REGISTER_SECRET,
+            "Register a secret (a password, an API key, a personal value) so the evidence shows it as ${NAME} wherever it appears from now on. The value is never echoed back, logged or recorded.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[A-Z_][A-Z0-9_]*$", "description": "The placeholder name, e.g. ACCOUNT_PASSWORD"},
+                    "value": {"type": "string", "minLength": 4, "description": "The literal to mask (at least 4 characters)"}
+                },
+                "required": ["name", "value"]
+            })),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false)),
+        Tool::new(
+            SUMMARY,
+            "Summarize the browser evidence so far: the run id, the report path, counts, and each failure recorded (failed requests, console errors) with the tool call it happened during and the resource URI of the frame taken after it. A failure is recorded together with that frame, up to a few seconds after it happened.",
+            none(),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(true)),
+        Tool::new(
+            FINALIZE,
+            "Finalize the browser evidence now and render its report; returns the path of report.html. Later calls are recorded in a new run.",
+            none(),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false)),
+        Tool::new(
+            ENDPOINT,
+            "The relay's Chrome DevTools endpoint (http) and the browser's websocket URL through the relay, to hand to another CDP tool (Playwright connectOverCDP, Puppeteer connect).",
+            none(),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(true)),
+    ]
+}
+
+fn text_result(v: Value) -> CallToolResult {
+    let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(v);
+    r
+}
+
+fn error_result(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.to_owned())])
+}
+
+fn str_arg<'a>(args: Option<&'a Map<String, Value>>, name: &str) -> Option<&'a str> {
+    args.and_then(|a| a.get(name)).and_then(Value::as_str)
+}
+
+const EVIDENCE_OFF: &str =
+    "evidence is off for this gateway (--no-evidence, or the evidence directory could not be used)";
+
+/// Runs one of the gateway's tools and records the call.
+pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> CallToolResult {
+    let name = params.name.as_ref();
+    let args = params.arguments.as_ref();
+    let recorder = &shared.recorder;
+    let call = recorder.begin(GATEWAY_TOOL, name, args);
+    let handle = recorder.handle().cloned();
+    let (result, outcome) = match (name, handle) {
+        (ENDPOINT, _) => {
+            let ws = super::browser_ws_url(&shared.endpoints.cdp_url)
+                .await
+                .or_else(|| shared.endpoints.ws_url.clone());
+            (
+                text_result(json!({"cdpUrl": shared.endpoints.cdp_url, "wsUrl": ws})),
+                Outcome::ok(None),
+            )
+        }
+        (_, None) => (error_result(EVIDENCE_OFF), Outcome::error(EVIDENCE_OFF)),
+        (MARK_STEP, Some(_)) => match str_arg(args, "label").filter(|l| !l.trim().is_empty()) {
+            Some(label) => (
+                text_result(json!({"marked": true})),
+                Outcome {
+                    label: Some(label.to_owned()),
+                    ..Outcome::ok(None)
+                },
+            ),
+            None => {
+                let e = "evidence_mark_step needs a non-empty `label`";
+                (error_result(e), Outcome::error(e))
+            }
+        },
+        (REGISTER_SECRET, Some(h)) => {
+            let (Some(secret_name), Some(value)) = (str_arg(args, "name"), str_arg(args, "value"))
+            else {
+                let e = "evidence_register_secret needs `name` and `value` strings";
+                return finish(call, error_result(e), Outcome::error(e)).await;
+            };
+            // The error names the rule broken, never the value.
+            match h.register_secret(secret_name, value) {
+                Ok(_) => (
+                    text_result(json!({"registered": format!("${{{secret_name}}}")})),
+                    Outcome::ok(None),
+                ),
+                Err(e) => {
+                    let e = format!("not registered: {e}");
+                    (error_result(&e), Outcome::error(e))
+                }
+            }
+        }
+        (SUMMARY, Some(h)) => {
+            recorder.flush().await;
+            let status = h.status();
+            // Reading the journal blocks: off the runtime's workers.
+            let summary = tokio::task::spawn_blocking(move || {
+                cdp_evidence::RunDir::open(&status.run_dir)
+                    .map(|dir| super::summary::summarize(&status.run_id, &dir))
+            })
+            .await;
+            match summary {
+                Ok(Ok(s)) => (
+                    text_result(serde_json::to_value(s).unwrap_or_default()),
+                    Outcome::ok(None),
+                ),
+                Ok(Err(_)) | Err(_) => {
+                    let e = "the run directory cannot be read";
+                    (error_result(e), Outcome::error(e))
+                }
+            }
+        }
+        (FINALIZE, Some(h)) => {
+            let before = h.status();
+            // The call's own record belongs to the run it finalizes.
+            call.end(Outcome::ok(None));
+            recorder.flush().await;
+            return match h.writer().rotate().await {
+                Some(done) => {
+                    let run_id = before.run_id;
+                    text_result(json!({
+                        "runId": run_id,
+                        "report": done.run_dir.join(cdp_report::HTML_FILE),
+                        "summary": done.run_dir.join(cdp_report::SUMMARY_FILE),
+                        "reportResource": format!("{}/{run_id}/report.html", super::resources::PREFIX),
+                        "nextRunId": h.status().run_id,
+                    }))
+                }
+                None => error_result("the run could not be finalized (see the gateway's log)"),
+            };
+        }
+        (other, _) => {
+            let e = format!("no such gateway tool: {other}");
+            (error_result(&e), Outcome::error(e))
+        }
+    };
+    finish(call, result, outcome).await
+}
+
+async fn finish(
+    call: super::journal::Call,
+    result: CallToolResult,
+    outcome: Outcome,
+) -> CallToolResult {
+    let mut outcome = outcome;
+    if outcome.result.is_none() {
+        outcome.result = Some(super::result_shape(&result));
+    }
+    call.end(outcome);
+    result
+}

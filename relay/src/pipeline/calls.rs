@@ -1,0 +1,332 @@
+//! Which agent tool call a record happened during: the one place that links CDP records to the
+//! MCP tool call that caused them (`payload.toolCall`).
+//!
+//! A producer of tool calls (the MCP gateway) says when each call begins and ends; the run
+//! writer, which sees every record of the run, asks [`ToolCalls::link`] about each record
+//! before appending it. Matching is by time and page, never by arrival order (a frame or a typing
+//! verdict reaches the writer seconds after the fact):
+//!
+//! - a client command (an `action`) belongs to a call that was in flight at its `startedAt`;
+//! - an effect (a failed request, a console entry, a frame) also belongs to a call that ended
+//!   at most [`AFTERMATH`] before it, unless a later call had started by then;
+//! - when several calls qualify, a call already seen acting on the record's page wins, then a
+//!   call not yet seen acting on any page, then the call that started last. A call is "seen
+//!   acting on" a page when one of its commands carried that page's handle, so overlapping
+//!   calls on different pages are told apart.
+//!
+//! Never looks at payloads beyond the kind and method, never persists anything itself, and is
+//! bounded ([`MAX_CALLS`] calls remembered, each for [`REMEMBER`] after it ended).
+
+use cdp_evidence::{ActionId, Record, RecordKind, Source};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+/// How long after a call ended its effects (failures, frames) are still its own.
+pub const AFTERMATH: Duration = Duration::from_secs(2);
+/// How long an ended call is remembered for records that reach the writer late.
+pub const REMEMBER: Duration = Duration::from_secs(60);
+/// Calls remembered at most; the oldest ended ones are forgotten first.
+pub const MAX_CALLS: usize = 256;
+/// Pages one call is remembered acting on, at most.
+const MAX_PAGES: usize = 16;
+
+struct Call {
+    id: ActionId,
+    start: SystemTime,
+    end: Option<SystemTime>,
+    /// Page handles its commands carried.
+    pages: Vec<String>,
+}
+
+/// The tool calls in flight and recently ended. Cheap to clone; clones share the table.
+#[derive(Clone, Default)]
+pub struct ToolCalls {
+    calls: Arc<Mutex<VecDeque<Call>>>,
+}
+
+impl std::fmt::Debug for ToolCalls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCalls").finish_non_exhaustive()
+    }
+}
+
+impl ToolCalls {
+    fn table(&self) -> std::sync::MutexGuard<'_, VecDeque<Call>> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A call started at `at` (call before the call reaches the browser).
+    pub fn begin(&self, id: ActionId, at: SystemTime) {
+        let mut calls = self.table();
+        forget_old(&mut calls, at);
+        // Kept in start order: usually a push at the back.
+        let pos = calls.partition_point(|c| c.start <= at);
+        calls.insert(
+            pos,
+            Call {
+                id,
+                start: at,
+                end: None,
+                pages: Vec::new(),
+            },
+        );
+    }
+
+    /// The call ended at `at` (its result, an error, or no answer).
+    pub fn end(&self, id: &ActionId, at: SystemTime) {
+        if let Some(call) = self.table().iter_mut().find(|c| &c.id == id) {
+            call.end = Some(at.max(call.start));
+        }
+    }
+
+    /// Calls not ended yet.
+    pub fn in_flight(&self) -> usize {
+        self.table().iter().filter(|c| c.end.is_none()).count()
+    }
+
+    /// Names the call `record` happened during, if any (see the module docs). Records of the
+    /// calls' own producer and markers are left alone, as is a record already linked.
+    pub fn link(&self, record: &mut Record) {
+        if record.tool_call().is_some() || record.source_override() == Some(&Source::MCP) {
+            return;
+        }
+        let effect = match record.kind() {
+            RecordKind::Network(_) | RecordKind::Console(_) => true,
+            RecordKind::Action(a) => a.method.as_str() == "frame",
+            RecordKind::Lifecycle(_) | RecordKind::Custom(_) => false,
+            // Markers, and kinds added later: not something a call did.
+            _ => return,
+        };
+        let mut calls = self.table();
+        if calls.is_empty() {
+            return;
+        }
+        let t = record.start_time().unwrap_or_else(SystemTime::now);
+        let grace = if effect { AFTERMATH } else { Duration::ZERO };
+        let page = record.target_handle();
+        let Some(index) = choose(&calls, t, grace, page) else {
+            return;
+        };
+        let call = &mut calls[index];
+        if let (Some(page), false) = (page, effect) {
+            if !call.pages.iter().any(|p| p == page) && call.pages.len() < MAX_PAGES {
+                call.pages.push(page.to_owned());
+            }
+        }
+        record.link_tool_call(call.id.clone());
+    }
+}
+
+/// The index of the call a record at `t` on `page` belongs to.
+fn choose(
+    calls: &VecDeque<Call>,
+    t: SystemTime,
+    grace: Duration,
+    page: Option<&str>,
+) -> Option<usize> {
+    // Calls are in start order: those before `started` had started by `t`.
+    let started = calls.partition_point(|c| c.start <= t);
+    let last_started = started.checked_sub(1)?;
+    // In flight at `t`; or ended, within the grace, and not superseded by a later call.
+    let candidates: Vec<usize> = (0..started)
+        .filter(|&i| match calls[i].end {
+            None => true,
+            Some(end) if t <= end => true,
+            Some(end) => i == last_started && t <= end + grace,
+        })
+        .collect();
+    let latest = |keep: &dyn Fn(&Call) -> bool| {
+        candidates
+            .iter()
+            .copied()
+            .filter(|&i| keep(&calls[i]))
+            .max_by_key(|&i| calls[i].start)
+    };
+    if let Some(page) = page {
+        let on_page = latest(&|c: &Call| c.pages.iter().any(|p| p == page));
+        if on_page.is_some() {
+            return on_page;
+        }
+        let unbound = latest(&|c: &Call| c.pages.is_empty());
+        if unbound.is_some() {
+            return unbound;
+        }
+    }
+    latest(&|_: &Call| true)
+}
+
+/// Forgets calls that ended long ago, and the oldest ended ones beyond [`MAX_CALLS`].
+fn forget_old(calls: &mut VecDeque<Call>, now: SystemTime) {
+    calls.retain(|c| c.end.is_none_or(|end| end + REMEMBER >= now));
+    while calls.len() >= MAX_CALLS {
+        match calls.iter().position(|c| c.end.is_some()) {
+            Some(i) => {
+                calls.remove(i);
+            }
+            // Every remembered call is in flight: forget the oldest rather than grow.
+            None => {
+                calls.pop_front();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cdp_evidence::{Action, Console, ConsoleLevel};
+    use cdp_sanitize::{SafeText, Sanitizer};
+    use std::time::UNIX_EPOCH;
+
+    fn at(ms: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms)
+    }
+
+    fn action(s: &Sanitizer, method: &'static str, ms: u64, page: Option<&str>) -> Record {
+        let mut r = Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Action(Action::new(SafeText::literal(method))),
+        )
+        .started_at(at(ms));
+        if let Some(p) = page {
+            r = r.target(s.target_info(&serde_json::json!({"targetId": p, "type": "page"})));
+        }
+        r
+    }
+
+    fn console(s: &Sanitizer, ms: u64, page: Option<&str>) -> Record {
+        let mut r = Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Console(Console::new(ConsoleLevel::Error, SafeText::literal("x"))),
+        )
+        .started_at(at(ms));
+        if let Some(p) = page {
+            r = r.target(s.target_info(&serde_json::json!({"targetId": p, "type": "page"})));
+        }
+        r
+    }
+
+    fn linked(calls: &ToolCalls, mut r: Record) -> Option<ActionId> {
+        calls.link(&mut r);
+        r.tool_call().cloned()
+    }
+
+    const PAGE_A: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    const PAGE_B: &str = "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB";
+
+    #[test]
+    fn actions_belong_to_the_call_in_flight_and_effects_to_its_aftermath() {
+        let s = Sanitizer::new();
+        let calls = ToolCalls::default();
+        assert_eq!(linked(&calls, action(&s, "Page.navigate", 0, None)), None);
+        let a = ActionId::at(at(100));
+        calls.begin(a.clone(), at(100));
+        assert_eq!(calls.in_flight(), 1);
+        assert_eq!(
+            linked(&calls, action(&s, "Page.navigate", 99, None)),
+            None,
+            "before it"
+        );
+        assert_eq!(
+            linked(&calls, action(&s, "Page.navigate", 100, None)),
+            Some(a.clone())
+        );
+        calls.end(&a, at(500));
+        assert_eq!(calls.in_flight(), 0);
+        assert_eq!(
+            linked(&calls, action(&s, "Input.insertText", 500, None)),
+            Some(a.clone())
+        );
+        assert_eq!(
+            linked(&calls, action(&s, "Input.insertText", 501, None)),
+            None,
+            "a command after the call ended is not the call's"
+        );
+        // A failure or a frame shortly after is the call's effect.
+        assert_eq!(linked(&calls, console(&s, 900, None)), Some(a.clone()));
+        assert_eq!(
+            linked(&calls, action(&s, "frame", 2400, None)),
+            Some(a.clone())
+        );
+        assert_eq!(linked(&calls, console(&s, 2501, None)), None, "too late");
+        // Once another call started, later effects are that call's.
+        let b = ActionId::at(at(1000));
+        calls.begin(b.clone(), at(1000));
+        calls.end(&b, at(1100));
+        assert_eq!(linked(&calls, console(&s, 900, None)), Some(a.clone()));
+        assert_eq!(linked(&calls, console(&s, 1200, None)), Some(b.clone()));
+        // The gateway's own records and markers are never linked.
+        let own = action(&s, "click", 1050, None).source(Source::MCP);
+        assert_eq!(linked(&calls, own), None);
+        let mut marker = Record::new(
+            SafeText::literal("cdp-evidence"),
+            RecordKind::Marker(cdp_evidence::Marker::evidence_dropped(1)),
+        )
+        .started_at(at(1050));
+        calls.link(&mut marker);
+        assert!(marker.tool_call().is_none());
+    }
+
+    #[test]
+    fn overlapping_calls_are_told_apart_by_the_page_they_act_on() {
+        let s = Sanitizer::new();
+        let calls = ToolCalls::default();
+        let a = ActionId::at(at(0));
+        let b = ActionId::at(at(10));
+        calls.begin(a.clone(), at(0));
+        // The first command of the only call in flight binds it to page A.
+        assert_eq!(
+            linked(
+                &calls,
+                action(&s, "Input.dispatchMouseEvent", 5, Some(PAGE_A))
+            ),
+            Some(a.clone())
+        );
+        calls.begin(b.clone(), at(10));
+        // A command on page B: the call not yet acting on a page takes it.
+        assert_eq!(
+            linked(&calls, action(&s, "Page.navigate", 20, Some(PAGE_B))),
+            Some(b.clone())
+        );
+        // From now on each page's records go to its own call, whichever started last.
+        assert_eq!(
+            linked(&calls, action(&s, "Input.insertText", 30, Some(PAGE_A))),
+            Some(a.clone())
+        );
+        assert_eq!(
+            linked(&calls, console(&s, 31, Some(PAGE_A))),
+            Some(a.clone())
+        );
+        assert_eq!(
+            linked(&calls, console(&s, 32, Some(PAGE_B))),
+            Some(b.clone())
+        );
+        // A record without a page goes to the call that started last.
+        assert_eq!(
+            linked(&calls, action(&s, "Target.getTargets", 33, None)),
+            Some(b.clone())
+        );
+        // The ids a record names are sanitizer handles, as the record carries them.
+        let mut r = action(&s, "Input.insertText", 40, Some(PAGE_A));
+        calls.link(&mut r);
+        assert_eq!(r.tool_call(), Some(&a));
+    }
+
+    #[test]
+    fn the_table_stays_bounded() {
+        let s = Sanitizer::new();
+        let calls = ToolCalls::default();
+        for i in 0..(MAX_CALLS as u64 * 2) {
+            let id = ActionId::at(at(i * 10));
+            calls.begin(id.clone(), at(i * 10));
+            calls.end(&id, at(i * 10 + 5));
+        }
+        assert!(calls.table().len() <= MAX_CALLS);
+        // Calls ended longer ago than REMEMBER are forgotten at the next begin.
+        let late = at(MAX_CALLS as u64 * 20) + REMEMBER + Duration::from_secs(1);
+        calls.begin(ActionId::at(late), late);
+        assert_eq!(calls.table().len(), 1);
+        let _ = s;
+    }
+}

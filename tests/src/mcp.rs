@@ -1,0 +1,361 @@
+//! `cdp-relay mcp` as an agent sees it: the binary as a child process with an MCP client (rmcp)
+//! on its stdin/stdout, what the gateway sends on its own (progress, log messages,
+//! `list_changed`) collected, and its stderr kept for the sweep. Killed on drop.
+//!
+//! Also the command lines of the real browser MCP servers from `tests/clients` and of the fake
+//! server (`src/bin/mcp-fake.rs`, fault injection only).
+
+#![allow(deprecated)]
+
+use crate::{clients_dir, relay_binary, within};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResult,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use tokio::io::AsyncReadExt;
+use tokio::sync::Notify;
+
+/// What the gateway sent the agent on its own.
+#[derive(Clone, Default)]
+pub struct Agent {
+    /// Progress notifications, in arrival order.
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// Log message notifications.
+    pub logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
+    /// `tools/list_changed` notifications seen.
+    pub tools_changed: Arc<Mutex<usize>>,
+    /// Wakes a test waiting for any notification.
+    pub seen: Arc<Notify>,
+}
+
+impl ClientHandler for Agent {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().expect("lock").push(params);
+        self.seen.notify_waiters();
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().expect("lock").push(params);
+        self.seen.notify_waiters();
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        *self.tools_changed.lock().expect("lock") += 1;
+        self.seen.notify_waiters();
+    }
+}
+
+/// A running `cdp-relay mcp` with an agent's session on its stdio.
+pub struct McpGateway {
+    /// The agent's session (`None` once closed).
+    pub client: Option<RunningService<RoleClient, Agent>>,
+    /// What the gateway sent on its own.
+    pub agent: Agent,
+    child: tokio::process::Child,
+    stderr: Arc<Mutex<String>>,
+    /// Woken for every chunk of stderr.
+    stderr_seen: Arc<Notify>,
+    stderr_task: Option<tokio::task::JoinHandle<()>>,
+    /// The evidence root.
+    pub evidence: tempfile::TempDir,
+}
+
+impl McpGateway {
+    /// Spawns `cdp-relay mcp <args>` (evidence in a fresh directory, `env` added) and completes
+    /// the MCP handshake as an agent. Panics with the gateway's stderr if it fails.
+    pub async fn spawn(args: &[String], env: &[(&str, &std::ffi::OsStr)]) -> McpGateway {
+        let evidence = tempfile::tempdir().expect("evidence tempdir");
+        let mut cmd = tokio::process::Command::new(relay_binary());
+        cmd.arg("mcp")
+            .args(args)
+            .env("CDP_RELAY_EVIDENCE_DIR", evidence.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn cdp-relay mcp");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr_seen = Arc::new(Notify::new());
+        let stderr_task = child.stderr.take().map(|mut pipe| {
+            let sink = stderr.clone();
+            let seen = stderr_seen.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                while let Ok(n) = pipe.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    sink.lock()
+                        .expect("stderr lock")
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                    seen.notify_waiters();
+                }
+            })
+        });
+        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().expect("stdin");
+        let agent = Agent::default();
+        let mut gw = McpGateway {
+            client: None,
+            agent: agent.clone(),
+            child,
+            stderr,
+            stderr_seen,
+            stderr_task,
+            evidence,
+        };
+        match within(
+            "the MCP handshake",
+            agent.serve(cdp_relay::mcp::transport(stdout, stdin)),
+        )
+        .await
+        {
+            Ok(client) => gw.client = Some(client),
+            Err(e) => {
+                let closed = gw.close().await;
+                panic!(
+                    "cdp-relay mcp did not complete the handshake ({e}); stderr:\n{}",
+                    closed.stderr
+                );
+            }
+        }
+        gw
+    }
+
+    /// Spawns `cdp-relay mcp <args>` expecting it to fail before it serves: no handshake,
+    /// just its exit.
+    pub async fn spawn_failing(args: &[String], env: &[(&str, &std::ffi::OsStr)]) -> Closed {
+        let evidence = tempfile::tempdir().expect("evidence tempdir");
+        let mut cmd = tokio::process::Command::new(relay_binary());
+        cmd.arg("mcp")
+            .args(args)
+            .env("CDP_RELAY_EVIDENCE_DIR", evidence.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("spawn cdp-relay mcp");
+        let out = within("the gateway's exit", child.wait_with_output())
+            .await
+            .expect("output");
+        assert!(out.stdout.is_empty(), "nothing but MCP on stdout");
+        Closed {
+            code: out.status.code(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            evidence,
+        }
+    }
+
+    /// The agent's session.
+    pub fn client(&self) -> &RunningService<RoleClient, Agent> {
+        self.client.as_ref().expect("the session is open")
+    }
+
+    /// Calls a tool; `args` must be a JSON object (or null).
+    pub async fn try_call(&self, name: &str, args: Value) -> Result<CallToolResult, ServiceError> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        if let Value::Object(m) = args {
+            params = params.with_arguments(m);
+        }
+        within(name, self.client().call_tool(params)).await
+    }
+
+    /// Calls a tool and panics (with the gateway's stderr) on a protocol error.
+    pub async fn call(&self, name: &str, args: Value) -> CallToolResult {
+        match self.try_call(name, args).await {
+            Ok(r) => r,
+            Err(e) => panic!("{name} failed: {e}\nstderr:\n{}", self.stderr()),
+        }
+    }
+
+    /// Reads a resource.
+    pub async fn read(&self, uri: &str) -> Result<ReadResourceResult, ServiceError> {
+        within(
+            uri,
+            self.client()
+                .read_resource(ReadResourceRequestParams::new(uri.to_owned())),
+        )
+        .await
+    }
+
+    /// The gateway's stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().expect("stderr lock").clone()
+    }
+
+    /// Waits until the gateway's stderr contains `needle`.
+    pub async fn wait_for_stderr(&self, needle: &str) {
+        within(needle, async {
+            loop {
+                let more = self.stderr_seen.notified();
+                if self.stderr().contains(needle) {
+                    return;
+                }
+                more.await;
+            }
+        })
+        .await;
+    }
+
+    /// Waits until the current run's journal satisfies `done` (polled every 50 ms, as the
+    /// observer's own tests wait for the journal); returns its records.
+    pub async fn journal_until(
+        &self,
+        what: &str,
+        done: impl Fn(&[cdp_evidence::StoredRecord]) -> bool,
+    ) -> Vec<cdp_evidence::StoredRecord> {
+        within(what, async {
+            loop {
+                if let Some(run) = self.runs().pop() {
+                    if let Ok(bytes) = std::fs::read(run.join("actions.jsonl")) {
+                        let records = cdp_evidence::parse_journal(&bytes).records;
+                        if done(&records) {
+                            return records;
+                        }
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        })
+        .await
+    }
+
+    /// The gateway's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// Sends `signal` to the gateway.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(self.pid() as i32);
+        nix::sys::signal::kill(pid, signal).expect("kill");
+    }
+
+    /// Closes the agent's side (stdin) and waits for the gateway to exit.
+    pub async fn close(mut self) -> Closed {
+        if let Some(client) = self.client.take() {
+            let _ = within("closing the session", client.cancel()).await;
+        }
+        self.wait().await
+    }
+
+    /// Waits for the gateway to exit on its own (after a signal, or a failed start).
+    pub async fn wait(mut self) -> Closed {
+        let status = within("the gateway's exit", self.child.wait())
+            .await
+            .expect("wait");
+        if let Some(task) = self.stderr_task.take() {
+            let _ = within("the gateway's stderr", task).await;
+        }
+        let stderr = self.stderr();
+        Closed {
+            code: status.code(),
+            stderr,
+            evidence: self.evidence,
+        }
+    }
+
+    /// The run directories in the evidence root, oldest first.
+    pub fn runs(&self) -> Vec<PathBuf> {
+        runs_in(self.evidence.path())
+    }
+}
+
+/// A gateway that has exited, and what it left.
+pub struct Closed {
+    /// Its exit code.
+    pub code: Option<i32>,
+    /// All of its stderr.
+    pub stderr: String,
+    /// The evidence root (removed when this is dropped).
+    pub evidence: tempfile::TempDir,
+}
+
+impl Closed {
+    /// The run directories, oldest first.
+    pub fn runs(&self) -> Vec<PathBuf> {
+        runs_in(self.evidence.path())
+    }
+}
+
+/// The run directories under an evidence root, oldest first (run ids sort by time).
+pub fn runs_in(root: &Path) -> Vec<PathBuf> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(root.join("runs"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    runs.sort();
+    runs
+}
+
+/// The text of a tool result's content, joined.
+pub fn text_of(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `node <chrome-devtools-mcp> --browserUrl {cdp_url}`, without telemetry.
+pub fn chrome_devtools_mcp() -> Vec<String> {
+    let script =
+        clients_dir().join("node_modules/chrome-devtools-mcp/build/src/bin/chrome-devtools-mcp.js");
+    assert!(
+        script.is_file(),
+        "chrome-devtools-mcp is not installed: run npm ci in tests/clients"
+    );
+    vec![
+        "node".into(),
+        script.display().to_string(),
+        "--browserUrl".into(),
+        "{cdp_url}".into(),
+        "--no-usage-statistics".into(),
+        "--no-performance-crux".into(),
+        "--no-page-id-routing".into(),
+    ]
+}
+
+/// `node <@playwright/mcp> --cdp-endpoint {cdp_url}`, writing its files into `output_dir`
+/// (its temporary files too: it leaves a socket directory behind in `$TMPDIR`).
+pub fn playwright_mcp(output_dir: &Path) -> Vec<String> {
+    let script = clients_dir().join("node_modules/@playwright/mcp/cli.js");
+    assert!(
+        script.is_file(),
+        "@playwright/mcp is not installed: run npm ci in tests/clients"
+    );
+    vec![
+        "env".into(),
+        format!("TMPDIR={}", output_dir.display()),
+        "node".into(),
+        script.display().to_string(),
+        "--cdp-endpoint".into(),
+        "{cdp_url}".into(),
+        "--output-dir".into(),
+        output_dir.display().to_string(),
+    ]
+}
