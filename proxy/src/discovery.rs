@@ -1,5 +1,6 @@
-//! HTTP discovery (DESIGN §3.1): which paths are Chrome's `/json` endpoints, and rewriting the
-//! capability URLs in their answers so clients connect through the relay, never around it.
+//! HTTP discovery (docs/architecture.md, *The proxy at work*): which paths are Chrome's `/json`
+//! endpoints, and rewriting the capability URLs in their answers so clients connect through the
+//! relay, never around it.
 
 use serde_json::Value;
 

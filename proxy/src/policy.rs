@@ -1,4 +1,5 @@
-//! Access policy of DESIGN §3.2: Chrome's own Host and Origin rules plus the relay's bearer token.
+//! The access policy (docs/security.md, *Access to the browser*): Chrome's own Host and Origin
+//! rules plus the relay's bearer token.
 //!
 //! Pure decisions over request headers; the server turns a [`Rejection`] into a response.
 

@@ -1,11 +1,11 @@
 //! cdp-sanitize: the privacy functions of cdp-relay. Every string the project persists or
-//! prints goes through a [`Sanitizer`] first (DESIGN §5).
+//! prints goes through a [`Sanitizer`] first (docs/security.md).
 //!
 //! - [`Sanitizer::text`] removes secrets from free text (cookies, authorization values, bearer
 //!   credentials, sensitive `name=value` pairs, JWTs, PEM keys, URL userinfo, query tokens,
 //!   well-known API key formats) and replaces CDP capability ids with stable per-run handles.
 //! - [`Sanitizer::url`] keeps origin + path; [`Sanitizer::json`] redacts by key and keeps
-//!   structure; [`Sanitizer::network_failure`] and [`InputSummary`] can only hold what DESIGN §5
+//!   structure; [`Sanitizer::network_failure`] and [`InputSummary`] can only hold what docs/security.md
 //!   allows.
 //! - Explicit secrets ([`Sanitizer::register_secret`]) become `${NAME}` in one left-to-right,
 //!   leftmost-longest pass. Typed text is protected while it is typed ([`Sanitizer::typed_echo`]):

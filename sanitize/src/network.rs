@@ -1,4 +1,4 @@
-//! Failed network requests, reduced to what DESIGN §5 allows: method, origin + path, status,
+//! Failed network requests, reduced to what docs/security.md allows: method, origin + path, status,
 //! resource type, timing and sanitized error text. There is no field for headers or bodies, so
 //! a [`NetworkFailure`] cannot carry them whatever the caller has at hand.
 

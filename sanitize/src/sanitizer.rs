@@ -168,7 +168,7 @@ impl Sanitizer {
         SafeJson::new(json::target_info(self, v))
     }
 
-    /// Reduces a failed request to the fields DESIGN §5 allows.
+    /// Reduces a failed request to the fields docs/security.md allows.
     pub fn network_failure(&self, raw: RawNetworkFailure<'_>) -> NetworkFailure {
         network::network_failure(self, raw)
     }

@@ -1,6 +1,6 @@
-//! The explicit secrets registry (DESIGN §5): literals registered under names, found in one
-//! left-to-right pass and replaced by `${NAME}` (the replacing is `merge.rs`'s job, together
-//! with the rules' replacements).
+//! The explicit secrets registry (docs/security.md, *Explicit secrets*): literals registered
+//! under names, found in one left-to-right pass and replaced by `${NAME}` (the replacing is
+//! `merge.rs`'s job, together with the rules' replacements).
 //!
 //! - One pass, leftmost-longest among the registered literals, so a literal that is a prefix of
 //!   another is never partially consumed.

@@ -1,4 +1,4 @@
-//! The URL sanitizer: origin and path only (DESIGN §5).
+//! The URL sanitizer: origin and path only (docs/security.md, *What evidence may contain*).
 //!
 //! Userinfo, query and fragment are dropped, not masked: they are where credentials, OAuth codes
 //! and signed-URL signatures live. The path still goes through the text rules (capability paths

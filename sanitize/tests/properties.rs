@@ -1,4 +1,4 @@
-//! Property tests of the privacy contract (DESIGN §5):
+//! Property tests of the privacy contract (docs/security.md):
 //! - no registered literal survives outside the markers the sanitizer itself emits;
 //! - sanitizing twice equals sanitizing once (text, capped text, JSON);
 //! - no placeholder is ever nested or cut (`${${X}}` never appears unless it was in the input);

@@ -1,4 +1,4 @@
-//! The privacy proof of DESIGN §5: a real Playwright session through the relay plants cookies,
+//! The privacy proof of docs/security.md: a real Playwright session through the relay plants cookies,
 //! an Authorization header, query-string tokens, a JWT, a session id, an API key, a typed password
 //! and one-time code, and CDP ids; then every byte of the run directory and of the relay's stderr
 //! is searched for them. Zero hits — and the journal still says what happened.
