@@ -110,11 +110,15 @@ impl Admission {
         self.evict_oldest(&mut inner)
     }
 
+    /// Closes the oldest pending connection and frees its place at once: its task may run only
+    /// later (a busy machine), and a place held until then would refuse the very clients the
+    /// eviction made room for.
     fn evict_oldest(&self, inner: &mut Inner) -> bool {
         let Some((_, token)) = inner.pending.pop_front() else {
             return false;
         };
         token.cancel();
+        inner.open = inner.open.saturating_sub(1);
         self.evictions.note(|n| {
             tracing::warn!(
                 "closed {n} connection(s) that had not sent a request, to make room for new ones (slow or idle clients)"
@@ -142,7 +146,10 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         let mut inner = self.admission.inner();
-        inner.open = inner.open.saturating_sub(1);
+        // An evicted connection's place was freed when it was evicted.
+        if !self.evicted.is_cancelled() {
+            inner.open = inner.open.saturating_sub(1);
+        }
         if let Some(i) = inner.pending.iter().position(|(id, _)| *id == self.id) {
             inner.pending.remove(i);
         }
@@ -189,6 +196,33 @@ mod tests {
         assert!(a.admit().is_none());
         drop(second);
         assert!(a.admit().is_some());
+    }
+
+    /// Evicted connections whose tasks have not run yet (a busy machine) do not hold their
+    /// places: the clients the evictions made room for get in, and the count stays exact when
+    /// the evicted tickets are finally dropped.
+    #[test]
+    fn an_eviction_frees_its_place_before_its_task_runs() {
+        let a = Admission::new(2);
+        let mut lagging = Vec::new();
+        let mut last = None;
+        for _ in 0..10 {
+            // Idle clients that never send a request, arriving faster than evicted tasks end.
+            let t = a
+                .admit()
+                .expect("an idle client evicts the oldest pending one");
+            lagging.extend(last.replace(t));
+        }
+        assert_eq!(a.open(), 2);
+        let real = a.admit().expect("a real client still gets in");
+        real.admitted();
+        assert_eq!(a.open(), 2);
+        drop(lagging);
+        assert_eq!(a.open(), 2, "evicted tickets dropped late change nothing");
+        drop(last);
+        assert_eq!(a.open(), 1);
+        drop(real);
+        assert_eq!(a.open(), 0);
     }
 
     #[test]
