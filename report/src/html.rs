@@ -202,9 +202,11 @@ fn badge(o: &Outcome) -> Markup {
 
 /// The entry that stands for the steps left out of a run too long to show whole.
 fn gap(r: &Report, s: &Step) -> Markup {
-    let until = match &s.what {
-        What::Gap { until_ms, .. } => *until_ms,
-        _ => None,
+    let (until, effects) = match &s.what {
+        What::Gap {
+            until_ms, effects, ..
+        } => (*until_ms, *effects),
+        _ => (None, 0),
     };
     html! {
         li.step.noframe.gap id=(s.anchor()) {
@@ -217,6 +219,7 @@ fn gap(r: &Report, s: &Step) -> Markup {
                     ". Their failures are counted in the figures above"
                     @if s.failure_count > 0 { " (" (s.failure_count) " during them; the first are listed below)" }
                     "."
+                    @if effects > 0 { " The agent's tool calls among them did " (count(effects as usize, "browser action", "browser actions")) "." }
                 }
                 @if !s.failures.is_empty() {
                     ul.fails { @for &i in &s.failures { (failure(r, &r.timeline.failures[i])) } }

@@ -166,7 +166,10 @@ fn verdict_words(v: &crate::timeline::Verdict) -> String {
 }
 
 fn step_block(out: &mut String, r: &Report, s: &Step) {
-    if let crate::timeline::What::Gap { until_ms, .. } = &s.what {
+    if let crate::timeline::What::Gap {
+        until_ms, effects, ..
+    } = &s.what
+    {
         let _ = write!(
             out,
             "  … {}  {}",
@@ -179,6 +182,9 @@ fn step_block(out: &mut String, r: &Report, s: &Step) {
         out.push('\n');
         if s.failure_count > 0 {
             let _ = writeln!(out, "       {} failures during them", s.failure_count);
+        }
+        if *effects > 0 {
+            let _ = writeln!(out, "       {effects} browser actions of their tool calls");
         }
         for &i in &s.failures {
             let _ = writeln!(out, "       {}", failure_line(r, &r.timeline.failures[i]));

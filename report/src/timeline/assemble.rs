@@ -5,12 +5,18 @@
 //! where steps were left out). Per slot the pass counts plumbing and failures exactly, keeps the
 //! first few of each whole (bounded heaps by time), remembers the last page seen, and the
 //! artifacts named; failures the tables and the jump list show are kept whole wherever they
-//! are, with their exact number (a failure's number is its rank in time over the whole run).
+//! are, with their exact number (a failure's number is its rank in the filmstrip: by slot, then
+//! by time).
+//!
+//! A record naming an agent's tool call (`payload.toolCall`) the journal has belongs to that
+//! call's slot, whatever its time: its action is one of the call's effects (the first few kept
+//! whole, the rest counted), its plumbing, failures and frames sit beside the call. The effects
+//! of a call left out in the gap are counted there.
 //! Memory stays bounded by the caps, whatever the journal's size.
 
 mod finish;
 
-use super::select::{Key, Pass1, StepPick, TopN};
+use super::select::{FailPick, Key, Pass1, StepPick, TopN};
 use super::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -36,6 +42,15 @@ struct StepCore {
     withheld: Option<String>,
 }
 
+/// The effects of one kept tool call: the first few by time, and how many in all.
+#[derive(Default)]
+struct CallEffects {
+    kept: Option<TopN<(Key, ByKey<mcp::Effect>)>>,
+    count: usize,
+    /// The page of its earliest effect that names one: the page the call acted on.
+    page: Option<(Key, Page)>,
+}
+
 /// A failure kept whole.
 struct FailItem {
     slot: usize,
@@ -58,7 +73,7 @@ struct ArtCand {
 #[derive(Default)]
 struct Slot {
     plumb_counts: BTreeMap<Category, (usize, usize)>,
-    plumbs: Option<TopN<(Key, PlumbOrd)>>,
+    plumbs: Option<TopN<(Key, ByKey<Plumb>)>>,
     fail_count: usize,
     fails: Option<TopN<Key>>,
     /// Kept failures (table rows, jump list) in this slot, by key, and how many failures of
@@ -75,24 +90,32 @@ struct Slot {
     first: Option<(Key, Option<u64>, bool)>,
 }
 
-/// `Plumb` ordered by nothing (the key orders the heap).
-struct PlumbOrd(Plumb);
+/// A value ordered by nothing, beside the key that orders the heap.
+struct ByKey<T>(T);
 
-impl PartialEq for PlumbOrd {
+impl<T> PartialEq for ByKey<T> {
     fn eq(&self, _: &Self) -> bool {
         true
     }
 }
-impl Eq for PlumbOrd {}
-impl PartialOrd for PlumbOrd {
+impl<T> Eq for ByKey<T> {}
+impl<T> PartialOrd for ByKey<T> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for PlumbOrd {
+impl<T> Ord for ByKey<T> {
     fn cmp(&self, _: &Self) -> std::cmp::Ordering {
         std::cmp::Ordering::Equal
     }
+}
+
+/// Where a tool call's records go.
+#[derive(Clone, Copy)]
+struct CallSlot {
+    slot: usize,
+    /// The kept step of the call; `None` when it is in the gap.
+    step: Option<usize>,
 }
 
 pub(super) struct Pass2 {
@@ -113,11 +136,16 @@ pub(super) struct Pass2 {
     /// Positions of the failures the tables and the jump list show.
     wanted: HashSet<u64>,
     arts: HashMap<String, ArtCand>,
+    /// Tool calls by action id (from the first pass), and the effects of each kept one.
+    calls: HashMap<Box<str>, Key>,
+    effects: Vec<CallEffects>,
+    /// Effects of the calls left out in the gap.
+    gap_effects: u64,
 }
 
 impl Pass2 {
     pub(super) fn new(p1: &mut Pass1, caps: Caps) -> Pass2 {
-        let steps_sel = std::mem::replace(&mut p1.steps, select::Edges::new(0, 0));
+        let steps_sel = p1.take_steps();
         let total = steps_sel.total;
         let (mut head, tail, between) = steps_sel.into_parts();
         // Over the cap, the head holds one more: the first step left out, where the gap begins.
@@ -138,6 +166,7 @@ impl Pass2 {
         let caps = Caps {
             failures_per_step: Caps::share(caps.failures_per_step, caps.failures_total, n_slots),
             plumbing_per_step: Caps::share(caps.plumbing_per_step, caps.plumbing_total, n_slots),
+            effects_per_step: Caps::share(caps.effects_per_step, caps.effects_total, n_slots),
             frames_per_step: Caps::share(caps.frames_per_step, caps.frames_total, n_slots),
             ..caps
         };
@@ -155,13 +184,22 @@ impl Pass2 {
             fails: HashMap::new(),
             wanted: HashSet::new(),
             arts: HashMap::new(),
+            calls: std::mem::take(&mut p1.calls),
+            effects: Vec::new(),
+            gap_effects: 0,
         };
+        pass.effects = (0..pass.steps.len())
+            .map(|_| CallEffects::default())
+            .collect();
         for sel in [&mut p1.requests, &mut p1.console, &mut p1.jump] {
             let (h, t, _) = std::mem::replace(sel, select::Edges::new(0, 0)).into_parts();
-            for k in h.into_iter().chain(t) {
-                let s = pass.slot_of(&k);
-                wanted.insert(k.seq());
-                slots[s].ranked.push(k);
+            for FailPick { key, call } in h.into_iter().chain(t) {
+                let s = match pass.call_of(call.as_deref()) {
+                    Some(c) => c.slot,
+                    None => pass.slot_of(&key),
+                };
+                wanted.insert(key.seq());
+                slots[s].ranked.push(key);
             }
         }
         for s in &mut slots {
@@ -187,6 +225,24 @@ impl Pass2 {
             return self.head + 1;
         }
         self.step_slot(i - 1)
+    }
+
+    /// Where the records naming tool call `id` go, when the journal has that call: its slot,
+    /// and which kept step it is (`None` in the gap).
+    fn call_of(&self, id: Option<&str>) -> Option<CallSlot> {
+        let key = self.calls.get(id?)?;
+        match self.steps.binary_search_by(|s| s.key.cmp(key)) {
+            Ok(j) => Some(CallSlot {
+                slot: self.step_slot(j),
+                step: Some(j),
+            }),
+            Err(_) if self.gap.is_some() => Some(CallSlot {
+                slot: self.head + 1,
+                step: None,
+            }),
+            // Not read again (the journal changed): as if it named none.
+            Err(_) => None,
+        }
     }
 
     /// The slot of kept step `j`.
@@ -260,6 +316,38 @@ impl Pass2 {
         }
     }
 
+    /// An action done during a tool call: one of the call's effects, or counted in the gap
+    /// with the call. Its artifacts and page go with the call.
+    #[allow(clippy::too_many_arguments)]
+    fn effect(
+        &mut self,
+        call: CallSlot,
+        key: Key,
+        effect: mcp::Effect,
+        handle: Option<&str>,
+        page: Option<Page>,
+        r: &StoredRecord,
+        at_ms: Option<u64>,
+    ) {
+        self.note_page(call.slot, &key, handle, &page);
+        self.note_artifacts(r.artifacts.iter(), &key, call.slot, at_ms, false);
+        let Some(j) = call.step else {
+            self.gap_effects += 1;
+            return;
+        };
+        let cap = self.caps.effects_per_step;
+        let e = &mut self.effects[j];
+        e.count += 1;
+        if let Some(p) = page.filter(|p| p.title.is_some() || p.url.is_some()) {
+            if e.page.as_ref().is_none_or(|(k, _)| key < *k) {
+                e.page = Some((key.clone(), p));
+            }
+        }
+        e.kept
+            .get_or_insert_with(|| TopN::new(cap))
+            .offer((key, ByKey(effect)));
+    }
+
     pub(super) fn record(&mut self, r: &StoredRecord) {
         let seq = self.seq;
         self.seq += 1;
@@ -277,10 +365,28 @@ impl Pass2 {
             .map(|s| line(s, MAX_WORD));
         let error = r.error.as_deref().map(|e| line(e, MAX_ERROR));
         let status = Outcome::of(r.status.as_deref());
+        // A tool call is a step, never another call's effect.
+        let call = match &role {
+            Role::Step(What::ToolCall(_)) => None,
+            _ => self.call_of(r.tool_call()),
+        };
         if let Role::Step(what) = role {
-            let Ok(j) = self.steps.binary_search_by(|s| s.key.cmp(&key)) else {
+            let kept = self.steps.binary_search_by(|s| s.key.cmp(&key));
+            let j = match (kept, call) {
+                // Kept as a step of its own: the first pass offered it as one (its call was
+                // not seen in time to hold it).
+                (Ok(j), _) => j,
+                (Err(_), Some(c)) => {
+                    let effect = mcp::Effect {
+                        what,
+                        outcome: status,
+                        error,
+                        at_ms,
+                    };
+                    return self.effect(c, key, effect, handle, page, r, at_ms);
+                }
                 // A step left out with the gap.
-                return;
+                (Err(_), None) => return,
             };
             let slot = self.step_slot(j);
             self.note_page(slot, &key, handle, &page);
@@ -302,7 +408,10 @@ impl Pass2 {
             });
             return;
         }
-        let slot = self.slot_of(&key);
+        let slot = match call {
+            Some(c) => c.slot,
+            None => self.slot_of(&key),
+        };
         {
             let s = &mut self.slots[slot];
             if s.first.as_ref().is_none_or(|(k, _, _)| key < *k) {
@@ -315,7 +424,8 @@ impl Pass2 {
             Role::Plumb(Category::Frame, _) => {
                 // The relay's own picture belongs to the last step on its tab (another tab may
                 // have moved on meanwhile); in the gap it is left out with its steps.
-                let target = if self.gap.is_some() && slot == self.head + 1 {
+                // A frame taken for a tool call's effects is the call's.
+                let target = if call.is_some() || (self.gap.is_some() && slot == self.head + 1) {
                     slot
                 } else {
                     let i = self.steps.partition_point(|s| s.key <= key);
@@ -362,7 +472,7 @@ impl Pass2 {
                 };
                 s.plumbs
                     .get_or_insert_with(|| TopN::new(cap))
-                    .offer((key.clone(), PlumbOrd(plumb)));
+                    .offer((key.clone(), ByKey(plumb)));
                 self.note_artifacts(
                     r.artifacts.iter(),
                     &key,

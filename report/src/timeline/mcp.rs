@@ -2,19 +2,19 @@
 //! a call is the step, the CDP actions that name it (`payload.toolCall`) fold under it as its
 //! effects, its failures and frames sit beside it — as evaluations fold under a step.
 //!
-//! The builder asks three things of this module: what an MCP record is ([`role`]), where a
-//! record linked to a call goes ([`fold`]), and, once every record is placed, the one-line
-//! account of each call ([`finish`]). Every string kept here has been through [`crate::text`].
+//! The builder asks three things of this module: what an MCP record is ([`role`]), what an
+//! action done during a call becomes ([`Effect`]; `assemble.rs` places it, in either pass and
+//! within the caps), and, once every record is placed, the one-line account of each call
+//! ([`finish`]). Every string kept here has been through [`crate::text`].
 
 use super::{
-    action_role, attach_artifacts, flatten, Category, Failure, Headline, Outcome, Plumb, Role,
-    Timeline, Verdict, What, MAX_ERROR, MAX_FIELD, MAX_WORD,
+    action_role, flatten, Category, Headline, Outcome, Role, Timeline, Verdict, What, MAX_ERROR,
+    MAX_FIELD, MAX_WORD,
 };
 use crate::text::line;
 use cdp_evidence::{
     LifecycleEvent, StoredAction, StoredLifecycle, StoredRecord, StoredToolArgument,
 };
-use std::collections::HashSet;
 
 /// Effects listed under one call at most (the rest are counted).
 pub(crate) const MAX_EFFECTS: usize = 50;
@@ -229,98 +229,6 @@ fn walk(args: &[serde_json::Value], prefix: &str, out: &mut Vec<(String, String)
     }
 }
 
-// Not wired since the renderer became two streaming passes: the merge of the MCP gateway left
-// the folding of a call's effects to be ported onto `assemble.rs` (next commit).
-#[allow(dead_code)]
-/// Where a record linked to the call at step `index` goes: its action becomes an effect of the
-/// call, plumbing folds under it, a failure sits beside it, its artifacts go to it.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fold(
-    tl: &mut Timeline,
-    index: usize,
-    role: Role,
-    r: &StoredRecord,
-    at_ms: Option<u64>,
-    time_known: bool,
-    status: Outcome,
-    error: Option<String>,
-    page: Option<super::Page>,
-    attached: &mut HashSet<String>,
-    framed: &HashSet<&String>,
-) {
-    let source = r
-        .source
-        .as_deref()
-        .filter(|s| *s != "relay")
-        .map(|s| line(s, MAX_WORD));
-    {
-        let step = &mut tl.steps[index];
-        // The call's page is the page it acted on.
-        if page.is_some() && (step.page.is_none() || step.page_inferred) {
-            step.page = page;
-            step.page_inferred = false;
-        }
-    }
-    match role {
-        Role::Step(what) => {
-            let step = &mut tl.steps[index];
-            if let What::ToolCall(call) = &mut step.what {
-                if call.effects.len() < MAX_EFFECTS {
-                    call.effects.push(Effect {
-                        what,
-                        outcome: status,
-                        error,
-                        at_ms,
-                    });
-                } else {
-                    call.more_effects += 1;
-                }
-            }
-            attach_artifacts(step, &r.artifacts, at_ms, false, attached);
-        }
-        Role::Plumb(category, label) => {
-            let step = &mut tl.steps[index];
-            if category != Category::Frame {
-                step.plumbing.push(Plumb {
-                    label,
-                    at_ms,
-                    duration_ms: r.duration_ms,
-                    outcome: status,
-                    error,
-                });
-            } else if step.withheld.is_none() && r.artifacts.is_empty() {
-                step.withheld = super::withheld_reason(r);
-            }
-            attach_artifacts(
-                step,
-                &r.artifacts,
-                at_ms,
-                category == Category::Screencast,
-                attached,
-            );
-        }
-        Role::Fail(what, is_error) => {
-            let id = tl.failures.len() + 1;
-            tl.failures.push(Failure {
-                id,
-                step: index,
-                at_ms,
-                time_known,
-                what,
-                is_error,
-                source,
-                frame_after: None,
-                repeat: None,
-            });
-            tl.steps[index].failures.push(id - 1);
-            let own = r.artifacts.iter().filter(|p| !framed.contains(*p));
-            attach_artifacts(&mut tl.steps[index], own, at_ms, false, attached);
-        }
-        Role::Marker => {}
-    }
-}
-
-#[allow(dead_code)]
 /// Once every record is placed: each call's one-line account of what it did in the browser.
 pub(crate) fn finish(tl: &mut Timeline) {
     for step in &mut tl.steps {
@@ -351,8 +259,10 @@ pub(crate) fn finish(tl: &mut Timeline) {
                 .cloned()
                 .collect::<Vec<_>>()
                 .join("; ");
-            if words.len() > MAX_ACCOUNT {
-                account.push_str(&format!("; {} more", words.len() - MAX_ACCOUNT));
+            // Effects over the cap were not kept: they count as more too.
+            let more = words.len().saturating_sub(MAX_ACCOUNT) + call.more_effects;
+            if more > 0 {
+                account.push_str(&format!("; {more} more"));
             }
             call.account = Some(account);
         }

@@ -59,6 +59,9 @@ pub(crate) struct Caps {
     /// Plumbing entries listed in a step's fold, and in all folds together.
     pub plumbing_per_step: usize,
     pub plumbing_total: usize,
+    /// Browser actions listed under a tool call, and under all calls together.
+    pub effects_per_step: usize,
+    pub effects_total: usize,
     /// Frames (and other artifacts) listed with a step, and with all steps together.
     pub frames_per_step: usize,
     pub frames_total: usize,
@@ -76,6 +79,8 @@ impl Default for Caps {
             failures_total: 1000,
             plumbing_per_step: 50,
             plumbing_total: 2000,
+            effects_per_step: mcp::MAX_EFFECTS,
+            effects_total: 2000,
             frames_per_step: 20,
             frames_total: 1000,
             table_rows: 300,

@@ -15,6 +15,12 @@ pub(super) const MAX_TABS: usize = 10_000;
 /// Artifacts named by the relay's own frame records, remembered to tell them from the frames
 /// a failure waited for.
 const MAX_FRAMED: usize = 100_000;
+/// Tool calls remembered, so that the records naming one fold under it. The effects of calls
+/// beyond this many show as steps of their own.
+const MAX_CALLS: usize = 100_000;
+/// Actions naming a call not (yet) seen, held until it is: a call's record is written when it
+/// ends, after most of its effects. Past this many, they are offered as steps at once.
+const MAX_PENDING: usize = 100_000;
 
 /// Where a record sorts: time known first by time, then unknown; then `actionId`; then file
 /// order (the sort used to be stable over file order).
@@ -139,6 +145,14 @@ impl<T: Ord> TopN<T> {
     }
 }
 
+/// A failure the tables or the jump list may show, with the tool call it names (it sits beside
+/// that call when the journal has it).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct FailPick {
+    pub(super) key: Key,
+    pub(super) call: Option<Box<str>>,
+}
+
 /// A step the model may keep, with its target handle (for frames that go to "the last step on
 /// the same tab").
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -176,12 +190,17 @@ pub(super) struct Pass1 {
     pub(super) steps: Edges<StepPick>,
     pub(super) steps_head: usize,
     pub(super) steps_tail: usize,
-    pub(super) requests: Edges<Key>,
-    pub(super) console: Edges<Key>,
-    pub(super) jump: Edges<Key>,
+    pub(super) requests: Edges<FailPick>,
+    pub(super) console: Edges<FailPick>,
+    pub(super) jump: Edges<FailPick>,
     /// Earliest key per target handle: tab numbers are by first appearance.
     pub(super) tabs: HashMap<Box<str>, Key>,
     pub(super) framed: HashSet<String>,
+    /// Tool calls by action id: where each sorts.
+    pub(super) calls: HashMap<Box<str>, Key>,
+    /// Actions naming a call not seen yet, by that call: steps of their own if it never comes.
+    pending: HashMap<Box<str>, Vec<StepPick>>,
+    pending_len: usize,
 }
 
 impl Pass1 {
@@ -203,7 +222,48 @@ impl Pass1 {
             jump: Edges::new(caps.jump, 0),
             tabs: HashMap::new(),
             framed: HashSet::new(),
+            calls: HashMap::new(),
+            pending: HashMap::new(),
+            pending_len: 0,
         }
+    }
+
+    /// The steps of the run once every record was seen: actions naming a call the journal does
+    /// not have are steps of their own (as if they named none).
+    pub(super) fn take_steps(&mut self) -> Edges<StepPick> {
+        for (_, orphans) in self.pending.drain() {
+            for pick in orphans {
+                self.steps.offer(pick);
+            }
+        }
+        self.pending_len = 0;
+        std::mem::replace(&mut self.steps, Edges::new(0, 0))
+    }
+
+    /// A step record: a tool call (its effects seen so far are its own), an effect of a call,
+    /// or a step.
+    fn step(&mut self, r: &StoredRecord, key: Key, call: bool) {
+        let handle = super::handle_of(r.target.as_ref()).map(Box::from);
+        let pick = StepPick { key, handle };
+        if call {
+            if let Some(held) = self.pending.remove(r.action_id.as_str()) {
+                self.pending_len -= held.len();
+            }
+            if self.calls.len() < MAX_CALLS {
+                self.calls
+                    .insert(r.action_id.as_str().into(), pick.key.clone());
+            }
+        } else if let Some(id) = r.tool_call() {
+            if self.calls.contains_key(id) {
+                return;
+            }
+            if self.pending_len < MAX_PENDING {
+                self.pending_len += 1;
+                self.pending.entry(id.into()).or_default().push(pick);
+                return;
+            }
+        }
+        self.steps.offer(pick);
     }
 
     pub(super) fn record(&mut self, r: &StoredRecord) {
@@ -240,9 +300,9 @@ impl Pass1 {
         }
         match role {
             Role::Marker => super::marker(&mut tl.markers, r, &typed),
-            Role::Step(_) => {
-                let handle = super::handle_of(r.target.as_ref()).map(Box::from);
-                self.steps.offer(StepPick { key, handle });
+            Role::Step(what) => {
+                let call = matches!(what, super::What::ToolCall(_));
+                self.step(r, key, call);
             }
             Role::Plumb(super::Category::Frame, _) => {
                 for a in r.artifacts.iter().take(super::MAX_RECORD_ARTIFACTS) {
@@ -269,13 +329,19 @@ impl Pass1 {
                         FailKind::Other => {}
                     }
                     t.repeated += r.repeat.as_ref().map_or(0, |rep| rep.count);
-                    self.jump.offer(key.clone());
                 } else if kind == FailKind::Console {
                     t.warnings += 1;
                 }
+                let pick = || FailPick {
+                    key: key.clone(),
+                    call: r.tool_call().map(Box::from),
+                };
+                if is_error {
+                    self.jump.offer(pick());
+                }
                 match kind {
-                    FailKind::Request => self.requests.offer(key),
-                    FailKind::Console => self.console.offer(key),
+                    FailKind::Request => self.requests.offer(pick()),
+                    FailKind::Console => self.console.offer(pick()),
                     FailKind::Other => {}
                 }
             }

@@ -133,6 +133,8 @@ pub(crate) enum What {
     Gap {
         steps: u64,
         until_ms: Option<u64>,
+        /// Browser actions the agent's tool calls among them did (not shown).
+        effects: u64,
     },
 }
 

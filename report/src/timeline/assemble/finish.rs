@@ -29,13 +29,20 @@ impl Pass2 {
             slot_step[0] = Some(0);
         }
         let cores = std::mem::take(&mut self.cores);
-        for (j, (core, (page, inferred))) in cores.into_iter().zip(pages).enumerate() {
+        let effects = std::mem::take(&mut self.effects);
+        let parts = cores.into_iter().zip(pages).zip(effects).enumerate();
+        for (j, ((core, (page, inferred)), effects)) in parts {
             if self.gap.is_some() && j == self.head {
                 slot_step[self.head + 1] = Some(steps.len());
                 steps.push(self.gap_step());
             }
             // A kept step whose record was not read again (the journal changed): left out.
-            let Some(core) = core else { continue };
+            let Some(mut core) = core else { continue };
+            if let What::ToolCall(call) = &mut core.what {
+                let kept = effects.kept.map(TopN::into_sorted_vec).unwrap_or_default();
+                call.more_effects = effects.count - kept.len();
+                call.effects = kept.into_iter().map(|(_, ByKey(e))| e).collect();
+            }
             slot_step[self.step_slot(j)] = Some(steps.len());
             steps.push(Step {
                 number: Some(0),
@@ -86,7 +93,7 @@ impl Pass2 {
             }
             if let Some(p) = slot.plumbs.take() {
                 step.plumbing
-                    .extend(p.into_sorted_vec().into_iter().map(|(_, PlumbOrd(p))| p));
+                    .extend(p.into_sorted_vec().into_iter().map(|(_, ByKey(p))| p));
             }
             step.failure_count += slot.fail_count;
             if step.page.is_none() {
@@ -218,6 +225,7 @@ impl Pass2 {
         }
 
         tl.steps = merge_repeats(steps, &mut tl.failures);
+        mcp::finish(&mut tl);
         // Numbers: each step left out in the gap counts as one.
         let mut n = 0usize;
         for s in &mut tl.steps {
@@ -246,12 +254,14 @@ impl Pass2 {
         s.what = What::Gap {
             steps: self.gap.unwrap_or(0),
             until_ms: before,
+            effects: self.gap_effects,
         };
         s
     }
 
-    /// Every kept step's page: its own, else the last one known before it for its target,
-    /// else the last one known at all. One pass over the slots in time order.
+    /// Every kept step's page: its own, else (a tool call) the page its first effect acted on,
+    /// else the last one known before it for its target, else the last one known at all. One
+    /// pass over the slots in time order.
     fn resolve_pages(&self) -> Vec<(Option<Page>, bool)> {
         let mut last: Option<Page> = None;
         let mut by_handle: BTreeMap<&str, Page> = BTreeMap::new();
@@ -267,7 +277,8 @@ impl Pass2 {
                         .page
                         .as_ref()
                         .filter(|p| p.title.is_some() || p.url.is_some());
-                    out[j] = match own {
+                    let acted_on = self.effects[j].page.as_ref().map(|(_, p)| p);
+                    out[j] = match own.or(acted_on) {
                         Some(p) => (Some(p.clone()), false),
                         None => {
                             let known = core
