@@ -244,7 +244,10 @@ fn check(closed: &Closed, expect: &Expect<'_>) {
     );
     assert!(summary.contains("password"), "{summary}");
     let html = std::fs::read_to_string(run.join("report.html")).expect("report.html");
-    assert!(html.contains("class=\"effects\""));
+    assert!(
+        html.contains("class=\"effects\""),
+        "the calls' effects in report.html; summary.md was:\n{summary}"
+    );
     assert!(html.contains(expect.fill));
 
     // The sweep: nothing planted anywhere on disk or on stderr.
