@@ -66,8 +66,9 @@ pub use paths::{
     RESERVE_FILE, SESSION_LOCK_SUFFIX,
 };
 pub use reader::{
-    parse_journal, read_bounded_line, read_journal_from, scan_journal, BoundedLine, CorruptLine,
-    JournalLine, JournalRead, StoredPayload, StoredRecord, TornTail, MAX_LINE_BYTES,
+    parse_journal, read_bounded_line, read_journal_from, read_line_prefix, scan_journal,
+    BoundedLine, CorruptLine, JournalLine, JournalRead, StoredPayload, StoredRecord, TornTail,
+    MAX_LINE_BYTES,
 };
 pub use record::{
     Action, ActionOf, ArtifactRef, Console, ConsoleLevel, ConsoleOf, CustomKind, DropReason, Form,

@@ -248,6 +248,7 @@ pub fn scan_journal(mut input: impl BufRead, mut f: impl FnMut(JournalLine)) -> 
             len,
             terminated,
             overflow,
+            ..
         } = read_bounded_line(&mut input, &mut buf, MAX_LINE_BYTES)?;
         if len == 0 && !terminated {
             break;
@@ -286,26 +287,68 @@ pub fn scan_journal(mut input: impl BufRead, mut f: impl FnMut(JournalLine)) -> 
     Ok(offset)
 }
 
-/// One line read by [`read_bounded_line`].
+/// One line read by [`read_bounded_line`] or [`read_line_prefix`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BoundedLine {
     /// Bytes in the line, without its `\n`.
     pub len: u64,
     /// The line ended with `\n` (false at end of input).
     pub terminated: bool,
-    /// The line was longer than the limit; `buf` was cleared and nothing more was kept.
+    /// The line was longer than the limit.
     pub overflow: bool,
+    /// Characters read past the limit and not kept (UTF-8 continuation bytes do not count).
+    pub dropped_chars: u64,
+}
+
+impl BoundedLine {
+    /// Nothing was read: the input had ended.
+    pub fn at_end(&self) -> bool {
+        self.len == 0 && !self.terminated
+    }
+}
+
+/// What a bounded read keeps of a line longer than its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Overflow {
+    /// Nothing: a record that does not fit is not a record (the journal, `evidence append`).
+    Discard,
+    /// The first `max` bytes: text shown cut (`cdp-relay sanitize`).
+    KeepPrefix,
 }
 
 /// Reads up to and excluding the next `\n`, appending to `buf` while the line fits in `max`
-/// bytes. Memory stays bounded whatever the input. `len == 0 && !terminated` is end of input.
+/// bytes; a longer line leaves `buf` empty. Memory stays bounded whatever the input.
 pub fn read_bounded_line(
     input: &mut impl BufRead,
     buf: &mut Vec<u8>,
     max: usize,
 ) -> io::Result<BoundedLine> {
-    let mut len = 0u64;
-    let mut overflow = false;
+    read_line(input, buf, max, Overflow::Discard)
+}
+
+/// Like [`read_bounded_line`], but a longer line keeps its first `max` bytes in `buf` (which
+/// may end inside a character) and counts the characters dropped after them.
+pub fn read_line_prefix(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<BoundedLine> {
+    read_line(input, buf, max, Overflow::KeepPrefix)
+}
+
+fn read_line(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+    mode: Overflow,
+) -> io::Result<BoundedLine> {
+    let mut line = BoundedLine {
+        len: 0,
+        terminated: false,
+        overflow: false,
+        dropped_chars: 0,
+    };
+    let limit = max;
     loop {
         let chunk = match input.fill_buf() {
             Ok(c) => c,
@@ -313,31 +356,31 @@ pub fn read_bounded_line(
             Err(e) => return Err(e),
         };
         if chunk.is_empty() {
-            return Ok(BoundedLine {
-                len,
-                terminated: false,
-                overflow,
-            });
+            return Ok(line);
         }
         let (part, found) = match chunk.iter().position(|&b| b == b'\n') {
             Some(i) => (&chunk[..i], true),
             None => (chunk, false),
         };
-        len += part.len() as u64;
-        if !overflow && buf.len() + part.len() <= max {
-            buf.extend_from_slice(part);
+        line.len += part.len() as u64;
+        let keep = if line.overflow && mode == Overflow::Discard {
+            0
         } else {
-            overflow = true;
-            buf.clear();
+            part.len().min(limit.saturating_sub(buf.len()))
+        };
+        buf.extend_from_slice(&part[..keep]);
+        if keep < part.len() {
+            line.overflow = true;
+            line.dropped_chars += part[keep..].iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
+            if mode == Overflow::Discard {
+                buf.clear();
+            }
         }
         let consumed = part.len() + usize::from(found);
         input.consume(consumed);
         if found {
-            return Ok(BoundedLine {
-                len,
-                terminated: true,
-                overflow,
-            });
+            line.terminated = true;
+            return Ok(line);
         }
     }
 }
@@ -345,6 +388,48 @@ pub fn read_bounded_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads every line of `input` through a reader that hands out `chunk` bytes at a time.
+    fn lines(input: &str, max: usize, chunk: usize, prefix: bool) -> Vec<(String, BoundedLine)> {
+        let mut r = io::BufReader::with_capacity(chunk, input.as_bytes());
+        let mut out = Vec::new();
+        loop {
+            let mut buf = Vec::new();
+            let line = if prefix {
+                read_line_prefix(&mut r, &mut buf, max)
+            } else {
+                read_bounded_line(&mut r, &mut buf, max)
+            }
+            .expect("read");
+            if line.at_end() {
+                return out;
+            }
+            out.push((String::from_utf8_lossy(&buf).into_owned(), line));
+        }
+    }
+
+    #[test]
+    fn bounded_lines_discard_or_keep_a_prefix_at_every_chunk_size() {
+        let input = "short\nééééé-long\n\nlast";
+        for chunk in 1..=input.len() {
+            let discard = lines(input, 8, chunk, false);
+            let words: Vec<&str> = discard.iter().map(|(s, _)| s.as_str()).collect();
+            assert_eq!(words, ["short", "", "", "last"], "chunk {chunk}");
+            let long = discard[1].1;
+            assert!(
+                long.overflow && long.terminated && long.len == 15,
+                "{long:?}"
+            );
+            assert!(!discard[3].1.terminated && !discard[3].1.overflow);
+
+            let kept = lines(input, 8, chunk, true);
+            let words: Vec<&str> = kept.iter().map(|(s, _)| s.as_str()).collect();
+            // Four é (8 bytes) fit; one é and "-long" (6 characters) are dropped.
+            assert_eq!(words, ["short", "éééé", "", "last"], "chunk {chunk}");
+            assert_eq!(kept[1].1.dropped_chars, 6, "chunk {chunk}");
+            assert_eq!(kept[0].1.dropped_chars, 0);
+        }
+    }
 
     const A: &str =
         r#"{"actionId":"1","kind":"action","durationMs":12.6,"artifacts":["artifacts/x.png",3]}"#;

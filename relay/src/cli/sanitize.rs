@@ -9,8 +9,9 @@
 
 use super::Usage;
 use anyhow::Context;
+use cdp_evidence::BoundedLine;
 use cdp_sanitize::{LineSanitizer, Sanitizer};
-use std::io::{self, BufRead, BufReader, BufWriter, ErrorKind, Write};
+use std::io::{self, BufReader, BufWriter, Write};
 use std::process::ExitCode;
 
 /// By default lines longer than 1 MiB are cut.
@@ -94,72 +95,27 @@ fn text(
     let mut buf = Vec::with_capacity(4096);
     loop {
         buf.clear();
-        let line = read_line_capped(&mut reader, &mut writer, &mut buf, max_line_bytes)?;
-        if buf.is_empty() && !line.newline && line.dropped_chars == 0 {
-            break; // end of input
+        // Flush before a read that could block, so output keeps up with a slow producer.
+        if !reader.buffer().contains(&b'\n') {
+            writer.flush().map_err(Failure::Output)?;
+        }
+        let line = cdp_evidence::read_line_prefix(&mut reader, &mut buf, max_line_bytes)
+            .map_err(Failure::Input)?;
+        if line.at_end() {
+            break;
         }
         write_line(&mut lines, &buf, &line, &mut writer).map_err(Failure::Output)?;
-        if !line.newline {
+        if !line.terminated {
             break;
         }
     }
     writer.flush().map_err(Failure::Output)
 }
 
-/// What `read_line_capped` saw besides the kept bytes.
-struct LineInfo {
-    /// The line ended with `\n` (as opposed to end of input).
-    newline: bool,
-    /// Characters beyond the cap that were read and dropped.
-    dropped_chars: u64,
-}
-
-/// Reads one line into `buf`, keeping at most `max` bytes and counting the rest. Flushes
-/// `writer` before any read that could block, so output keeps up with a slow producer.
-fn read_line_capped(
-    reader: &mut BufReader<impl io::Read>,
-    writer: &mut impl Write,
-    buf: &mut Vec<u8>,
-    max: usize,
-) -> Result<LineInfo, Failure> {
-    let mut info = LineInfo {
-        newline: false,
-        dropped_chars: 0,
-    };
-    loop {
-        if reader.buffer().is_empty() {
-            writer.flush().map_err(Failure::Output)?;
-        }
-        let available = match reader.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Failure::Input(e)),
-        };
-        if available.is_empty() {
-            return Ok(info);
-        }
-        let (chunk, found) = match available.iter().position(|&b| b == b'\n') {
-            Some(i) => (&available[..i], true),
-            None => (available, false),
-        };
-        let room = max.saturating_sub(buf.len());
-        let keep = chunk.len().min(room);
-        buf.extend_from_slice(&chunk[..keep]);
-        // Count characters, not bytes: continuation bytes (10xxxxxx) do not start one.
-        info.dropped_chars += chunk[keep..].iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64;
-        let consumed = chunk.len() + usize::from(found);
-        reader.consume(consumed);
-        if found {
-            info.newline = true;
-            return Ok(info);
-        }
-    }
-}
-
 fn write_line(
     lines: &mut LineSanitizer<'_>,
     buf: &[u8],
-    info: &LineInfo,
+    info: &BoundedLine,
     writer: &mut impl Write,
 ) -> io::Result<()> {
     let raw = String::from_utf8_lossy(buf);
@@ -178,7 +134,7 @@ fn write_line(
     if let Some(marker) = marker {
         writer.write_all(marker.as_bytes())?;
     }
-    if info.newline {
+    if info.terminated {
         writer.write_all(b"\n")?;
     }
     Ok(())
