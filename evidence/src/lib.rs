@@ -46,6 +46,7 @@ mod paths;
 mod pointer;
 mod reader;
 mod record;
+mod rejoin;
 mod retention;
 mod run;
 mod rundir;
@@ -77,6 +78,7 @@ pub use record::{
     StoredNetwork, StoredRepeat, StoredVerification, Verification, VerificationOf, Verified,
     BUILTIN_KINDS, TARGET_FIELDS, TOOL_CALL_FIELD,
 };
+pub use rejoin::{JoinAs, Rejoined, RunEnded};
 pub use retention::{PruneReport, RetentionHold, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals, METADATA_ALLOWANCE};
 pub use rundir::{check_artifact_path, ArtifactFile, ArtifactRefusal, RunDir};

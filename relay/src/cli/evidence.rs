@@ -14,7 +14,7 @@
 use cdp_relay::ops::input;
 
 use anyhow::Context as _;
-use cdp_evidence::{EvidenceConfig, Run, RunInfo, Store, Totals};
+use cdp_evidence::{EvidenceConfig, JoinAs, Run, RunInfo, Store, Totals};
 use cdp_sanitize::Sanitizer;
 use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
@@ -246,27 +246,19 @@ struct Appender<'a> {
 }
 
 impl Appender<'_> {
-    fn run(&mut self) -> Result<&Run, cdp_evidence::Error> {
-        if self.run.is_none() {
-            self.run = Some(
+    fn append(&mut self, record: cdp_evidence::Record) -> Result<(), cdp_evidence::Error> {
+        let run = match &mut self.run {
+            Some(run) => run,
+            none => none.insert(
                 self.store
                     .join_session_transient(self.session, self.source)?,
-            );
-        }
-        Ok(self.run.as_ref().unwrap_or_else(|| unreachable!()))
-    }
-
-    fn append(&mut self, record: cdp_evidence::Record) -> Result<(), cdp_evidence::Error> {
-        match self.run()?.append(record.clone()) {
-            // Finalized by another producer, or its directory removed: the session's next run.
-            Err(
-                cdp_evidence::Error::RunFinalized { .. } | cdp_evidence::Error::RunNotFound { .. },
-            ) => {
-                self.run = None;
-                self.run()?.append(record)
-            }
-            other => other,
-        }
+            ),
+        };
+        self.store
+            .write_or_rejoin(run, self.session, self.source, JoinAs::Transient, |run| {
+                run.append(record.clone())
+            })
+            .map(|_| ())
     }
 }
 

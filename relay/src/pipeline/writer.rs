@@ -14,7 +14,9 @@
 
 use super::calls::ToolCalls;
 use super::once::OncePerPage;
-use cdp_evidence::{ArtifactOutcome, DropReason, Marker, Record, RecordKind, Run, Store, Totals};
+use cdp_evidence::{
+    ArtifactOutcome, DropReason, JoinAs, Marker, Record, RecordKind, Run, RunEnded, Store, Totals,
+};
 use cdp_sanitize::{SafeText, Sanitizer};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -388,9 +390,10 @@ impl Writer {
                     self.appended += n as u64;
                     Outcome::Written
                 }
-                Err(e) if attempts == 1 && finalized(&e) && self.rejoin() => Outcome::Retry,
-                Err(e) if attempts == 1 && deleted(&e) && self.run_deleted() => Outcome::Retry,
-                Err(e) => Outcome::Failed(e),
+                Err(e) => match e.run_ended() {
+                    Some(ended) if attempts == 1 && self.rejoin(ended) => Outcome::Retry,
+                    _ => Outcome::Failed(e),
+                },
             };
             // Give the records back (the markers are rebuilt from `unsaid` on a retry).
             records.extend(batch.drain(n_markers..));
@@ -428,8 +431,7 @@ impl Writer {
     fn store_artifact(&mut self, a: &NewArtifact) -> Option<cdp_evidence::ArtifactRef> {
         let mut outcome = self.run.store_artifact(a.stem, a.ext, &a.bytes);
         let retry = match &outcome {
-            Err(e) if finalized(e) => self.rejoin(),
-            Err(e) if deleted(e) => self.run_deleted(),
+            Err(e) => e.run_ended().is_some_and(|ended| self.rejoin(ended)),
             _ => false,
         };
         if retry {
@@ -484,35 +486,28 @@ impl Writer {
         Health::set(&self.health.last_loss, Some(line));
     }
 
-    /// Another producer finalized the run: continue in the session's next run.
-    fn rejoin(&mut self) -> bool {
-        match self.store.join_session(&self.session, "relay") {
-            Ok(run) => {
-                tracing::info!(
-                    "evidence: run {} was finalized by another producer; continuing in run {}",
-                    self.run.id(),
-                    run.id()
-                );
-                self.switch_to(run);
-                true
-            }
-            Err(e) => {
-                self.failed("join the session's next run", &e, 0);
-                false
-            }
-        }
-    }
-
-    /// The run's directory is gone (deleted while recording): say so once, and continue in
-    /// the session's next run, whose journal records the loss.
-    fn run_deleted(&mut self) -> bool {
+    /// The run ended under the writer (docs/evidence-format.md, *When writing fails*):
+    /// continue in the session's next run. A deleted run took its records with it: say so once,
+    /// and let the next run's journal record the loss.
+    fn rejoin(&mut self, ended: RunEnded) -> bool {
         let (old_id, old_dir, lost) = (
             self.run.id().to_owned(),
             self.run.dir().to_path_buf(),
             self.appended,
         );
-        match self.store.join_session(&self.session, "relay") {
-            Ok(run) => {
+        let run = match self.store.join_as(&self.session, "relay", JoinAs::Owner) {
+            Ok(run) => run,
+            Err(e) => {
+                self.failed("join the session's next run", &e, 0);
+                return false;
+            }
+        };
+        match ended {
+            RunEnded::Finalized => tracing::info!(
+                "evidence: run {old_id} was finalized by another producer; continuing in run {}",
+                run.id()
+            ),
+            RunEnded::Deleted => {
                 let line = format!(
                     "cannot write to run {old_id}: its directory {} was deleted while recording, with its {lost} records; continuing in run {}",
                     old_dir.display(),
@@ -524,14 +519,10 @@ impl Writer {
                     self.failures.fetch_add(lost, Ordering::Relaxed);
                     self.unsaid.push((lost, DropReason::RunDeleted));
                 }
-                self.switch_to(run);
-                true
-            }
-            Err(e) => {
-                self.failed("continue after the run's directory was deleted", &e, 0);
-                false
             }
         }
+        self.switch_to(run);
+        true
     }
 
     fn switch_to(&mut self, run: Run) {
@@ -547,7 +538,16 @@ impl Writer {
     /// Finalize → render → prune, then join the session's next run for what comes after.
     fn rotate(&mut self) -> Option<WriterSummary> {
         let summary = self.finish(0);
-        self.rejoin().then_some(summary)
+        match self.store.join_as(&self.session, "relay", JoinAs::Owner) {
+            Ok(run) => {
+                self.switch_to(run);
+                Some(summary)
+            }
+            Err(e) => {
+                self.failed("join the session's next run", &e, 0);
+                None
+            }
+        }
     }
 
     /// Writes the last folds, then finalize → render → prune.
@@ -586,7 +586,7 @@ impl Writer {
             }
             match self.run.finalize(totals.clone()) {
                 Ok(()) => return true,
-                Err(e) if deleted(&e) => {
+                Err(e) if e.run_ended() == Some(RunEnded::Deleted) => {
                     tracing::warn!(
                         "evidence: run {} was deleted while recording ({} is gone); there is nothing to finalize",
                         self.run.id(),
@@ -627,13 +627,4 @@ fn render(run_dir: &std::path::Path) {
         ),
         Err(e) => tracing::warn!("evidence: could not render the report: {e}"),
     }
-}
-
-fn finalized(e: &cdp_evidence::Error) -> bool {
-    matches!(e, cdp_evidence::Error::RunFinalized { .. })
-}
-
-/// The run's directory (or its manifest) is gone.
-fn deleted(e: &cdp_evidence::Error) -> bool {
-    matches!(e, cdp_evidence::Error::RunNotFound { .. })
 }
