@@ -2,8 +2,8 @@
 //! observer in both directions, across connection open/close: it must never panic.
 #![no_main]
 
-use cdp_relay::pipeline::capture::CapturePolicy;
 use cdp_relay::pipeline::observer::{Observer, ObserverOptions};
+use cdp_relay::pipeline::pages::Pages;
 use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd, TapEvent};
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
         max_requests: 64,
         ..ObserverOptions::default()
     };
-    let mut obs = Observer::new(sanitizer, opts, Arc::new(CapturePolicy::new(true)));
+    let mut obs = Observer::new(Arc::new(Pages::new(sanitizer, true)), opts);
     let mut records = 0usize;
     let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     // A sequence of events separated by 0xFF; the first byte of each picks the connection,

@@ -1,7 +1,9 @@
 //! The capture policy: when a picture of a page may be kept (DESIGN §5).
 //!
-//! One policy per pipeline, shared by every producer that can keep a frame (the passive observer
-//! keeping a client's screenshot, the active observer's own frames). Per page it knows:
+//! One policy per pipeline, part of the page model ([`Pages`]) and asked by every producer that
+//! can keep a frame (the passive observer keeping a client's screenshot, the active observer's
+//! own frames). Both observers feed it through the same handler (`pages/events.rs`). Per page
+//! ([`Veto`]) it knows:
 //!
 //! - which typing bursts in the current main-frame document went into a sensitive field
 //!   (password, one-time code, payment, page-marked) or into a field nobody could identify —
@@ -22,9 +24,9 @@
 //! and the switch `--no-screenshots`. Target keys are raw CDP target ids (or a connection/session
 //! key when the target is unknown) held in memory only; nothing here is persisted.
 
+use crate::pipeline::pages::Pages;
 use cdp_sanitize::InputType;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 /// Why a frame was not kept.
@@ -132,24 +134,19 @@ impl NavigationKind {
 pub enum Commit {
     /// `Page.frameNavigated` for the main frame; `bfcache` when its `type` is
     /// `BackForwardCacheRestore`. How the navigation started (see
-    /// [`CapturePolicy::navigation_started`]) tells a fresh document from one out of history.
+    /// [`Pages::navigation_started`]) tells a fresh document from one out of history.
     FrameNavigated { bfcache: bool },
     /// The reply to `Page.navigate` named a loader and no error: a fresh document committed
     /// (a navigation within the document names none; a 204 or a download carries an error).
     NavigateReply,
 }
 
-/// Bound on pages tracked; past it, an untracked page is withheld (more, never less).
-const MAX_TRACKED: usize = 16 * 1024;
 /// Bursts remembered per page between navigations; past it, the page stays withheld.
 const MAX_BURSTS: usize = 1024;
 /// Documents remembered per page after it left them (for a return from history).
 const MAX_LEFT: usize = 16;
 /// Navigation starts remembered per page until their commit.
 const MAX_STARTED: usize = 16;
-
-/// How long after the last keystroke a page counts as "just typed into". By default, 1 s.
-pub const DEFAULT_QUIET_AFTER_TYPING: Duration = Duration::from_secs(1);
 
 /// Focus reports kept per page (the passive observer lags by milliseconds, not by dozens of
 /// focus changes).
@@ -179,8 +176,9 @@ struct Left {
     bursts: HashSet<u64>,
 }
 
+/// The veto's state of one page.
 #[derive(Default)]
-struct Page {
+pub(crate) struct Veto {
     /// Bursts in the current document that went to a sensitive or unidentified field.
     withholding: HashSet<u64>,
     /// Bursts once taken for sensitive: no later reading lets them go.
@@ -213,7 +211,7 @@ struct Page {
     focus_truncated: bool,
 }
 
-impl Page {
+impl Veto {
     fn withheld(&self) -> bool {
         self.overflowed || self.restored || !self.withholding.is_empty()
     }
@@ -303,7 +301,7 @@ impl Page {
         self.typed.retain(|_, t| *t >= at);
         if !self.typed_overflowed {
             // Without an overflow every burst is in `typed`: keep those typed after `at`.
-            let Page {
+            let Veto {
                 typed,
                 withholding,
                 sensitive,
@@ -335,6 +333,12 @@ impl Page {
         self.left.get_mut(i)
     }
 
+    /// Until when the page counts as just typed into, if it does at `at`.
+    pub(crate) fn quiet_until(&self, quiet: Duration, at: SystemTime) -> Option<SystemTime> {
+        let until = self.last_typed? + quiet;
+        (until > at).then_some(until)
+    }
+
     /// What had focus at `at`, as reported.
     fn focus_at(&self, at: SystemTime) -> Option<FieldKind> {
         match self.focus.iter().rev().find(|(t, _)| *t <= at) {
@@ -345,52 +349,21 @@ impl Page {
     }
 }
 
-/// Shared screenshot veto.
-#[derive(Debug)]
-pub struct CapturePolicy {
-    screenshots: bool,
-    quiet: Duration,
-    pages: Mutex<HashMap<String, Page>>,
-}
-
-impl std::fmt::Debug for Page {
+impl std::fmt::Debug for Veto {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Page").finish_non_exhaustive()
+        f.debug_struct("Veto").finish_non_exhaustive()
     }
 }
 
-impl CapturePolicy {
-    /// A policy; `screenshots: false` withholds every frame.
-    pub fn new(screenshots: bool) -> CapturePolicy {
-        CapturePolicy {
-            screenshots,
-            quiet: DEFAULT_QUIET_AFTER_TYPING,
-            pages: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Sets how long after typing no frame is kept.
-    pub fn with_quiet_after_typing(mut self, quiet: Duration) -> CapturePolicy {
-        self.quiet = quiet;
-        self
-    }
-
-    fn pages(&self) -> std::sync::MutexGuard<'_, HashMap<String, Page>> {
-        self.pages.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn with_page(&self, target: &str, f: impl FnOnce(&mut Page)) {
-        let mut pages = self.pages();
-        if let Some(p) = pages.get_mut(target) {
-            f(p);
-        } else if pages.len() < MAX_TRACKED {
-            f(pages.entry(target.to_owned()).or_default());
-        }
+/// The screenshot veto, asked and fed through the page model.
+impl Pages {
+    fn with_page_veto(&self, target: &str, f: impl FnOnce(&mut Veto)) {
+        self.with_page(target, |p| f(&mut p.veto));
     }
 
     /// Text of burst `burst` was typed into `target`, into a field of `kind`, at `at`.
     pub fn typed_into(&self, target: &str, burst: u64, kind: FieldKind, at: SystemTime) {
-        self.with_page(target, |p| {
+        self.with_page_veto(target, |p| {
             if p.navigated_at.is_some_and(|n| at < n) {
                 // Typed into the document a commit already replaced: that document keeps it,
                 // should history bring it back.
@@ -417,7 +390,7 @@ impl CapturePolicy {
     /// A burst taken for sensitive stays so, whatever the reading says; a burst of a document
     /// the page has left changes that document only.
     pub fn burst_kind(&self, target: &str, burst: u64, kind: FieldKind) {
-        self.with_page(target, |p| {
+        self.with_page_veto(target, |p| {
             if !p.typed.contains_key(&burst) && !p.typed_overflowed {
                 if kind.withholds_until_navigation() {
                     if let Some(l) = p.left_with(burst, None) {
@@ -440,7 +413,7 @@ impl CapturePolicy {
         if loader.is_empty() {
             return;
         }
-        self.with_page(target, |p| {
+        self.with_page_veto(target, |p| {
             if p.started.iter().any(|(l, _)| l == loader) {
                 return;
             }
@@ -459,7 +432,7 @@ impl CapturePolicy {
         if loader.is_empty() {
             return;
         }
-        self.with_page(target, |p| {
+        self.with_page_veto(target, |p| {
             let fresh = match commit {
                 Commit::NavigateReply => Some(true),
                 Commit::FrameNavigated { bfcache: true } => Some(false),
@@ -478,7 +451,7 @@ impl CapturePolicy {
 
     /// What has focus in `target` since `at` (`None`: unknown).
     pub fn focused_at(&self, target: &str, kind: Option<FieldKind>, at: SystemTime) {
-        self.with_page(target, |p| {
+        self.with_page_veto(target, |p| {
             if p.focus.len() == FOCUS_HISTORY {
                 p.focus.pop_front();
                 p.focus_truncated = true;
@@ -489,14 +462,8 @@ impl CapturePolicy {
 
     /// What had focus in `target` at `at` (a report arriving just after counts).
     pub fn focused_kind_at(&self, target: &str, at: SystemTime) -> Option<FieldKind> {
-        self.pages()
-            .get(target)
-            .and_then(|p| p.focus_at(at + FOCUS_SLACK))
-    }
-
-    /// The page is gone.
-    pub fn forget(&self, target: &str) {
-        self.pages().remove(target);
+        self.read_page(target, |p| p.veto.focus_at(at + FOCUS_SLACK))
+            .flatten()
     }
 
     /// May a frame of `target` taken now be kept?
@@ -506,39 +473,48 @@ impl CapturePolicy {
 
     /// May a frame of `target` taken at `at` be kept?
     pub fn verdict_at(&self, target: &str, at: SystemTime) -> Result<(), Withheld> {
-        if !self.screenshots {
+        if !self.screenshots_on() {
             return Err(Withheld::ScreenshotsOff);
         }
-        let pages = self.pages();
-        let Some(p) = pages.get(target) else {
-            return if pages.len() >= MAX_TRACKED {
-                Err(Withheld::TypedSinceNavigation)
-            } else {
-                Ok(())
+        let quiet = self.quiet_after_typing();
+        self.veto_view(target, |p, full| {
+            let Some(p) = p else {
+                // Not tracked: typing into it may have gone unrecorded when the table was full.
+                return if full {
+                    Err(Withheld::TypedSinceNavigation)
+                } else {
+                    Ok(())
+                };
             };
-        };
-        if p.withheld() {
-            return Err(Withheld::TypedSinceNavigation);
-        }
-        let sensitive = |t| p.focus_at(t).is_some_and(FieldKind::is_sensitive);
-        if sensitive(at) || sensitive(at + FOCUS_SLACK) {
-            return Err(Withheld::SensitiveFocus);
-        }
-        if p.last_typed.is_some_and(|t| at < t + self.quiet) {
-            return Err(Withheld::JustTyped);
-        }
-        Ok(())
+            if p.withheld() {
+                return Err(Withheld::TypedSinceNavigation);
+            }
+            let sensitive = |t| p.focus_at(t).is_some_and(FieldKind::is_sensitive);
+            if sensitive(at) || sensitive(at + FOCUS_SLACK) {
+                return Err(Withheld::SensitiveFocus);
+            }
+            if p.last_typed.is_some_and(|t| at < t + quiet) {
+                return Err(Withheld::JustTyped);
+            }
+            Ok(())
+        })
     }
 
     /// Until when `target` counts as just typed into, if it does at `at`.
     pub fn quiet_until(&self, target: &str, at: SystemTime) -> Option<SystemTime> {
-        let until = self.pages().get(target)?.last_typed? + self.quiet;
-        (until > at).then_some(until)
+        let quiet = self.quiet_after_typing();
+        self.read_page(target, |p| p.veto.quiet_until(quiet, at))
+            .flatten()
     }
 
-    /// True when screenshots are on at all.
-    pub fn screenshots_on(&self) -> bool {
-        self.screenshots
+    /// The document the main frame of `target` shows (its loader id) and whether it is known to
+    /// be fresh.
+    #[cfg(test)]
+    pub(crate) fn document(&self, target: &str) -> Option<(String, bool)> {
+        self.read_page(target, |p| {
+            p.veto.doc.as_ref().map(|d| (d.loader.clone(), d.fresh))
+        })
+        .flatten()
     }
 }
 

@@ -1,12 +1,14 @@
 //! The evidence pipeline: tap → observer → run writer → journal, and the relay's own eyes.
 //!
 //! Owns everything the relay does with copies of the traffic, off the hot path: the consumer end
-//! of the proxy's tap, the passive observer and its thread (`observer/`, `passive.rs`), the shared
-//! capture policy (`capture.rs`), the once-per-page table (`once.rs`), the one thread that
-//! writes the evidence run (`writer.rs`) and, when asked, the active observer (`active/`): a
-//! CDP connection of the relay's own, a second producer of the same run. It never touches a
-//! socket the client uses, never delays or alters a frame, and persists only what went through
-//! the run's sanitizer.
+//! of the proxy's tap, the passive observer and its thread (`observer/`, `passive.rs`), the one
+//! table of CDP methods and shapes both observers read (`cdp/`), the one page model both feed
+//! and the decisions made there for both — the screenshot veto, each page event once, a
+//! failure's way to a frame (`pages/`, `capture.rs`, `once.rs`) —, the one thread that writes
+//! the evidence run (`writer.rs`) and, when asked, the active observer (`active/`): a CDP
+//! connection of the relay's own, a second producer of the same run. It never touches a socket
+//! the client uses, never delays or alters a frame, and persists only what went through the
+//! run's sanitizer.
 //!
 //! `serve` and `launch` start it the same way ([`Pipeline::start`], then [`Pipeline::observe`]
 //! once the browser is known) and stop it the same way ([`Pipeline::finish`]: drain the passive
@@ -15,8 +17,10 @@
 pub(crate) mod active;
 pub mod calls;
 pub mod capture;
+pub(crate) mod cdp;
 pub mod observer;
 pub(crate) mod once;
+pub mod pages;
 mod passive;
 mod priority;
 pub mod writer;
@@ -28,57 +32,22 @@ use cdp_relay_proxy::Upstream;
 
 pub use active::ActiveOptions as ObserveOptions;
 use calls::ToolCalls;
-use capture::CapturePolicy;
 use cdp_evidence::{EvidenceConfig, Store};
 use cdp_relay_proxy::order::Order;
 use cdp_relay_proxy::tap::Tap;
 use cdp_sanitize::{Sanitizer, SecretError};
 use observer::{Observer, ObserverOptions};
-use once::OncePerPage;
+use pages::Pages;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 pub use writer::{Emit, NewArtifact, RunWriter, WriterSummary};
 
 /// Tap events buffered between the hot path and the observer thread. Beyond this, evidence is
 /// dropped (and counted), never traffic.
 pub const QUEUE_CAPACITY: usize = 16 * 1024;
-
-/// Moments the passive observer saw that the relay's own capture may act on. Target ids are raw
-/// (memory only, never persisted).
-#[derive(Debug, Clone)]
-pub enum Trigger {
-    /// A failed request or a console error on `target_id`'s page.
-    FailureSeen {
-        /// The page, when known.
-        target_id: Option<String>,
-        /// When it was seen.
-        at: SystemTime,
-    },
-    /// A typing burst ended.
-    TypingEnded {
-        /// The page typed into, when known.
-        target_id: Option<String>,
-        /// When the burst was recorded.
-        at: SystemTime,
-    },
-    /// A navigation command succeeded.
-    Navigated {
-        /// The page, when known.
-        target_id: Option<String>,
-        /// When the browser answered.
-        at: SystemTime,
-    },
-    /// A click was dispatched.
-    Clicked {
-        /// The page, when known.
-        target_id: Option<String>,
-        /// When the browser answered.
-        at: SystemTime,
-    },
-}
 
 /// What the relay's HTTP side and producers inside the relay use while the pipeline runs.
 /// Cheap to clone.
@@ -87,14 +56,14 @@ pub struct PipelineHandle {
     tap: Tap,
     sanitizer: Arc<Sanitizer>,
     writer: RunWriter,
-    capture: Arc<CapturePolicy>,
-    triggers: broadcast::Sender<Trigger>,
+    /// The page model both observers feed (the screenshot veto among its decisions).
+    pages: Arc<Pages>,
     session: String,
     /// The evidence root, for producers that append through the journal protocol (remote
     /// producers over HTTP).
     root: PathBuf,
-    /// Set when the active observer is configured: the pages it covers.
-    observed: Option<Arc<OncePerPage>>,
+    /// The active observer is configured.
+    observing: bool,
     /// The evidence order typed text is registered in.
     order: Arc<Order>,
     /// Agent tool calls in flight, for linking records to them.
@@ -156,20 +125,16 @@ impl PipelineHandle {
         &self.writer
     }
 
-    /// The shared screenshot veto.
-    pub fn capture(&self) -> &Arc<CapturePolicy> {
-        &self.capture
+    /// The page model both observers feed: what each page is, and the decisions about it (the
+    /// screenshot veto among them).
+    pub fn pages(&self) -> &Arc<Pages> {
+        &self.pages
     }
 
     /// The agent tool calls records are linked to (`payload.toolCall`): a producer of tool calls
     /// says when each begins and ends.
     pub fn calls(&self) -> &ToolCalls {
         &self.calls
-    }
-
-    /// Triggers from the passive observer, from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Trigger> {
-        self.triggers.subscribe()
     }
 
     /// The evidence root the run lives under.
@@ -192,7 +157,7 @@ impl PipelineHandle {
             dropped: self.tap.dropped() + self.writer.failures(),
             failing: self.writer.failing(),
             last_loss: self.writer.last_loss(),
-            observed_pages: self.observed.as_ref().map(|o| o.covered_count()),
+            observed_pages: self.observing.then(|| self.pages.covered_count()),
         }
     }
 }
@@ -214,10 +179,8 @@ const VERIFY_WAIT: Duration = Duration::from_secs(4);
 
 /// The parts the active observer is started with, once the browser is known.
 struct ActiveParts {
-    once: Arc<OncePerPage>,
     verify_rx: mpsc::Receiver<active::verify::VerifyRequest>,
     verify_tx: mpsc::Sender<active::verify::VerifyReply>,
-    failures_rx: mpsc::Receiver<(String, cdp_evidence::Record)>,
 }
 
 /// A running pipeline. Stop it with [`Pipeline::finish`].
@@ -271,42 +234,30 @@ impl Pipeline {
             .clone()
             .unwrap_or_else(default_session_name);
         let run = store.join_session(&session, "relay").map_err(|e| off(&e))?;
-        let once = Arc::new(OncePerPage::default());
+        let pages = Arc::new(Pages::new(sanitizer.clone(), settings.screenshots));
         let calls = ToolCalls::default();
         let (writer, writer_thread) = writer::start(
             store,
             session.clone(),
             run,
             sanitizer.clone(),
-            once.clone(),
+            pages.clone(),
             calls.clone(),
         )
         .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
         let (tap, rx) = Tap::channel(QUEUE_CAPACITY);
-        let capture = Arc::new(CapturePolicy::new(settings.screenshots));
-        let (triggers, _) = broadcast::channel(256);
-        let mut observer = Observer::new(
-            sanitizer.clone(),
-            ObserverOptions::default(),
-            capture.clone(),
-        )
-        .with_once(once.clone());
-        let observed = settings.observe.then(|| once.clone());
+        let mut observer = Observer::new(pages.clone(), ObserverOptions::default());
         let parts = if settings.observe {
             let (requests, verify_rx) = mpsc::channel(256);
             let (verify_tx, replies) = mpsc::channel(256);
-            let (failures, failures_rx) = mpsc::channel(1024);
             observer = observer.with_verifier(observer::Verifier {
                 requests,
                 replies,
-                failures,
                 wait: VERIFY_WAIT,
             });
             Some(ActiveParts {
-                once,
                 verify_rx,
                 verify_tx,
-                failures_rx,
             })
         } else {
             None
@@ -314,11 +265,10 @@ impl Pipeline {
         let order = rx.order.clone();
         let thread = {
             let writer = writer.clone();
-            let triggers = triggers.clone();
             let sanitizer = sanitizer.clone();
             std::thread::Builder::new()
                 .name("cdp-relay-observer".into())
-                .spawn(move || passive::run(rx, observer, writer, triggers, sanitizer))
+                .spawn(move || passive::run(rx, observer, writer, sanitizer))
                 .map_err(|e| off(&format!("cannot start the observer thread: {e}")))?
         };
         Ok(Some(Pipeline {
@@ -326,11 +276,10 @@ impl Pipeline {
                 tap,
                 sanitizer,
                 writer,
-                capture,
-                triggers,
+                pages,
                 session,
                 root: settings.root.clone(),
-                observed,
+                observing: settings.observe,
                 order,
                 calls,
             },
@@ -356,12 +305,9 @@ impl Pipeline {
         let ctx = active::Ctx {
             sanitizer: self.handle.sanitizer.clone(),
             writer: self.handle.writer.clone(),
-            capture: self.handle.capture.clone(),
-            once: parts.once,
-            triggers: self.handle.triggers.subscribe(),
+            pages: self.handle.pages.clone(),
             verify_rx: parts.verify_rx,
             verify_tx: parts.verify_tx,
-            failures_rx: parts.failures_rx,
             dropped: Arc::new(AtomicU64::new(0)),
             order: self.handle.order.clone(),
         };

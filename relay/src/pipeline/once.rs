@@ -1,11 +1,9 @@
 //! Each browser event is recorded once per page, however many sessions or clients observe it;
 //! and an event that repeats is recorded a few times and then counted.
 //!
-//! Owns three shared facts, keyed by raw target id (memory only):
+//! Owns two facts of the page model ([`Pages`]), behind its lock; keys are hashes of raw text
+//! (memory only):
 //!
-//! - which pages the active observer *covers* (its session is attached and its domains are
-//!   enabled): page-reported events of those pages (console, exceptions, `Log`, failed requests)
-//!   are recorded by the active observer alone; the passive observer leaves them out;
 //! - which page events were already recorded: a console message by (level, timestamp, text), a
 //!   failed request by `requestId`. A second session (DevTools, an agent's own model, the
 //!   observer during its `Runtime.enable` replay) sees the same event with the same keys;
@@ -16,26 +14,25 @@
 //!   that they are only counted, and the count goes to the journal as one record with `repeat`
 //!   (the first occurrence's record, with the count and the first and last time of the repeats)
 //!   when the fold closes: after [`FOLD_WINDOW`], when its slot is needed for a newer event, or
-//!   at the end of the run. The run writer collects closed folds ([`OncePerPage::take_closed`],
-//!   [`OncePerPage::take_all`]).
+//!   at the end of the run. The run writer collects closed folds ([`Pages::take_closed`],
+//!   [`Pages::take_all`]).
 //!
-//! Both observers go through here, so folding is the same whichever of them saw the event.
-//! Only 64-bit hashes of raw text are kept; a fold keeps its first record, which is already
-//! sanitized. Never blocks for long: every call is one short critical section.
+//! Which observer records a page's events (the relay's own, when it covers the page) is the
+//! page model's to say (`pages/reports.rs`); both go through here, so folding is the same
+//! whichever of them saw the event. Only 64-bit hashes of raw text are kept; a fold keeps its
+//! first record, which is already sanitized.
 
+use crate::pipeline::pages::Pages;
 use cdp_evidence::{Console, Record, Repeat};
 use cdp_sanitize::NetworkFailure;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 /// Event keys remembered; the oldest are forgotten first. A duplicate older than this many
 /// recorded events is recorded again (rare: replays are immediate).
 const MAX_SEEN: usize = 64 * 1024;
-/// Pages the active observer can cover at once.
-const MAX_COVERED: usize = 4096;
 /// Distinct foldable events remembered (each keeps its first record); the oldest is let go
 /// first, its repeats written.
 const MAX_FOLDS: usize = 1024;
@@ -132,24 +129,17 @@ struct Seen {
     order: VecDeque<EventKey>,
 }
 
-/// Shared between the passive and the active observer.
+/// Page events recorded, and repeats counted: part of the page model, behind its lock.
 #[derive(Default)]
-pub struct OncePerPage {
-    covered: Mutex<HashSet<String>>,
-    seen: Mutex<Seen>,
-    folds: Mutex<Folds>,
+pub(crate) struct Once {
+    seen: Seen,
+    folds: Folds,
 }
 
-impl std::fmt::Debug for OncePerPage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OncePerPage").finish_non_exhaustive()
-    }
-}
-
-impl OncePerPage {
+impl Once {
     /// True the first time `key` is offered: the caller records the event.
-    pub(crate) fn first(&self, key: EventKey) -> bool {
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+    pub(crate) fn first(&mut self, key: EventKey) -> bool {
+        let seen = &mut self.seen;
         if !seen.set.insert(key) {
             return false;
         }
@@ -163,11 +153,10 @@ impl OncePerPage {
     }
 
     /// Whether to record `record` (an event first seen at `at`, already known to be new by
-    /// [`OncePerPage::first`]): true for the first event with this `key`, false for a repeat,
+    /// [`Once::first`]): true for the first event with this `key`, false for a repeat,
     /// which is counted instead.
-    pub(crate) fn fold(&self, key: FoldKey, record: &Record, at: SystemTime) -> bool {
-        let mut folds = self.folds.lock().unwrap_or_else(PoisonError::into_inner);
-        let folds = &mut *folds;
+    pub(crate) fn fold(&mut self, key: FoldKey, record: &Record, at: SystemTime) -> bool {
+        let folds = &mut self.folds;
         if let Some(fold) = folds.map.get_mut(&key) {
             if fold.recorded < RECORDED_BEFORE_FOLDING {
                 fold.recorded += 1;
@@ -208,9 +197,8 @@ impl OncePerPage {
 
     /// Repeat records of folds that closed, and of open ones whose first repeat is at least
     /// [`FOLD_WINDOW`] older than `now`.
-    pub(crate) fn take_closed(&self, now: SystemTime) -> Vec<Record> {
-        let mut folds = self.folds.lock().unwrap_or_else(PoisonError::into_inner);
-        let folds = &mut *folds;
+    pub(crate) fn take_closed(&mut self, now: SystemTime) -> Vec<Record> {
+        let folds = &mut self.folds;
         for fold in folds.map.values_mut() {
             if fold.count > 0
                 && now.duration_since(fold.first_at).unwrap_or_default() >= FOLD_WINDOW
@@ -222,9 +210,8 @@ impl OncePerPage {
     }
 
     /// Every repeat counted and not yet written (the run ends).
-    pub(crate) fn take_all(&self) -> Vec<Record> {
-        let mut folds = self.folds.lock().unwrap_or_else(PoisonError::into_inner);
-        let folds = &mut *folds;
+    pub(crate) fn take_all(&mut self) -> Vec<Record> {
+        let folds = &mut self.folds;
         // In the order the events were first seen: deterministic for the same input.
         for key in &folds.order {
             if let Some(f) = folds.map.get_mut(key) {
@@ -233,45 +220,18 @@ impl OncePerPage {
         }
         std::mem::take(&mut folds.closed)
     }
+}
 
-    /// The active observer now records `page`'s events.
-    pub(crate) fn cover(&self, page: &str) {
-        let mut c = self.covered.lock().unwrap_or_else(PoisonError::into_inner);
-        if c.len() < MAX_COVERED {
-            c.insert(page.to_owned());
-        }
+impl Pages {
+    /// Repeat records of folds that closed, and of open ones whose first repeat is at least
+    /// [`FOLD_WINDOW`] older than `now` (the run writer asks at every batch).
+    pub(crate) fn take_closed(&self, now: SystemTime) -> Vec<Record> {
+        self.table().once.take_closed(now)
     }
 
-    /// The active observer no longer records `page`'s events.
-    pub(crate) fn uncover(&self, page: &str) {
-        self.covered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(page);
-    }
-
-    /// The active observer lost its browser connection: it covers nothing.
-    pub(crate) fn uncover_all(&self) {
-        self.covered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-    }
-
-    /// How many pages the active observer records events of now.
-    pub(crate) fn covered_count(&self) -> usize {
-        self.covered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-
-    /// Does the active observer record `page`'s events?
-    pub(crate) fn covered(&self, page: &str) -> bool {
-        self.covered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(page)
+    /// Every repeat counted and not yet written (the run ends).
+    pub(crate) fn take_all(&self) -> Vec<Record> {
+        self.table().once.take_all()
     }
 }
 
@@ -281,7 +241,7 @@ mod tests {
 
     #[test]
     fn an_event_is_first_once() {
-        let once = OncePerPage::default();
+        let mut once = Once::default();
         let k = EventKey::console("T1", "error", 1.5, "boom");
         assert!(once.first(k));
         assert!(!once.first(k));
@@ -294,7 +254,7 @@ mod tests {
     fn console_record(text: &str, at: SystemTime) -> (Console, Record) {
         let s = cdp_sanitize::Sanitizer::new();
         let c = Console::new(cdp_evidence::ConsoleLevel::Error, s.text(text));
-        let r = crate::pipeline::observer::console::console_record("cdp", c.clone(), at);
+        let r = crate::pipeline::pages::reports::console_record("cdp", c.clone(), at);
         (c, r)
     }
 
@@ -312,7 +272,7 @@ mod tests {
 
     #[test]
     fn repeats_are_counted_and_written_once_with_their_times() {
-        let once = OncePerPage::default();
+        let mut once = Once::default();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         // The first ones are recorded, then repeats are counted.
         for i in 0..RECORDED_BEFORE_FOLDING {
@@ -349,7 +309,7 @@ mod tests {
 
     #[test]
     fn a_long_fold_is_written_every_window_and_a_full_table_lets_the_oldest_go() {
-        let once = OncePerPage::default();
+        let mut once = Once::default();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let (c, r) = console_record("tick", t0);
         let k = FoldKey::console("T1", &c);
@@ -377,17 +337,5 @@ mod tests {
         assert_eq!(repeat_of(&closed[0])["payload"]["text"], "tick");
         // Forgotten: the next one is recorded again, as a first.
         assert!(once.fold(k, &r, t0 + Duration::from_secs(202)));
-    }
-
-    #[test]
-    fn covering_is_per_page() {
-        let once = OncePerPage::default();
-        once.cover("T1");
-        assert!(once.covered("T1") && !once.covered("T2"));
-        once.uncover("T1");
-        assert!(!once.covered("T1"));
-        once.cover("T2");
-        once.uncover_all();
-        assert!(!once.covered("T2"));
     }
 }

@@ -1,6 +1,5 @@
 //! The passive observer's thread: takes the tap's copies in the evidence order (`order.rs`),
-//! runs the [`Observer`], hands records to the run writer in batches and triggers to
-//! subscribers.
+//! runs the [`Observer`] and hands its records to the run writer in batches.
 //!
 //! Copies are handled in stamp order, not in the order they reached the queues: the splice
 //! offers a keystroke after writing it, so the browser's echo of it can be queued first. Each
@@ -15,7 +14,6 @@
 
 use super::observer::Observer;
 use super::writer::RunWriter;
-use super::Trigger;
 use cdp_relay_proxy::order::Order;
 use cdp_relay_proxy::tap::{Stamped, TapEvent, TapReceiver};
 use cdp_sanitize::Sanitizer;
@@ -23,7 +21,6 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::broadcast;
 use tokio::sync::mpsc::error::TryRecvError;
 
 /// How long the thread sleeps when its queues are empty. Evidence is written at most this much
@@ -108,7 +105,6 @@ pub(super) fn run(
     mut rx: TapReceiver,
     mut observer: Observer,
     writer: RunWriter,
-    triggers: broadcast::Sender<Trigger>,
     sanitizer: Arc<Sanitizer>,
 ) -> u64 {
     let order = rx.order.clone();
@@ -116,12 +112,7 @@ pub(super) fn run(
     let _close = CloseOnExit(order.clone());
     let mut queue = Queue::default();
     let hand_over = |observer: &mut Observer| {
-        let out = observer.take();
-        writer.send_blocking(out.emits);
-        for t in out.triggers {
-            // Nobody subscribed is fine: triggers are hints.
-            let _ = triggers.send(t);
-        }
+        writer.send_blocking(observer.take().emits);
     };
     let mut stuck: Option<Instant> = None;
     loop {
@@ -230,8 +221,8 @@ mod tests {
     //! reaches the relay's own observer connection, or the client's connection, first.
 
     use super::*;
-    use crate::pipeline::capture::CapturePolicy;
     use crate::pipeline::observer::ObserverOptions;
+    use crate::pipeline::pages::Pages;
     use crate::pipeline::writer;
     use cdp_evidence::{EvidenceConfig, Store};
     use cdp_relay_proxy::tap::{Direction, Payload, Tap};
@@ -264,7 +255,7 @@ mod tests {
                 "unit".into(),
                 run,
                 sanitizer.clone(),
-                Arc::default(),
+                Arc::new(Pages::new(sanitizer.clone(), true)),
                 Default::default(),
             )
             .expect("writer");
@@ -285,18 +276,16 @@ mod tests {
 
         fn start(&mut self) {
             let observer = Observer::new(
-                self.sanitizer.clone(),
+                Arc::new(Pages::new(self.sanitizer.clone(), true)),
                 ObserverOptions::default(),
-                Arc::new(CapturePolicy::new(true)),
             );
-            let (triggers, _) = broadcast::channel(16);
             let (rx, writer, sanitizer) = (
                 self.rx.take().expect("not started"),
                 self.writer.clone(),
                 self.sanitizer.clone(),
             );
             self.passive = Some(std::thread::spawn(move || {
-                run(rx, observer, writer, triggers, sanitizer)
+                run(rx, observer, writer, sanitizer)
             }));
         }
 

@@ -1,7 +1,7 @@
 //! The run writer: one thread that alone owns the evidence [`Run`]. Every producer inside the
 //! relay (the passive observer, the relay's own capture) appends through a cloneable
 //! [`RunWriter`]; the thread writes in batches, stores artifacts, writes the repeats folded in
-//! the once-per-page table as their folds close, follows the session into its next run when
+//! the page model as their folds close, follows the session into its next run when
 //! another producer finalizes this one (or its directory is deleted), and at the end
 //! finalizes, renders and prunes.
 //!
@@ -13,7 +13,7 @@
 //! with one clear line on stderr and a marker there. Nothing here logs a record's contents.
 
 use super::calls::ToolCalls;
-use super::once::OncePerPage;
+use super::pages::Pages;
 use cdp_evidence::{
     ArtifactOutcome, DropReason, JoinAs, Marker, Record, RecordKind, Run, RunEnded, Store, Totals,
 };
@@ -232,13 +232,13 @@ impl RunWriter {
 }
 
 /// Starts the writer thread for `run`; the thread ends after a finish request or when every
-/// handle is gone. `once` is the table whose folded repeats the writer writes.
+/// handle is gone. `pages` is the page model whose folded repeats the writer writes.
 pub(crate) fn start(
     store: Store,
     session: String,
     run: Run,
     sanitizer: Arc<Sanitizer>,
-    once: Arc<OncePerPage>,
+    pages: Arc<Pages>,
     calls: ToolCalls,
 ) -> std::io::Result<(RunWriter, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel(QUEUE);
@@ -263,7 +263,7 @@ pub(crate) fn start(
         failures,
         health,
         sanitizer,
-        once,
+        pages,
         calls,
         unsaid: Vec::new(),
         said: 0,
@@ -291,7 +291,7 @@ struct Writer {
     failures: Arc<AtomicU64>,
     health: Arc<Health>,
     sanitizer: Arc<Sanitizer>,
-    once: Arc<OncePerPage>,
+    pages: Arc<Pages>,
     /// Agent tool calls, for linking records to the call they happened during.
     calls: ToolCalls,
     /// Losses not yet said in the journal: (pieces, why).
@@ -368,7 +368,7 @@ impl Writer {
                 }
             }
         }
-        plain.extend(self.once.take_closed(SystemTime::now()));
+        plain.extend(self.pages.take_closed(SystemTime::now()));
         self.append(&mut plain);
     }
 
@@ -552,7 +552,7 @@ impl Writer {
 
     /// Writes the last folds, then finalize → render → prune.
     fn finish(&mut self, dropped_elsewhere: u64) -> WriterSummary {
-        let mut folds = self.once.take_all();
+        let mut folds = self.pages.take_all();
         self.append(&mut folds);
         let failed = self.failures.load(Ordering::Relaxed);
         let totals = Totals {

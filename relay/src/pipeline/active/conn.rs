@@ -183,7 +183,7 @@ impl Cdp {
 
 /// A response goes to its caller, anything else to the event queue.
 fn route(text: &str, answers: &Pending, events: &mpsc::Sender<String>, dropped: &AtomicU64) {
-    use crate::pipeline::observer::frame::{leading, Frame, Leading};
+    use crate::pipeline::cdp::frame::{leading, Frame, Leading};
     let id = match leading(text) {
         Leading::Method(_) => None,
         Leading::Id(id) => Some(id),

@@ -1,7 +1,7 @@
-//! The observer's own frames: when one is wanted (after a navigation commits and loads, after a
-//! click, after failures — debounced), whether it may be taken (the capture policy, a dialog, a
-//! crashed page), and taking it: a live focus check in the page agent's world, then a scaled-down
-//! JPEG of the visual viewport on the observer's own session.
+//! Taking one of the observer's own frames (when one is wanted is the page model's,
+//! `pages/frames.rs`; whether it may be taken, the capture policy's and `browser/shots.rs`'): a
+//! live focus check in the page agent's world, then a scaled-down JPEG of the visual viewport on
+//! the observer's own session.
 //!
 //! A frame never comes right after typing (it is postponed until the page has been quiet), never
 //! while a sensitive field has focus, and never from a client's session.
@@ -9,59 +9,9 @@
 use super::conn::{CallError, Cdp};
 use super::verify::field_kind;
 use crate::pipeline::capture::Withheld;
-use cdp_evidence::Record;
+use crate::pipeline::cdp::methods::{Call, CommandMethod};
 use serde_json::{json, Value};
-use std::time::{Duration, Instant, SystemTime};
-
-/// Why a frame is wanted; also written as the frame record's `detail.after`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum After {
-    Navigation,
-    Click,
-    Failure,
-}
-
-impl After {
-    pub(crate) fn word(self) -> &'static str {
-        match self {
-            After::Navigation => "navigation",
-            After::Click => "click",
-            After::Failure => "failure",
-        }
-    }
-}
-
-/// A frame a page is waiting for, and the failure records it will illustrate.
-pub(crate) struct Want {
-    pub(crate) due: Instant,
-    pub(crate) after: Vec<After>,
-    /// Failure records held until their frame is stored (bounded).
-    pub(crate) group: Vec<Record>,
-    /// When the want was made: failures wait for a frame at most so long.
-    pub(crate) born: Instant,
-}
-
-impl Want {
-    pub(crate) fn new(due: Instant) -> Want {
-        Want {
-            due,
-            after: Vec::new(),
-            group: Vec::new(),
-            born: Instant::now(),
-        }
-    }
-
-    /// Adds a reason for the frame, once.
-    pub(crate) fn add_after(&mut self, after: After) {
-        if !self.after.contains(&after) {
-            self.after.push(after);
-        }
-    }
-
-    pub(crate) fn detail_after(&self) -> Value {
-        Value::Array(self.after.iter().map(|a| Value::from(a.word())).collect())
-    }
-}
+use std::time::Duration;
 
 /// A frame taken.
 pub(crate) struct Shot {
@@ -99,7 +49,7 @@ pub(crate) async fn take(
     if let Some(ctx) = world {
         let focus = cdp
             .call(
-                "Runtime.evaluate",
+                CommandMethod::RuntimeEvaluate.name(),
                 json!({
                     "expression": "globalThis.__cdpRelayAgent ? globalThis.__cdpRelayAgent.focusKind() : 'unknown'",
                     "contextId": ctx,
@@ -131,7 +81,12 @@ pub(crate) async fn take(
         }
     }
     let metrics = cdp
-        .call("Page.getLayoutMetrics", json!({}), Some(session), timeout)
+        .call(
+            Call::PageGetLayoutMetrics.name(),
+            json!({}),
+            Some(session),
+            timeout,
+        )
         .await
         .map_err(failed)?;
     let vv = metrics
@@ -151,7 +106,7 @@ pub(crate) async fn take(
     let scale = (f64::from(size.max_width) / w).min(1.0);
     let shot = cdp
         .call(
-            "Page.captureScreenshot",
+            CommandMethod::PageCaptureScreenshot.name(),
             json!({
                 "format": "jpeg",
                 "quality": size.quality,
@@ -179,39 +134,4 @@ pub(crate) async fn take(
         width: (w * scale).round() as u32,
         height: (h * scale).round() as u32,
     })
-}
-
-/// When a new want for a page becomes due: `delay` from now, but not before the page's
-/// cooldown since its last frame is over.
-pub(crate) fn due_at(
-    now: Instant,
-    delay: Duration,
-    last_frame: Option<Instant>,
-    cooldown: Duration,
-) -> Instant {
-    let earliest = last_frame.map_or(now, |l| l + cooldown);
-    (now + delay).max(earliest)
-}
-
-/// `until` (wall clock) as an instant from `now`.
-pub(crate) fn instant_of(until: SystemTime, now_sys: SystemTime, now: Instant) -> Instant {
-    now + until.duration_since(now_sys).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wants_wait_for_the_cooldown() {
-        let now = Instant::now();
-        let d = Duration::from_millis(250);
-        let c = Duration::from_secs(1);
-        assert_eq!(due_at(now, d, None, c), now + d);
-        assert_eq!(due_at(now, d, Some(now), c), now + c);
-        assert_eq!(
-            due_at(now + Duration::from_secs(5), d, Some(now), c),
-            now + Duration::from_secs(5) + d
-        );
-    }
 }

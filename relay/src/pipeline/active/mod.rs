@@ -6,13 +6,16 @@
 //! isolated world (`agent.js`), and then
 //!
 //! - records what pages report — console errors, exceptions, `Log` errors, failed requests — once
-//!   per page ([`OncePerPage`]): for the pages it covers, the passive observer leaves them out;
+//!   per page: for the pages it covers, the passive observer leaves them out;
 //! - takes frames after navigations, clicks and failures (debounced, scaled down, within the
 //!   capture policy) and links failure records to the frame taken after them;
 //! - keeps the capture policy's "which field has focus" current;
 //! - verifies, inside the page, whether a typing burst's text landed (`verify.rs`).
 //!
-//! It is a second producer of the run: it writes through the pipeline's [`RunWriter`].
+//! What it reads on its connection is a synchronous state machine (`sessions.rs`) feeding the
+//! page model both observers share ([`Pages`]), through the same handler as the passive
+//! observer; the page model decides what is recorded and which failures wait for a frame. It is
+//! a second producer of the run: it writes through the pipeline's [`RunWriter`].
 //!
 //! It must never touch a client's connection or frames (it has its own socket and ids), never
 //! make the browser wait for it (`waitForDebuggerOnStart: false`, no `runIfWaitingForDebugger`,
@@ -24,18 +27,17 @@
 mod browser;
 mod conn;
 mod frames;
-mod page;
+pub(crate) mod sessions;
 pub(crate) mod verify;
 
-use crate::pipeline::capture::CapturePolicy;
-use crate::pipeline::once::OncePerPage;
-use crate::pipeline::{RunWriter, Trigger};
+use crate::pipeline::pages::Pages;
+use crate::pipeline::{Emit, RunWriter};
 use cdp_relay_proxy::Upstream;
 use cdp_sanitize::Sanitizer;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use verify::{VerifyReply, VerifyRequest};
 
 /// The tool name on the active observer's records.
@@ -109,13 +111,10 @@ impl ActiveOptions {
 pub(crate) struct Ctx {
     pub(crate) sanitizer: Arc<Sanitizer>,
     pub(crate) writer: RunWriter,
-    pub(crate) capture: Arc<CapturePolicy>,
-    pub(crate) once: Arc<OncePerPage>,
-    pub(crate) triggers: broadcast::Receiver<Trigger>,
+    /// The page model both observers feed.
+    pub(crate) pages: Arc<Pages>,
     pub(crate) verify_rx: mpsc::Receiver<VerifyRequest>,
     pub(crate) verify_tx: mpsc::Sender<VerifyReply>,
-    /// Failure records the passive observer saw on pages this observer does not cover (yet).
-    pub(crate) failures_rx: mpsc::Receiver<(String, cdp_evidence::Record)>,
     pub(crate) dropped: Arc<AtomicU64>,
     /// Events are handled only once the typing forwarded before them is registered.
     pub(crate) order: Arc<cdp_relay_proxy::order::Order>,
@@ -126,12 +125,16 @@ impl Ctx {
         self.dropped.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Writes the failure records waiting for a frame no one can take now.
-    async fn flush_failures(&mut self) {
-        let mut batch = Vec::new();
-        while let Ok((_, record)) = self.failures_rx.try_recv() {
-            batch.push(crate::pipeline::Emit::Record(record));
-        }
+    /// Nothing is covered any more (the connection is gone): failures still waiting for a
+    /// frame are written without one.
+    async fn let_go_of_all(&self) {
+        let batch: Vec<Emit> = self
+            .pages
+            .unobserve_all()
+            .into_iter()
+            .flat_map(|w| w.group)
+            .map(Emit::Record)
+            .collect();
         if !batch.is_empty() {
             self.writer.send(batch).await;
         }
@@ -179,7 +182,6 @@ async fn supervise(
     let mut warned = false;
     loop {
         if *stop.borrow() {
-            ctx.flush_failures().await;
             return;
         }
         let connected = match conn::browser_path(&upstream).await {
@@ -193,9 +195,8 @@ async fn supervise(
                 let ended = browser::Browser::new(&mut ctx, &opts, cdp, events)
                     .run(&mut stop)
                     .await;
-                ctx.once.uncover_all();
+                ctx.let_go_of_all().await;
                 if ended == browser::Ended::Stopped {
-                    ctx.flush_failures().await;
                     return;
                 }
                 tracing::info!("observer: lost the browser connection; reconnecting");
@@ -214,14 +215,8 @@ async fn supervise(
         let until = tokio::time::Instant::now() + backoff;
         loop {
             tokio::select! {
-                _ = stop.changed() => {
-                    ctx.flush_failures().await;
-                    return;
-                }
+                _ = stop.changed() => return,
                 _ = tokio::time::sleep_until(until) => break,
-                Some((_, record)) = ctx.failures_rx.recv() => {
-                    ctx.writer.send(vec![crate::pipeline::Emit::Record(record)]).await;
-                }
                 Some(req) = ctx.verify_rx.recv() => {
                     let chars = req.chars;
                     let _ = ctx.verify_tx.try_send(VerifyReply {

@@ -380,7 +380,12 @@ pub(crate) async fn run(
         }),
     };
     let outcome = cdp
-        .call("Runtime.callFunctionOn", params, Some(session), timeout)
+        .call(
+            crate::pipeline::cdp::methods::CommandMethod::RuntimeCallFunctionOn.name(),
+            params,
+            Some(session),
+            timeout,
+        )
         .await;
     // Without the literal the field was taken for a sensitive one when typing started, and
     // the reading only confirms it: when it cannot run, that is still the verdict.

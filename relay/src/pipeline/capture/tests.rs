@@ -1,4 +1,9 @@
 use super::*;
+use std::sync::Arc;
+
+fn policy(screenshots: bool) -> Pages {
+    Pages::new(Arc::new(cdp_sanitize::Sanitizer::new()), screenshots)
+}
 
 const TEXT: FieldKind = FieldKind::Input(InputType::Text);
 const UNKNOWN: FieldKind = FieldKind::Input(InputType::Unknown);
@@ -13,7 +18,7 @@ const FRESH: Commit = Commit::FrameNavigated { bfcache: false };
 const BFCACHE: Commit = Commit::FrameNavigated { bfcache: true };
 
 /// A fresh cross-document navigation of `target` to `loader` at `at`, as Chromium reports it.
-fn navigate(p: &CapturePolicy, target: &str, loader: &str, at: SystemTime) {
+fn navigate(p: &Pages, target: &str, loader: &str, at: SystemTime) {
     p.navigation_started(target, loader, NavigationKind::parse("differentDocument"));
     p.committed(target, loader, FRESH, at);
 }
@@ -22,7 +27,7 @@ const WITHHELD: Result<(), Withheld> = Err(Withheld::TypedSinceNavigation);
 
 #[test]
 fn sensitive_or_unidentified_typing_withholds_until_navigation() {
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     assert_eq!(p.verdict_at("T1", t(0)), Ok(()));
     p.typed_into("T1", 1, UNKNOWN, t(0));
     assert_eq!(p.verdict_at("T1", t(60_000)), WITHHELD);
@@ -31,13 +36,13 @@ fn sensitive_or_unidentified_typing_withholds_until_navigation() {
     assert_eq!(p.verdict_at("T1", t(60_000)), Ok(()));
     p.typed_into("T1", 2, PASSWORD, t(70_000));
     assert_eq!(p.verdict_at("T1", t(99_000)), WITHHELD);
-    let off = CapturePolicy::new(false);
+    let off = policy(false);
     assert_eq!(off.verdict("T1"), Err(Withheld::ScreenshotsOff));
 }
 
 #[test]
 fn ordinary_typing_withholds_only_right_after() {
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     p.typed_into("T1", 1, TEXT, t(0));
     assert_eq!(p.verdict_at("T1", t(500)), Err(Withheld::JustTyped));
     assert_eq!(p.quiet_until("T1", t(500)), Some(t(1000)));
@@ -54,7 +59,7 @@ fn ordinary_typing_withholds_only_right_after() {
 fn a_burst_taken_for_sensitive_stays_sensitive_whatever_a_later_reading_says() {
     // Six code boxes: the first announces a one-time code, the reading of the burst (taken
     // where focus ended, in a later box) says text.
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     p.typed_into("T1", 1, CODE, t(0));
     p.burst_kind("T1", 1, TEXT);
     assert_eq!(p.verdict_at("T1", t(5000)), WITHHELD);
@@ -70,7 +75,7 @@ fn a_burst_taken_for_sensitive_stays_sensitive_whatever_a_later_reading_says() {
 
 #[test]
 fn a_kind_read_back_after_a_navigation_leaves_the_new_document_alone() {
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     p.typed_into("T1", 1, TEXT, t(0));
     navigate(&p, "T1", "L1", t(100));
     // The page agent's reading arrives after the page moved on: it was a password field.
@@ -85,7 +90,7 @@ fn a_kind_read_back_after_a_navigation_leaves_the_new_document_alone() {
 #[test]
 fn navigations_and_typing_reported_out_of_order_keep_each_to_its_document() {
     // Typing stamped before a navigation that was reported first: the old document's.
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     navigate(&p, "T1", "L1", t(100));
     p.typed_into("T1", 1, PASSWORD, t(50));
     assert_eq!(p.verdict_at("T1", t(5000)), Ok(()));
@@ -103,7 +108,7 @@ fn navigations_and_typing_reported_out_of_order_keep_each_to_its_document() {
 
 #[test]
 fn navigations_that_commit_no_new_document_keep_the_page_withheld() {
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     navigate(&p, "T1", "L1", t(0));
     p.typed_into("T1", 1, FieldKind::Input(InputType::Payment), t(100));
     // `#receipt`, pushState, a history step back to a pushState entry: within the document.
@@ -135,7 +140,7 @@ fn navigations_that_commit_no_new_document_keep_the_page_withheld() {
 
 #[test]
 fn a_document_out_of_history_comes_back_with_what_was_typed_into_it() {
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     navigate(&p, "T1", "La", t(0));
     p.typed_into("T1", 1, PASSWORD, t(100));
     navigate(&p, "T1", "Lb", t(1000));
@@ -170,7 +175,7 @@ fn a_document_out_of_history_comes_back_with_what_was_typed_into_it() {
 
 #[test]
 fn typing_reported_after_its_document_was_left_still_follows_it_back() {
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     navigate(&p, "T1", "La", t(0));
     navigate(&p, "T1", "Lb", t(1000));
     // The keystrokes at 900 (into La) reach the policy after the commit of Lb.
@@ -179,7 +184,7 @@ fn typing_reported_after_its_document_was_left_still_follows_it_back() {
     p.committed("T1", "La", BFCACHE, t(6000));
     assert_eq!(p.verdict_at("T1", t(9000)), WITHHELD);
     // A kind read back late for a burst of a left document reaches that document.
-    let q = CapturePolicy::new(true);
+    let q = policy(true);
     navigate(&q, "T1", "La", t(0));
     q.typed_into("T1", 1, TEXT, t(100));
     navigate(&q, "T1", "Lb", t(1000));
@@ -191,7 +196,7 @@ fn typing_reported_after_its_document_was_left_still_follows_it_back() {
 
 #[test]
 fn sensitive_focus_withholds_while_it_lasts() {
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     p.focused_at("T1", Some(CODE), t(0));
     assert_eq!(p.verdict_at("T1", t(0)), Err(Withheld::SensitiveFocus));
     p.focused_at("T1", Some(FieldKind::Marked), t(100));
@@ -207,7 +212,7 @@ fn sensitive_focus_withholds_while_it_lasts() {
 #[test]
 fn a_late_question_gets_the_focus_of_its_moment_and_a_report_just_after_counts() {
     // The passive observer asks about a screenshot at t(0) after focus moved on at t(50).
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     p.focused_at("T1", Some(FieldKind::NotEditable), t(0));
     p.focused_at("T1", Some(PASSWORD), t(50));
     p.focused_at("T1", None, t(90));
@@ -224,7 +229,7 @@ fn a_late_question_gets_the_focus_of_its_moment_and_a_report_just_after_counts()
 
 #[test]
 fn a_forgotten_history_answers_with_its_oldest_kept_report() {
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     p.focused_at("T1", Some(PASSWORD), t(0));
     for i in 1..=FOCUS_HISTORY as u64 {
         p.focused_at("T1", Some(TEXT), t(1000 + i));
@@ -237,7 +242,7 @@ fn a_forgotten_history_answers_with_its_oldest_kept_report() {
 
 #[test]
 fn documents_left_long_ago_are_forgotten_on_the_safe_side() {
-    let p = CapturePolicy::new(true);
+    let p = policy(true);
     navigate(&p, "T1", "L0", t(0));
     p.typed_into("T1", 1, PASSWORD, t(10));
     for i in 1..=(MAX_LEFT as u64 + 2) {

@@ -4,9 +4,9 @@
 //! this classification (which trusts the parsed `method`) sees it. Here a named key (`Enter`,
 //! `Tab`) is a press; every other keystroke and insertion is nothing.
 
-use super::cdp;
-use super::frame::Frame;
-use super::methods::CommandMethod;
+use crate::pipeline::cdp::frame::Frame;
+use crate::pipeline::cdp::methods::CommandMethod;
+use crate::pipeline::cdp::params as cdp;
 use cdp_evidence::{Action, Point};
 use cdp_sanitize::{SafeText, Sanitizer};
 use serde_json::json;

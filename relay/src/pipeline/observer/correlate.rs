@@ -2,13 +2,13 @@
 //! (connection, `sessionId`, `id`) with an id-only fallback for error replies that carry no
 //! `sessionId`, and interruption of commands left unanswered (close, detach, timeout).
 
-use super::cdp;
 use super::commands::{self, Command};
-use super::frame::Frame;
-use super::methods::CommandMethod;
 use super::{Key, Observer, TOOL};
 use crate::pipeline::capture::{Commit, Withheld};
-use crate::pipeline::{Emit, NewArtifact, Trigger};
+use crate::pipeline::cdp::frame::Frame;
+use crate::pipeline::cdp::methods::CommandMethod;
+use crate::pipeline::cdp::params as cdp;
+use crate::pipeline::{Emit, NewArtifact};
 use cdp_evidence::{Action, Record, RecordKind, Status};
 use cdp_sanitize::{SafeJson, SafeText};
 use std::collections::HashMap;
@@ -92,7 +92,8 @@ pub(super) enum Waiting {
     Action {
         action: Action,
         target: Option<SafeJson>,
-        /// A click or a navigation: the relay's own capture may want a frame after it.
+        /// A click (the relay's own observer takes a frame after it) or a navigation (its reply
+        /// may name the fresh document the veto waits for).
         trigger: Option<StepKind>,
     },
     /// A screenshot: keep the image unless it is withheld.
@@ -155,7 +156,7 @@ impl Observer {
             Command::Screenshot { action, ext } => {
                 self.end_typing(conn, &key, at);
                 let withheld = self
-                    .capture
+                    .pages
                     .verdict_at(&self.typing_key(conn, &key), at)
                     .err();
                 let target = self.target_for(conn, &key);
@@ -228,16 +229,14 @@ impl Observer {
                         // A fresh document committed; typing since the command went to the
                         // document it replaced, or stays withheld.
                         let typed = self.typing_key(conn, &key);
-                        self.capture
+                        self.pages
                             .committed(&typed, loader, Commit::NavigateReply, p.started);
                     }
                 }
-                if let (Some(kind), Status::Ok) = (trigger, status) {
-                    let target_id = self.raw_target(conn, &key);
-                    self.out.triggers.push(match kind {
-                        StepKind::Click => Trigger::Clicked { target_id, at },
-                        StepKind::Navigation => Trigger::Navigated { target_id, at },
-                    });
+                if (trigger, status) == (Some(StepKind::Click), Status::Ok) {
+                    if let Some(target) = self.raw_target(conn, &key) {
+                        self.pages.clicked(&target);
+                    }
                 }
                 let r = action_record(action, p.started, duration, status, error, target);
                 self.emit(r);

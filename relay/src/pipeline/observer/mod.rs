@@ -1,44 +1,42 @@
-//! The passive observer: turns copies of forwarded messages into evidence records and triggers.
+//! The passive observer: turns copies of forwarded messages into evidence records.
 //!
 //! A synchronous state machine (no sockets, no files), run on the pipeline's observer thread,
 //! tested with scripted frames and fuzzed. It parses only what it needs, correlates commands
-//! with responses (`correlate.rs`), joins network events (`network.rs`), reads console output
-//! (`console.rs`), reads typing in whatever spelling a client sends it (`typed.rs`), groups it
-//! into bursts (`typing.rs`), keeps page metadata current (`targets.rs`) and keeps a client's
-//! own screenshots (`screenshots.rs`). Every string it keeps goes through the run's
-//! [`Sanitizer`]; typed text is registered with it when its command is handled — before any
-//! later copy is (the pipeline hands copies over in the evidence order, `order.rs`) — and is
-//! reduced to its length before anything else sees it.
+//! with responses (`correlate.rs`), reads typing in whatever spelling a client sends it
+//! (`typed.rs`), groups it into bursts (`typing.rs`), knows which page each connection and
+//! session drives (`sessions.rs`) and keeps a client's own screenshots (`screenshots.rs`). The
+//! events the relay's own observer reads too — target info, navigations, what a page reports —
+//! go to the page model's one handler (`pages/events.rs`), which decides for both. Every string
+//! it keeps goes through the run's [`Sanitizer`]; typed text is registered with it when its
+//! command is handled — before any later copy is (the pipeline hands copies over in the
+//! evidence order, `order.rs`) — and is reduced to its length before anything else sees it.
 //!
-//! It never writes: [`Observer::take`] hands its records to the run writer and its triggers to
-//! whoever subscribed. It never panics on a frame: anything unexpected is ignored.
+//! It never writes: [`Observer::take`] hands its records to the run writer. It never panics on
+//! a frame: anything unexpected is ignored.
 
-pub(crate) mod cdp;
 mod commands;
-pub(crate) mod console;
 mod correlate;
-pub(crate) mod frame;
-mod methods;
-pub(crate) mod network;
 mod screenshots;
-mod targets;
+mod sessions;
 mod typed;
 mod typing;
 
-use crate::pipeline::capture::CapturePolicy;
-use crate::pipeline::once::OncePerPage;
-use crate::pipeline::{Emit, Trigger};
+use crate::pipeline::cdp::frame::{self, Frame};
+use crate::pipeline::cdp::methods::{self, Event, PassiveEvent};
+use crate::pipeline::pages::events::{self, Effect, Source};
+use crate::pipeline::pages::reports::By;
+use crate::pipeline::pages::requests::Requests;
+use crate::pipeline::pages::Pages;
+use crate::pipeline::Emit;
 use cdp_evidence::{Lifecycle, LifecycleEvent, Record, RecordKind, Status};
 use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd, TapEvent};
 use cdp_sanitize::{SafeText, Sanitizer};
 use correlate::{Pending, PendingTable};
-use frame::Frame;
-use methods::EventMethod;
-use network::Requests;
+use sessions::{Endpoint, Session};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use targets::{Endpoint, Session, Targets};
 pub(crate) use typing::Verifier;
 use typing::{Burst, Held};
 
@@ -74,11 +72,9 @@ impl Default for ObserverOptions {
 pub struct Output {
     /// Records (with artifacts to store) for the run writer, in order.
     pub emits: Vec<Emit>,
-    /// Moments the relay's own capture may care about.
-    pub triggers: Vec<Trigger>,
 }
 
-/// The tool name on every record the relay writes.
+/// The tool name on every record the passive observer writes.
 const TOOL: &str = "cdp";
 
 /// A CDP session key on a connection: its `sessionId`, `None` for the root session.
@@ -94,19 +90,17 @@ struct Conn {
     requests: Requests,
 }
 
-/// Turns [`TapEvent`]s into records and triggers.
+/// Turns [`TapEvent`]s into records.
 pub struct Observer {
     sanitizer: Arc<Sanitizer>,
     opts: ObserverOptions,
-    capture: Arc<CapturePolicy>,
+    /// The page model, shared with the relay's own observer.
+    pages: Arc<Pages>,
     conns: HashMap<u64, Conn>,
-    targets: Targets,
     next_burst: u64,
     dropped: u64,
     last_sweep: Option<SystemTime>,
     out: Output,
-    /// Page events recorded once per page, shared with the active observer.
-    once: Arc<OncePerPage>,
     /// The active observer's verification, when it runs.
     verifier: Option<Verifier>,
     /// Typing steps waiting for their verdict, by burst number.
@@ -118,32 +112,20 @@ pub struct Observer {
 const HEAD: usize = 512;
 
 impl Observer {
-    /// An observer sanitizing with `sanitizer` and asking `capture` before keeping a picture.
-    pub fn new(
-        sanitizer: Arc<Sanitizer>,
-        opts: ObserverOptions,
-        capture: Arc<CapturePolicy>,
-    ) -> Observer {
+    /// An observer feeding `pages` (and sanitizing with its sanitizer).
+    pub fn new(pages: Arc<Pages>, opts: ObserverOptions) -> Observer {
         Observer {
-            sanitizer,
+            sanitizer: pages.sanitizer().clone(),
             opts,
-            capture,
+            pages,
             conns: HashMap::new(),
-            targets: Targets::default(),
             next_burst: 1,
             dropped: 0,
             last_sweep: None,
             out: Output::default(),
-            once: Arc::new(OncePerPage::default()),
             verifier: None,
             held: HashMap::new(),
         }
-    }
-
-    /// Shares the once-per-page table with the active observer.
-    pub(crate) fn with_once(mut self, once: Arc<OncePerPage>) -> Observer {
-        self.once = once;
-        self
     }
 
     /// Hands typing bursts to the active observer for verification.
@@ -239,7 +221,9 @@ impl Observer {
     /// here unread (`client_message`).
     fn skippable(&self, conn: u64, dir: Direction, text: &str) -> bool {
         match (dir, frame::leading(text)) {
-            (Direction::ToClient, frame::Leading::Method(m)) => EventMethod::parse(m).is_none(),
+            (Direction::ToClient, frame::Leading::Method(m)) => {
+                Event::parse(m).is_none_or(|e| !e.passive())
+            }
             (Direction::ToClient, frame::Leading::Id(id)) => !self.may_await(conn, id),
             (Direction::ToBrowser, frame::Leading::IdMethod(m)) => {
                 methods::CommandMethod::parse(m).is_none()
@@ -265,7 +249,7 @@ impl Observer {
 
     fn opened(&mut self, conn: u64, path: &str, at: SystemTime) {
         let endpoint = Endpoint::from_path(path);
-        let target = endpoint.target_id().map(|id| self.target_of_id(id));
+        let target = endpoint.target_id().map(|id| self.pages.target(id));
         let mut lifecycle = Lifecycle::new(LifecycleEvent::ClientConnected, conn);
         lifecycle.detail = Some(SafeText::literal(endpoint.kind_name()));
         let mut record = Record::new(SafeText::literal(TOOL), RecordKind::Lifecycle(lifecycle))
@@ -360,100 +344,54 @@ impl Observer {
     fn browser_message(&mut self, conn: u64, frame: &Frame<'_>, at: SystemTime) {
         if let Some(id) = frame.id {
             self.response(conn, id, frame, at);
-        } else if let Some(method) = frame.method().and_then(EventMethod::parse) {
-            self.event(conn, method, frame, at);
+        } else if let Some(event) = frame.method().and_then(Event::parse) {
+            self.event(conn, event, frame, at);
         }
     }
 
-    fn event(&mut self, conn: u64, method: EventMethod, frame: &Frame<'_>, at: SystemTime) {
-        use EventMethod as E;
+    fn event(&mut self, conn: u64, event: Event, frame: &Frame<'_>, at: SystemTime) {
         let key: Key = frame.session().map(Box::from);
-        match method {
-            E::NetworkRequestWillBeSent => {
-                let Some(p) = frame.params::<cdp::RequestWillBeSent>() else {
+        let effect = match event {
+            Event::Target(e) => events::target_event(&self.pages, e, frame),
+            Event::Page(e) => {
+                let Some(Conn {
+                    endpoint,
+                    sessions,
+                    requests,
+                    ..
+                }) = self.conns.get_mut(&conn)
+                else {
                     return;
                 };
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    if !c.requests.sent(&key, &p, at) {
-                        self.dropped += 1;
-                    }
-                }
-            }
-            E::NetworkResponseReceived => {
-                let Some(p) = frame.params::<cdp::ResponseReceived>() else {
-                    return;
+                let target = sessions::target_of(endpoint, sessions, &key);
+                let page = match target {
+                    Some(t) => Cow::Borrowed(t),
+                    None => Cow::Owned(sessions::unknown_page(conn, &key)),
                 };
-                let failure = match self.conns.get_mut(&conn) {
-                    Some(c) => c.requests.response(&key, &p, &self.sanitizer),
-                    None => None,
+                let src = Source {
+                    by: By::Passive,
+                    page: &page,
+                    target,
+                    requests,
+                    session: &key,
                 };
-                self.emit_network(conn, &key, &p.request_id, failure, at);
+                events::page_event(&self.pages, src, e, frame, at)
             }
-            E::NetworkLoadingFailed => {
-                let Some(p) = frame.params::<cdp::LoadingFailed>() else {
-                    return;
-                };
-                let failure = match self.conns.get_mut(&conn) {
-                    Some(c) => c.requests.failed(&key, &p, &self.sanitizer),
-                    None => None,
-                };
-                self.emit_network(conn, &key, &p.request_id, failure, at);
+            Event::Passive(PassiveEvent::PageScreencastFrame) => {
+                self.screencast(conn, &key, frame, at);
+                return;
             }
-            E::NetworkLoadingFinished => {
-                if let (Some(p), Some(c)) =
-                    (frame.params::<cdp::RequestId>(), self.conns.get_mut(&conn))
-                {
-                    c.requests.finished(&key, &p.request_id);
-                }
-            }
-            E::RuntimeConsoleApiCalled => {
-                if let Some(p) = frame.params::<cdp::ConsoleApiCalled>() {
-                    self.console_api(conn, &key, &p, at);
-                }
-            }
-            E::RuntimeExceptionThrown => {
-                if let Some(p) = frame.params::<cdp::ExceptionThrown>() {
-                    self.exception(conn, &key, &p, at);
-                }
-            }
-            E::LogEntryAdded => {
-                if let Some(p) = frame.params::<cdp::EntryAdded>() {
-                    self.log_entry(conn, &key, &p, at);
-                }
-            }
-            E::PageFrameNavigated => {
-                if let Some(p) = frame.params::<cdp::FrameNavigated>() {
-                    self.frame_navigated(conn, &key, &p, at);
-                }
-            }
-            E::PageFrameStartedNavigating => {
-                if let Some(p) = frame.params::<cdp::FrameStartedNavigating>() {
-                    self.frame_started_navigating(conn, &key, &p);
-                }
-            }
-            E::PageScreencastFrame => self.screencast(conn, &key, frame, at),
-            E::TargetAttachedToTarget => {
-                if let Some(p) = frame.params::<cdp::AttachedToTarget>() {
-                    self.attached(conn, &p);
-                }
-            }
-            E::TargetDetachedFromTarget => {
-                if let Some(p) = frame.params::<cdp::SessionRef>() {
-                    self.detach(conn, Some(Box::from(p.session_id.as_ref())), at);
-                }
-            }
-            E::TargetTargetCreated | E::TargetTargetInfoChanged => {
-                if let Some(p) = frame.params::<cdp::TargetInfoChanged>() {
-                    self.targets.learn(&p.target_info);
-                }
-            }
-            E::TargetTargetDestroyed => {
-                if let Some(p) = frame.params::<cdp::TargetId>() {
-                    self.targets.forget(&p.target_id);
-                    // Pages are keyed by target id here too; a closed one needs no veto.
-                    self.capture.forget(&p.target_id);
-                }
-            }
+            // The relay's own observer reads these on its own sessions.
+            Event::Observer(_) => return,
+        };
+        match effect {
+            Effect::None | Effect::Committed => {}
+            Effect::Record(r) => self.emit(r),
+            Effect::Dropped => self.dropped += 1,
+            Effect::Attached {
+                session, target, ..
+            } => self.attached(conn, session, target),
+            Effect::Detached { session } => self.detach(conn, Some(Box::from(session)), at),
         }
     }
 

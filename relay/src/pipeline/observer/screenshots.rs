@@ -1,15 +1,19 @@
 //! A client's own pictures of the page: `Page.captureScreenshot` results and sampled
 //! `Page.screencastFrame`s, kept as artifacts unless the capture policy withholds them.
 
-use super::cdp;
-use super::frame::Frame;
 use super::{Key, Observer, TOOL};
 use crate::pipeline::capture::Withheld;
+use crate::pipeline::cdp::frame::Frame;
+use crate::pipeline::cdp::methods::{Event, PassiveEvent};
+use crate::pipeline::cdp::params as cdp;
 use crate::pipeline::{Emit, NewArtifact};
 use cdp_evidence::{Action, Record, RecordKind, Status};
 use cdp_sanitize::{SafeJson, SafeText, Sanitizer};
 use serde_json::json;
 use std::time::SystemTime;
+
+/// The event whose name a sampled frame's action takes.
+const SCREENCAST_FRAME: Event = Event::Passive(PassiveEvent::PageScreencastFrame);
 
 impl Observer {
     /// The image of a successful `Page.captureScreenshot` response, to keep as an artifact;
@@ -36,7 +40,7 @@ impl Observer {
     /// A screencast frame: at most one per session per `screencast_every`, unless withheld.
     pub(super) fn screencast(&mut self, conn: u64, key: &Key, frame: &Frame<'_>, at: SystemTime) {
         if self
-            .capture
+            .pages
             .verdict_at(&self.typing_key(conn, key), at)
             .is_err()
         {
@@ -63,7 +67,7 @@ impl Observer {
         else {
             return;
         };
-        let mut action = Action::new(SafeText::literal("Page.screencastFrame"));
+        let mut action = Action::new(SafeText::literal(SCREENCAST_FRAME.name()));
         action.bytes = Some(bytes.len() as u64);
         let mut record = Record::new(SafeText::literal(TOOL), RecordKind::Action(action))
             .started_at(at)

@@ -19,6 +19,16 @@ struct Harness {
 
 const PAGE: &str = "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1";
 
+/// The relay's own observer is on `page` (its frames as the defaults time them).
+fn observed(pages: &Pages, page: &str) {
+    pages.start_observing(crate::pipeline::pages::FrameTiming {
+        failure_debounce: Duration::from_millis(250),
+        after_click: Duration::from_millis(300),
+        cooldown: Duration::from_secs(1),
+    });
+    pages.observe(page);
+}
+
 fn t(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms)
 }
@@ -34,8 +44,8 @@ impl Harness {
         let run = store.join_session("unit", "relay").expect("run");
         let run_id = run.id().to_owned();
         let sanitizer = Arc::new(Sanitizer::new());
-        let capture = Arc::new(CapturePolicy::new(screenshots));
-        let observer = Observer::new(sanitizer.clone(), opts, capture);
+        let pages = Arc::new(Pages::new(sanitizer.clone(), screenshots));
+        let observer = Observer::new(pages, opts);
         Harness {
             _dir: dir,
             store,
@@ -105,7 +115,7 @@ impl Harness {
     /// The journal so far; repeats folded so far are written first, as the run writer does
     /// when a fold closes.
     fn records(&self) -> Vec<StoredRecord> {
-        for repeat in self.observer.once.take_all() {
+        for repeat in self.observer.pages.take_all() {
             self.run.append(repeat).expect("append a repeat");
         }
         self.store
@@ -568,18 +578,24 @@ fn page_events_are_recorded_once_per_page() {
 
 /// A noisy page: thousands of the same console error and the same failed request are recorded
 /// ten times each, plus one record with the count and the first and last time of the rest; a
-/// repeat triggers no frame.
+/// repeat triggers no frame (it does not join the failures waiting for the relay's own
+/// observer's frame of the page).
 #[test]
 fn repeated_console_errors_and_failures_fold_into_a_count() {
     let mut h = Harness::new(ObserverOptions::default());
+    observed(&h.observer.pages, PAGE);
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
-    let mut triggers = 0;
     for i in 0..3000u64 {
         h.recv(1, 10 + i, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "noisy ?token=abc"}], "timestamp": 1700000000000.0 + i as f64, "executionContextId": 1}}));
         let id = format!("9.{i}");
         h.recv(1, 10 + i, json!({"method": "Network.requestWillBeSent", "params": {"requestId": id, "request": {"url": format!("https://a.test/poll?n={i}"), "method": "GET"}, "type": "XHR", "timestamp": 1.0}}));
         h.recv(1, 10 + i, json!({"method": "Network.loadingFailed", "params": {"requestId": id, "type": "XHR", "timestamp": 1.1, "errorText": "net::ERR_FAILED"}}));
-        triggers += h.observer.take().triggers.len();
+    }
+    // The failures that waited for the observer's frame, written as a frame would carry them.
+    let held = h.observer.pages.unobserve(PAGE).expect("a frame wanted");
+    let triggers = held.group.len();
+    for r in held.group {
+        h.run.append(r).expect("append a held failure");
     }
     // A different message is its own event.
     h.recv(1, 5000, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "other"}], "timestamp": 1.0, "executionContextId": 1}}));
@@ -616,19 +632,13 @@ fn repeated_console_errors_and_failures_fold_into_a_count() {
 /// When the active observer covers a page, the passive observer leaves its page events to it.
 #[test]
 fn covered_pages_leave_page_events_to_the_active_observer() {
-    let once = Arc::new(crate::pipeline::once::OncePerPage::default());
     let mut h = Harness::new(ObserverOptions::default());
-    h.observer = Observer::new(
-        h.sanitizer.clone(),
-        ObserverOptions::default(),
-        Arc::new(CapturePolicy::new(true)),
-    )
-    .with_once(once.clone());
-    once.cover(PAGE);
+    let pages = h.observer.pages.clone();
+    pages.cover(PAGE);
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     h.recv(1, 10, json!({"method": "Runtime.exceptionThrown", "params": {"timestamp": 5.0, "exceptionDetails": {"text": "Uncaught", "lineNumber": 0, "columnNumber": 0}}}));
     assert!(h.of_kind("console").is_empty());
-    once.uncover(PAGE);
+    pages.unobserve(PAGE);
     h.recv(1, 11, json!({"method": "Runtime.exceptionThrown", "params": {"timestamp": 6.0, "exceptionDetails": {"text": "Uncaught", "lineNumber": 0, "columnNumber": 0}}}));
     assert_eq!(h.of_kind("console").len(), 1);
 }
@@ -708,9 +718,8 @@ fn fuzz_seeds_replay() {
         let data = std::fs::read(&path).expect("seed");
         let sanitizer = Arc::new(Sanitizer::new());
         let mut obs = Observer::new(
-            sanitizer.clone(),
+            Arc::new(Pages::new(sanitizer.clone(), true)),
             ObserverOptions::default(),
-            Arc::new(CapturePolicy::new(true)),
         );
         for (i, chunk) in data.split(|b| *b == 0xFF).enumerate() {
             let Some((&ctl, body)) = chunk.split_first() else {

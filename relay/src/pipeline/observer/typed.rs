@@ -13,7 +13,7 @@
 //! The typed text goes no further than the observer's typing bursts and the sanitizer's
 //! registry (memory only); nothing here logs it or keeps it.
 
-use super::methods::CommandMethod;
+use crate::pipeline::cdp::methods::CommandMethod;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use std::fmt;

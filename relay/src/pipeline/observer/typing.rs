@@ -6,12 +6,11 @@
 //! its verdict is held here, bounded in time.
 
 use super::correlate::{Pending, Waiting};
-use super::targets::Session;
+use super::sessions::Session;
 use super::typed::{How, Typing};
 use super::{Key, Observer, TOOL};
 use crate::pipeline::active::verify::{self, Literal, VerifyReply, VerifyRequest};
 use crate::pipeline::capture::FieldKind;
-use crate::pipeline::Trigger;
 use cdp_evidence::{Action, Record, RecordKind, Status, Verification};
 use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer, TypedEcho};
 use std::time::{Duration, SystemTime};
@@ -194,13 +193,10 @@ pub(crate) struct Held {
     kept: Option<String>,
 }
 
-/// The way to the active observer, when it runs: verification, and failure records that should
-/// name the frame it takes after them.
+/// The way to the active observer's verification, when it runs.
 pub(crate) struct Verifier {
     pub(crate) requests: tokio::sync::mpsc::Sender<VerifyRequest>,
     pub(crate) replies: tokio::sync::mpsc::Receiver<VerifyReply>,
-    /// Failure records of pages the active observer does not cover yet, with their raw target id.
-    pub(crate) failures: tokio::sync::mpsc::Sender<(String, Record)>,
     /// How long a typing step waits for its verdict before it is written without one.
     pub(crate) wait: Duration,
 }
@@ -273,7 +269,7 @@ impl Observer {
         let typed = self.typing_key(conn, key);
         let next = self.next_burst;
         let kind = self
-            .capture
+            .pages
             .focused_kind_at(&typed, at)
             .unwrap_or(FieldKind::Input(InputType::Unknown));
         let target = self.target_for(conn, key);
@@ -300,7 +296,7 @@ impl Observer {
             self.next_burst += 1;
         }
         burst.add(text, attribute, at);
-        self.capture.typed_into(&typed, burst.seq, burst.kind, at);
+        self.pages.typed_into(&typed, burst.seq, burst.kind, at);
         burst.seq
     }
 
@@ -402,10 +398,6 @@ impl Observer {
         interrupted: Option<&str>,
     ) {
         let target_id = burst.target_id.clone();
-        self.out.triggers.push(Trigger::TypingEnded {
-            target_id: target_id.clone(),
-            at,
-        });
         if interrupted.is_none() && burst.error.is_none() {
             if let Some(v) = self.verifier.as_ref() {
                 // A field taken for a sensitive one is still asked about (its kind may be a
@@ -545,7 +537,7 @@ impl Observer {
             if let Some(kind) = reply.kind {
                 held.burst.retype(kind);
                 if let Some(page) = held.burst.target_id.clone() {
-                    self.capture.burst_kind(&page, held.burst.seq, kind);
+                    self.pages.burst_kind(&page, held.burst.seq, kind);
                 }
             }
             held.burst.verification = Some(reply.verification);

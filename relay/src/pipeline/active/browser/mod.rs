@@ -4,20 +4,20 @@
 //! tasks of their own and report back on a channel, so a page that hangs never stalls the
 //! others.
 
-mod events;
 mod readings;
 mod shots;
 
 use super::conn::{CallError, Cdp};
-use super::frames::{NoFrame, Shot, Want};
-use super::page::{Meta, Page};
+use super::frames::{NoFrame, Shot};
+use super::sessions::Sessions;
 use super::verify::VerifyReply;
 use super::{ActiveOptions, Ctx, AGENT_SOURCE, BINDING, WORLD};
+use crate::pipeline::cdp::methods::Call;
+use crate::pipeline::pages::{FrameTiming, Want};
 use crate::pipeline::Emit;
 use serde_json::json;
-use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 /// Events handled per wait for the evidence order.
@@ -55,9 +55,8 @@ pub(super) struct Browser<'a> {
     opts: &'a ActiveOptions,
     cdp: Cdp,
     events: mpsc::Receiver<String>,
-    pages: HashMap<String, Page>,
-    by_target: HashMap<String, String>,
-    meta: Meta,
+    /// The observer's pages, by session: events in, work out.
+    sessions: Sessions,
     done_tx: mpsc::Sender<Done>,
     done_rx: mpsc::Receiver<Done>,
     in_flight: usize,
@@ -75,14 +74,17 @@ impl<'a> Browser<'a> {
         events: mpsc::Receiver<String>,
     ) -> Browser<'a> {
         let (done_tx, done_rx) = mpsc::channel(256);
+        ctx.pages.start_observing(FrameTiming {
+            failure_debounce: opts.failure_debounce,
+            after_click: opts.after_click,
+            cooldown: opts.frame_cooldown,
+        });
         Browser {
             ctx,
             opts,
             cdp,
             events,
-            pages: HashMap::new(),
-            by_target: HashMap::new(),
-            meta: Meta::default(),
+            sessions: Sessions::new(opts.max_pages, opts.after_load),
             done_tx,
             done_rx,
             in_flight: 0,
@@ -97,7 +99,7 @@ impl<'a> Browser<'a> {
         let discover = self
             .cdp
             .call(
-                "Target.setDiscoverTargets",
+                Call::TargetSetDiscoverTargets.name(),
                 json!({ "discover": true }),
                 None,
                 t,
@@ -106,7 +108,7 @@ impl<'a> Browser<'a> {
         let attach = self
             .cdp
             .call(
-                "Target.setAutoAttach",
+                Call::TargetSetAutoAttach.name(),
                 json!({
                     "autoAttach": true,
                     "waitForDebuggerOnStart": false,
@@ -139,14 +141,11 @@ impl<'a> Browser<'a> {
                         return Ended::Lost;
                     }
                 },
-                trigger = self.ctx.triggers.recv() => match trigger {
-                    Ok(t) => self.trigger(t),
-                    Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => {}
-                },
-                Some(req) = self.ctx.verify_rx.recv() => self.verify(req),
-                Some((target, record)) = self.ctx.failures_rx.recv() => {
-                    self.passive_failure(&target, record).await;
+                // The passive observer wants a frame (a failure, a click): look again.
+                _ = self.ctx.pages.wanted().notified() => {}
+                Some(req) = self.ctx.verify_rx.recv() => {
+                    self.verify(req);
+                    self.flush().await;
                 }
                 Some(done) = self.done_rx.recv() => self.done(done).await,
                 _ = tokio::time::sleep_until(next.into()) => self.due().await,
@@ -167,8 +166,47 @@ impl<'a> Browser<'a> {
         }
         self.ctx.order.caught_up().await;
         for text in batch {
-            self.event(&text).await;
+            self.sessions
+                .event(&self.ctx.pages, &text, SystemTime::now());
         }
+        self.flush().await;
+    }
+
+    /// Does what the sessions asked for: set up pages, let others go, write records, answer
+    /// readings.
+    async fn flush(&mut self) {
+        let work = self.sessions.take();
+        for session in work.setup {
+            let cdp = self.cdp.clone();
+            let t = self.opts.command_timeout;
+            let done = self.done_tx.clone();
+            self.in_flight += 1;
+            tokio::spawn(async move {
+                let outcome = setup(&cdp, &session, t).await;
+                let _ = done.send(Done::Setup { session, outcome }).await;
+            });
+        }
+        for session in work.let_go {
+            let cdp = self.cdp.clone();
+            let t = self.opts.command_timeout;
+            tokio::spawn(async move {
+                let _ = cdp
+                    .call(
+                        Call::TargetDetachFromTarget.name(),
+                        json!({ "sessionId": session }),
+                        None,
+                        t,
+                    )
+                    .await;
+            });
+        }
+        for reply in work.replies {
+            self.reply(reply);
+        }
+        for _ in 0..work.dropped {
+            self.ctx.dropped_one();
+        }
+        self.write(work.emits).await;
     }
 
     async fn write(&self, batch: Vec<Emit>) {
@@ -182,23 +220,15 @@ impl<'a> Browser<'a> {
     async fn done(&mut self, done: Done) {
         self.in_flight = self.in_flight.saturating_sub(1);
         match done {
-            Done::Setup { session, outcome } => {
-                let Some(page) = self.pages.get_mut(&session) else {
-                    return;
-                };
-                match outcome {
-                    Ok(()) => {
-                        page.ready = true;
-                        self.ctx.once.cover(&page.target_id);
-                    }
-                    Err(e) => {
-                        tracing::debug!(
-                            "observer: could not set up a page session: {}",
-                            self.ctx.sanitizer.error(&e.reason())
-                        );
-                    }
+            Done::Setup { session, outcome } => match outcome {
+                Ok(()) => self.sessions.ready(&self.ctx.pages, &session),
+                Err(e) => {
+                    tracing::debug!(
+                        "observer: could not set up a page session: {}",
+                        self.ctx.sanitizer.error(&e.reason())
+                    );
                 }
-            }
+            },
             Done::Frame {
                 session,
                 want,
@@ -206,11 +236,12 @@ impl<'a> Browser<'a> {
                 started,
             } => self.frame_done(&session, want, outcome, started).await,
             Done::Verified { session, reply } => {
-                if let Some(page) = self.pages.get_mut(&session) {
+                if let Some(page) = self.sessions.pages.get_mut(&session) {
                     page.verifying = false;
                 }
                 self.reply(reply);
                 self.next_verify(&session);
+                self.flush().await;
             }
         }
     }
@@ -220,15 +251,7 @@ impl<'a> Browser<'a> {
     async fn drain(&mut self) {
         self.draining = true;
         self.catch_up().await;
-        while let Ok((target, record)) = self.ctx.failures_rx.try_recv() {
-            self.passive_failure(&target, record).await;
-        }
-        let now = Instant::now();
-        for page in self.pages.values_mut() {
-            if let Some(w) = page.want.as_mut() {
-                w.due = now;
-            }
-        }
+        self.ctx.pages.all_due(Instant::now());
         self.due().await;
         self.settle(self.opts.stop_grace).await;
         if self.in_flight > 0 {
@@ -257,6 +280,7 @@ impl<'a> Browser<'a> {
         let cdp = self.cdp.clone();
         let t = self.opts.stop_grace.min(self.opts.command_timeout);
         let sessions: Vec<String> = self
+            .sessions
             .pages
             .iter()
             .filter(|(_, p)| p.ready)
@@ -265,7 +289,7 @@ impl<'a> Browser<'a> {
         let sync = async move {
             let calls = sessions
                 .iter()
-                .map(|s| cdp.call("Runtime.getIsolateId", json!({}), Some(s), t));
+                .map(|s| cdp.call(Call::RuntimeGetIsolateId.name(), json!({}), Some(s), t));
             futures_util::future::join_all(calls).await;
         };
         tokio::pin!(sync);
@@ -286,11 +310,8 @@ impl<'a> Browser<'a> {
 
     /// The connection is gone: nothing is covered any more; held failures are written.
     async fn lost(&mut self) {
-        self.ctx.once.uncover_all();
-        let sessions: Vec<String> = self.pages.keys().cloned().collect();
-        for s in sessions {
-            self.detached(&s).await;
-        }
+        self.sessions.lost(&self.ctx.pages);
+        self.flush().await;
     }
 }
 
@@ -302,21 +323,21 @@ async fn setup(cdp: &Cdp, session: &str, t: Duration) -> Result<(), CallError> {
     // before its first request in all but the tightest races.
     let (binding, page, agent, runtime, network, log) = tokio::join!(
         cdp.call(
-            "Runtime.addBinding",
+            Call::RuntimeAddBinding.name(),
             json!({ "name": BINDING, "executionContextName": WORLD }),
             s,
             t,
         ),
-        cdp.call("Page.enable", json!({}), s, t),
+        cdp.call(Call::PageEnable.name(), json!({}), s, t),
         cdp.call(
-            "Page.addScriptToEvaluateOnNewDocument",
+            Call::PageAddScriptToEvaluateOnNewDocument.name(),
             json!({ "source": AGENT_SOURCE, "worldName": WORLD, "runImmediately": true }),
             s,
             t,
         ),
-        cdp.call("Runtime.enable", json!({}), s, t),
-        cdp.call("Network.enable", json!({}), s, t),
-        cdp.call("Log.enable", json!({}), s, t),
+        cdp.call(Call::RuntimeEnable.name(), json!({}), s, t),
+        cdp.call(Call::NetworkEnable.name(), json!({}), s, t),
+        cdp.call(Call::LogEnable.name(), json!({}), s, t),
     );
     binding?;
     page?;

@@ -11,7 +11,7 @@ impl Browser<'_> {
     }
 
     pub(super) fn verify(&mut self, req: VerifyRequest) {
-        let Some(session) = self.by_target.get(&req.target_id).cloned() else {
+        let Some(session) = self.sessions.by_target.get(&req.target_id).cloned() else {
             let chars = req.chars;
             return self.reply(VerifyReply {
                 burst: req.burst,
@@ -20,7 +20,7 @@ impl Browser<'_> {
                 needs_literal: false,
             });
         };
-        if let Some(page) = self.pages.get_mut(&session) {
+        if let Some(page) = self.sessions.pages.get_mut(&session) {
             page.verify_queue.push_back(req);
         }
         self.next_verify(&session);
@@ -28,7 +28,7 @@ impl Browser<'_> {
 
     pub(super) fn next_verify(&mut self, session: &str) {
         loop {
-            let Some(page) = self.pages.get_mut(session) else {
+            let Some(page) = self.sessions.pages.get_mut(session) else {
                 return;
             };
             if page.verifying {

@@ -1,172 +1,86 @@
-//! When the observer takes a frame of a page: wants (why, when, the failures waiting), the
-//! capture policy at due time, taking it in a task of its own, and what the records say when no
-//! frame could be kept. Failures wait for a frame they may have, bounded in time.
+//! When the observer takes a frame of a page: the wants the page model keeps (why, when, the
+//! failures waiting — `pages/frames.rs`), the capture policy at due time, taking it in a task of
+//! its own, and what the records say when no frame could be kept. Failures wait for a frame
+//! they may have, bounded in time.
 
 use super::{Browser, Done};
-use crate::pipeline::active::frames::{self, After, NoFrame, Shot, Want};
+use crate::pipeline::active::frames::{self, NoFrame, Shot};
 use crate::pipeline::active::TOOL;
 use crate::pipeline::capture::Withheld;
-use crate::pipeline::{Emit, NewArtifact, Trigger};
+use crate::pipeline::pages::{instant_of, After, Due, Want};
+use crate::pipeline::{Emit, NewArtifact};
 use cdp_evidence::{Action, Record, RecordKind, Status};
 use cdp_sanitize::SafeText;
 use serde_json::json;
 use std::time::{Duration, Instant, SystemTime};
-
-/// Failure records one frame may hold back; more are written at once, without a frame.
-const MAX_GROUP: usize = 64;
 
 /// How long failures typed over wait for a frame of the next document before they are written
 /// without one.
 const PARKED: Duration = Duration::from_secs(60);
 
 impl Browser<'_> {
-    /// Asks for a frame of the page behind `session`, `delay` from now (joining a frame already
-    /// wanted); `record` waits for it.
-    pub(super) async fn want(
-        &mut self,
-        session: &str,
-        after: After,
-        delay: Duration,
-        record: Option<Record>,
-    ) {
-        let cooldown = self.opts.frame_cooldown;
-        let Some(page) = self.pages.get_mut(session) else {
-            if let Some(r) = record {
-                self.write(vec![Emit::Record(r)]).await;
-            }
-            return;
-        };
-        let want = page.want_frame(after, delay, cooldown);
-        if let Some(r) = record {
-            if want.group.len() < MAX_GROUP {
-                want.group.push(r);
-            } else {
-                self.write(vec![Emit::Record(r)]).await;
-            }
-        }
-    }
-
-    /// A failure the passive observer recorded on a page this observer does not cover yet: it
-    /// waits for the page's next frame, or is written now when there is no session to take one.
-    pub(super) async fn passive_failure(&mut self, target: &str, record: Record) {
-        tracing::trace!(
-            "observer: a failure recorded by the passive observer; it waits for a frame"
-        );
-        match self.by_target.get(target).cloned() {
-            Some(session) => {
-                let delay = self.opts.failure_debounce;
-                self.want(&session, After::Failure, delay, Some(record))
-                    .await;
-            }
-            None => self.write(vec![Emit::Record(record)]).await,
-        }
-    }
-
-    pub(super) fn trigger(&mut self, t: Trigger) {
-        let (target, after) = match t {
-            Trigger::Clicked {
-                target_id: Some(t), ..
-            } => (t, After::Click),
-            // Failures on pages the observer covers are its own; others still get a frame.
-            Trigger::FailureSeen {
-                target_id: Some(t), ..
-            } if !self.ctx.once.covered(&t) => (t, After::Failure),
-            _ => return,
-        };
-        let Some(session) = self.by_target.get(&target).cloned() else {
-            return;
-        };
-        let cooldown = self.opts.frame_cooldown;
-        let delay = match after {
-            After::Click => self.opts.after_click,
-            _ => self.opts.failure_debounce,
-        };
-        if let Some(page) = self.pages.get_mut(&session) {
-            page.want_frame(after, delay, cooldown);
-        }
-    }
-
     /// When the next want (or navigation without a load) needs attention.
     pub(super) fn next_due(&self) -> Instant {
         let far = Instant::now() + Duration::from_secs(3600);
-        self.pages
+        let wants = self.ctx.pages.next_want_due();
+        let loads = self
+            .sessions
+            .pages
             .values()
-            .filter_map(|p| {
-                let want = p.want.as_ref().filter(|_| !p.capturing).map(|w| w.due);
-                let load = p.loading_since.map(|s| s + self.opts.load_wait);
-                match (want, load) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            })
-            .min()
-            .unwrap_or(far)
-            .min(far)
+            .filter_map(|p| p.loading_since.map(|s| s + self.opts.load_wait));
+        loads.chain(wants).min().unwrap_or(far).min(far)
     }
 
     /// Takes the frames that are due.
     pub(super) async fn due(&mut self) {
         let now = Instant::now();
         let now_sys = SystemTime::now();
-        let sessions: Vec<String> = self.pages.keys().cloned().collect();
+        let sessions: Vec<String> = self.sessions.pages.keys().cloned().collect();
         for session in sessions {
-            let Some(page) = self.pages.get_mut(&session) else {
+            let Some(page) = self.sessions.pages.get_mut(&session) else {
                 continue;
             };
+            let target = page.target_id.clone();
             if page
                 .loading_since
                 .is_some_and(|s| s + self.opts.load_wait <= now)
             {
                 // Committed but never loaded (a slow or hanging resource): a frame anyway.
                 page.loading_since = None;
-                self.want(&session, After::Navigation, Duration::ZERO, None)
-                    .await;
+                self.ctx
+                    .pages
+                    .want_frame(&target, After::Navigation, Duration::ZERO);
             }
-            let Some(page) = self.pages.get_mut(&session) else {
+            let (crashed, dialog, world) = (page.crashed, page.dialog, page.world);
+            let Due::Take(want) = self
+                .ctx
+                .pages
+                .due_frame(&target, now, now_sys, self.draining)
+            else {
                 continue;
             };
-            if page.capturing || page.want.as_ref().is_none_or(|w| w.due > now) {
-                continue;
-            }
-            let target = page.target_id.clone();
-            if !self.draining {
-                if let Some(until) = self.ctx.capture.quiet_until(&target, now_sys) {
-                    // Never a frame right after typing: wait until the page has been quiet.
-                    if let Some(w) = page.want.as_mut() {
-                        w.due = frames::instant_of(until, now_sys, now);
-                    }
-                    continue;
-                }
-            }
-            let Some(want) = page.want.take() else {
-                continue;
-            };
-            if !self.ctx.capture.screenshots_on() {
+            if !self.ctx.pages.screenshots_on() {
                 self.write(want.group.into_iter().map(Emit::Record).collect())
                     .await;
                 continue;
             }
-            let blocked = if page.crashed {
+            let blocked = if crashed {
                 Some(NoFrame::Failed("the page crashed".into()))
-            } else if page.dialog {
+            } else if dialog {
                 Some(NoFrame::Failed("a JavaScript dialog is open".into()))
             } else {
-                match self.ctx.capture.verdict_at(&target, now_sys) {
-                    Ok(()) => None,
-                    Err(w) => {
-                        self.withheld(&session, &target, want, w, now_sys, Duration::ZERO)
-                            .await;
-                        continue;
-                    }
-                }
+                None
             };
             if let Some(no) = blocked {
                 self.no_frame(&target, want, no, now_sys, Duration::ZERO)
                     .await;
                 continue;
             }
-            page.capturing = true;
-            let world = page.world;
+            if let Err(w) = self.ctx.pages.start_frame(&target, now_sys) {
+                self.withheld(&target, want, w, now_sys, Duration::ZERO)
+                    .await;
+                continue;
+            }
             let cdp = self.cdp.clone();
             let done = self.done_tx.clone();
             let size = self.opts.frame_size();
@@ -225,7 +139,7 @@ impl Browser<'_> {
             .started_at(started)
             .duration(took)
             .status(status)
-            .target(self.meta.target(target, &self.ctx.sanitizer));
+            .target(self.ctx.pages.target(target));
         if let Some(e) = error {
             r = r.error(e);
         }
@@ -248,28 +162,21 @@ impl Browser<'_> {
         let took = SystemTime::now()
             .duration_since(started)
             .unwrap_or_default();
-        let Some(page) = self.pages.get_mut(session) else {
+        let Some(page) = self.sessions.pages.get(session) else {
             let batch = want.group.into_iter().map(Emit::Record).collect();
             self.write(batch).await;
             return;
         };
-        page.capturing = false;
-        page.last_frame = Some(Instant::now());
         let target = page.target_id.clone();
+        self.ctx.pages.frame_done(&target);
         let shot = match outcome {
             // Typing that began while the frame was taken makes it a frame right after typing.
-            Ok(shot) => match self.ctx.capture.verdict_at(&target, SystemTime::now()) {
+            Ok(shot) => match self.ctx.pages.verdict_at(&target, SystemTime::now()) {
                 Ok(()) => shot,
-                Err(w) => {
-                    return self
-                        .withheld(session, &target, want, w, started, took)
-                        .await
-                }
+                Err(w) => return self.withheld(&target, want, w, started, took).await,
             },
             Err(NoFrame::Withheld(w)) => {
-                return self
-                    .withheld(session, &target, want, w, started, took)
-                    .await
+                return self.withheld(&target, want, w, started, took).await
             }
             Err(no) => return self.no_frame(&target, want, no, started, took).await,
         };
@@ -287,7 +194,7 @@ impl Browser<'_> {
                 .started_at(started)
                 .duration(took)
                 .status(Status::Info)
-                .target(self.meta.target(&target, &self.ctx.sanitizer)),
+                .target(self.ctx.pages.target(&target)),
         ];
         tracing::trace!(
             "observer: frame taken; {} waiting failures written with it",
@@ -310,7 +217,6 @@ impl Browser<'_> {
     /// anything else is written now, saying why.
     pub(super) async fn withheld(
         &mut self,
-        session: &str,
         target: &str,
         want: Want,
         w: Withheld,
@@ -328,32 +234,18 @@ impl Browser<'_> {
             Withheld::JustTyped => {
                 let now_sys = SystemTime::now();
                 self.ctx
-                    .capture
+                    .pages
                     .quiet_until(target, now_sys)
-                    .map_or(now, |u| frames::instant_of(u, now_sys, now))
+                    .map_or(now, |u| instant_of(u, now_sys, now))
             }
             Withheld::SensitiveFocus => now + self.opts.frame_cooldown,
             // Until the next navigation takes the want over.
             Withheld::TypedSinceNavigation | Withheld::ScreenshotsOff => want.born + PARKED,
         };
-        self.requeue(session, want, due).await;
-    }
-
-    /// Puts a want whose frame could not be kept back on its page, merged with any newer one;
-    /// its failures are written now when the page has gone meanwhile.
-    async fn requeue(&mut self, session: &str, mut want: Want, due: Instant) {
-        let Some(page) = self.pages.get_mut(session) else {
+        // Back on its page, merged with any newer want; written now if the page has gone.
+        if let Some(want) = self.ctx.pages.requeue(target, want, due) {
             self.write(want.group.into_iter().map(Emit::Record).collect())
                 .await;
-            return;
-        };
-        if let Some(newer) = page.want.take() {
-            for a in newer.after {
-                want.add_after(a);
-            }
-            want.group.extend(newer.group);
         }
-        want.due = due;
-        page.want = Some(want);
     }
 }

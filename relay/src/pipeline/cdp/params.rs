@@ -1,4 +1,4 @@
-//! The few CDP shapes the observer reads, as borrowed serde structs. Everything else in a message
+//! The few CDP shapes the observers read, as borrowed serde structs. Everything else in a message
 //! is skipped by the parser without being materialized.
 
 use serde::Deserialize;
@@ -356,4 +356,47 @@ pub(crate) struct TargetInfoChanged {
 pub(crate) struct SessionRef<'a> {
     #[serde(borrow)]
     pub(crate) session_id: Str<'a>,
+}
+
+/// `Runtime.executionContextCreated`: the relay's observer looks for its page agent's world.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(crate) struct ContextCreated<'a> {
+    #[serde(borrow)]
+    pub(crate) context: ContextDescription<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ContextDescription<'a> {
+    pub(crate) id: i64,
+    #[serde(borrow)]
+    pub(crate) name: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) aux_data: ContextAux<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ContextAux<'a> {
+    #[serde(borrow)]
+    pub(crate) frame_id: Str<'a>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ContextDestroyed {
+    pub(crate) execution_context_id: i64,
+}
+
+/// `Runtime.bindingCalled`: a message from the relay's page agent (or from a page calling a
+/// binding of the same name in another world, which is ignored).
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct BindingCalled<'a> {
+    #[serde(borrow)]
+    pub(crate) name: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) payload: Str<'a>,
+    pub(crate) execution_context_id: i64,
 }

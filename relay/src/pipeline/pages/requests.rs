@@ -1,8 +1,12 @@
 //! Joins `Network.requestWillBeSent` (URL, method, resource type) with `Network.loadingFailed`
 //! (which carries no URL) and with `Network.responseReceived` statuses ≥ 400.
-//! The table is bounded; raw URLs live here in memory only until the request ends.
+//!
+//! Each observer keeps one table per stream of events it reads (the passive observer per
+//! connection, keyed by session; the relay's own per page), and both join through here, so a
+//! failed request reads the same whoever saw it. The table is bounded; raw URLs live here in
+//! memory only until the request ends.
 
-use super::cdp;
+use crate::pipeline::cdp::params as cdp;
 use cdp_sanitize::{NetworkFailure, RawNetworkFailure, Sanitizer};
 use std::collections::HashMap;
 use std::time::SystemTime;
@@ -21,11 +25,11 @@ struct Request {
 
 type Key = (Option<Box<str>>, Box<str>);
 
-/// Requests in flight on one connection, keyed by (CDP session, requestId).
+/// Requests in flight on one stream of events, keyed by (CDP session, requestId).
 pub(crate) struct Requests {
     map: HashMap<Key, Request>,
     max: usize,
-    /// A `Network.requestWillBeSent` went by: this connection's client enabled `Network`.
+    /// A `Network.requestWillBeSent` went by: whoever reads these events enabled `Network`.
     seen: bool,
 }
 
@@ -41,7 +45,7 @@ impl Requests {
         }
     }
 
-    /// True once a request went by on this connection.
+    /// True once a request went by.
     pub(crate) fn seen_any(&self) -> bool {
         self.seen
     }

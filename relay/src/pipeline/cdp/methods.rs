@@ -1,0 +1,255 @@
+//! The one table of CDP methods the relay reads or sends. Every other method is skipped
+//! unparsed, except that client messages are first offered to `typed.rs`, which reads typing in
+//! any spelling (a prefilter here could not see through escapes or duplicate keys).
+//!
+//! Each name appears once, here; no other code matches a method by its string. The table
+//! generates the enums both observers match on (without `_` arms, so a method added here is a
+//! compile error until every reader of its kind handles it):
+//!
+//! - [`CommandMethod`]: client commands the passive observer records (the relay's own observer
+//!   also sends a few of them);
+//! - [`Call`]: the other commands the relay's own observer sends on its connection;
+//! - [`Event`]: browser events, by who reads them. [`TargetEvent`]s (targets appear, change,
+//!   attach, go) and [`PageEvent`]s (what a page reports: navigations, console, network) are
+//!   read by both observers, through one handler (`pages/events.rs`); [`PassiveEvent`]s only
+//!   by the passive observer, [`ObserverEvent`]s only by the relay's own.
+//!
+//! Variants are named domain first, then method (`NetworkLoadingFailed`), except
+//! [`TargetEvent`]'s, which are all of the `Target` domain.
+
+macro_rules! cdp_methods {
+    (
+        commands { $($command:ident = $command_name:literal,)* }
+        calls { $($call:ident = $call_name:literal,)* }
+        target_events { $($target:ident = $target_name:literal,)* }
+        page_events { $($page:ident = $page_name:literal,)* }
+        passive_events { $($passive:ident = $passive_name:literal,)* }
+        observer_events { $($observer:ident = $observer_name:literal,)* }
+    ) => {
+        /// A client command that can become evidence.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum CommandMethod { $($command,)* }
+
+        /// A command only the relay's own observer sends.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Call { $($call,)* }
+
+        /// An event about targets (created, changed, attached, detached, destroyed).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum TargetEvent { $($target,)* }
+
+        /// An event a page reports on a session attached to it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum PageEvent { $($page,)* }
+
+        /// An event only the passive observer reads.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum PassiveEvent { $($passive,)* }
+
+        /// An event only the relay's own observer reads.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum ObserverEvent { $($observer,)* }
+
+        /// A browser event the relay reads, by who reads it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Event {
+            Target(TargetEvent),
+            Page(PageEvent),
+            Passive(PassiveEvent),
+            Observer(ObserverEvent),
+        }
+
+        impl CommandMethod {
+            /// Every command, for tests.
+            #[cfg(test)]
+            pub(crate) const ALL: &'static [CommandMethod] = &[$(CommandMethod::$command,)*];
+
+            pub(crate) fn parse(name: &str) -> Option<CommandMethod> {
+                match name {
+                    $($command_name => Some(CommandMethod::$command),)*
+                    _ => None,
+                }
+            }
+
+            /// The CDP name, also the `method` of the action it records.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(CommandMethod::$command => $command_name,)*
+                }
+            }
+        }
+
+        impl Call {
+            /// Every call, for tests.
+            #[cfg(test)]
+            pub(crate) const ALL: &'static [Call] = &[$(Call::$call,)*];
+
+            /// The CDP name.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(Call::$call => $call_name,)*
+                }
+            }
+        }
+
+        impl Event {
+            /// Every event, for tests.
+            #[cfg(test)]
+            pub(crate) const ALL: &'static [Event] = &[
+                $(Event::Target(TargetEvent::$target),)*
+                $(Event::Page(PageEvent::$page),)*
+                $(Event::Passive(PassiveEvent::$passive),)*
+                $(Event::Observer(ObserverEvent::$observer),)*
+            ];
+
+            /// One match over every name: a name listed twice is an unreachable pattern.
+            pub(crate) fn parse(name: &str) -> Option<Event> {
+                Some(match name {
+                    $($target_name => Event::Target(TargetEvent::$target),)*
+                    $($page_name => Event::Page(PageEvent::$page),)*
+                    $($passive_name => Event::Passive(PassiveEvent::$passive),)*
+                    $($observer_name => Event::Observer(ObserverEvent::$observer),)*
+                    _ => return None,
+                })
+            }
+
+            /// The CDP name.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(Event::Target(TargetEvent::$target) => $target_name,)*
+                    $(Event::Page(PageEvent::$page) => $page_name,)*
+                    $(Event::Passive(PassiveEvent::$passive) => $passive_name,)*
+                    $(Event::Observer(ObserverEvent::$observer) => $observer_name,)*
+                }
+            }
+        }
+    };
+}
+
+impl Event {
+    /// Does the passive observer read it? (It skips the rest unparsed.)
+    pub(crate) fn passive(self) -> bool {
+        !matches!(self, Event::Observer(_))
+    }
+}
+
+cdp_methods! {
+    commands {
+        PageNavigate = "Page.navigate",
+        PageReload = "Page.reload",
+        PageNavigateToHistoryEntry = "Page.navigateToHistoryEntry",
+        PageStopLoading = "Page.stopLoading",
+        PageStartScreencast = "Page.startScreencast",
+        PageStopScreencast = "Page.stopScreencast",
+        PagePrintToPdf = "Page.printToPDF",
+        PageCaptureScreenshot = "Page.captureScreenshot",
+        InputDispatchMouseEvent = "Input.dispatchMouseEvent",
+        InputDispatchTouchEvent = "Input.dispatchTouchEvent",
+        InputDispatchKeyEvent = "Input.dispatchKeyEvent",
+        InputInsertText = "Input.insertText",
+        InputImeSetComposition = "Input.imeSetComposition",
+        DomSetAttributeValue = "DOM.setAttributeValue",
+        DomSetAttributesAsText = "DOM.setAttributesAsText",
+        DomSetNodeValue = "DOM.setNodeValue",
+        DomSetFileInputFiles = "DOM.setFileInputFiles",
+        RuntimeEvaluate = "Runtime.evaluate",
+        RuntimeCallFunctionOn = "Runtime.callFunctionOn",
+        TargetCreateTarget = "Target.createTarget",
+        TargetCloseTarget = "Target.closeTarget",
+        TargetAttachToTarget = "Target.attachToTarget",
+        TargetActivateTarget = "Target.activateTarget",
+        TargetSendMessageToTarget = "Target.sendMessageToTarget",
+        BrowserClose = "Browser.close",
+    }
+    calls {
+        TargetSetDiscoverTargets = "Target.setDiscoverTargets",
+        TargetSetAutoAttach = "Target.setAutoAttach",
+        TargetDetachFromTarget = "Target.detachFromTarget",
+        RuntimeAddBinding = "Runtime.addBinding",
+        RuntimeEnable = "Runtime.enable",
+        RuntimeGetIsolateId = "Runtime.getIsolateId",
+        PageEnable = "Page.enable",
+        PageAddScriptToEvaluateOnNewDocument = "Page.addScriptToEvaluateOnNewDocument",
+        PageGetLayoutMetrics = "Page.getLayoutMetrics",
+        NetworkEnable = "Network.enable",
+        LogEnable = "Log.enable",
+    }
+    target_events {
+        AttachedToTarget = "Target.attachedToTarget",
+        DetachedFromTarget = "Target.detachedFromTarget",
+        TargetCreated = "Target.targetCreated",
+        TargetInfoChanged = "Target.targetInfoChanged",
+        TargetDestroyed = "Target.targetDestroyed",
+    }
+    page_events {
+        NetworkRequestWillBeSent = "Network.requestWillBeSent",
+        NetworkResponseReceived = "Network.responseReceived",
+        NetworkLoadingFailed = "Network.loadingFailed",
+        NetworkLoadingFinished = "Network.loadingFinished",
+        RuntimeConsoleApiCalled = "Runtime.consoleAPICalled",
+        RuntimeExceptionThrown = "Runtime.exceptionThrown",
+        LogEntryAdded = "Log.entryAdded",
+        PageFrameNavigated = "Page.frameNavigated",
+        PageFrameStartedNavigating = "Page.frameStartedNavigating",
+    }
+    passive_events {
+        PageScreencastFrame = "Page.screencastFrame",
+    }
+    observer_events {
+        RuntimeExecutionContextCreated = "Runtime.executionContextCreated",
+        RuntimeExecutionContextDestroyed = "Runtime.executionContextDestroyed",
+        RuntimeExecutionContextsCleared = "Runtime.executionContextsCleared",
+        RuntimeBindingCalled = "Runtime.bindingCalled",
+        PageLoadEventFired = "Page.loadEventFired",
+        PageJavascriptDialogOpening = "Page.javascriptDialogOpening",
+        PageJavascriptDialogClosed = "Page.javascriptDialogClosed",
+        InspectorTargetCrashed = "Inspector.targetCrashed",
+        InspectorTargetReloadedAfterCrash = "Inspector.targetReloadedAfterCrash",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_round_trip_and_roles_do_not_overlap() {
+        for &m in CommandMethod::ALL {
+            assert_eq!(CommandMethod::parse(m.name()), Some(m));
+            assert_eq!(Event::parse(m.name()), None, "{}", m.name());
+        }
+        for &e in Event::ALL {
+            assert_eq!(Event::parse(e.name()), Some(e));
+            assert_eq!(CommandMethod::parse(e.name()), None, "{}", e.name());
+        }
+        assert_eq!(CommandMethod::parse("Page.enable"), None);
+        assert_eq!(Event::parse("Page.lifecycleEvent"), None);
+    }
+
+    #[test]
+    fn each_name_appears_once() {
+        let mut seen = HashSet::new();
+        let names = CommandMethod::ALL
+            .iter()
+            .map(|m| m.name())
+            .chain(Call::ALL.iter().map(|c| c.name()))
+            .chain(Event::ALL.iter().map(|e| e.name()));
+        for name in names {
+            assert!(seen.insert(name), "{name} is listed twice");
+        }
+        // The relay's own calls are never taken for a client's evidence.
+        for &c in Call::ALL {
+            assert_eq!(CommandMethod::parse(c.name()), None, "{}", c.name());
+        }
+    }
+
+    #[test]
+    fn the_passive_observer_skips_what_only_the_relays_observer_reads() {
+        let read = |name| Event::parse(name).is_some_and(Event::passive);
+        assert!(read("Network.loadingFailed") && read("Target.attachedToTarget"));
+        assert!(read("Page.screencastFrame"));
+        // Common on every page, read by the relay's own observer on its own sessions only.
+        assert!(!read("Page.loadEventFired") && !read("Runtime.executionContextCreated"));
+    }
+}
