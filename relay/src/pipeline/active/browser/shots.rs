@@ -168,6 +168,11 @@ impl Browser<'_> {
             return;
         };
         let target = page.target_id.clone();
+        if outcome.is_ok() {
+            // The veto must see every keystroke forwarded before now: the passive thread
+            // registers them, and under load it lags (a frame was kept 900 ms after typing).
+            self.ctx.order.caught_up().await;
+        }
         self.ctx.pages.frame_done(&target);
         let shot = match outcome {
             // Typing that began while the frame was taken makes it a frame right after typing.
