@@ -1,4 +1,5 @@
-//! The capture policy: when a picture of a page may be kept (DESIGN §5).
+//! The capture policy: when a picture of a page may be kept (docs/security.md, *Screenshots:
+//! pixels cannot be redacted*).
 //!
 //! One policy per pipeline, part of the page model ([`Pages`]) and asked by every producer that
 //! can keep a frame (the passive observer keeping a client's screenshot, the active observer's
