@@ -11,6 +11,7 @@ use crate::timeline::{
     FailWhat, Failure, Frame, FrameState, Headline, Outcome, Page, Step, ToolCall, What,
 };
 use base64::Engine as _;
+use cdp_evidence::{VerdictReason, Verified};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use sha2::{Digest, Sha256};
 
@@ -360,9 +361,10 @@ fn fail_badge(f: &Failure) -> Markup {
             format!("console.{level}"),
         ),
         FailWhat::ConnectionLost { .. } => ("error", "connection".to_owned()),
-        FailWhat::Generic { kind, .. } => {
-            (if f.is_error { "error" } else { "warning" }, kind.clone())
-        }
+        FailWhat::Generic { kind, .. } => (
+            if f.is_error { "error" } else { "warning" },
+            kind.as_str().to_owned(),
+        ),
     };
     html! { span class={ "badge " (class) } { (word) } }
 }
@@ -706,18 +708,19 @@ fn tool_call(r: &Report, c: &ToolCall) -> Markup {
 }
 
 fn verdict(v: &crate::timeline::Verdict) -> Markup {
-    let (class, mark, word) = match v.verified.as_str() {
-        "true" => ("v-ok", "✓", "landed"),
-        "false" => ("v-bad", "✗", "did not land"),
-        _ => ("v-unk", "?", "not verified"),
+    let (class, mark) = match v.verified {
+        Verified::True => ("v-ok", "✓"),
+        Verified::False => ("v-bad", "✗"),
+        Verified::Indeterminate => ("v-unk", "?"),
     };
+    let reason = v.reason.as_str();
     html! {
         p class=(format!("verdict {class}")) {
-            span.vm { (mark) } " " b { (word) }
+            span.vm { (mark) } " " b { (v.words()) }
             // The note is the reason told for people; the bare reason only stands in for a
             // missing note.
             @if !v.note.is_empty() { " — " span.u { (v.note) } }
-            @else if !v.reason.is_empty() && v.reason != "landed" { " — " span.u { (v.reason.replace('-', " ")) } }
+            @else if !reason.is_empty() && v.reason != VerdictReason::Landed { " — " span.u { (reason.replace('-', " ")) } }
         }
     }
 }
