@@ -9,7 +9,7 @@
 use super::conn::{CallError, Cdp};
 use super::verify::field_kind;
 use crate::pipeline::capture::Withheld;
-use cdp_evidence::Record;
+use cdp_evidence::{FrameAfter, Record, Word};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -22,11 +22,11 @@ pub(crate) enum After {
 }
 
 impl After {
-    pub(crate) fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> FrameAfter {
         match self {
-            After::Navigation => "navigation",
-            After::Click => "click",
-            After::Failure => "failure",
+            After::Navigation => FrameAfter::Navigation,
+            After::Click => FrameAfter::Click,
+            After::Failure => FrameAfter::Failure,
         }
     }
 }
@@ -58,8 +58,8 @@ impl Want {
         }
     }
 
-    pub(crate) fn detail_after(&self) -> Value {
-        Value::Array(self.after.iter().map(|a| Value::from(a.word())).collect())
+    pub(crate) fn detail_after(&self) -> Vec<Word<FrameAfter>> {
+        self.after.iter().map(|a| a.word().into()).collect()
     }
 }
 
