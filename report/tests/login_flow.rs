@@ -1,4 +1,4 @@
-//! The realistic login flow renders as ~12 steps with its failures in place.
+//! The realistic login flow renders as 13 steps with its failures in place.
 
 mod support;
 
@@ -15,7 +15,7 @@ fn render_login() -> (tempfile::TempDir, cdp_report::Output) {
 }
 
 #[test]
-fn login_flow_reads_as_twelve_steps() {
+fn login_flow_reads_as_thirteen_steps() {
     let (_tmp, out) = render_login();
     if let Some(dump) = std::env::var_os("CDP_REPORT_DUMP") {
         std::fs::write(std::path::Path::new(&dump).join("login.html"), &out.html).unwrap();
