@@ -13,6 +13,7 @@
 use crate::error::Error;
 use crate::paths::{read_small, write_atomic, ARTIFACTS_DIR, BUDGET_FILE};
 use crate::reader::{scan_journal, JournalLine};
+use crate::vocab::MarkerName;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -42,10 +43,10 @@ impl JournalFacts {
         scan_journal(input, |line| {
             if let JournalLine::Record(r) = line {
                 f.records += 1;
-                match r.marker() {
-                    Some("runFinalized") => f.finalized = true,
-                    Some("evidenceTruncated") => f.artifacts_truncated = true,
-                    Some("journalTruncated") => f.journal_truncated = true,
+                match r.marker().and_then(|m| m.known()) {
+                    Some(MarkerName::RunFinalized) => f.finalized = true,
+                    Some(MarkerName::EvidenceTruncated) => f.artifacts_truncated = true,
+                    Some(MarkerName::JournalTruncated) => f.journal_truncated = true,
                     _ => {}
                 }
             }

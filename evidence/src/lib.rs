@@ -53,7 +53,9 @@ mod rundir;
 mod store;
 pub mod time;
 mod tool;
+mod vocab;
 
+pub use cdp_sanitize::{InputType, Word, Words};
 pub use error::Error;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
@@ -61,7 +63,7 @@ pub use hooks::fail_writes_under;
 pub use ids::{validate_id, ActionId, Source, MAX_ID_LEN};
 #[doc(hidden)]
 pub use journal::{TEST_HOOK_TORN_APPEND_ENV, TEST_HOOK_TORN_APPEND_READY};
-pub use manifest::{Manifest, ManifestTotals, Redactions, RunStatus, Truncation, EVIDENCE_VERSION};
+pub use manifest::{Manifest, ManifestTotals, Redactions, Truncation, EVIDENCE_VERSION};
 pub use paths::{
     ARTIFACTS_DIR, BUDGET_FILE, JOURNAL_FILE, LOCK_FILE, MANIFEST_FILE, POINTER_SUFFIX,
     RESERVE_FILE, SESSION_LOCK_SUFFIX,
@@ -72,11 +74,10 @@ pub use reader::{
     MAX_LINE_BYTES,
 };
 pub use record::{
-    Action, ActionOf, ArtifactRef, Console, ConsoleLevel, ConsoleOf, CustomKind, DropReason, Form,
-    Lifecycle, LifecycleEvent, LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Repeat,
-    Sanitized, Status, Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle,
-    StoredNetwork, StoredRepeat, StoredVerification, Verification, VerificationOf, Verified,
-    BUILTIN_KINDS, TARGET_FIELDS, TOOL_CALL_FIELD,
+    Action, ActionOf, ArtifactRef, Console, ConsoleOf, CustomKind, DropReason, Form, Lifecycle,
+    LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Repeat, Sanitized, Stored,
+    StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork, StoredRepeat,
+    StoredVerification, Verification, VerificationOf, Verified, TARGET_FIELDS, TOOL_CALL_FIELD,
 };
 pub use rejoin::{JoinAs, Rejoined, RunEnded};
 pub use retention::{PruneReport, RetentionHold, RunInfo};
@@ -88,3 +89,8 @@ pub use store::{
     MIN_MAX_RECORD_BYTES,
 };
 pub use tool::{JsonType, StoredToolArgument, ToolArgument, ToolArgumentOf, ToolResult};
+/// The vocabulary: the format's words, each spelled once (see `docs/evidence-format.md`).
+pub use vocab::{
+    ActionDetail, ActionMethod, ConsoleLevel, FrameAfter, Kind, LifecycleEvent, MarkerName,
+    MouseButton, RunStatus, Status, VerdictReason,
+};

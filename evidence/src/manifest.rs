@@ -9,6 +9,7 @@
 use crate::error::Error;
 use crate::ids::validate_id;
 use crate::paths::{read_small, write_atomic, JOURNAL_FILE};
+use crate::vocab::RunStatus;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -19,26 +20,6 @@ pub const EVIDENCE_VERSION: u64 = 1;
 
 /// A manifest is never larger than this; anything bigger is refused unread.
 pub(crate) const MANIFEST_LIMIT: u64 = 1 << 20;
-
-/// Run status as written in the manifest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum RunStatus {
-    /// Created and not finalized: producers may append.
-    Running,
-    /// Finalized: the journal is closed.
-    Finalized,
-}
-
-impl RunStatus {
-    /// The manifest spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Finalized => "finalized",
-        }
-    }
-}
 
 /// Who created or finalized a run.
 #[derive(Clone, Debug, Serialize)]
@@ -317,11 +298,7 @@ impl Manifest {
         if self.is_legacy() {
             return None;
         }
-        match self.status.as_deref()? {
-            "running" => Some(RunStatus::Running),
-            "finalized" => Some(RunStatus::Finalized),
-            _ => None,
-        }
+        RunStatus::parse(self.status.as_deref()?)
     }
 
     /// The journal's file name inside the run directory: `actionLog` when it is a safe plain

@@ -11,6 +11,8 @@
 use crate::record::{
     MarkerKind, StoredAction, StoredConsole, StoredLifecycle, StoredNetwork, StoredRepeat,
 };
+use crate::vocab::{Kind, MarkerName, Status};
+use cdp_sanitize::Word;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::io::{self, BufRead};
@@ -115,13 +117,13 @@ impl StoredRecord {
             T::deserialize(v).ok()
         }
         let p = &self.payload;
-        let typed = match self.kind.as_str() {
-            "action" => parse(p).map(StoredPayload::Action),
-            "network" => parse(p).map(StoredPayload::Network),
-            "console" => parse(p).map(StoredPayload::Console),
-            "lifecycle" => parse(p).map(StoredPayload::Lifecycle),
-            "marker" => parse(p).map(StoredPayload::Marker),
-            _ => Some(StoredPayload::Custom),
+        let typed = match self.kind_word().known() {
+            Some(Kind::Action) => parse(p).map(StoredPayload::Action),
+            Some(Kind::Network) => parse(p).map(StoredPayload::Network),
+            Some(Kind::Console) => parse(p).map(StoredPayload::Console),
+            Some(Kind::Lifecycle) => parse(p).map(StoredPayload::Lifecycle),
+            Some(Kind::Marker) => parse(p).map(StoredPayload::Marker),
+            None => Some(StoredPayload::Custom),
         };
         typed.unwrap_or(StoredPayload::Mismatch)
     }
@@ -133,12 +135,29 @@ impl StoredRecord {
             .and_then(Value::as_str)
     }
 
-    /// The marker word (`runStarted`, `evidenceTruncated`, ...) when this is a marker record.
-    pub fn marker(&self) -> Option<&str> {
-        if self.kind != "marker" {
+    /// The marker word (`runStarted`, `evidenceTruncated`, ...) when this is a marker record,
+    /// whether or not its payload fits the marker.
+    pub fn marker(&self) -> Option<Word<MarkerName, &str>> {
+        if self.kind_word() != Kind::Marker {
             return None;
         }
-        self.payload.get("marker").and_then(Value::as_str)
+        let word = self.payload.get("marker").and_then(Value::as_str)?;
+        Some(Word::from_text(word))
+    }
+
+    /// `kind` as a word: a built-in [`Kind`], or a producer-defined one.
+    pub fn kind_word(&self) -> Word<Kind, &str> {
+        Word::from_text(self.kind.as_str())
+    }
+
+    /// `status` as a word: one of the four, or another producer's as written.
+    pub fn status_word(&self) -> Option<Word<Status, &str>> {
+        self.status.as_deref().map(Word::from_text)
+    }
+
+    /// True when the record is from `source`.
+    pub fn is_from(&self, source: &crate::Source) -> bool {
+        self.source.as_deref() == Some(source.as_str())
     }
 }
 

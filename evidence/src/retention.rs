@@ -11,10 +11,11 @@
 
 use crate::error::Error;
 use crate::ids::{random_u64, validate_id};
-use crate::manifest::{Manifest, RunStatus, Truncation};
+use crate::manifest::{Manifest, Truncation};
 use crate::paths::{dir_size, real_dir_exists, MANIFEST_FILE, POINTER_SUFFIX, TRASH_PREFIX};
 use crate::pointer::{self, PointerState};
 use crate::store::{is_finished, Store};
+use crate::vocab::RunStatus;
 use serde::Serialize;
 use std::collections::HashSet;
 use std::fs;

@@ -14,12 +14,13 @@ use crate::budget::BudgetState;
 use crate::error::Error;
 use crate::ids::Source;
 use crate::journal::{Journal, Locked};
-use crate::manifest::{Manifest, ManifestTotals, Redactions, RunStatus, Truncation};
+use crate::manifest::{Manifest, ManifestTotals, Redactions, Truncation};
 use crate::paths::{
     ensure_dir, no_follow, open_error, write_atomic, ARTIFACTS_DIR, MANIFEST_FILE, RESERVE_FILE,
 };
-use crate::record::{ArtifactRef, Marker, MarkerKind, Record, RecordKind, BUILTIN_KINDS};
+use crate::record::{ArtifactRef, Envelope, Marker, MarkerKind, Record, RecordKind};
 use crate::store::{EvidenceConfig, SessionLock};
+use crate::vocab::RunStatus;
 use cdp_sanitize::{RedactionSummary, SafeText};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -127,12 +128,7 @@ impl Class {
 
 /// The word a refused record is counted under: its kind, or `other` for producer-defined kinds.
 fn refused_kind(record: &Record) -> &'static str {
-    let name = record.kind().name();
-    BUILTIN_KINDS
-        .iter()
-        .find(|k| **k == name)
-        .copied()
-        .unwrap_or("other")
+    record.kind().kind().map_or("other", |k| k.as_str())
 }
 
 /// A joined run. Cheap to clone; clones share the in-process lock.
@@ -478,13 +474,14 @@ impl RunInner {
     fn line(&self, record: &Record) -> Result<Vec<u8>, Error> {
         let now = SystemTime::now();
         let id = record.id_for(now);
-        let mut line = record.to_json(&id, &self.source, &self.session, now)?;
+        let envelope = Envelope::new(record, &id, &self.source, &self.session, now);
+        let mut line = envelope.to_json()?;
         if line.len() < self.config.max_record_bytes {
             line.push(b'\n');
             return Ok(line);
         }
         // Too big: cut it down on the JSON tree.
-        let value = record.to_value(id, &self.source, &self.session, now)?;
+        let value = envelope.to_value()?;
         crate::bound::to_bounded_line(value, self.config.max_record_bytes)
     }
 

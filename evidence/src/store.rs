@@ -32,6 +32,7 @@ use crate::pointer::{self, PointerState};
 use crate::reader::{read_journal_from, JournalRead};
 use crate::record::MarkerKind;
 use crate::run::{Run, RunInner};
+use crate::vocab::RunStatus;
 use std::fs::{File, OpenOptions};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -433,7 +434,7 @@ impl Store {
 /// Finalized by this format, or by a legacy producer that used another word for it.
 pub(crate) fn is_finished(m: &Manifest) -> bool {
     match m.status.as_deref() {
-        Some("finalized") => true,
+        Some(w) if RunStatus::parse(w) == Some(RunStatus::Finalized) => true,
         Some("completed" | "complete" | "done" | "closed") => m.is_legacy(),
         _ => false,
     }

@@ -10,27 +10,25 @@
 //! it is generic over a [`Form`]: the write side holds only `cdp_sanitize` types.
 
 use crate::record::{Form, Sanitized, Stored};
+use cdp_sanitize::Word;
 use serde::{Deserialize, Serialize};
 
-/// The JSON type of an argument as the agent sent it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum JsonType {
-    /// A string.
-    String,
-    /// A number.
-    Number,
-    /// `true` or `false`.
-    Boolean,
-    /// `null`.
-    Null,
-    /// An array.
-    Array,
-    /// An object.
-    Object,
-    /// A word this version does not know (read side only).
-    #[serde(other)]
-    Other,
+cdp_sanitize::words! {
+    /// The JSON type of an argument as the agent sent it.
+    pub enum JsonType {
+        /// A string.
+        String = "string",
+        /// A number.
+        Number = "number",
+        /// `true` or `false`.
+        Boolean = "boolean",
+        /// `null`.
+        Null = "null",
+        /// An array.
+        Array = "array",
+        /// An object.
+        Object = "object",
+    }
 }
 
 impl JsonType {
@@ -54,16 +52,16 @@ impl JsonType {
     rename_all = "camelCase",
     bound(
         serialize = "F::Text: Serialize, F::Url: Serialize, F::Json: Serialize, F::Input: Serialize",
-        deserialize = "F::Text: Deserialize<'de>, F::Url: Deserialize<'de>, F::Json: Deserialize<'de>, F::Input: Deserialize<'de>"
+        deserialize = "F::Text: Deserialize<'de>, F::Url: Deserialize<'de>, F::Json: Deserialize<'de>, F::Input: Deserialize<'de>, Word<JsonType, F::Text>: Deserialize<'de>"
     )
 )]
 #[non_exhaustive]
 pub struct ToolArgumentOf<F: Form> {
     /// The argument's name (an array item's index).
     pub name: F::Text,
-    /// Its JSON type.
+    /// Its JSON type (a newer producer's word reads as `Other`).
     #[serde(rename = "type")]
-    pub json_type: JsonType,
+    pub json_type: Word<JsonType, F::Text>,
     /// A number, a boolean, or a short identifier (an element reference, a key name), sanitized.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<F::Json>,
@@ -94,7 +92,7 @@ impl ToolArgument {
     pub fn new(name: cdp_sanitize::SafeText, json_type: JsonType) -> ToolArgument {
         ToolArgument {
             name,
-            json_type,
+            json_type: json_type.into(),
             value: None,
             url: None,
             input: None,
@@ -175,7 +173,7 @@ mod tests {
         // A word from a newer producer still reads.
         let other: StoredToolArgument =
             serde_json::from_value(serde_json::json!({"name": "x", "type": "bigint"})).unwrap();
-        assert_eq!(other.json_type, JsonType::Other);
+        assert_eq!(other.json_type, Word::Other("bigint".to_owned()));
     }
 
     #[test]

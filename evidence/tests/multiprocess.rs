@@ -8,8 +8,8 @@
 mod common;
 
 use cdp_evidence::{
-    ArtifactOutcome, EvidenceConfig, Lifecycle, LifecycleEvent, Record, RecordKind, Source, Store,
-    Totals,
+    ArtifactOutcome, EvidenceConfig, Lifecycle, LifecycleEvent, MarkerName, Record, RecordKind,
+    Source, Store, Totals,
 };
 use cdp_sanitize::SafeText;
 use common::{action, markers, store_at};
@@ -348,7 +348,7 @@ fn a_dead_owners_run_is_adopted_and_continued() {
     let recovered = journal
         .records
         .iter()
-        .find(|r| r.marker() == Some("ownerRecovered"));
+        .find(|r| r.marker().is_some_and(|m| m == MarkerName::OwnerRecovered));
     assert_eq!(
         recovered.unwrap().payload["previousPid"].as_u64(),
         Some(u64::from(dead_pid))
@@ -478,7 +478,10 @@ fn the_journal_budget_holds_across_processes_with_one_marker() {
     let at = journal
         .records
         .iter()
-        .position(|r| r.marker() == Some("journalTruncated"))
+        .position(|r| {
+            r.marker()
+                .is_some_and(|m| m == MarkerName::JournalTruncated)
+        })
         .unwrap();
     assert!(journal.records[at..].iter().all(|r| r.kind != "action"));
     let m = store.read_manifest(run.id()).unwrap();
@@ -545,7 +548,7 @@ fn a_writer_killed_mid_record_loses_only_that_record() {
     let kinds: Vec<String> = journal
         .records
         .iter()
-        .map(|r| r.marker().map_or(r.kind.clone(), str::to_owned))
+        .map(|r| r.marker().map_or(r.kind.clone(), |m| m.as_str().to_owned()))
         .collect();
     let mut expected = vec!["runStarted".to_owned()];
     expected.extend(std::iter::repeat_n("action".to_owned(), 10));

@@ -4,8 +4,8 @@
 mod common;
 
 use cdp_evidence::{
-    Action, ArtifactOutcome, Error, EvidenceConfig, Marker, Record, RecordKind, RunStatus, Status,
-    Store, Totals,
+    Action, ArtifactOutcome, Error, EvidenceConfig, Marker, MarkerName, Record, RecordKind,
+    RunStatus, Status, Store, Totals,
 };
 use cdp_sanitize::SafeText;
 use common::{action, files_under, markers, store_at};
@@ -654,7 +654,7 @@ fn a_run_whose_disk_filled_up_finalizes_once_there_is_space() {
     let dropped = journal
         .records
         .iter()
-        .find(|r| r.marker() == Some("evidenceDropped"));
+        .find(|r| r.marker().is_some_and(|m| m == MarkerName::EvidenceDropped));
     assert_eq!(
         dropped.unwrap().payload["count"],
         3,
@@ -748,7 +748,7 @@ fn a_real_full_disk_still_finalizes_thanks_to_the_reserve() {
     let dropped = journal
         .records
         .iter()
-        .find(|r| r.marker() == Some("evidenceDropped"));
+        .find(|r| r.marker().is_some_and(|m| m == MarkerName::EvidenceDropped));
     assert_eq!(dropped.unwrap().payload["count"], lost);
 }
 
@@ -802,10 +802,10 @@ fn past_the_journal_budget_only_metadata_is_appended() {
             .count(),
         1
     );
-    let truncated = journal
-        .records
-        .iter()
-        .find(|r| r.marker() == Some("journalTruncated"));
+    let truncated = journal.records.iter().find(|r| {
+        r.marker()
+            .is_some_and(|m| m == MarkerName::JournalTruncated)
+    });
     assert_eq!(truncated.unwrap().payload["budgetBytes"], 64 * 1024);
     let t = store.read_manifest(run.id()).unwrap().truncation.unwrap();
     assert!(t.journal_truncated);

@@ -498,7 +498,7 @@ fn a_cli_writer_killed_mid_record_is_repaired_by_the_next_append() {
         .records
         .iter()
         .map(|r| match r.marker() {
-            Some(m) => m.to_owned(),
+            Some(m) => m.as_str().to_owned(),
             None => format!("{}:{}", r.source.as_deref().unwrap(), r.payload["bytes"]),
         })
         .collect();

@@ -11,8 +11,13 @@ use crate::timeline::{
     FailWhat, Failure, Frame, FrameState, Headline, Outcome, Page, Step, ToolCall, What,
 };
 use base64::Engine as _;
+use cdp_evidence::{VerdictReason, Verified};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use sha2::{Digest, Sha256};
+
+mod tables;
+
+use tables::{console_table, records, redactions, requests_table, typing_table};
 
 /// The jump list names at most this many failures.
 const JUMP_MAX: usize = 100;
@@ -360,9 +365,10 @@ fn fail_badge(f: &Failure) -> Markup {
             format!("console.{level}"),
         ),
         FailWhat::ConnectionLost { .. } => ("error", "connection".to_owned()),
-        FailWhat::Generic { kind, .. } => {
-            (if f.is_error { "error" } else { "warning" }, kind.clone())
-        }
+        FailWhat::Generic { kind, .. } => (
+            if f.is_error { "error" } else { "warning" },
+            kind.as_str().to_owned(),
+        ),
     };
     html! { span class={ "badge " (class) } { (word) } }
 }
@@ -509,181 +515,6 @@ fn step_link(r: &Report, f: &Failure) -> Markup {
     }
 }
 
-fn requests_table(r: &Report) -> Markup {
-    let tl = &r.timeline;
-    let rows: Vec<&Failure> = tl.request_rows.iter().map(|&i| &tl.failures[i]).collect();
-    let more = tl.totals.request_rows.saturating_sub(rows.len());
-    html! {
-        section #requests {
-            h2 { "Failed requests" }
-            @if rows.is_empty() {
-                p.empty { "No failed requests were recorded." }
-            } @else {
-                table.table {
-                    thead { tr { th { "Step" } th { "Time" } th { "Request" } th { "Status" } th { "Type" } th { "Took" } th { "Error" } } }
-                    tbody {
-                        @for f in &rows {
-                            tr {
-                                td.n data-label="Step" { (step_link(r, f)) " " span.fid { "F" (f.id) } }
-                                td.n data-label="Time" { (at(r, f.at_ms, f.time_known)) (repeats(r, f)) }
-                                @match &f.what {
-                                    FailWhat::Request { method, url, status, resource_type, duration_ms, error_text } => {
-                                        td.wide data-label="Request" { b { (method) } " " code.u { (url) } }
-                                        td.n data-label="Status" { @match status { Some(s) => { (s) } None => { "—" } } }
-                                        td data-label="Type" { @if let Some(t) = resource_type { span.u { (t) } } @else { "—" } }
-                                        td.n data-label="Took" { @match duration_ms { Some(d) => { (duration(*d)) } None => { "—" } } }
-                                        td.full.none[error_text.is_none()] data-label="Error" { @if let Some(e) = error_text { span.u { (e) } } @else { "—" } }
-                                    }
-                                    FailWhat::Generic { fields, .. } => {
-                                        td.wide data-label="Request" colspan="5" {
-                                            "Unreadable payload: "
-                                            @for (i, (k, v)) in fields.iter().enumerate() { @if i > 0 { ", " } span.u { (k) "=" (v) } }
-                                        }
-                                    }
-                                    _ => {}
-                                }
-                            }
-                        }
-                    }
-                }
-                @if more > 0 { p.small { (more) " more between the first and the last ones listed, not shown (counted above)." } }
-            }
-        }
-    }
-}
-
-fn console_table(r: &Report) -> Markup {
-    let tl = &r.timeline;
-    let rows: Vec<&Failure> = tl.console_rows.iter().map(|&i| &tl.failures[i]).collect();
-    let more = tl.totals.console_rows.saturating_sub(rows.len());
-    html! {
-        section #console {
-            h2 { "Console errors and warnings" }
-            @if rows.is_empty() {
-                p.empty { "No console errors or warnings were recorded." }
-            } @else {
-                table.table {
-                    thead { tr { th { "Step" } th { "Time" } th { "Level" } th { "Message" } th { "Location" } } }
-                    tbody {
-                        @for f in &rows {
-                            tr {
-                                td.n data-label="Step" { (step_link(r, f)) " " span.fid { "F" (f.id) } }
-                                td.n data-label="Time" { (at(r, f.at_ms, f.time_known)) (repeats(r, f)) }
-                                td data-label="Level" { (fail_badge(f)) }
-                                @match &f.what {
-                                    FailWhat::Console { text, url, line, column, .. } => {
-                                        td.wide data-label="Message" { pre.u { (text) } }
-                                        td data-label="Location" {
-                                            @match location(url, *line, *column) { Some(l) => { span.u.mono { (l) } } None => { "—" } }
-                                        }
-                                    }
-                                    FailWhat::Generic { fields, .. } => {
-                                        td.wide data-label="Message" colspan="2" {
-                                            "Unreadable payload: "
-                                            @for (i, (k, v)) in fields.iter().enumerate() { @if i > 0 { ", " } span.u { (k) "=" (v) } }
-                                        }
-                                    }
-                                    _ => {}
-                                }
-                            }
-                        }
-                    }
-                }
-                @if more > 0 { p.small { (more) " more between the first and the last ones listed, not shown (counted above)." } }
-            }
-        }
-    }
-}
-
-fn typing_table(r: &Report) -> Markup {
-    // Typing steps, and the typing a tool call did (its effects), with the step they are in.
-    let mut rows: Vec<(&Step, Option<u64>, bool, Headline)> = Vec::new();
-    for s in &r.timeline.steps {
-        match &s.what {
-            What::Type { .. } => rows.push((s, s.at_ms, s.time_known, s.what.headline(1))),
-            What::ToolCall(c) => rows.extend(
-                c.effects
-                    .iter()
-                    .filter(|e| matches!(e.what, What::Type { .. }))
-                    .map(|e| (s, e.at_ms, true, e.headline())),
-            ),
-            _ => {}
-        }
-    }
-    html! {
-        @if !rows.is_empty() {
-            section #typing {
-                h2 { "Typing" }
-                p.small { "Only the length and the kind of field are recorded, never the characters." }
-                table.table {
-                    thead { tr { th { "Step" } th { "Time" } th { "Typed" } th { "Page" } } }
-                    tbody {
-                        @for (s, at_ms, known, what) in &rows {
-                            tr {
-                                td.n data-label="Step" { a href={ "#" (s.anchor()) } { (s.label()) } }
-                                td.n data-label="Time" { (at(r, *at_ms, *known)) }
-                                td.wide data-label="Typed" { (headline(what)) }
-                                td data-label="Page" {
-                                    @if let Some(p) = &s.page {
-                                        @if let Some(t) = &p.title { span.u { (t) } " " }
-                                        @if let Some(u) = &p.url { code.u { (u) } }
-                                    } @else { "—" }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn redactions(r: &Report) -> Markup {
-    html! {
-        section #redactions {
-            h2 { "Redactions" }
-            @match &r.redactions {
-                None => p.empty { "The run's manifest reports no redaction counts (it may not be finalized)." },
-                Some(red) => {
-                    p.small {
-                        (count(red.total as usize, "value was", "values were")) " replaced before reaching the journal"
-                        @if red.truncated > 0 { ", and " (count(red.truncated as usize, "text was", "texts were")) " cut at a length limit" }
-                        ". Counts by rule and by registered secret name; the values themselves are never stored."
-                    }
-                    @if !red.rules.is_empty() {
-                        ul.kv { @for (k, n) in red.rules.iter().take(100) { li { span.u { (crate::text::line(k, 60)) } " " b { (n) } } } }
-                    }
-                    @let (named, typed, literals) = crate::text::secret_counts(&red.secrets);
-                    @if !named.is_empty() {
-                        p.small { "Registered secrets:" }
-                        ul.kv { @for (k, n) in named.iter().take(100) { li { code.u { "${" (crate::text::line(k, 60)) "}" } " " b { (n) } } } }
-                    }
-                    @if literals > 0 {
-                        p.small {
-                            "Echoes of typed text masked: " b { (typed) } " (from "
-                            (count(literals, "typing step", "typing steps")) ", shown as " code.u { "${TYPED_n}" } ")."
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn records(r: &Report) -> Markup {
-    let tl = &r.timeline;
-    html! {
-        section #records {
-            h2 { "Records" }
-            p.small { (count(tl.records, "record", "records")) " in the journal by kind and by status." }
-            ul.kv { @for (k, n) in tl.kinds.iter().take(40) { li { span.u { (k) } " " b { (n) } } } }
-            @if tl.kinds.len() > 40 { p.small { (tl.kinds.len() - 40) " more kinds." } }
-            ul.kv { @for (k, n) in &tl.statuses { li { span.u { (k) } " " b { (n) } } } }
-        }
-    }
-}
-
-/// Whether typed text landed, as the relay's observer judged it in the page (value-free).
 /// What a tool call returned, and the CDP actions done during it.
 fn tool_call(r: &Report, c: &ToolCall) -> Markup {
     html! {
@@ -705,19 +536,21 @@ fn tool_call(r: &Report, c: &ToolCall) -> Markup {
     }
 }
 
+/// Whether typed text landed, as the relay's observer judged it in the page (value-free).
 fn verdict(v: &crate::timeline::Verdict) -> Markup {
-    let (class, mark, word) = match v.verified.as_str() {
-        "true" => ("v-ok", "✓", "landed"),
-        "false" => ("v-bad", "✗", "did not land"),
-        _ => ("v-unk", "?", "not verified"),
+    let (class, mark) = match v.verified {
+        Verified::True => ("v-ok", "✓"),
+        Verified::False => ("v-bad", "✗"),
+        Verified::Indeterminate => ("v-unk", "?"),
     };
+    let reason = v.reason.as_str();
     html! {
         p class=(format!("verdict {class}")) {
-            span.vm { (mark) } " " b { (word) }
+            span.vm { (mark) } " " b { (v.words()) }
             // The note is the reason told for people; the bare reason only stands in for a
             // missing note.
             @if !v.note.is_empty() { " — " span.u { (v.note) } }
-            @else if !v.reason.is_empty() && v.reason != "landed" { " — " span.u { (v.reason.replace('-', " ")) } }
+            @else if !reason.is_empty() && v.reason != VerdictReason::Landed { " — " span.u { (reason.replace('-', " ")) } }
         }
     }
 }

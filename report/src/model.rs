@@ -9,7 +9,7 @@ use crate::frames::{self, FrameStats};
 use crate::text::{count, line};
 use crate::timeline::{self, Timeline, MAX_WORD};
 use crate::Options;
-use cdp_evidence::{JournalLine, Redactions, RunDir, StoredRecord, TornTail};
+use cdp_evidence::{JournalLine, Redactions, RunDir, RunStatus, StoredRecord, TornTail};
 
 /// How loud a note is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,8 +148,8 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
     let state = match &manifest {
         None => RunState::Unknown,
         Some(m) if m.is_legacy() => RunState::Legacy(m.status.as_deref().map(|s| line(s, 24))),
-        Some(m) => match m.status.as_deref() {
-            Some("finalized") => RunState::Finalized,
+        Some(m) => match m.run_status() {
+            Some(RunStatus::Finalized) => RunState::Finalized,
             _ => RunState::Running,
         },
     };

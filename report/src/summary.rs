@@ -106,7 +106,11 @@ fn failure_line(r: &Report, f: &Failure) -> String {
                 .iter()
                 .map(|(k, v)| md_code(&format!("{k}={v}")))
                 .collect();
-            format!("{} (unreadable payload) {}", md_code(kind), parts.join(" "))
+            format!(
+                "{} (unreadable payload) {}",
+                md_code(kind.as_str()),
+                parts.join(" ")
+            )
         }
     };
     let mark = if f.is_error { "✗" } else { "!" };
@@ -153,14 +157,10 @@ fn tool_call(out: &mut String, r: &Report, c: &crate::timeline::ToolCall, indent
 }
 
 fn verdict_words(v: &crate::timeline::Verdict) -> String {
-    let word = match v.verified.as_str() {
-        "true" => "landed",
-        "false" => "did not land",
-        _ => "not verified",
-    };
     format!(
-        "verified: {word} ({}) {}",
-        md_code(&v.reason),
+        "verified: {} ({}) {}",
+        v.words(),
+        md_code(v.reason.as_str()),
         md_code(&v.note)
     )
 }
@@ -217,17 +217,7 @@ fn step_block(out: &mut String, r: &Report, s: &Step) {
         verdict: Some(v), ..
     } = &s.what
     {
-        let word = match v.verified.as_str() {
-            "true" => "landed",
-            "false" => "did not land",
-            _ => "not verified",
-        };
-        let _ = writeln!(
-            out,
-            "{indent}verified: {word} ({}) {}",
-            md_code(&v.reason),
-            md_code(&v.note)
-        );
+        let _ = writeln!(out, "{indent}{}", verdict_words(v));
     }
     if let crate::timeline::What::ToolCall(c) = &s.what {
         tool_call(out, r, c, indent);

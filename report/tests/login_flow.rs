@@ -1,4 +1,4 @@
-//! The realistic login flow renders as ~12 steps with its failures in place.
+//! The realistic login flow renders as 13 steps with its failures in place.
 
 mod support;
 

@@ -51,6 +51,7 @@ mod spelling;
 mod summary;
 mod text;
 mod url;
+mod words;
 
 pub use echo::TypedEcho;
 pub use error::SecretError;
@@ -64,3 +65,10 @@ pub use secrets::{
 };
 pub use summary::RedactionSummary;
 pub use url::URL_MAX_CHARS;
+pub use words::{Word, Words};
+
+// What `words!` expands to names, from the crates that use it.
+#[doc(hidden)]
+pub use serde as __serde;
+#[doc(hidden)]
+pub use words::__words_de;

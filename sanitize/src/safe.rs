@@ -52,13 +52,19 @@ impl fmt::Debug for SafeText {
     }
 }
 
+impl AsRef<str> for SafeText {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for SafeText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-/// A URL reduced to what DESIGN §5 allows: origin and path, no userinfo, query or fragment;
+/// A URL reduced to what `docs/security.md` allows: origin and path, no userinfo, query or fragment;
 /// capability paths replaced by handles; `data:` URLs reduced to media type and size.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
@@ -119,37 +125,38 @@ impl fmt::Debug for SafeJson {
     }
 }
 
-/// What kind of field received typed input. Unknown when the relay cannot tell.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum InputType {
-    /// The relay could not tell which field received the input.
-    Unknown,
-    /// Plain text field or editable content.
-    Text,
-    /// `type=password`.
-    Password,
-    /// A one-time code field (`autocomplete=one-time-code`, OTP-looking names).
-    OneTimeCode,
-    /// A payment field (card number, CVC, expiry).
-    Payment,
-    /// `type=email`.
-    Email,
-    /// `type=tel`.
-    Tel,
-    /// `type=number`.
-    Number,
-    /// `type=search`.
-    Search,
-    /// `type=url`.
-    Url,
-    /// A `textarea`.
-    Textarea,
+crate::words! {
+    /// What kind of field received typed input. Unknown when the relay cannot tell. The journal
+    /// spelling (`payload.input.inputType`), also the page agent's word for a field.
+    #[non_exhaustive]
+    pub enum InputType {
+        /// The relay could not tell which field received the input.
+        Unknown = "unknown",
+        /// Plain text field or editable content.
+        Text = "text",
+        /// `type=password`.
+        Password = "password",
+        /// A one-time code field (`autocomplete=one-time-code`, OTP-looking names).
+        OneTimeCode = "one-time-code",
+        /// A payment field (card number, CVC, expiry).
+        Payment = "payment",
+        /// `type=email`.
+        Email = "email",
+        /// `type=tel`.
+        Tel = "tel",
+        /// `type=number`.
+        Number = "number",
+        /// `type=search`.
+        Search = "search",
+        /// `type=url`.
+        Url = "url",
+        /// A `textarea`.
+        Textarea = "textarea",
+    }
 }
 
 impl InputType {
-    /// True for fields whose screen contents must never be captured (DESIGN §5).
+    /// True for fields whose screen contents must never be captured (`docs/security.md`).
     pub fn is_sensitive(self) -> bool {
         matches!(
             self,
@@ -174,6 +181,12 @@ impl InputSummary {
             chars: text.chars().count() as u64,
             input_type,
         }
+    }
+
+    /// A summary of `chars` characters typed into an `input_type` field, for a producer that
+    /// only ever had the count (a length is not text: it needs no sanitizing).
+    pub fn from_count(chars: u64, input_type: InputType) -> Self {
+        InputSummary { chars, input_type }
     }
 
     /// Adds another burst of typing (e.g. consecutive key events) to this summary.

@@ -4,7 +4,7 @@
 //! the status, in the journal and in the report and the run still finalizes, and a run directory
 //! deleted mid-run is said and recording continues in the session's next run.
 
-use cdp_evidence::{parse_journal, EvidenceConfig, JournalRead, Store};
+use cdp_evidence::{parse_journal, EvidenceConfig, JournalRead, MarkerName, Store};
 use cdp_relay::EvidenceSettings;
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::http::get;
@@ -25,8 +25,11 @@ fn journal(run_dir: &Path) -> JournalRead {
     parse_journal(&std::fs::read(run_dir.join("actions.jsonl")).expect("journal"))
 }
 
-fn markers(j: &JournalRead) -> Vec<&str> {
-    j.records.iter().filter_map(|r| r.marker()).collect()
+fn markers(j: &JournalRead) -> Vec<String> {
+    j.records
+        .iter()
+        .filter_map(|r| Some(r.marker()?.as_str().to_owned()))
+        .collect()
 }
 
 /// Polls the relay's status until `pred` holds for its `evidence` object.
@@ -224,7 +227,10 @@ async fn the_journal_budget_bounds_a_run_of_distinct_errors() {
         let at = j
             .records
             .iter()
-            .position(|r| r.marker() == Some("journalTruncated"))
+            .position(|r| {
+                r.marker()
+                    .is_some_and(|m| m == MarkerName::JournalTruncated)
+            })
             .unwrap();
         assert!(j.records[at..].iter().any(|r| r.kind == "lifecycle"));
         assert!(j.records[at..].iter().all(|r| r.kind != "console"));
@@ -304,7 +310,7 @@ async fn a_full_disk_is_said_and_the_run_finalizes_once_space_returns() {
         let said = j
             .records
             .iter()
-            .find(|r| r.marker() == Some("evidenceDropped"))
+            .find(|r| r.marker().is_some_and(|m| m == MarkerName::EvidenceDropped))
             .expect("the loss is said in the journal");
         assert_eq!(said.payload["reason"], "writeFailed");
         let count = said.payload["count"].as_u64().unwrap();
@@ -312,7 +318,7 @@ async fn a_full_disk_is_said_and_the_run_finalizes_once_space_returns() {
         let lost_at = j
             .records
             .iter()
-            .position(|r| r.marker() == Some("evidenceDropped"));
+            .position(|r| r.marker().is_some_and(|m| m == MarkerName::EvidenceDropped));
         let after_at = j
             .records
             .iter()
@@ -328,7 +334,7 @@ async fn a_full_disk_is_said_and_the_run_finalizes_once_space_returns() {
         let total_said: u64 = j
             .records
             .iter()
-            .filter(|r| r.marker() == Some("evidenceDropped"))
+            .filter(|r| r.marker().is_some_and(|m| m == MarkerName::EvidenceDropped))
             .filter_map(|r| r.payload["count"].as_u64())
             .sum();
         assert_eq!(total_said, summary.dropped);
@@ -385,7 +391,7 @@ async fn a_run_directory_deleted_mid_run_is_said_and_recording_continues() {
         let said = j
             .records
             .iter()
-            .find(|r| r.marker() == Some("evidenceDropped"))
+            .find(|r| r.marker().is_some_and(|m| m == MarkerName::EvidenceDropped))
             .expect("the loss is said");
         assert_eq!(said.payload["reason"], "runDeleted");
         assert!(said.payload["count"].as_u64().unwrap() >= 2);
@@ -491,7 +497,7 @@ async fn a_real_full_disk_with_the_relay_binary() {
         let said: u64 = j
             .records
             .iter()
-            .filter(|r| r.marker() == Some("evidenceDropped"))
+            .filter(|r| r.marker().is_some_and(|m| m == MarkerName::EvidenceDropped))
             .filter_map(|r| r.payload["count"].as_u64())
             .sum();
         let dropped = m.totals.expect("totals").dropped_evidence;

@@ -17,8 +17,12 @@ pub fn action(method: &'static str, n: u64) -> Record {
 }
 
 /// Marker words of a journal, in order.
-pub fn markers(j: &JournalRead) -> Vec<&str> {
-    j.records.iter().filter_map(|r| r.marker()).collect()
+pub fn markers(j: &JournalRead) -> Vec<String> {
+    j.records
+        .iter()
+        .filter_map(|r| r.marker())
+        .map(|m| m.as_str().to_owned())
+        .collect()
 }
 
 /// Every file and directory below `root` (not following symlinks).

@@ -5,7 +5,7 @@
 //! Built from the run's journal as written (every string in it went through the run's
 //! sanitizer), read through the confined [`cdp_evidence::RunDir`].
 
-use cdp_evidence::{RunDir, StoredPayload, StoredRecord};
+use cdp_evidence::{ActionMethod, Kind, RunDir, Source, Status, StoredPayload, StoredRecord};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -79,10 +79,10 @@ pub(crate) fn summarize(run_id: &str, dir: &RunDir) -> Summary {
     let mut calls: HashMap<&str, String> = HashMap::new();
     let mut failures = Vec::new();
     for r in records {
-        let mcp_call = r.kind == "action" && r.source.as_deref() == Some("mcp");
-        if mcp_call {
+        let action = r.kind_word() == Kind::Action;
+        if action && r.is_from(&Source::MCP) {
             s.tool_calls += 1;
-            if r.status.as_deref() == Some("error") {
+            if r.status_word().is_some_and(|w| w == Status::Error) {
                 s.tool_calls_failed += 1;
             }
             let method = r
@@ -93,8 +93,9 @@ pub(crate) fn summarize(run_id: &str, dir: &RunDir) -> Summary {
             calls.insert(&r.action_id, format!("#{} {method}", s.tool_calls));
             continue;
         }
-        if r.kind == "action"
-            && r.payload.get("method").and_then(|m| m.as_str()) == Some("frame")
+        if action
+            && r.payload.get("method").and_then(|m| m.as_str())
+                == Some(ActionMethod::Frame.as_str())
             && !r.artifacts.is_empty()
         {
             s.frames += 1;

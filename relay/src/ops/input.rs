@@ -14,8 +14,8 @@
 //! ```
 
 use cdp_evidence::{
-    Action, Console, ConsoleLevel, CustomKind, Lifecycle, LifecycleEvent, Marker, Point, Record,
-    RecordKind, Source, Status,
+    Action, Console, ConsoleLevel, CustomKind, Kind, Lifecycle, LifecycleEvent, Marker, MarkerName,
+    Point, Record, RecordKind, Source, Status,
 };
 use cdp_sanitize::{InputSummary, InputType, RawNetworkFailure, Sanitizer};
 use serde_json::{Map, Value};
@@ -56,16 +56,18 @@ pub fn parse_line(line: &[u8], s: &Sanitizer) -> Result<Record, String> {
     let payload = match obj.get("payload") {
         None | Some(Value::Null) => &empty,
         Some(Value::Object(p)) => p,
-        Some(_) if !cdp_evidence::BUILTIN_KINDS.contains(&kind_name) => &empty,
+        Some(_) if Kind::parse(kind_name).is_none() => &empty,
         Some(_) => return Err("field `payload` must be an object".to_owned()),
     };
-    let kind = match kind_name {
-        "action" => RecordKind::Action(action(Fields::new(payload, "payload.", s))?),
-        "network" => RecordKind::Network(network(Fields::new(payload, "payload.", s))?),
-        "console" => RecordKind::Console(console(Fields::new(payload, "payload.", s))?),
-        "lifecycle" => RecordKind::Lifecycle(lifecycle(Fields::new(payload, "payload.", s))?),
-        "marker" => RecordKind::Marker(marker(Fields::new(payload, "payload.", s))?),
-        custom => {
+    let fields = Fields::new(payload, "payload.", s);
+    let kind = match Kind::parse(kind_name) {
+        Some(Kind::Action) => RecordKind::Action(action(fields)?),
+        Some(Kind::Network) => RecordKind::Network(network(fields)?),
+        Some(Kind::Console) => RecordKind::Console(console(fields)?),
+        Some(Kind::Lifecycle) => RecordKind::Lifecycle(lifecycle(fields)?),
+        Some(Kind::Marker) => RecordKind::Marker(marker(fields)?),
+        None => {
+            let custom = kind_name;
             let payload = obj
                 .get("payload")
                 .cloned()
@@ -79,7 +81,7 @@ pub fn parse_line(line: &[u8], s: &Sanitizer) -> Result<Record, String> {
     let mut record = Record::new(tool, kind);
     if let Some(status) = f.opt_str("status")? {
         let status = Status::parse(status)
-            .ok_or("field `status` must be one of ok, error, interrupted, info")?;
+            .ok_or_else(|| format!("field `status` must be one of {}", one_of(Status::ALL)))?;
         record = record.status(status);
     }
     if let Some(at) = f.opt_str("startedAt")? {
@@ -138,18 +140,16 @@ fn typed(f: Fields<'_>) -> Result<InputSummary, String> {
     f.only(&["text", "chars", "inputType"])?;
     let input_type = match f.opt_str("inputType")? {
         None => InputType::Unknown,
-        Some(t) => input_type(t).ok_or(
-            "field `payload.input.inputType` must be one of unknown, text, password, \
-             one-time-code, payment, email, tel, number, search, url, textarea",
-        )?,
+        Some(t) => InputType::parse(t).ok_or_else(|| {
+            format!(
+                "field `payload.input.inputType` must be one of {}",
+                one_of(InputType::ALL)
+            )
+        })?,
     };
     match (f.opt_str("text")?, f.opt_u64("chars")?) {
         (Some(text), None) => Ok(InputSummary::of(text, input_type)),
-        (None, Some(n)) if n <= MAX_TYPED_CHARS => {
-            // InputSummary can only be built by counting; count a placeholder of that length.
-            let n = usize::try_from(n).unwrap_or(0);
-            Ok(InputSummary::of(&" ".repeat(n), input_type))
-        }
+        (None, Some(n)) if n <= MAX_TYPED_CHARS => Ok(InputSummary::from_count(n, input_type)),
         (None, Some(_)) => Err(format!(
             "field `payload.input.chars` must be at most {MAX_TYPED_CHARS}"
         )),
@@ -157,21 +157,10 @@ fn typed(f: Fields<'_>) -> Result<InputSummary, String> {
     }
 }
 
-fn input_type(s: &str) -> Option<InputType> {
-    Some(match s {
-        "unknown" => InputType::Unknown,
-        "text" => InputType::Text,
-        "password" => InputType::Password,
-        "one-time-code" => InputType::OneTimeCode,
-        "payment" => InputType::Payment,
-        "email" => InputType::Email,
-        "tel" => InputType::Tel,
-        "number" => InputType::Number,
-        "search" => InputType::Search,
-        "url" => InputType::Url,
-        "textarea" => InputType::Textarea,
-        _ => return None,
-    })
+/// A closed set's words for an error message (`a, b, c`).
+fn one_of<W: cdp_evidence::Words>(all: &[W]) -> String {
+    let words: Vec<&str> = all.iter().map(|w| w.as_str()).collect();
+    words.join(", ")
 }
 
 fn network(f: Fields<'_>) -> Result<cdp_sanitize::NetworkFailure, String> {
@@ -201,8 +190,12 @@ fn network(f: Fields<'_>) -> Result<cdp_sanitize::NetworkFailure, String> {
 
 fn console(f: Fields<'_>) -> Result<Console, String> {
     f.only(&["level", "text", "url", "line", "column"])?;
-    let level = ConsoleLevel::parse(f.req_str("level")?)
-        .ok_or("field `payload.level` must be one of error, warning, assert, exception")?;
+    let level = ConsoleLevel::parse(f.req_str("level")?).ok_or_else(|| {
+        format!(
+            "field `payload.level` must be one of {}",
+            one_of(ConsoleLevel::ALL)
+        )
+    })?;
     let mut c = Console::new(level, f.s.text(f.req_str("text")?));
     c.url = f.opt_str("url")?.map(|u| f.s.url(u));
     c.line = f.opt_u32("line")?;
@@ -212,9 +205,12 @@ fn console(f: Fields<'_>) -> Result<Console, String> {
 
 fn lifecycle(f: Fields<'_>) -> Result<Lifecycle, String> {
     f.only(&["event", "connection", "closeCode", "detail"])?;
-    let event = LifecycleEvent::parse(f.req_str("event")?).ok_or(
-        "field `payload.event` must be one of clientConnected, clientDisconnected, upstreamLost",
-    )?;
+    let event = LifecycleEvent::parse(f.req_str("event")?).ok_or_else(|| {
+        format!(
+            "field `payload.event` must be one of {}",
+            one_of(LifecycleEvent::ALL)
+        )
+    })?;
     let connection = f
         .opt_u64("connection")?
         .ok_or("field `payload.connection` is required (a number)")?;
@@ -231,8 +227,8 @@ fn lifecycle(f: Fields<'_>) -> Result<Lifecycle, String> {
 
 fn marker(f: Fields<'_>) -> Result<Marker, String> {
     f.only(&["marker", "count"])?;
-    match f.req_str("marker")? {
-        "evidenceDropped" => {
+    match MarkerName::parse(f.req_str("marker")?) {
+        Some(MarkerName::EvidenceDropped) => {
             let count = f
                 .opt_u64("count")?
                 .ok_or("field `payload.count` is required (a number)")?;

@@ -17,7 +17,7 @@
 //! Never looks at payloads beyond the kind and method, never persists anything itself, and is
 //! bounded ([`MAX_CALLS`] calls remembered, each for [`REMEMBER`] after it ended).
 
-use cdp_evidence::{ActionId, Record, RecordKind, Source};
+use cdp_evidence::{ActionId, ActionMethod, Record, RecordKind, Source};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
@@ -93,7 +93,7 @@ impl ToolCalls {
         }
         let effect = match record.kind() {
             RecordKind::Network(_) | RecordKind::Console(_) => true,
-            RecordKind::Action(a) => a.method.as_str() == "frame",
+            RecordKind::Action(a) => a.method == ActionMethod::Frame,
             RecordKind::Lifecycle(_) | RecordKind::Custom(_) => false,
             // Markers, and kinds added later: not something a call did.
             _ => return,

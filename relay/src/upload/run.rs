@@ -9,7 +9,7 @@
 use super::state::{self, RunUpload, UploadState, LOCK_FILE, STATE_FILE};
 use super::target::{one_line, Target};
 use crate::Error;
-use cdp_evidence::{ARTIFACTS_DIR, MANIFEST_FILE};
+use cdp_evidence::{RunStatus, ARTIFACTS_DIR, MANIFEST_FILE};
 use futures_util::StreamExt;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::Mode;
@@ -85,7 +85,7 @@ pub async fn upload_run(
     if manifest.is_legacy() {
         return Ok(Attempt::NotFinalized("it is a legacy run"));
     }
-    if manifest.status.as_deref() != Some("finalized") {
+    if manifest.run_status() != Some(RunStatus::Finalized) {
         return Ok(Attempt::NotFinalized("it is not finalized"));
     }
     let mut st = match state::read(run_dir) {

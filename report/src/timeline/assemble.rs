@@ -361,10 +361,10 @@ impl Pass2 {
         let source = r
             .source
             .as_deref()
-            .filter(|s| *s != "relay")
+            .filter(|_| !r.is_from(&Source::RELAY))
             .map(|s| line(s, MAX_WORD));
         let error = r.error.as_deref().map(|e| line(e, MAX_ERROR));
-        let status = Outcome::of(r.status.as_deref());
+        let status = Outcome::of(r.status_word());
         // A tool call is a step, never another call's effect.
         let call = match &role {
             Role::Step(What::ToolCall(_)) => None,

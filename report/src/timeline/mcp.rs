@@ -13,7 +13,8 @@ use super::{
 };
 use crate::text::line;
 use cdp_evidence::{
-    LifecycleEvent, StoredAction, StoredLifecycle, StoredRecord, StoredToolArgument,
+    InputType, LifecycleEvent, Source, StoredAction, StoredLifecycle, StoredRecord,
+    StoredToolArgument, VerdictReason, Verified, Word,
 };
 
 /// Effects listed under one call at most (the rest are counted).
@@ -131,7 +132,7 @@ pub(crate) fn role(r: &StoredRecord, a: &StoredAction) -> Role {
     });
     let _ = r;
     Role::Step(What::ToolCall(Box::new(ToolCall {
-        name: line(&a.method, MAX_WORD),
+        name: line(a.method.as_str(), MAX_WORD),
         label: a.label.as_deref().map(|l| line(l, MAX_FIELD)),
         gist: a.arguments.as_deref().and_then(gist),
         returned,
@@ -187,7 +188,10 @@ fn walk(args: &[serde_json::Value], prefix: &str, out: &mut Vec<(String, String)
         let shown = if let Some(u) = &arg.url {
             Some(line(u, MAX_FIELD))
         } else if let Some(i) = &arg.input {
-            let t = i.input_type.as_deref().unwrap_or("unknown");
+            let t = i
+                .input_type
+                .as_ref()
+                .map_or(InputType::Unknown.as_str(), Word::as_str);
             Some(format!(
                 "{} of text, not kept (input type {})",
                 plural(i.chars, "char", "chars"),
@@ -215,10 +219,7 @@ fn walk(args: &[serde_json::Value], prefix: &str, out: &mut Vec<(String, String)
             }
             (None, Some(s)) => out.push((key, s)),
             (None, None) => {
-                let t = serde_json::to_value(arg.json_type)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
+                let t = line(arg.json_type.as_str(), 24);
                 let s = match arg.count {
                     Some(n) => format!("{t} of {n}"),
                     None => t,
@@ -288,12 +289,17 @@ fn effect_words(e: &Effect) -> Option<String> {
             input_type,
             verdict,
         } => {
-            let field = input_type.as_deref().unwrap_or("text");
+            let field = input_type
+                .as_ref()
+                .map_or(InputType::Text.as_str(), Word::as_str);
             let how = match verdict {
-                Some(v) if v.verified == "true" => " landed",
-                Some(v) if v.verified == "false" => " did not land",
-                Some(v) if v.reason == "sensitive-field" => " not read back",
-                Some(_) => " not verified",
+                Some(v)
+                    if v.verified == Verified::Indeterminate
+                        && v.reason == VerdictReason::SensitiveField =>
+                {
+                    " not read back"
+                }
+                Some(v) => &format!(" {}", v.words()),
                 None => "",
             };
             format!("{field} {}{how}", plural(*chars, "char", "chars"))
@@ -321,7 +327,7 @@ fn effect_words(e: &Effect) -> Option<String> {
 
 /// An `mcp` action's role, or the relay's own role for any other action.
 pub(crate) fn action(r: &StoredRecord, a: &StoredAction, foreign: bool) -> Role {
-    if r.source.as_deref() == Some("mcp") {
+    if r.is_from(&Source::MCP) {
         role(r, a)
     } else {
         action_role(a, foreign)

@@ -30,7 +30,10 @@
 //! [`crate::text`] (visible, bounded); nothing here does I/O.
 
 use crate::text::{clean, line, Lines};
-use cdp_evidence::{LifecycleEvent, MarkerKind, StoredPayload, StoredRecord};
+use cdp_evidence::{
+    ActionMethod, ConsoleLevel, Kind, LifecycleEvent, MarkerKind, Source, Status, StoredAction,
+    StoredPayload, StoredRecord, Word,
+};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -114,12 +117,12 @@ pub(crate) fn build(
 
 /// Something that hands every record over to the function it is given, in the same order
 /// each time it is called.
-pub(crate) type Source<'a> = dyn FnMut(&mut dyn FnMut(&StoredRecord)) + 'a;
+pub(crate) type Records<'a> = dyn FnMut(&mut dyn FnMut(&StoredRecord)) + 'a;
 
 /// Builds the model from a source that hands every record over, in the same order, each time
 /// it is called (it is called twice).
 pub(crate) fn build_from(
-    source: &mut Source<'_>,
+    source: &mut Records<'_>,
     manifest_start_ms: Option<u64>,
     manifest_end_ms: Option<u64>,
     caps: Caps,
@@ -147,8 +150,14 @@ impl FailKind {
         match what {
             FailWhat::Request { .. } => FailKind::Request,
             FailWhat::Console { .. } => FailKind::Console,
-            FailWhat::Generic { kind, .. } if kind == "network" => FailKind::Request,
-            FailWhat::Generic { kind, .. } if kind == "console" => FailKind::Console,
+            FailWhat::Generic {
+                kind: Kind::Network,
+                ..
+            } => FailKind::Request,
+            FailWhat::Generic {
+                kind: Kind::Console,
+                ..
+            } => FailKind::Console,
             _ => FailKind::Other,
         }
     }
@@ -200,34 +209,40 @@ pub(crate) fn sort_time(r: &StoredRecord) -> (Option<u64>, bool) {
 }
 
 /// Methods that are framework plumbing rather than steps.
-fn plumbing_category(method: &str) -> Option<Category> {
+fn plumbing_category(method: &Word<ActionMethod>) -> Option<Category> {
+    use ActionMethod as M;
     Some(match method {
-        "Runtime.evaluate" | "Runtime.callFunctionOn" => Category::Evaluation,
-        "Target.attachToTarget"
-        | "Target.activateTarget"
-        | "Target.setAutoAttach"
-        | "Target.getTargets"
-        | "Target.getTargetInfo"
-        | "Target.setDiscoverTargets"
-        | "Page.bringToFront" => Category::Attach,
-        "Page.startScreencast" | "Page.stopScreencast" | "Page.screencastFrame" => {
+        Word::Known(M::RuntimeEvaluate | M::RuntimeCallFunctionOn) => Category::Evaluation,
+        Word::Known(
+            M::TargetAttachToTarget
+            | M::TargetActivateTarget
+            | M::TargetSetAutoAttach
+            | M::TargetGetTargets
+            | M::TargetGetTargetInfo
+            | M::TargetSetDiscoverTargets
+            | M::PageBringToFront,
+        ) => Category::Attach,
+        Word::Known(M::PageStartScreencast | M::PageStopScreencast | M::PageScreencastFrame) => {
             Category::Screencast
         }
-        "frame" => Category::Frame,
-        "DOM.setFileInputFiles" => return None,
-        m if m.starts_with("DOM.")
-            || m.starts_with("Runtime.")
-            || m.starts_with("Accessibility.")
-            || m.starts_with("CSS.")
-            || m.starts_with("DOMSnapshot.")
-            || m.starts_with("Page.get")
-            || m.starts_with("Page.addScriptToEvaluate")
-            || m.starts_with("Page.createIsolatedWorld") =>
-        {
-            Category::Query
-        }
-        _ => return None,
+        Word::Known(M::Frame) => Category::Frame,
+        Word::Known(_) => return None,
+        // CDP methods the format does not name: queries by their domain.
+        Word::Other(m) if is_cdp_query(m) => Category::Query,
+        Word::Other(_) => return None,
     })
+}
+
+/// A CDP method (not one of [`ActionMethod`]) that reads the page without changing it: one of
+/// the query domains, or a `Page` getter.
+fn is_cdp_query(method: &str) -> bool {
+    const QUERY_DOMAINS: [&str; 5] = ["DOM", "Runtime", "Accessibility", "CSS", "DOMSnapshot"];
+    const PAGE_QUERIES: [&str; 3] = ["get", "addScriptToEvaluate", "createIsolatedWorld"];
+    match method.split_once('.') {
+        Some(("Page", name)) => PAGE_QUERIES.iter().any(|p| name.starts_with(p)),
+        Some((domain, _)) => QUERY_DOMAINS.contains(&domain),
+        None => false,
+    }
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -285,83 +300,84 @@ pub(crate) enum Role {
     Marker,
 }
 
-fn action_role(a: &cdp_evidence::StoredAction, foreign: bool) -> Role {
-    let method = a.method.as_str();
+fn action_role(a: &StoredAction, foreign: bool) -> Role {
+    use ActionMethod as M;
     if !foreign {
-        if let Some(c) = plumbing_category(method) {
-            return Role::Plumb(c, line(method, MAX_WORD));
+        if let Some(c) = plumbing_category(&a.method) {
+            return Role::Plumb(c, line(a.method.as_str(), MAX_WORD));
         }
     }
     let url = a.url.as_deref().map(|u| line(u, MAX_URL));
-    let detail_str = |k: &str| a.detail.as_ref().and_then(|d| str_of(d, k));
-    let detail_u64 = |k: &str| {
-        a.detail
-            .as_ref()
-            .and_then(|d| d.get(k))
-            .and_then(Value::as_u64)
+    let detail = a.details();
+    let Word::Known(method) = &a.method else {
+        return Role::Step(What::Action {
+            method: line(a.method.as_str(), MAX_WORD),
+            url,
+        });
     };
     Role::Step(match method {
-        "Page.navigate" => What::Navigate { url },
-        "Page.reload" => What::Reload,
-        "Page.navigateToHistoryEntry" => What::History,
-        "Page.captureScreenshot" => What::Screenshot,
-        "Page.printToPDF" => What::Pdf,
-        "Page.stopLoading" => What::StopLoading,
-        "click" => match a.point {
+        M::PageNavigate => What::Navigate { url },
+        M::PageReload => What::Reload,
+        M::PageNavigateToHistoryEntry => What::History,
+        M::PageCaptureScreenshot => What::Screenshot,
+        M::PagePrintToPdf => What::Pdf,
+        M::PageStopLoading => What::StopLoading,
+        M::Click => match a.point {
             Some(p) => What::Click {
                 x: p.x,
                 y: p.y,
-                button: detail_str("button").map(|b| line(b, 12)),
-                count: detail_u64("clickCount"),
+                button: detail.button.map(|b| clean_word(b, 12)),
+                count: detail.click_count,
             },
             None => What::Action {
-                method: "click".into(),
+                method: M::Click.as_str().into(),
                 url,
             },
         },
-        "tap" => What::Tap {
+        M::Tap => What::Tap {
             x: a.point.map(|p| p.x),
             y: a.point.map(|p| p.y),
         },
-        "scroll" => What::Scroll,
-        "type" => What::Type {
+        M::Scroll => What::Scroll,
+        M::Type => What::Type {
             chars: a.input.as_ref().map_or(0, |i| i.chars),
             input_type: a
                 .input
                 .as_ref()
-                .and_then(|i| i.input_type.as_deref())
-                .map(|t| line(t, 24)),
+                .and_then(|i| i.input_type.clone())
+                .map(|t| clean_word(t, 24)),
             verdict: a.verification.as_ref().map(|v| Verdict {
-                verified: serde_json::to_value(v.verified)
-                    .ok()
-                    .map(|w| match w {
-                        Value::Bool(b) => b.to_string(),
-                        Value::String(s) => line(&s, 16),
-                        _ => "indeterminate".into(),
-                    })
-                    .unwrap_or_else(|| "indeterminate".into()),
-                reason: line(&v.reason, 40),
+                verified: v.verified,
+                reason: clean_word(v.reason.clone(), 40),
                 note: line(&v.note, 200),
             }),
         },
-        "press" => What::Press {
-            key: detail_str("key").map(|k| line(k, 40)),
+        M::Press => What::Press {
+            key: detail.key.map(|k| line(&k, 40)),
         },
-        "Target.createTarget" => What::OpenPage { url },
-        "Target.closeTarget" => What::ClosePage,
-        "Browser.close" => What::CloseBrowser,
-        "DOM.setFileInputFiles" => What::Upload {
-            files: detail_u64("files"),
+        M::TargetCreateTarget => What::OpenPage { url },
+        M::TargetCloseTarget => What::ClosePage,
+        M::BrowserClose => What::CloseBrowser,
+        M::DomSetFileInputFiles => What::Upload {
+            files: detail.files,
         },
         other => What::Action {
-            method: line(other, MAX_WORD),
+            method: other.as_str().into(),
             url,
         },
     })
 }
 
+/// A word as the report shows it: another producer's word visible and bounded.
+pub(crate) fn clean_word<E: cdp_evidence::Words>(w: Word<E>, max_chars: usize) -> Word<E> {
+    match w {
+        Word::Other(s) => Word::Other(line(&s, max_chars)),
+        known => known,
+    }
+}
+
 pub(crate) fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
-    let foreign = r.source.as_deref().is_some_and(|s| s != "relay");
+    let foreign = r.source.is_some() && !r.is_from(&Source::RELAY);
     let generic = |r: &StoredRecord| What::Generic {
         kind: line(&r.kind, MAX_WORD),
         method: str_of(&r.payload, "method").map(|m| line(m, MAX_WORD)),
@@ -380,14 +396,10 @@ pub(crate) fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
             true,
         ),
         StoredPayload::Console(c) => {
-            let level = serde_json::to_value(c.level)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            let is_error = level != "warning";
+            let is_error = c.level != ConsoleLevel::Warning;
             Role::Fail(
                 FailWhat::Console {
-                    level,
+                    level: c.level,
                     text: clean(&c.text, MAX_MESSAGE, Lines::Keep),
                     url: c.url.as_deref().map(|u| line(u, MAX_URL)),
                     line: c.line,
@@ -416,15 +428,18 @@ pub(crate) fn role(r: &StoredRecord, typed: StoredPayload) -> (Role, bool) {
             },
         },
         StoredPayload::Marker(_) => Role::Marker,
-        StoredPayload::Mismatch if r.kind == "network" || r.kind == "console" => Role::Fail(
-            FailWhat::Generic {
-                kind: r.kind.clone(),
-                fields: flatten(&r.payload),
-            },
-            r.kind == "network" || r.status.as_deref() == Some("error"),
-        ),
-        StoredPayload::Mismatch if r.kind == "marker" => Role::Marker,
-        StoredPayload::Mismatch | StoredPayload::Custom => Role::Step(generic(r)),
+        StoredPayload::Mismatch => match r.kind_word().known() {
+            Some(kind @ (Kind::Network | Kind::Console)) => Role::Fail(
+                FailWhat::Generic {
+                    kind,
+                    fields: flatten(&r.payload),
+                },
+                kind == Kind::Network || r.status_word().is_some_and(|s| s == Status::Error),
+            ),
+            Some(Kind::Marker) => Role::Marker,
+            _ => Role::Step(generic(r)),
+        },
+        StoredPayload::Custom => Role::Step(generic(r)),
         // A future variant of the read model: show it generically.
         _ => Role::Step(generic(r)),
     };
@@ -469,7 +484,8 @@ pub(crate) fn marker(m: &mut Markers, r: &StoredRecord, typed: &StoredPayload) {
         }
         StoredPayload::Marker(MarkerKind::RunStarted { .. }) => {}
         _ => {
-            let word = str_of(&r.payload, "marker").unwrap_or("(no marker word)");
+            let word = r.marker();
+            let word = word.as_ref().map_or("(no marker word)", |w| w.as_str());
             if m.unknown.len() < 64 {
                 *m.unknown.entry(line(word, MAX_WORD)).or_insert(0) += 1;
             }
@@ -598,8 +614,8 @@ mod tests;
 
 /// Why the relay kept no picture for a record (`detail.screenshotWithheld`).
 pub(crate) fn withheld_reason(r: &StoredRecord) -> Option<String> {
-    r.payload
-        .get("detail")
-        .and_then(|d| str_of(d, "screenshotWithheld"))
-        .map(|w| line(w, 120))
+    let StoredPayload::Action(a) = r.typed_payload() else {
+        return None;
+    };
+    a.details().screenshot_withheld.map(|w| line(&w, 120))
 }

@@ -275,7 +275,7 @@ impl Pass1 {
         *tl.kinds
             .entry(super::line(&r.kind, super::MAX_WORD))
             .or_insert(0) += 1;
-        let status = super::Outcome::of(r.status.as_deref());
+        let status = super::Outcome::of(r.status_word());
         *tl.statuses.entry(status.word().to_owned()).or_insert(0) += 1;
         if !known {
             tl.bad_times += 1;

@@ -378,8 +378,11 @@ fn observer_frames_fold_into_their_step_shared_frames_show_once_and_verdicts_are
         panic!("typing step with a verdict: {:?}", tl.steps[1].what);
     };
     assert_eq!(
-        (v.verified.as_str(), v.reason.as_str()),
-        ("false", "dropped-characters")
+        (v.verified, v.reason.clone()),
+        (
+            cdp_evidence::Verified::False,
+            cdp_evidence::VerdictReason::DroppedCharacters.into()
+        )
     );
     assert_eq!(
         tl.steps[1].withheld.as_deref(),

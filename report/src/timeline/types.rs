@@ -3,6 +3,9 @@
 //! through [`crate::text`].
 
 use crate::text::line;
+use cdp_evidence::{
+    ConsoleLevel, InputType, Kind, MouseButton, Status, VerdictReason, Verified, Word,
+};
 use std::collections::BTreeMap;
 /// Display limits for journal strings (characters).
 pub(crate) const MAX_URL: usize = 300;
@@ -28,13 +31,13 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
-    pub(crate) fn of(status: Option<&str>) -> Outcome {
+    pub(crate) fn of(status: Option<Word<Status, &str>>) -> Outcome {
         match status {
-            Some("ok") => Outcome::Ok,
-            Some("error") => Outcome::Error,
-            Some("interrupted") => Outcome::Interrupted,
-            Some("info") => Outcome::Info,
-            Some(other) => Outcome::Other(line(other, 24)),
+            Some(Word::Known(Status::Ok)) => Outcome::Ok,
+            Some(Word::Known(Status::Error)) => Outcome::Error,
+            Some(Word::Known(Status::Interrupted)) => Outcome::Interrupted,
+            Some(Word::Known(Status::Info)) => Outcome::Info,
+            Some(Word::Other(other)) => Outcome::Other(line(other, 24)),
             None => Outcome::Missing,
         }
     }
@@ -42,10 +45,10 @@ impl Outcome {
     /// The word shown in a badge.
     pub(crate) fn word(&self) -> &str {
         match self {
-            Outcome::Ok => "ok",
-            Outcome::Error => "error",
-            Outcome::Interrupted => "interrupted",
-            Outcome::Info => "info",
+            Outcome::Ok => Status::Ok.as_str(),
+            Outcome::Error => Status::Error.as_str(),
+            Outcome::Interrupted => Status::Interrupted.as_str(),
+            Outcome::Info => Status::Info.as_str(),
             Outcome::Missing => "no status",
             Outcome::Other(s) => s,
         }
@@ -83,7 +86,7 @@ pub(crate) enum What {
     Click {
         x: f64,
         y: f64,
-        button: Option<String>,
+        button: Option<Word<MouseButton>>,
         count: Option<u64>,
     },
     Tap {
@@ -93,7 +96,7 @@ pub(crate) enum What {
     Scroll,
     Type {
         chars: u64,
-        input_type: Option<String>,
+        input_type: Option<Word<InputType>>,
         /// `payload.verification`: whether the text landed, and why (value-free).
         verdict: Option<Verdict>,
     },
@@ -167,9 +170,10 @@ impl What {
                 button,
                 count,
             } => {
-                let verb = match (button.as_deref(), count) {
-                    (Some("right"), _) => "Right-clicked",
-                    (Some("middle"), _) => "Middle-clicked",
+                let button = button.as_ref().and_then(Word::known);
+                let verb = match (button, count) {
+                    (Some(MouseButton::Right), _) => "Right-clicked",
+                    (Some(MouseButton::Middle), _) => "Middle-clicked",
                     (_, Some(2)) => "Double-clicked",
                     (_, Some(3)) => "Triple-clicked",
                     _ => "Clicked",
@@ -446,7 +450,7 @@ pub(crate) enum FailWhat {
         error_text: Option<String>,
     },
     Console {
-        level: String,
+        level: ConsoleLevel,
         text: String,
         url: Option<String>,
         line: Option<u32>,
@@ -457,7 +461,7 @@ pub(crate) enum FailWhat {
     },
     /// A `network` or `console` record whose payload did not fit its kind.
     Generic {
-        kind: String,
+        kind: Kind,
         fields: Vec<(String, String)>,
     },
 }
@@ -566,10 +570,20 @@ impl Timeline {
 /// A typing step's verification, as the relay's observer judged it in the page.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Verdict {
-    /// `true`, `false` or `indeterminate`.
-    pub verified: String,
-    /// The kebab-case reason (`landed`, `dropped-characters`, …).
-    pub reason: String,
+    pub verified: Verified,
+    /// Why (`landed`, `dropped-characters`, …; another producer's word cleaned).
+    pub reason: Word<VerdictReason>,
     /// One value-free sentence.
     pub note: String,
+}
+
+impl Verdict {
+    /// The verdict in words.
+    pub(crate) fn words(&self) -> &'static str {
+        match self.verified {
+            Verified::True => "landed",
+            Verified::False => "did not land",
+            Verified::Indeterminate => "not verified",
+        }
+    }
 }

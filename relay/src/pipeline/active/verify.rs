@@ -13,7 +13,7 @@
 //! Never a false `true`: every case that fits more than one story is `indeterminate`.
 
 use crate::pipeline::capture::FieldKind;
-use cdp_evidence::{Verification, Verified};
+use cdp_evidence::{VerdictReason, Verification, Verified};
 use cdp_sanitize::{InputType, SafeText};
 use serde::Deserialize;
 use std::time::SystemTime;
@@ -91,18 +91,11 @@ pub(crate) struct AgentAnswer {
 
 /// The agent's field kinds.
 pub(crate) fn field_kind(word: &str) -> Option<FieldKind> {
+    // The agent names input fields with the journal's own words.
+    if let Some(t) = InputType::parse(word) {
+        return Some(FieldKind::Input(t));
+    }
     Some(match word {
-        "text" => FieldKind::Input(InputType::Text),
-        "password" => FieldKind::Input(InputType::Password),
-        "one-time-code" => FieldKind::Input(InputType::OneTimeCode),
-        "payment" => FieldKind::Input(InputType::Payment),
-        "email" => FieldKind::Input(InputType::Email),
-        "tel" => FieldKind::Input(InputType::Tel),
-        "number" => FieldKind::Input(InputType::Number),
-        "search" => FieldKind::Input(InputType::Search),
-        "url" => FieldKind::Input(InputType::Url),
-        "textarea" => FieldKind::Input(InputType::Textarea),
-        "unknown" => FieldKind::Input(InputType::Unknown),
         "marked" => FieldKind::Marked,
         "frame" => FieldKind::Unreadable,
         "none" => FieldKind::NotEditable,
@@ -118,13 +111,13 @@ fn text(s: String) -> SafeText {
 
 fn verdict(
     verified: Verified,
-    reason: &'static str,
+    reason: VerdictReason,
     note: String,
     expected: u64,
     grew: Option<i64>,
     fields: Option<u64>,
 ) -> Verification {
-    let mut v = Verification::new(verified, SafeText::literal(reason), text(note));
+    let mut v = Verification::new(verified, reason, text(note));
     v.expected = Some(expected);
     v.grew = grew;
     v.fields = fields;
@@ -141,7 +134,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
     let v = match a.reason.as_str() {
         "landed" => verdict(
             True,
-            "landed",
+            VerdictReason::Landed,
             format!("the field changed exactly as typing {n} characters would"),
             n,
             g,
@@ -149,7 +142,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "dropped-characters" => verdict(
             False,
-            "dropped-characters",
+            VerdictReason::DroppedCharacters,
             format!("expected {n} characters; the field grew by {grew}"),
             n,
             g,
@@ -157,7 +150,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "no-input" => verdict(
             False,
-            "no-input",
+            VerdictReason::NoInput,
             format!(
                 "the page received {} of {n} typed characters as input",
                 a.received.unwrap_or(0)
@@ -168,7 +161,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "already-held" => verdict(
             Indeterminate,
-            "already-held",
+            VerdictReason::AlreadyHeld,
             format!("the field already held this text and did not change ({n} characters typed)"),
             n,
             g,
@@ -176,7 +169,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "same-text" => verdict(
             Indeterminate,
-            "same-text",
+            VerdictReason::SameText,
             format!("the selected value was replaced by the same {n} characters"),
             n,
             g,
@@ -184,7 +177,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "rewritten" => verdict(
             Indeterminate,
-            "rewritten",
+            VerdictReason::Rewritten,
             format!("the page rewrote the value (a mask or formatter): {n} characters typed, the field changed by {grew}"),
             n,
             g,
@@ -194,7 +187,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
             let k = a.fields.unwrap_or(2);
             verdict(
                 Indeterminate,
-                "focus-moved",
+                VerdictReason::FocusMoved,
                 format!("focus moved to another field mid-burst: {n} characters went to {k} fields"),
                 n,
                 g,
@@ -203,7 +196,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         }
         "bounced" => verdict(
             Indeterminate,
-            "focus-moved",
+            VerdictReason::FocusMoved,
             format!("the field focused for typing handed focus to another as it got it: {n} characters went there"),
             n,
             g,
@@ -211,7 +204,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "rich-text" => verdict(
             Indeterminate,
-            "rich-text",
+            VerdictReason::RichText,
             format!("editable content changed by {grew} characters for {n} typed, but not as plain insertion"),
             n,
             g,
@@ -220,7 +213,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         "sensitive-field" => sensitive(n),
         "frame" => verdict(
             Indeterminate,
-            "frame",
+            VerdictReason::Frame,
             "the field is inside a frame the relay cannot read".into(),
             n,
             None,
@@ -228,7 +221,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "not-installed" => verdict(
             Indeterminate,
-            "not-read",
+            VerdictReason::NotRead,
             "not read: the relay's page agent started after the typing".into(),
             n,
             None,
@@ -236,7 +229,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "not-compared" => verdict(
             Indeterminate,
-            "not-read",
+            VerdictReason::NotRead,
             "not read: the field was taken for a sensitive one when typing started".into(),
             n,
             None,
@@ -244,7 +237,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "detached" => verdict(
             Indeterminate,
-            "detached",
+            VerdictReason::Detached,
             "the field left the document before it could be read".into(),
             n,
             None,
@@ -252,7 +245,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "ambiguous" => verdict(
             Indeterminate,
-            "ambiguous",
+            VerdictReason::Ambiguous,
             format!("the same {n} characters reached the page more than once around this step"),
             n,
             None,
@@ -260,7 +253,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
         ),
         "interleaved" => verdict(
             Indeterminate,
-            "interleaved",
+            VerdictReason::Interleaved,
             format!("other input reached the page with this step's {n} characters"),
             n,
             None,
@@ -275,7 +268,7 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
 pub(crate) fn sensitive(chars: u64) -> Verification {
     verdict(
         Verified::Indeterminate,
-        "sensitive-field",
+        VerdictReason::SensitiveField,
         "not read back: a password, one-time-code, payment or page-marked field".into(),
         chars,
         None,
@@ -287,7 +280,7 @@ pub(crate) fn sensitive(chars: u64) -> Verification {
 pub(crate) fn attribute(chars: u64) -> Verification {
     verdict(
         Verified::Indeterminate,
-        "attribute",
+        VerdictReason::Attribute,
         "set as a value attribute (DOM.setAttributeValue), not typed".into(),
         chars,
         None,
@@ -299,7 +292,7 @@ pub(crate) fn attribute(chars: u64) -> Verification {
 pub(crate) fn too_long(chars: u64) -> Verification {
     verdict(
         Verified::Indeterminate,
-        "too-long",
+        VerdictReason::TooLong,
         format!("{chars} characters is more than the relay keeps to verify"),
         chars,
         None,
@@ -312,7 +305,7 @@ pub(crate) fn too_long(chars: u64) -> Verification {
 pub(crate) fn unread(chars: u64, why: &'static str) -> Verification {
     verdict(
         Verified::Indeterminate,
-        "not-read",
+        VerdictReason::NotRead,
         format!("not read: {why}"),
         chars,
         None,

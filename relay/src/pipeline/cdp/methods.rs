@@ -113,7 +113,8 @@ macro_rules! cdp_methods {
                 })
             }
 
-            /// The CDP name.
+            /// The CDP name (the tests check the table with it).
+            #[cfg(test)]
             pub(crate) fn name(self) -> &'static str {
                 match self {
                     $(Event::Target(TargetEvent::$target) => $target_name,)*

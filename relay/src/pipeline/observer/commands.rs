@@ -7,7 +7,7 @@
 use crate::pipeline::cdp::frame::Frame;
 use crate::pipeline::cdp::methods::CommandMethod;
 use crate::pipeline::cdp::params as cdp;
-use cdp_evidence::{Action, Point};
+use cdp_evidence::{Action, ActionDetail, ActionMethod, MouseButton, Point};
 use cdp_sanitize::{SafeText, Sanitizer};
 use serde_json::json;
 
@@ -59,8 +59,7 @@ pub(crate) const NAMED_KEYS: [&str; 30] = [
 /// up).
 pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) -> Option<Command> {
     use CommandMethod as M;
-    let named = |m: &'static str| Action::new(SafeText::literal(m));
-    let this = || named(method.name());
+    let this = || Action::new(SafeText::literal(method.name()));
     Some(match method {
         M::PageNavigate => {
             let p: cdp::Url = frame.params()?;
@@ -87,18 +86,20 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
         M::InputDispatchMouseEvent => {
             let p: cdp::MouseEvent = frame.params()?;
             let name = match p.kind.as_ref() {
-                "mousePressed" => "click",
-                "mouseWheel" => "scroll",
+                "mousePressed" => ActionMethod::Click,
+                "mouseWheel" => ActionMethod::Scroll,
                 _ => return None,
             };
-            let mut a = named(name);
+            let mut a = Action::new(name);
             a.point = Some(Point { x: p.x, y: p.y });
-            if name == "click" {
-                let button = match p.button.as_ref() {
-                    "left" | "middle" | "right" | "back" | "forward" | "none" => p.button.as_ref(),
-                    _ => "other",
+            if name == ActionMethod::Click {
+                let button = MouseButton::parse(&p.button).unwrap_or(MouseButton::Other);
+                let detail = ActionDetail {
+                    button: Some(button.into()),
+                    click_count: Some(u64::from(p.click_count)),
+                    ..ActionDetail::default()
                 };
-                a.detail = Some(s.json(&json!({ "button": button, "clickCount": p.click_count })));
+                a.detail = Some(detail.sanitized(s));
             }
             Command::Action(a)
         }
@@ -107,7 +108,7 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             if p.kind != "touchStart" {
                 return None;
             }
-            let mut a = named("tap");
+            let mut a = Action::new(ActionMethod::Tap);
             a.point = p.touch_points.first().map(|t| Point { x: t.x, y: t.y });
             Command::Action(a)
         }
@@ -121,8 +122,12 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
                 if p.kind == "char" {
                     return None;
                 }
-                let mut a = named("press");
-                a.detail = Some(s.json(&json!({ "key": key })));
+                let mut a = Action::new(ActionMethod::Press);
+                let detail = ActionDetail {
+                    key: Some((*key).to_owned()),
+                    ..ActionDetail::default()
+                };
+                a.detail = Some(detail.sanitized(s));
                 return Some(Command::Action(a));
             }
             // Character keys are typing (`typed.rs`).

@@ -9,7 +9,7 @@ use crate::pipeline::cdp::frame::Frame;
 use crate::pipeline::cdp::methods::CommandMethod;
 use crate::pipeline::cdp::params as cdp;
 use crate::pipeline::{Emit, NewArtifact};
-use cdp_evidence::{Action, Record, RecordKind, Status};
+use cdp_evidence::{Action, ActionMethod, Record, RecordKind, Status};
 use cdp_sanitize::{SafeJson, SafeText};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
@@ -134,7 +134,7 @@ impl Observer {
         let waiting = match cmd {
             Command::Action(action) => {
                 self.end_typing(conn, &key, at);
-                let trigger = (action.method.as_str() == "click").then_some(StepKind::Click);
+                let trigger = (action.method == ActionMethod::Click).then_some(StepKind::Click);
                 let target = self.target_for(conn, &key);
                 Waiting::Action {
                     action,
@@ -219,7 +219,7 @@ impl Observer {
                 trigger,
             } => {
                 if trigger == Some(StepKind::Navigation)
-                    && action.method.as_str() == "Page.navigate"
+                    && action.method == ActionMethod::PageNavigate
                 {
                     if let Some(loader) = frame
                         .result::<cdp::Navigated>()

@@ -4,16 +4,11 @@
 use super::{Key, Observer, TOOL};
 use crate::pipeline::capture::Withheld;
 use crate::pipeline::cdp::frame::Frame;
-use crate::pipeline::cdp::methods::{Event, PassiveEvent};
 use crate::pipeline::cdp::params as cdp;
 use crate::pipeline::{Emit, NewArtifact};
-use cdp_evidence::{Action, Record, RecordKind, Status};
+use cdp_evidence::{Action, ActionDetail, ActionMethod, Record, RecordKind, Status};
 use cdp_sanitize::{SafeJson, SafeText, Sanitizer};
-use serde_json::json;
 use std::time::SystemTime;
-
-/// The event whose name a sampled frame's action takes.
-const SCREENCAST_FRAME: Event = Event::Passive(PassiveEvent::PageScreencastFrame);
 
 impl Observer {
     /// The image of a successful `Page.captureScreenshot` response, to keep as an artifact;
@@ -67,7 +62,7 @@ impl Observer {
         else {
             return;
         };
-        let mut action = Action::new(SafeText::literal(SCREENCAST_FRAME.name()));
+        let mut action = Action::new(ActionMethod::PageScreencastFrame);
         action.bytes = Some(bytes.len() as u64);
         let mut record = Record::new(SafeText::literal(TOOL), RecordKind::Action(action))
             .started_at(at)
@@ -87,7 +82,11 @@ impl Observer {
 }
 
 fn withheld_detail(sanitizer: &Sanitizer, why: Withheld) -> SafeJson {
-    sanitizer.json(&json!({ "screenshotWithheld": why.reason() }))
+    let detail = ActionDetail {
+        screenshot_withheld: Some(why.reason().to_owned()),
+        ..ActionDetail::default()
+    };
+    detail.sanitized(sanitizer)
 }
 
 /// Decodes CDP's base64 image data; `None` for anything malformed or empty.

@@ -11,7 +11,7 @@ use super::typed::{How, Typing};
 use super::{Key, Observer, TOOL};
 use crate::pipeline::active::verify::{self, Literal, VerifyReply, VerifyRequest};
 use crate::pipeline::capture::FieldKind;
-use cdp_evidence::{Action, Record, RecordKind, Status, Verification};
+use cdp_evidence::{Action, ActionMethod, Record, RecordKind, Status, Verification};
 use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer, TypedEcho};
 use std::time::{Duration, SystemTime};
 
@@ -129,7 +129,7 @@ impl Burst {
         at: SystemTime,
         interrupted: Option<&str>,
     ) -> Record {
-        let mut action = Action::new(SafeText::literal("type"));
+        let mut action = Action::new(ActionMethod::Type);
         action.input = Some(self.summary);
         let mut detail = serde_json::json!({ "commands": self.commands });
         match self.kind {

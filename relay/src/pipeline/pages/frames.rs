@@ -12,8 +12,7 @@
 
 use super::{Pages, Table};
 use crate::pipeline::capture::Withheld;
-use cdp_evidence::Record;
-use serde_json::Value;
+use cdp_evidence::{FrameAfter, Record, Word};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Failure records one frame may hold back; more are written at once, without a frame.
@@ -28,11 +27,11 @@ pub(crate) enum After {
 }
 
 impl After {
-    pub(crate) fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> FrameAfter {
         match self {
-            After::Navigation => "navigation",
-            After::Click => "click",
-            After::Failure => "failure",
+            After::Navigation => FrameAfter::Navigation,
+            After::Click => FrameAfter::Click,
+            After::Failure => FrameAfter::Failure,
         }
     }
 }
@@ -64,8 +63,8 @@ impl Want {
         }
     }
 
-    pub(crate) fn detail_after(&self) -> Value {
-        Value::Array(self.after.iter().map(|a| Value::from(a.word())).collect())
+    pub(crate) fn detail_after(&self) -> Vec<Word<FrameAfter>> {
+        self.after.iter().map(|a| a.word().into()).collect()
     }
 }
 

@@ -9,9 +9,8 @@ use crate::pipeline::active::TOOL;
 use crate::pipeline::capture::Withheld;
 use crate::pipeline::pages::{instant_of, After, Due, Want};
 use crate::pipeline::{Emit, NewArtifact};
-use cdp_evidence::{Action, Record, RecordKind, Status};
+use cdp_evidence::{Action, ActionDetail, ActionMethod, Record, RecordKind, Status};
 use cdp_sanitize::SafeText;
-use serde_json::json;
 use std::time::{Duration, Instant, SystemTime};
 
 /// How long failures typed over wait for a frame of the next document before they are written
@@ -117,24 +116,19 @@ impl Browser<'_> {
         started: SystemTime,
         took: Duration,
     ) {
-        let mut action = Action::new(SafeText::literal("frame"));
+        let mut action = Action::new(ActionMethod::Frame);
+        let mut detail = ActionDetail {
+            after: Some(want.detail_after()),
+            ..ActionDetail::default()
+        };
         let (status, error) = match &no {
             NoFrame::Withheld(w) => {
-                action.detail = Some(self.ctx.sanitizer.json(&json!({
-                    "after": want.detail_after(),
-                    "screenshotWithheld": w.reason(),
-                })));
+                detail.screenshot_withheld = Some(w.reason().to_owned());
                 (Status::Info, None)
             }
-            NoFrame::Failed(why) => {
-                action.detail = Some(
-                    self.ctx
-                        .sanitizer
-                        .json(&json!({ "after": want.detail_after() })),
-                );
-                (Status::Error, Some(self.ctx.sanitizer.error(why)))
-            }
+            NoFrame::Failed(why) => (Status::Error, Some(self.ctx.sanitizer.error(why))),
         };
+        action.detail = Some(detail.sanitized(&self.ctx.sanitizer));
         let mut r = Record::new(SafeText::literal(TOOL), RecordKind::Action(action))
             .started_at(started)
             .duration(took)
@@ -187,13 +181,15 @@ impl Browser<'_> {
         };
         // The frame record says when the frame was taken (a failure's frame may come after a
         // navigation, of the next document); the failures waiting for it name it too.
-        let mut action = Action::new(SafeText::literal("frame"));
+        let mut action = Action::new(ActionMethod::Frame);
         action.bytes = Some(shot.bytes.len() as u64);
-        action.detail = Some(self.ctx.sanitizer.json(&json!({
-            "after": want.detail_after(),
-            "width": shot.width,
-            "height": shot.height,
-        })));
+        let detail = ActionDetail {
+            after: Some(want.detail_after()),
+            width: Some(u64::from(shot.width)),
+            height: Some(u64::from(shot.height)),
+            ..ActionDetail::default()
+        };
+        action.detail = Some(detail.sanitized(&self.ctx.sanitizer));
         let mut records = vec![
             Record::new(SafeText::literal(TOOL), RecordKind::Action(action))
                 .started_at(started)
