@@ -387,6 +387,17 @@ impl Pages {
         });
     }
 
+    /// The browser answered a keystroke of burst `burst` at `at`: the text is on screen from
+    /// then at the latest, so the quiet after typing also counts from the answer (a busy
+    /// browser answers hundreds of milliseconds after the command).
+    pub fn typing_answered(&self, target: &str, burst: u64, at: SystemTime) {
+        self.with_page_veto(target, |p| {
+            if p.typed.contains_key(&burst) {
+                p.last_typed = Some(p.last_typed.map_or(at, |t| t.max(at)));
+            }
+        });
+    }
+
     /// The field burst `burst` went to is now known to be `kind` (read back by the page agent).
     /// A burst taken for sensitive stays so, whatever the reading says; a burst of a document
     /// the page has left changes that document only.

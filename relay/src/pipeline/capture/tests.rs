@@ -56,6 +56,19 @@ fn ordinary_typing_withholds_only_right_after() {
 }
 
 #[test]
+fn the_quiet_after_typing_counts_from_the_browsers_answer() {
+    let p = policy(true);
+    p.typed_into("T1", 1, TEXT, t(0));
+    // A busy browser answers the keystroke 300 ms later: the text is on screen from then.
+    p.typing_answered("T1", 1, t(300));
+    assert_eq!(p.verdict_at("T1", t(1200)), Err(Withheld::JustTyped));
+    assert_eq!(p.verdict_at("T1", t(1300)), Ok(()));
+    // An answer for a burst of another document (or none) changes nothing.
+    p.typing_answered("T1", 7, t(5000));
+    assert_eq!(p.verdict_at("T1", t(5500)), Ok(()));
+}
+
+#[test]
 fn a_burst_taken_for_sensitive_stays_sensitive_whatever_a_later_reading_says() {
     // Six code boxes: the first announces a one-time code, the reading of the burst (taken
     // where focus ended, in a later box) says text.

@@ -44,6 +44,8 @@ pub(crate) struct Burst {
     error: Option<SafeText>,
     target: Option<SafeJson>,
     target_id: Option<String>,
+    /// What the page model tracks the typing under (`Observer::typing_key`).
+    page: Option<String>,
     verification: Option<Verification>,
 }
 
@@ -90,6 +92,7 @@ impl Burst {
             error: None,
             target,
             target_id,
+            page: None,
             verification: None,
         }
     }
@@ -296,6 +299,7 @@ impl Observer {
             self.next_burst += 1;
         }
         burst.add(text, attribute, at);
+        burst.page.get_or_insert_with(|| typed.clone());
         self.pages.typed_into(&typed, burst.seq, burst.kind, at);
         burst.seq
     }
@@ -375,11 +379,17 @@ impl Observer {
             .find(|b| b.seq == seq)
         {
             b.answered(error, at);
+            if let Some(page) = &b.page {
+                self.pages.typing_answered(page, seq, at);
+            }
             return;
         }
         let done = match c.closing.get_mut(&seq) {
             Some(b) => {
                 b.answered(error, at);
+                if let Some(page) = &b.page {
+                    self.pages.typing_answered(page, seq, at);
+                }
                 b.outstanding == 0
             }
             None => false,

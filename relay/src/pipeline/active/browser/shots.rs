@@ -164,13 +164,20 @@ impl Browser<'_> {
         let target = page.target_id.clone();
         if outcome.is_ok() {
             // The veto must see every keystroke forwarded before now: the passive thread
-            // registers them, and under load it lags (a frame was kept 900 ms after typing).
+            // registers them, and under load it lags behind the check made when the frame
+            // was started (a frame was kept 900 ms after typing).
             self.ctx.order.caught_up().await;
         }
         self.ctx.pages.frame_done(&target);
         let shot = match outcome {
-            // Typing that began while the frame was taken makes it a frame right after typing.
-            Ok(shot) => match self.ctx.pages.verdict_at(&target, SystemTime::now()) {
+            // Judged again with every keystroke known: as of when the frame was started (typing
+            // just before, or while it was taken) and as of now (a sensitive field focused).
+            Ok(shot) => match self
+                .ctx
+                .pages
+                .verdict_at(&target, started)
+                .and_then(|()| self.ctx.pages.verdict_at(&target, SystemTime::now()))
+            {
                 Ok(()) => shot,
                 Err(w) => return self.withheld(&target, want, w, started, took).await,
             },
