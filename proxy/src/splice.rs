@@ -503,7 +503,10 @@ impl TapCopy {
     }
 
     fn into_payload(mut self) -> Payload {
-        if !self.small.is_empty() || self.parts.is_empty() {
+        if self.parts.is_empty() {
+            return Payload::one(true, Bytes::from(self.small), None);
+        }
+        if !self.small.is_empty() {
             self.parts.push((Bytes::from(self.small), None));
         }
         Payload::from_parts(true, self.parts)

@@ -52,25 +52,60 @@ impl Mask {
 #[derive(Debug, Clone)]
 pub struct Payload {
     text: bool,
-    parts: Vec<(Bytes, Option<Mask>)>,
+    parts: Parts,
     len: usize,
+}
+
+/// A payload's slices: almost every message is one, kept inline so a copy costs no `Vec`.
+#[derive(Debug, Clone)]
+enum Parts {
+    One((Bytes, Option<Mask>)),
+    Many(Vec<(Bytes, Option<Mask>)>),
+}
+
+impl Parts {
+    fn as_slice(&self) -> &[(Bytes, Option<Mask>)] {
+        match self {
+            Parts::One(p) => std::slice::from_ref(p),
+            Parts::Many(v) => v,
+        }
+    }
 }
 
 impl Payload {
     /// A text message held in one unmasked buffer (tests, the fuzzer, small copies).
     pub fn text(s: impl Into<Bytes>) -> Payload {
-        Payload::from_parts(true, vec![(s.into(), None)])
+        Payload::one(true, s.into(), None)
     }
 
     /// A binary message held in one unmasked buffer.
     pub fn binary(b: impl Into<Bytes>) -> Payload {
-        Payload::from_parts(false, vec![(b.into(), None)])
+        Payload::one(false, b.into(), None)
+    }
+
+    /// A message held in one buffer, unmasked with `mask` if it has one.
+    pub fn one(text: bool, bytes: Bytes, mask: Option<Mask>) -> Payload {
+        let len = bytes.len();
+        Payload {
+            text,
+            parts: Parts::One((bytes, mask)),
+            len,
+        }
     }
 
     /// A message made of `parts` in order, each unmasked with its mask if it has one.
-    pub fn from_parts(text: bool, parts: Vec<(Bytes, Option<Mask>)>) -> Payload {
+    pub fn from_parts(text: bool, mut parts: Vec<(Bytes, Option<Mask>)>) -> Payload {
+        if parts.len() == 1 {
+            if let Some((bytes, mask)) = parts.pop() {
+                return Payload::one(text, bytes, mask);
+            }
+        }
         let len = parts.iter().map(|(b, _)| b.len()).sum();
-        Payload { text, parts, len }
+        Payload {
+            text,
+            parts: Parts::Many(parts),
+            len,
+        }
     }
 
     /// True for a text message.
@@ -97,13 +132,14 @@ impl Payload {
     /// lie in one unmasked slice. Lets the observer judge a large message by its head without
     /// joining it.
     pub fn head(&self, n: usize) -> Cow<'_, [u8]> {
-        if let Some((b, None)) = self.parts.first() {
+        let parts = self.parts.as_slice();
+        if let Some((b, None)) = parts.first() {
             if b.len() >= n.min(self.len) {
                 return Cow::Borrowed(&b[..n.min(b.len())]);
             }
         }
         let mut out = Vec::with_capacity(n.min(self.len));
-        for (b, mask) in &self.parts {
+        for (b, mask) in parts {
             if out.len() == n {
                 break;
             }
@@ -416,6 +452,23 @@ mod tests {
                 .as_text()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_single_part_is_unmasked_and_borrowed_only_when_plain() {
+        let key = [0x0f, 0xf0, 0x55, 0xaa];
+        let plain = b"{\"method\":\"Page.loadEventFired\"}";
+        let masked = masked_bytes(plain, key);
+        let p = Payload::from_parts(
+            true,
+            vec![(Bytes::from(masked), Some(Mask { key, phase: 0 }))],
+        );
+        assert_eq!((&*p.bytes(), p.len()), (&plain[..], plain.len()));
+        assert!(matches!(p.bytes(), Cow::Owned(_)));
+        let q = Payload::one(true, Bytes::from_static(plain), None);
+        assert!(matches!(q.head(8), Cow::Borrowed(b) if b == &plain[..8]));
+        assert_eq!(q.as_text().as_deref(), std::str::from_utf8(plain).ok());
+        assert!(Payload::from_parts(true, Vec::new()).is_empty());
     }
 
     #[test]

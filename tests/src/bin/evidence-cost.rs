@@ -185,16 +185,21 @@ fn main() {
         }
         std::thread::sleep(Duration::from_millis(15));
     }
-    // Wait until the pipeline's threads stop using CPU: everything offered has been handled.
-    let mut last = thread_cpu();
-    loop {
-        std::thread::sleep(Duration::from_millis(200));
-        let now = thread_cpu();
-        if now == last {
-            break;
-        }
-        last = now;
+    // Wait until everything offered is handled and written. Not until the threads stop using
+    // CPU: the observer polls while idle, so that never happens, and on a loaded machine a
+    // starved thread looks idle. The passive thread hands its last records to the writer in
+    // the round after the one that handled them; two more gates tried means that round is over.
+    let order = pipeline.handle().order().clone();
+    let mark = order.stamp();
+    while !order.handled(mark) {
+        std::thread::sleep(Duration::from_millis(5));
     }
+    let gates = order.gates_tried();
+    while order.gates_tried() < gates + 2 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    rt.block_on(pipeline.handle().writer().sync());
+    let last = thread_cpu();
     let offered = started.elapsed();
     tap.closed(1, SessionEnd::ClientClosed);
     let dropped = tap.dropped();
