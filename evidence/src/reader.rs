@@ -263,15 +263,16 @@ pub fn scan_journal(mut input: impl BufRead, mut f: impl FnMut(JournalLine)) -> 
     let mut line_no = 0u64;
     loop {
         buf.clear();
+        let line = read_bounded_line(&mut input, &mut buf, MAX_LINE_BYTES)?;
+        if line.at_end() {
+            break;
+        }
         let BoundedLine {
             len,
             terminated,
             overflow,
             ..
-        } = read_bounded_line(&mut input, &mut buf, MAX_LINE_BYTES)?;
-        if len == 0 && !terminated {
-            break;
-        }
+        } = line;
         line_no += 1;
         let start = offset;
         offset += len + u64::from(terminated);

@@ -1,8 +1,9 @@
 //! The one policy for a run that ends under its writer (docs/evidence-format.md, *When
 //! writing fails*): when another producer finalized it, or its directory was deleted, the write
 //! goes to the session's next run — joined once per failed write, so a run that ends again at
-//! once is an error, never a loop. The relay's run writer and `cdp-relay evidence append` both
-//! write through here.
+//! once is an error, never a loop. `cdp-relay evidence append` writes through
+//! [`Store::write_or_rejoin`]; the relay's run writer, which rebuilds its loss markers between
+//! the two tries, decides with [`Error::run_ended`] and joins with [`Store::join_as`].
 
 use crate::{Error, Run, Store};
 use std::path::PathBuf;

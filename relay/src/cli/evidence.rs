@@ -267,7 +267,7 @@ impl Appender<'_> {
 fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<Option<bool>> {
     buf.clear();
     let line = cdp_evidence::read_bounded_line(input, buf, MAX_INPUT_LINE)?;
-    Ok((line.len > 0 || line.terminated).then_some(line.overflow))
+    Ok((!line.at_end()).then_some(line.overflow))
 }
 
 fn finalize(args: FinalizeArgs) -> anyhow::Result<ExitCode> {

@@ -495,12 +495,8 @@ impl Writer {
             self.run.dir().to_path_buf(),
             self.appended,
         );
-        let run = match self.store.join_as(&self.session, "relay", JoinAs::Owner) {
-            Ok(run) => run,
-            Err(e) => {
-                self.failed("join the session's next run", &e, 0);
-                return false;
-            }
+        let Some(run) = self.join_next() else {
+            return false;
         };
         match ended {
             RunEnded::Finalized => tracing::info!(
@@ -525,6 +521,17 @@ impl Writer {
         true
     }
 
+    /// The session's next run; a failure is counted and said like any failed write.
+    fn join_next(&mut self) -> Option<Run> {
+        match self.store.join_as(&self.session, "relay", JoinAs::Owner) {
+            Ok(run) => Some(run),
+            Err(e) => {
+                self.failed("join the session's next run", &e, 0);
+                None
+            }
+        }
+    }
+
     fn switch_to(&mut self, run: Run) {
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) = CurrentRun {
             id: run.id().to_owned(),
@@ -538,16 +545,9 @@ impl Writer {
     /// Finalize → render → prune, then join the session's next run for what comes after.
     fn rotate(&mut self) -> Option<WriterSummary> {
         let summary = self.finish(0);
-        match self.store.join_as(&self.session, "relay", JoinAs::Owner) {
-            Ok(run) => {
-                self.switch_to(run);
-                Some(summary)
-            }
-            Err(e) => {
-                self.failed("join the session's next run", &e, 0);
-                None
-            }
-        }
+        let run = self.join_next()?;
+        self.switch_to(run);
+        Some(summary)
     }
 
     /// Writes the last folds, then finalize → render → prune.

@@ -11,6 +11,7 @@ use super::typed::{How, Typing};
 use super::{Key, Observer, TOOL};
 use crate::pipeline::active::verify::{self, Literal, VerifyReply, VerifyRequest};
 use crate::pipeline::capture::FieldKind;
+use crate::pipeline::pages::Pages;
 use cdp_evidence::{Action, ActionMethod, Record, RecordKind, Status, Verification};
 use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer, TypedEcho};
 use std::time::{Duration, SystemTime};
@@ -112,11 +113,16 @@ impl Burst {
         self.last = at;
     }
 
-    pub(crate) fn answered(&mut self, error: Option<SafeText>, at: SystemTime) {
+    /// The browser answered one of the burst's commands at `at`; the page model hears of it
+    /// (the quiet after typing also counts from the answer).
+    pub(crate) fn answered(&mut self, pages: &Pages, error: Option<SafeText>, at: SystemTime) {
         self.outstanding = self.outstanding.saturating_sub(1);
         self.answered_at = at;
         if self.error.is_none() {
             self.error = error;
+        }
+        if let Some(page) = &self.page {
+            pages.typing_answered(page, self.seq, at);
         }
     }
 
@@ -378,18 +384,12 @@ impl Observer {
             .filter_map(|s| s.typing.as_mut())
             .find(|b| b.seq == seq)
         {
-            b.answered(error, at);
-            if let Some(page) = &b.page {
-                self.pages.typing_answered(page, seq, at);
-            }
+            b.answered(&self.pages, error, at);
             return;
         }
         let done = match c.closing.get_mut(&seq) {
             Some(b) => {
-                b.answered(error, at);
-                if let Some(page) = &b.page {
-                    self.pages.typing_answered(page, seq, at);
-                }
+                b.answered(&self.pages, error, at);
                 b.outstanding == 0
             }
             None => false,
