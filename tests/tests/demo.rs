@@ -161,22 +161,9 @@ async fn demo_reports_every_failure_and_leaks_nothing() {
         .iter()
         .map(|r| r.payload["input"]["inputType"].as_str().unwrap_or_default())
         .collect();
-    // The one-time code is typed right before "Sign in" navigates. Its type comes from the page
-    // agent's focus report (on the observer's own connection, which can arrive a few ms after
-    // the client's command) or else from the reading after the burst — which a navigation that
-    // comes first refuses. When both races are lost the step is `unknown` and its verdict
-    // `indeterminate`: the documented limit (docs/security.md), withheld from frames like a
-    // sensitive field. Only then is it allowed.
-    let otp_unread = kinds.get(2) == Some(&"unknown")
-        && typed[2].payload["verification"]["verified"] == "indeterminate";
-    let otp_kind = if otp_unread {
-        "unknown"
-    } else {
-        "one-time-code"
-    };
     assert_eq!(
         kinds,
-        ["email", "password", otp_kind, "search"],
+        ["email", "password", "one-time-code", "search"],
         "input types; stderr:\n{}",
         run.stderr
     );

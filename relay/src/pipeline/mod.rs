@@ -147,6 +147,15 @@ impl PipelineHandle {
         &self.session
     }
 
+    /// Resolves once the relay's own observer records the events of at least `n` pages (field
+    /// types, typed-text verdicts and frames need it there before the typing); at once when it
+    /// is not configured.
+    pub async fn observing(&self, n: usize) {
+        if self.observing {
+            self.pages.covering(n).await;
+        }
+    }
+
     /// Where evidence goes now, and what was lost.
     pub fn status(&self) -> EvidenceStatus {
         let current = self.writer.current();

@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use cdp_relay::{Config, EvidenceNeed, EvidenceSettings, LaunchConfig, ListenPolicy, Recording};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 // What the demo's agent types and the demo site holds. They are planted secrets: the demo test
 // (`tests/tests/demo.rs`) searches every byte of the run and of stderr for them, and must find
@@ -37,6 +37,8 @@ const SEARCH: &str = "overdue invoices";
 /// The browser window the demo asks for, unless `-- --window-size=…` says otherwise: wide enough
 /// for the site's desktop layout, short enough for a readable filmstrip.
 const WINDOW_SIZE: &str = "--window-size=1024,768";
+/// How long the demo waits for the relay's observer to be on the browser's first page.
+const OBSERVER_READY: Duration = Duration::from_secs(10);
 
 /// Flags of `cdp-relay demo`.
 #[derive(Debug, clap::Args)]
@@ -113,8 +115,27 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         "demo: Chromium is running behind the relay at {}",
         running.endpoint()
     );
+    // The agent starts typing at once; the relay's observer must be on the page first, or the
+    // first fields are recorded as unidentified (a real client's first page can lose that race).
+    let observing = async {
+        if let Some(evidence) = running.evidence() {
+            if tokio::time::timeout(OBSERVER_READY, evidence.observing(1))
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    "demo: the relay's observer is not on the page after {} s; going on without \
+                     it (input types may be unknown)",
+                    OBSERVER_READY.as_secs()
+                );
+            }
+        }
+    };
     let mut outcome = tokio::select! {
-        done = script::run(running.endpoint(), &site) => done,
+        done = async {
+            observing.await;
+            script::run(running.endpoint(), &site).await
+        } => done,
         status = browser.wait() => Err(browser_gone(status)),
         name = shutdown.recv() => Err(anyhow::anyhow!("interrupted by {name}")),
     };

@@ -19,7 +19,6 @@
   'use strict';
   const BINDING = '__cdpRelayObserve';
   if (globalThis.__cdpRelayAgent) return;
-  const binding = globalThis[BINDING];
   let isTop = false;
   try {
     isTop = window.top === window;
@@ -29,6 +28,9 @@
   const send = (o) => {
     if (!isTop) return;
     try {
+      // Looked up at each report: when the observer sets up a page that is already loading, the
+      // agent can run before the binding reaches its world (only this world has it).
+      const binding = globalThis[BINDING];
       if (typeof binding === 'function') binding(JSON.stringify(o));
     } catch (_) {
       // The relay went away: nothing to report to.

@@ -1,6 +1,6 @@
 //! The active observer's own CDP connection: one websocket to the browser endpoint (dialled
 //! upstream directly, never through the relay's listener), its own command ids, a timeout on
-//! every command, and events handed out on a bounded channel.
+//! every command, and events handed out on a bounded channel, each stamped with when it arrived.
 //!
 //! It never logs a message's contents (commands can carry typed text on their way back into the
 //! page they were typed into) and never blocks: a full event queue drops events, counted.
@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
@@ -48,6 +48,10 @@ impl CallError {
 }
 
 type Reply = Result<Value, CallError>;
+
+/// An event from the browser and when it arrived: the page model orders what the page reported
+/// against the client's keystrokes by these times, not by when the observer got round to it.
+pub(crate) type Incoming = (String, SystemTime);
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
 
 /// A cloneable handle to send commands on the observer's connection.
@@ -76,7 +80,7 @@ impl Cdp {
         up: &Upstream,
         path: &str,
         dropped: Arc<AtomicU64>,
-    ) -> Result<(Cdp, mpsc::Receiver<String>), String> {
+    ) -> Result<(Cdp, mpsc::Receiver<Incoming>), String> {
         let tcp = tokio::time::timeout(
             Duration::from_secs(10),
             tokio::net::TcpStream::connect(up.authority()),
@@ -105,7 +109,7 @@ impl Cdp {
         })?;
         let (mut sink, mut stream) = ws.split();
         let (tx, mut outgoing) = mpsc::channel::<String>(COMMAND_QUEUE);
-        let (events_tx, events) = mpsc::channel::<String>(EVENT_QUEUE);
+        let (events_tx, events) = mpsc::channel::<Incoming>(EVENT_QUEUE);
         let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
         tokio::spawn(async move {
             while let Some(text) = outgoing.recv().await {
@@ -182,7 +186,7 @@ impl Cdp {
 }
 
 /// A response goes to its caller, anything else to the event queue.
-fn route(text: &str, answers: &Pending, events: &mpsc::Sender<String>, dropped: &AtomicU64) {
+fn route(text: &str, answers: &Pending, events: &mpsc::Sender<Incoming>, dropped: &AtomicU64) {
     use crate::pipeline::cdp::frame::{leading, Frame, Leading};
     let id = match leading(text) {
         Leading::Method(_) => None,
@@ -190,7 +194,7 @@ fn route(text: &str, answers: &Pending, events: &mpsc::Sender<String>, dropped: 
         _ => Frame::parse(text).and_then(|f| if f.method.is_some() { None } else { f.id }),
     };
     let Some(id) = id else {
-        if events.try_send(text.to_owned()).is_err() {
+        if events.try_send((text.to_owned(), SystemTime::now())).is_err() {
             dropped.fetch_add(1, Ordering::Relaxed);
         }
         return;

@@ -10,7 +10,7 @@
 
 use super::verify::{self, field_kind, VerifyReply, VerifyRequest};
 use super::{BINDING, TOOL, WORLD};
-use crate::pipeline::cdp::frame::Frame;
+use crate::pipeline::cdp::frame::{leading, Frame, Leading};
 use crate::pipeline::cdp::methods::{Event, ObserverEvent};
 use crate::pipeline::cdp::params as cdp;
 use crate::pipeline::pages::events::{self, Effect, Source};
@@ -187,6 +187,31 @@ impl Sessions {
         }
     }
 
+    /// The page agent's world and its focus reports, taken as soon as they arrive
+    /// (`browser::received`): they carry no page text (a focus report is a kind word), so they
+    /// need not wait for the keystrokes before them to be registered — and the passive observer
+    /// types a burst by the focus reported before it. `false`: not one of them, or not on a page
+    /// this observer watches (the event then takes the ordinary way).
+    pub(crate) fn bookkeeping(&mut self, pages: &Pages, text: &str, at: SystemTime) -> bool {
+        let Leading::Method(method) = leading(text) else {
+            return false;
+        };
+        let Some(Event::Observer(e)) = Event::parse(method) else {
+            return false;
+        };
+        if !is_agent_event(e) {
+            return false;
+        }
+        let Some(frame) = Frame::parse(text) else {
+            return false;
+        };
+        let Some(page) = frame.session().and_then(|s| self.pages.get_mut(s)) else {
+            return false;
+        };
+        agent_event(page, pages, e, &frame, at);
+        true
+    }
+
     fn page_event(
         &mut self,
         pages: &Pages,
@@ -222,38 +247,10 @@ impl Sessions {
         let target = page.target_id.as_str();
         use ObserverEvent as O;
         match e {
-            O::RuntimeExecutionContextCreated => {
-                if let Some(p) = frame.params::<cdp::ContextCreated>() {
-                    if p.context.name == WORLD && p.context.aux_data.frame_id == target {
-                        tracing::trace!("observer: page agent world {}", p.context.id);
-                        page.world = Some(p.context.id);
-                    }
-                }
-            }
-            O::RuntimeExecutionContextDestroyed => {
-                if let Some(p) = frame.params::<cdp::ContextDestroyed>() {
-                    if page.world == Some(p.execution_context_id) {
-                        page.world = None;
-                    }
-                }
-            }
-            O::RuntimeExecutionContextsCleared => page.world = None,
-            O::RuntimeBindingCalled => {
-                let Some(p) = frame.params::<cdp::BindingCalled>() else {
-                    return;
-                };
-                if p.name != BINDING || page.world != Some(p.execution_context_id) {
-                    return;
-                }
-                let Ok(m) = serde_json::from_str::<AgentMessage>(&p.payload) else {
-                    return;
-                };
-                if m.t == "focus" {
-                    let kind = field_kind(&m.kind);
-                    tracing::trace!("observer: focus {}", kind.map_or("?", |_| m.kind.as_str()));
-                    pages.focused_at(target, kind, at);
-                }
-            }
+            O::RuntimeExecutionContextCreated
+            | O::RuntimeExecutionContextDestroyed
+            | O::RuntimeExecutionContextsCleared
+            | O::RuntimeBindingCalled => agent_event(page, pages, e, frame, at),
             O::PageLoadEventFired => {
                 if page.loading_since.take().is_some() {
                     pages.want_frame(target, After::Navigation, self.after_load);
@@ -273,5 +270,67 @@ impl Sessions {
             }
             O::InspectorTargetReloadedAfterCrash => page.crashed = false,
         }
+    }
+}
+
+fn is_agent_event(e: ObserverEvent) -> bool {
+    use ObserverEvent as O;
+    matches!(
+        e,
+        O::RuntimeExecutionContextCreated
+            | O::RuntimeExecutionContextDestroyed
+            | O::RuntimeExecutionContextsCleared
+            | O::RuntimeBindingCalled
+    )
+}
+
+/// The page agent's world coming and going, and what it reports: which kind of field has focus.
+fn agent_event(page: &mut Page, pages: &Pages, e: ObserverEvent, frame: &Frame<'_>, at: SystemTime) {
+    use ObserverEvent as O;
+    let target = page.target_id.as_str();
+    match e {
+        O::RuntimeExecutionContextCreated => {
+            if let Some(p) = frame.params::<cdp::ContextCreated>() {
+                if p.context.name == WORLD && p.context.aux_data.frame_id == target {
+                    tracing::trace!("observer: page agent world {}", p.context.id);
+                    page.world = Some(p.context.id);
+                }
+            }
+        }
+        O::RuntimeExecutionContextDestroyed => {
+            if let Some(p) = frame.params::<cdp::ContextDestroyed>() {
+                if page.world == Some(p.execution_context_id) {
+                    page.world = None;
+                }
+            }
+        }
+        O::RuntimeExecutionContextsCleared => page.world = None,
+        O::RuntimeBindingCalled => {
+            let Some(p) = frame.params::<cdp::BindingCalled>() else {
+                return;
+            };
+            if p.name != BINDING || page.world != Some(p.execution_context_id) {
+                tracing::trace!(
+                    "observer: a binding call from context {} (the agent's world: {:?}) ignored",
+                    p.execution_context_id,
+                    page.world
+                );
+                return;
+            }
+            let Ok(m) = serde_json::from_str::<AgentMessage>(&p.payload) else {
+                return;
+            };
+            if m.t == "focus" {
+                let kind = field_kind(&m.kind);
+                tracing::trace!("observer: focus {}", kind.map_or("?", |_| m.kind.as_str()));
+                pages.focused_at(target, kind, at);
+            }
+        }
+        // Not the agent's: `is_agent_event` keeps them out.
+        O::PageLoadEventFired
+        | O::PageJavascriptDialogOpening
+        | O::PageJavascriptDialogClosed
+        | O::InspectorTargetCrashed
+        | O::InspectorTargetReloadedAfterCrash => {}
     }
 }

@@ -908,3 +908,53 @@ fn only_a_fresh_document_lifts_the_veto_without_the_observer() {
     );
     assert!(c.shot_kept(), "a fresh document");
 }
+
+/// Types "abc" into PAGE at 100–120 ms (`before` reported and registered at 0 ms) and ends the
+/// burst with another command at 500 ms; `late` (a kind and when it was reported) is registered
+/// only after the first keystroke, as a focus report that lost its race would be. The step's
+/// `input` member.
+fn typed_with_focus(
+    before: Option<cdp_sanitize::InputType>,
+    late: Option<(cdp_sanitize::InputType, u64)>,
+) -> serde_json::Value {
+    use crate::pipeline::capture::FieldKind;
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let pages = h.observer.pages.clone();
+    if let Some(kind) = before {
+        pages.focused_at(PAGE, Some(FieldKind::Input(kind)), t(0));
+    }
+    for (i, ch) in "abc".chars().enumerate() {
+        let id = i as u64 + 1;
+        let ms = 100 + i as u64 * 10;
+        h.send(1, ms, json!({"id": id, "method": "Input.insertText", "params": {"text": ch.to_string()}}));
+        h.recv(1, ms + 2, json!({"id": id, "result": {}}));
+        if let (0, Some((kind, at))) = (i, late) {
+            pages.focused_at(PAGE, Some(FieldKind::Input(kind)), t(at));
+        }
+    }
+    h.send(1, 500, json!({"id": 9, "method": "Runtime.evaluate", "params": {"expression": "1"}}));
+    h.recv(1, 501, json!({"id": 9, "result": {"result": {"type": "number", "value": 1}}}));
+    h.observer.tick(t(10_000));
+    let typing = h.actions("type");
+    assert_eq!(typing.len(), 1, "{typing:?}");
+    assert_eq!(typing[0].payload["input"]["chars"], 3);
+    typing[0].payload["input"].clone()
+}
+
+#[test]
+fn a_focus_report_registered_after_the_first_keystroke_still_types_the_burst() {
+    use cdp_sanitize::InputType::{Email, Password, Text};
+    let kind = |before, late| typed_with_focus(before, late)["inputType"].clone();
+    // Reported (by arrival) before the typing, registered after its first keystroke.
+    assert_eq!(kind(None, Some((Email, 95))), "email");
+    // No report at all: unidentified, as before.
+    assert_eq!(kind(None, None), "unknown");
+    // A focus reported after the burst started is another field's: not this burst's type.
+    assert_eq!(kind(None, Some((Email, 300))), "unknown");
+    // Typed by a stale report: the late one may make it more sensitive, never less.
+    assert_eq!(kind(Some(Text), Some((Password, 98))), "password");
+    assert_eq!(kind(Some(Password), Some((Text, 98))), "password");
+    // On time: nothing to refine.
+    assert_eq!(kind(Some(Email), None), "email");
+}

@@ -401,12 +401,35 @@ impl Observer {
         }
     }
 
+    /// The focus report a burst is typed by travels on the active observer's own connection and
+    /// can be registered after the burst's first keystroke: asked again when the burst ends, it
+    /// may name the field. An unidentified burst takes what it says; an identified one only ever
+    /// becomes more sensitive (the reading after the burst has the last word on the type).
+    fn refine_kind(&self, burst: &mut Burst) {
+        let Some(page) = burst.page.clone() else {
+            return;
+        };
+        let Some(kind) = self.pages.focused_kind_at(&page, burst.started) else {
+            return;
+        };
+        let unidentified = matches!(
+            burst.kind,
+            FieldKind::Input(InputType::Unknown) | FieldKind::NotEditable
+        );
+        let more_sensitive = kind.is_sensitive() && !burst.kind.is_sensitive();
+        if kind != burst.kind && (unidentified || more_sensitive) {
+            burst.retype(kind);
+            self.pages.burst_kind(&page, burst.seq, kind);
+        }
+    }
+
     pub(super) fn emit_burst(
         &mut self,
         mut burst: Burst,
         at: SystemTime,
         interrupted: Option<&str>,
     ) {
+        self.refine_kind(&mut burst);
         let target_id = burst.target_id.clone();
         if interrupted.is_none() && burst.error.is_none() {
             if let Some(v) = self.verifier.as_ref() {

@@ -181,6 +181,20 @@ impl Pages {
         self.with_page(target, |p| {
             p.observed.get_or_insert_with(Observed::default).covered = true;
         });
+        self.covering.notify_waiters();
+    }
+
+    /// Resolves once the relay's own observer records the events of at least `n` pages.
+    pub(crate) async fn covering(&self, n: usize) {
+        loop {
+            let covered = self.covering.notified();
+            tokio::pin!(covered);
+            covered.as_mut().enable();
+            if self.covered_count() >= n {
+                return;
+            }
+            covered.await;
+        }
     }
 
     /// Does the relay's own observer record `page`'s events?

@@ -52,6 +52,8 @@ pub struct Pages {
     table: Mutex<Table>,
     /// Wakes the relay's own observer when the passive observer wants one of its frames.
     wanted: tokio::sync::Notify,
+    /// Wakes whoever waits for the relay's own observer to cover a page.
+    covering: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for Pages {
@@ -94,6 +96,7 @@ impl Pages {
             quiet: DEFAULT_QUIET_AFTER_TYPING,
             table: Mutex::new(Table::default()),
             wanted: tokio::sync::Notify::new(),
+            covering: tokio::sync::Notify::new(),
         }
     }
 

@@ -7,7 +7,7 @@
 mod readings;
 mod shots;
 
-use super::conn::{CallError, Cdp};
+use super::conn::{CallError, Cdp, Incoming};
 use super::frames::{NoFrame, Shot};
 use super::sessions::Sessions;
 use super::verify::VerifyReply;
@@ -54,7 +54,7 @@ pub(super) struct Browser<'a> {
     ctx: &'a mut Ctx,
     opts: &'a ActiveOptions,
     cdp: Cdp,
-    events: mpsc::Receiver<String>,
+    events: mpsc::Receiver<Incoming>,
     /// The observer's pages, by session: events in, work out.
     sessions: Sessions,
     done_tx: mpsc::Sender<Done>,
@@ -71,7 +71,7 @@ impl<'a> Browser<'a> {
         ctx: &'a mut Ctx,
         opts: &'a ActiveOptions,
         cdp: Cdp,
-        events: mpsc::Receiver<String>,
+        events: mpsc::Receiver<Incoming>,
     ) -> Browser<'a> {
         let (done_tx, done_rx) = mpsc::channel(256);
         ctx.pages.start_observing(FrameTiming {
@@ -155,21 +155,42 @@ impl<'a> Browser<'a> {
 
     /// Events as they arrive, with those queued behind `first`: handled (and sanitized) only
     /// once every keystroke forwarded before they arrived is registered (`pipeline/order.rs`),
-    /// since the page may be echoing it.
-    async fn received(&mut self, first: String) {
-        let mut batch = vec![first];
+    /// since the page may be echoing it. What carries no page text — the page agent's world and
+    /// its focus reports — is taken at once, also while waiting: the passive observer types a
+    /// keystroke's burst by the focus reported before it, and that report must not queue behind
+    /// the very keystrokes it describes.
+    async fn received(&mut self, first: Incoming) {
+        let mut batch = Vec::with_capacity(EVENT_BATCH);
+        self.arrived(first, &mut batch);
         while batch.len() < EVENT_BATCH {
             match self.events.try_recv() {
-                Ok(text) => batch.push(text),
+                Ok(event) => self.arrived(event, &mut batch),
                 Err(_) => break,
             }
         }
-        self.ctx.order.caught_up().await;
-        for text in batch {
-            self.sessions
-                .event(&self.ctx.pages, &text, SystemTime::now());
+        let order = self.ctx.order.clone();
+        let caught_up = order.caught_up();
+        tokio::pin!(caught_up);
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut caught_up => break,
+                Some(event) = self.events.recv(), if batch.len() < EVENT_BATCH => {
+                    self.arrived(event, &mut batch);
+                }
+            }
+        }
+        for (text, at) in batch {
+            self.sessions.event(&self.ctx.pages, &text, at);
         }
         self.flush().await;
+    }
+
+    /// Takes `event` now if it is page-agent bookkeeping, else queues it in `batch`.
+    fn arrived(&mut self, (text, at): Incoming, batch: &mut Vec<Incoming>) {
+        if !self.sessions.bookkeeping(&self.ctx.pages, &text, at) {
+            batch.push((text, at));
+        }
     }
 
     /// Does what the sessions asked for: set up pages, let others go, write records, answer
