@@ -5,7 +5,9 @@
 //! bytes whose signature was checked. There is no script at all, and the Content-Security-Policy
 //! forbids every fetch but `data:` images and the one inline style, pinned by its hash.
 
-use crate::model::{Level, Report, RunState};
+use crate::limits::{JUMP_FIELD, JUMP_MESSAGE, JUMP_URL};
+use crate::model::{Report, RunState};
+use crate::notes::Level;
 use crate::text::{bytes, count, duration, offset};
 use crate::timeline::{
     FailWhat, Failure, Frame, FrameState, Headline, Outcome, Page, Step, ToolCall, What,
@@ -18,9 +20,6 @@ use sha2::{Digest, Sha256};
 mod tables;
 
 use tables::{console_table, records, redactions, requests_table, typing_table};
-
-/// The jump list names at most this many failures.
-const JUMP_MAX: usize = 100;
 
 /// The report's only style, inlined verbatim.
 pub(crate) const STYLE: &str = include_str!("report.css");
@@ -47,7 +46,8 @@ pub(crate) fn render(r: &Report) -> String {
     let totals = &tl.totals;
     let requests = totals.requests;
     let console = totals.console;
-    let other_failures = totals.errors - requests - console;
+    let other_failures = totals.other_errors();
+    // The model keeps at most `Caps::jump` entries: the jump list shows them all.
     let jump: Vec<&Failure> = tl.jump.iter().map(|&i| &tl.failures[i]).collect();
     let title = format!("Run {} — cdp-relay report", r.run_id);
     let markup = html! {
@@ -97,15 +97,15 @@ pub(crate) fn render(r: &Report) -> String {
                 }
                 main.wrap {
                     section.notes aria-label="Notes" {
-                        @for n in r.notes.iter().filter(|n| n.level == Level::Warn) {
-                            div.note.warn { strong { (n.title) } (n.text) }
+                        @for n in r.notes.iter().filter(|n| n.level() == Level::Warn) {
+                            div.note.warn { strong { (n.title()) } (n.text()) }
                         }
                         div.note.pixels {
                             strong { "Screenshots are not redacted." }
                             "Text in the journal is sanitized, but pixels cannot be: review the frames before sharing this report."
                         }
-                        @for n in r.notes.iter().filter(|n| n.level == Level::Info) {
-                            div.note.info { strong { (n.title) } (n.text) }
+                        @for n in r.notes.iter().filter(|n| n.level() == Level::Info) {
+                            div.note.info { strong { (n.title()) } (n.text()) }
                         }
                     }
                     @if totals.errors > 0 {
@@ -117,7 +117,7 @@ pub(crate) fn render(r: &Report) -> String {
                                 }
                             }
                             ol {
-                                @for f in jump.iter().take(JUMP_MAX) {
+                                @for f in &jump {
                                     li { a href=(failure_href(r, f)) {
                                         span.fid { "F" (f.id) }
                                         span.jt { (fail_badge(f)) " " (fail_line(f)) @if let Some(rep) = &f.repeat { " " span.rep { "×" (rep.count) " more" } } }
@@ -125,8 +125,8 @@ pub(crate) fn render(r: &Report) -> String {
                                     } }
                                 }
                             }
-                            @if totals.errors > jump.len().min(JUMP_MAX) {
-                                p.small { (totals.errors - jump.len().min(JUMP_MAX)) " more, counted in the figures above; the tables below list the first and the last ones." }
+                            @if totals.errors_not_listed(jump.len()) > 0 {
+                                p.small { (totals.errors_not_listed(jump.len())) " more, counted in the figures above; the tables below list the first and the last ones." }
                             }
                         }
                     }
@@ -378,15 +378,15 @@ fn fail_line(f: &Failure) -> Markup {
     html! {
         @match &f.what {
             FailWhat::Request { method, url, error_text, status, .. } => {
-                span.m { (method) } " " code.u { (shorten(url, 120)) }
+                span.m { (method) } " " code.u { (shorten(url, JUMP_URL)) }
                 @if status.is_none() { @if let Some(e) = error_text { " " span.u { (e) } } }
             }
             FailWhat::Console { text, .. } => {
-                span.u { (first_line(text, 160)) }
+                span.u { (first_line(text, JUMP_MESSAGE)) }
             }
             FailWhat::ConnectionLost { .. } => { "The browser connection was lost" }
             FailWhat::Generic { fields, .. } => {
-                span.u { "record with an unreadable payload" @if let Some((k, v)) = fields.first() { " (" (k) ": " (shorten(v, 100)) ")" } }
+                span.u { "record with an unreadable payload" @if let Some((k, v)) = fields.first() { " (" (k) ": " (shorten(v, JUMP_FIELD)) ")" } }
             }
         }
     }

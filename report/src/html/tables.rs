@@ -2,6 +2,7 @@
 //! typing steps, redactions and records by kind.
 
 use super::*;
+use crate::limits::{MAX_KINDS_SHOWN, MAX_REDACTION_NAME, MAX_REDACTION_NAMES};
 
 pub(super) fn requests_table(r: &Report) -> Markup {
     let tl = &r.timeline;
@@ -28,12 +29,7 @@ pub(super) fn requests_table(r: &Report) -> Markup {
                                         td.n data-label="Took" { @match duration_ms { Some(d) => { (duration(*d)) } None => { "—" } } }
                                         td.full.none[error_text.is_none()] data-label="Error" { @if let Some(e) = error_text { span.u { (e) } } @else { "—" } }
                                     }
-                                    FailWhat::Generic { fields, .. } => {
-                                        td.wide data-label="Request" colspan="5" {
-                                            "Unreadable payload: "
-                                            @for (i, (k, v)) in fields.iter().enumerate() { @if i > 0 { ", " } span.u { (k) "=" (v) } }
-                                        }
-                                    }
+                                    FailWhat::Generic { fields, .. } => { (unreadable_cell("Request", 5, fields)) }
                                     _ => {}
                                 }
                             }
@@ -42,6 +38,17 @@ pub(super) fn requests_table(r: &Report) -> Markup {
                 }
                 @if more > 0 { p.small { (more) " more between the first and the last ones listed, not shown (counted above)." } }
             }
+        }
+    }
+}
+
+/// The cell of a table row whose record does not fit its kind: its fields, over the columns
+/// the row would have had (`label` names the cell on a narrow screen).
+fn unreadable_cell(label: &str, columns: u32, fields: &[(String, String)]) -> Markup {
+    html! {
+        td.wide data-label=(label) colspan=(columns) {
+            "Unreadable payload: "
+            @for (i, (k, v)) in fields.iter().enumerate() { @if i > 0 { ", " } span.u { (k) "=" (v) } }
         }
     }
 }
@@ -71,12 +78,7 @@ pub(super) fn console_table(r: &Report) -> Markup {
                                             @match location(url, *line, *column) { Some(l) => { span.u.mono { (l) } } None => { "—" } }
                                         }
                                     }
-                                    FailWhat::Generic { fields, .. } => {
-                                        td.wide data-label="Message" colspan="2" {
-                                            "Unreadable payload: "
-                                            @for (i, (k, v)) in fields.iter().enumerate() { @if i > 0 { ", " } span.u { (k) "=" (v) } }
-                                        }
-                                    }
+                                    FailWhat::Generic { fields, .. } => { (unreadable_cell("Message", 2, fields)) }
                                     _ => {}
                                 }
                             }
@@ -145,12 +147,12 @@ pub(super) fn redactions(r: &Report) -> Markup {
                         ". Counts by rule and by registered secret name; the values themselves are never stored."
                     }
                     @if !red.rules.is_empty() {
-                        ul.kv { @for (k, n) in red.rules.iter().take(100) { li { span.u { (crate::text::line(k, 60)) } " " b { (n) } } } }
+                        ul.kv { @for (k, n) in red.rules.iter().take(MAX_REDACTION_NAMES) { li { span.u { (crate::text::line(k, MAX_REDACTION_NAME)) } " " b { (n) } } } }
                     }
                     @let (named, typed, literals) = crate::text::secret_counts(&red.secrets);
                     @if !named.is_empty() {
                         p.small { "Registered secrets:" }
-                        ul.kv { @for (k, n) in named.iter().take(100) { li { code.u { "${" (crate::text::line(k, 60)) "}" } " " b { (n) } } } }
+                        ul.kv { @for (k, n) in named.iter().take(MAX_REDACTION_NAMES) { li { code.u { "${" (crate::text::line(k, MAX_REDACTION_NAME)) "}" } " " b { (n) } } } }
                     }
                     @if literals > 0 {
                         p.small {
@@ -170,8 +172,8 @@ pub(super) fn records(r: &Report) -> Markup {
         section #records {
             h2 { "Records" }
             p.small { (count(tl.records, "record", "records")) " in the journal by kind and by status." }
-            ul.kv { @for (k, n) in tl.kinds.iter().take(40) { li { span.u { (k) } " " b { (n) } } } }
-            @if tl.kinds.len() > 40 { p.small { (tl.kinds.len() - 40) " more kinds." } }
+            ul.kv { @for (k, n) in tl.kinds.iter().take(MAX_KINDS_SHOWN) { li { span.u { (k) } " " b { (n) } } } }
+            @if tl.kinds.len() > MAX_KINDS_SHOWN { p.small { (tl.kinds.len() - MAX_KINDS_SHOWN) " more kinds." } }
             ul.kv { @for (k, n) in &tl.statuses { li { span.u { (k) } " " b { (n) } } } }
         }
     }
