@@ -68,9 +68,9 @@ pub(crate) fn render(r: &Report) -> String {
                 header.top {
                     div.wrap {
                         p.eyebrow { "cdp-relay evidence report" }
-                        h1 { "Run " code.u { (r.run_id) } }
+                        h1 { "Run " code.run-text { (r.run_id) } }
                         p.meta {
-                            @if let Some(s) = &r.session { span { "Session " code.u { (s) } } }
+                            @if let Some(s) = &r.session { span { "Session " code.run-text { (s) } } }
                             @if let Some(t) = &r.started_utc { span { "Started " (t) } }
                             @if let Some(d) = r.duration_ms { span { (duration(d)) } }
                             span.state { (state_words(&r.state)) }
@@ -87,7 +87,7 @@ pub(crate) fn render(r: &Report) -> String {
                                 dd {
                                     (r.frames.embedded)
                                     @if r.frames.left_out + r.frames.refused > 0 {
-                                        span.of { " of " (r.frames.embedded + r.frames.left_out + r.frames.refused) }
+                                        span.out-of { " of " (r.frames.embedded + r.frames.left_out + r.frames.refused) }
                                     }
                                 }
                             }
@@ -113,14 +113,14 @@ pub(crate) fn render(r: &Report) -> String {
                             h2 {
                                 (count(totals.errors, "failure", "failures"))
                                 @if totals.repeated > 0 {
-                                    " " span.of { "(+" (totals.repeated) " repeats)" }
+                                    " " span.out-of { "(+" (totals.repeated) " repeats)" }
                                 }
                             }
                             ol {
                                 @for f in &jump {
                                     li { a href=(failure_href(r, f)) {
-                                        span.fid { "F" (f.id) }
-                                        span.jt { (fail_badge(f)) " " (fail_line(f)) @if let Some(rep) = &f.repeat { " " span.rep { "×" (rep.count) " more" } } }
+                                        span.failure-id { "F" (f.id) }
+                                        span.jump-text { (fail_badge(f)) " " (fail_line(f)) @if let Some(rep) = &f.repeat { " " span.repeats { "×" (rep.count) " more" } } }
                                         span.where { (where_(r, f)) }
                                     } }
                                 }
@@ -184,8 +184,8 @@ fn where_(r: &Report, f: &Failure) -> String {
 fn headline(h: &Headline) -> Markup {
     html! {
         @if !h.verb.is_empty() { (h.verb) }
-        @if let Some(o) = &h.object { @if !h.verb.is_empty() { " " } code.u { (o) } }
-        @if let Some(n) = &h.note { " " span.note-t { (n) } }
+        @if let Some(o) = &h.object { @if !h.verb.is_empty() { " " } code.run-text { (o) } }
+        @if let Some(n) = &h.note { " " span.headline-note { (n) } }
     }
 }
 
@@ -193,8 +193,8 @@ fn page(p: &Page, inferred: bool, tabs: usize) -> Markup {
     html! {
         p.page {
             @if tabs > 1 { @if let Some(t) = p.tab { span.tab { "tab " (t) } } }
-            @if let Some(t) = &p.title { span.title.u { (t) } }
-            @if let Some(u) = &p.url { span.url.u { (u) } }
+            @if let Some(t) = &p.title { span.title.run-text { (t) } }
+            @if let Some(u) = &p.url { span.url.run-text { (u) } }
             @if p.title.is_none() && p.url.is_none() { span { "page without title or URL" } }
             @if inferred { span.last { "(last known page)" } }
         }
@@ -215,9 +215,9 @@ fn gap(r: &Report, s: &Step) -> Markup {
     };
     html! {
         li.step.noframe.gap id=(s.anchor()) {
-            div.rail { span.num { "…" } span.t { (at(r, s.at_ms, s.time_known)) } }
+            div.rail { span.step-number { "…" } span.step-time { (at(r, s.at_ms, s.time_known)) } }
             div.card {
-                div.sh { h3.what { (headline(&s.what.headline(1))) } }
+                div.step-head { h3.what { (headline(&s.what.headline(1))) } }
                 p.small {
                     "Between " (at(r, s.at_ms, s.time_known))
                     @if let Some(u) = until { " and " (at(r, Some(u), true)) }
@@ -242,7 +242,7 @@ fn step(r: &Report, s: &Step) -> Markup {
     let has_frames = !s.frames.is_empty() || !s.files.is_empty();
     let has_fail = s.failures.iter().any(|&i| tl.failures[i].is_error);
     let class = format!(
-        "step s-{}{}{}{}",
+        "step outcome-{}{}{}{}",
         s.outcome.class(),
         if has_fail { " has-fail" } else { "" },
         if has_frames { "" } else { " noframe" },
@@ -252,16 +252,16 @@ fn step(r: &Report, s: &Step) -> Markup {
     html! {
         li id=(s.anchor()) class=(class) {
             div.rail {
-                span.num { (s.label()) }
-                span.t { (at(r, s.at_ms, s.time_known)) }
+                span.step-number { (s.label()) }
+                span.step-time { (at(r, s.at_ms, s.time_known)) }
             }
             div.card {
-                div.sh {
+                div.step-head {
                     h3.what { (headline(&s.what.headline(s.repeat))) }
                     @if s.number.is_some() {
                         p.chips {
                             @if let Some(src) = &s.source {
-                                span.chip.src.u { (src) @if let Some(t) = &s.tool { " · " (t) } }
+                                span.chip.source.run-text { (src) @if let Some(t) = &s.tool { " · " (t) } }
                             }
                             @if let Some(w) = &s.withheld { span.chip { "frame withheld: " (w) } }
                             @if s.outcome != Outcome::Ok { (badge(&s.outcome)) }
@@ -272,9 +272,9 @@ fn step(r: &Report, s: &Step) -> Markup {
                 @if let Some(p) = &s.page { (page(p, s.page_inferred, tl.tabs)) }
                 @if let What::Type { verdict: Some(v), .. } = &s.what { (verdict(v)) }
                 @if let What::ToolCall(c) = &s.what { (tool_call(r, c)) }
-                @if let Some(e) = &s.error { p.err.u { (e) } }
+                @if let Some(e) = &s.error { p.error-text.run-text { (e) } }
                 @if !s.fields.is_empty() {
-                    dl.fields { @for (k, v) in &s.fields { dt.u { (k) } dd.u { (v) } } }
+                    dl.fields { @for (k, v) in &s.fields { dt.run-text { (k) } dd.run-text { (v) } } }
                 }
                 @if !s.failures.is_empty() {
                     ul.fails { @for &i in &s.failures { (failure(r, &tl.failures[i])) } }
@@ -289,17 +289,17 @@ fn step(r: &Report, s: &Step) -> Markup {
                             @for (i, (cat, (n, failed))) in folds.iter().enumerate() {
                                 @if i > 0 { " · " }
                                 (n) " " (cat.words(*n))
-                                @if *failed > 0 { " " span.fe { "(" (failed) " failed)" } }
+                                @if *failed > 0 { " " span.failed-text { "(" (failed) " failed)" } }
                             }
                         }
                         ol {
                             @for p in &s.plumbing {
                                 li {
-                                    span.t2 { (at(r, p.at_ms, true)) }
-                                    code.u { (p.label) }
+                                    span.entry-time { (at(r, p.at_ms, true)) }
+                                    code.run-text { (p.label) }
                                     @if p.outcome == Outcome::Error { (badge(&p.outcome)) }
-                                    @if let Some(e) = &p.error { span.u.fe { (e) } }
-                                    @if let Some(d) = p.duration_ms { span.d { (duration(d)) } }
+                                    @if let Some(e) = &p.error { span.run-text.failed-text { (e) } }
+                                    @if let Some(d) = p.duration_ms { span.took { (duration(d)) } }
                                 }
                             }
                             @if s.more_plumbing > 0 {
@@ -321,7 +321,7 @@ fn step(r: &Report, s: &Step) -> Markup {
                                 Some(why) => { "Artifact refused: " (why) }
                                 None => { "Artifact (not an image, not embedded)" }
                             }
-                            span.p.u { (file.shown_path) }
+                            span.artifact-path.run-text { (file.shown_path) }
                         }
                     }
                 }
@@ -341,13 +341,13 @@ fn frame(s: &Step, f: &Frame) -> Markup {
                 details.frame {
                     summary { img src=(data_uri) alt=(alt) decoding="async"; }
                 }
-                p.cap { (f.kind.name()) " · " (bytes(*n)) " · " span.hint {} }
+                p.frame-caption { (f.kind.name()) " · " (bytes(*n)) " · " span.hint {} }
             }
             FrameState::LeftOut(why) => {
-                div.noimg { "Frame left out: " (why) span.p.u { (f.shown_path) } }
+                div.noimg { "Frame left out: " (why) span.artifact-path.run-text { (f.shown_path) } }
             }
             FrameState::Refused(why) => {
-                div.noimg.refused { "Frame refused: " (why) span.p.u { (f.shown_path) } }
+                div.noimg.refused { "Frame refused: " (why) span.artifact-path.run-text { (f.shown_path) } }
             }
             FrameState::Pending => {}
         }
@@ -378,15 +378,15 @@ fn fail_line(f: &Failure) -> Markup {
     html! {
         @match &f.what {
             FailWhat::Request { method, url, error_text, status, .. } => {
-                span.m { (method) } " " code.u { (shorten(url, JUMP_URL)) }
-                @if status.is_none() { @if let Some(e) = error_text { " " span.u { (e) } } }
+                span.http-method { (method) } " " code.run-text { (shorten(url, JUMP_URL)) }
+                @if status.is_none() { @if let Some(e) = error_text { " " span.run-text { (e) } } }
             }
             FailWhat::Console { text, .. } => {
-                span.u { (first_line(text, JUMP_MESSAGE)) }
+                span.run-text { (first_line(text, JUMP_MESSAGE)) }
             }
             FailWhat::ConnectionLost { .. } => { "The browser connection was lost" }
             FailWhat::Generic { fields, .. } => {
-                span.u { "record with an unreadable payload" @if let Some((k, v)) = fields.first() { " (" (k) ": " (shorten(v, JUMP_FIELD)) ")" } }
+                span.run-text { "record with an unreadable payload" @if let Some((k, v)) = fields.first() { " (" (k) ": " (shorten(v, JUMP_FIELD)) ")" } }
             }
         }
     }
@@ -438,7 +438,7 @@ fn frame_link(r: &Report, f: &Failure) -> Markup {
 fn repeats(r: &Report, f: &Failure) -> Markup {
     html! {
         @if let Some(rep) = &f.repeat {
-            span.rep {
+            span.repeats {
                 "×" (rep.count) " more"
                 @if let (Some(a), Some(b)) = (r.timeline.offset(rep.first_ms), r.timeline.offset(rep.last_ms)) {
                     ", " (offset(a)) " – " (offset(b))
@@ -455,41 +455,41 @@ fn failure(r: &Report, f: &Failure) -> Markup {
             @match &f.what {
                 FailWhat::Request { method, url, status, resource_type, duration_ms, error_text } => {
                     span.head {
-                        (fail_badge(f)) span.m { (method) } code.u { (url) }
-                        span.fid { "F" (f.id) }
+                        (fail_badge(f)) span.http-method { (method) } code.run-text { (url) }
+                        span.failure-id { "F" (f.id) }
                     }
                     span.sub {
                         (at(r, f.at_ms, f.time_known))
-                        @if let Some(t) = resource_type { " · " span.u { (t) } }
+                        @if let Some(t) = resource_type { " · " span.run-text { (t) } }
                         @if let Some(d) = duration_ms { " · " (duration(*d)) }
-                        @if status.is_some() { @if let Some(e) = error_text { " · " span.u { (e) } } }
-                        @if status.is_none() { @if let Some(e) = error_text { " · " span.u { (e) } } }
+                        @if status.is_some() { @if let Some(e) = error_text { " · " span.run-text { (e) } } }
+                        @if status.is_none() { @if let Some(e) = error_text { " · " span.run-text { (e) } } }
                         (frame_link(r, f))
                     }
                 }
                 FailWhat::Console { text, url, line, column, .. } => {
-                    span.head { (fail_badge(f)) span.fid { "F" (f.id) } }
-                    pre.msg.u { (text) }
+                    span.head { (fail_badge(f)) span.failure-id { "F" (f.id) } }
+                    pre.console-text.run-text { (text) }
                     span.sub {
                         (at(r, f.at_ms, f.time_known))
-                        @if let Some(loc) = location(url, *line, *column) { " · " span.u.mono { (loc) } }
+                        @if let Some(loc) = location(url, *line, *column) { " · " span.run-text.mono { (loc) } }
                         (frame_link(r, f))
                     }
                 }
                 FailWhat::ConnectionLost { detail } => {
-                    span.head { (fail_badge(f)) "The browser connection was lost without a close frame" span.fid { "F" (f.id) } }
+                    span.head { (fail_badge(f)) "The browser connection was lost without a close frame" span.failure-id { "F" (f.id) } }
                     span.sub {
                         (at(r, f.at_ms, f.time_known))
-                        @if let Some(d) = detail { " · " span.u { (d) } }
+                        @if let Some(d) = detail { " · " span.run-text { (d) } }
                     }
                 }
                 FailWhat::Generic { fields, .. } => {
-                    span.head { (fail_badge(f)) "Payload does not fit its kind; shown field by field" span.fid { "F" (f.id) } }
-                    dl.fields { @for (k, v) in fields { dt.u { (k) } dd.u { (v) } } }
+                    span.head { (fail_badge(f)) "Payload does not fit its kind; shown field by field" span.failure-id { "F" (f.id) } }
+                    dl.fields { @for (k, v) in fields { dt.run-text { (k) } dd.run-text { (v) } } }
                     span.sub { (at(r, f.at_ms, f.time_known)) (frame_link(r, f)) }
                 }
             }
-            @if let Some(src) = &f.source { span.sub { "from " span.u { (src) } } }
+            @if let Some(src) = &f.source { span.sub { "from " span.run-text { (src) } } }
         }
     }
 }
@@ -523,10 +523,10 @@ fn tool_call(r: &Report, c: &ToolCall) -> Markup {
             ol.effects aria-label="In the browser" {
                 @for e in &c.effects {
                     li {
-                        span.t2 { (at(r, e.at_ms, true)) }
+                        span.entry-time { (at(r, e.at_ms, true)) }
                         (headline(&e.headline()))
                         @if e.outcome != Outcome::Ok { " " (badge(&e.outcome)) }
-                        @if let Some(err) = &e.error { " " span.u.fe { (err) } }
+                        @if let Some(err) = &e.error { " " span.run-text.failed-text { (err) } }
                         @if let Some(v) = e.verdict() { (verdict(v)) }
                     }
                 }
@@ -539,18 +539,18 @@ fn tool_call(r: &Report, c: &ToolCall) -> Markup {
 /// Whether typed text landed, as the relay's observer judged it in the page (value-free).
 fn verdict(v: &crate::timeline::Verdict) -> Markup {
     let (class, mark) = match v.verified {
-        Verified::True => ("v-ok", "✓"),
-        Verified::False => ("v-bad", "✗"),
-        Verified::Indeterminate => ("v-unk", "?"),
+        Verified::True => ("verdict-landed", "✓"),
+        Verified::False => ("verdict-missed", "✗"),
+        Verified::Indeterminate => ("verdict-unknown", "?"),
     };
     let reason = v.reason.as_str();
     html! {
         p class=(format!("verdict {class}")) {
-            span.vm { (mark) } " " b { (v.words()) }
+            span.verdict-mark { (mark) } " " b { (v.words()) }
             // The note is the reason told for people; the bare reason only stands in for a
             // missing note.
-            @if !v.note.is_empty() { " — " span.u { (v.note) } }
-            @else if !reason.is_empty() && v.reason != VerdictReason::Landed { " — " span.u { (reason.replace('-', " ")) } }
+            @if !v.note.is_empty() { " — " span.run-text { (v.note) } }
+            @else if !reason.is_empty() && v.reason != VerdictReason::Landed { " — " span.run-text { (reason.replace('-', " ")) } }
         }
     }
 }
