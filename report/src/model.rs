@@ -80,19 +80,7 @@ pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
     if let Some(t) = journal.torn_tail {
         notes.push(Note::IncompleteLastLine { bytes: t.len });
     }
-    if frames.left_out > 0 {
-        notes.push(Note::FramesLeftOut {
-            left_out: frames.left_out,
-            max_frames: options.max_frames,
-            max_embedded_bytes: options.max_embedded_bytes,
-            max_frame_bytes: options.max_frame_bytes,
-        });
-    }
-    if frames.refused > 0 {
-        notes.push(Note::ArtifactsRefused {
-            count: frames.refused,
-        });
-    }
+    notes.extend(frame_notes(&frames, options));
     if tl.bad_times > 0 {
         notes.push(Note::TimesUnknown {
             count: tl.bad_times,
@@ -268,6 +256,25 @@ fn failures_left_out(tl: &Timeline) -> Option<Note> {
     let listed = tl.request_rows.len() + tl.console_rows.len();
     let all = tl.totals.table_rows();
     (all > listed).then_some(Note::FailuresLeftOut { listed, all })
+}
+
+/// Frames the size policy left out, and artifacts refused.
+fn frame_notes(frames: &FrameStats, options: &Options) -> Vec<Note> {
+    let mut notes = Vec::new();
+    if frames.left_out > 0 {
+        notes.push(Note::FramesLeftOut {
+            left_out: frames.left_out,
+            max_frames: options.max_frames,
+            max_embedded_bytes: options.max_embedded_bytes,
+            max_frame_bytes: options.max_frame_bytes,
+        });
+    }
+    if frames.refused > 0 {
+        notes.push(Note::ArtifactsRefused {
+            count: frames.refused,
+        });
+    }
+    notes
 }
 
 /// What the journal's markers say beyond truncation and drops.

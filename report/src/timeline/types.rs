@@ -1,5 +1,5 @@
 //! The timeline's types: steps, what they did, the pages they happened on, folded plumbing,
-//! frames and failures. Plain data, built by [`super::build`]; every string in them has been
+//! frames and failures. Plain data, built by [`super::build_from`]; every string in them has been
 //! through [`crate::text`].
 
 use crate::limits::MAX_STATUS_WORD;
