@@ -389,6 +389,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn failures_are_counted_by_kind_and_errors_apart_from_warnings() {
+        let mut t = FailureTotals::default();
+        t.add(FailKind::Request, true, 4);
+        t.add(FailKind::Request, true, 0);
+        t.add(FailKind::Console, true, 0);
+        t.add(FailKind::Console, false, 7);
+        t.add(FailKind::Other, true, 0);
+        assert_eq!(
+            t,
+            FailureTotals {
+                all: 5,
+                errors: 4,
+                requests: 2,
+                console: 1,
+                warnings: 1,
+                request_rows: 2,
+                console_rows: 2,
+                // A warning's repeats are not errors.
+                repeated: 4,
+            }
+        );
+        assert_eq!(t.other_errors(), 1);
+        assert_eq!(t.table_rows(), 4);
+        assert_eq!(t.errors_not_listed(3), 1);
+        assert_eq!(t.errors_not_listed(10), 0);
+    }
+
+    #[test]
     fn edges_keep_the_first_and_last_and_count_the_rest() {
         let mut e = Edges::new(3, 2);
         for i in [9, 1, 7, 3, 5, 2, 8, 4, 6, 0] {
