@@ -5,7 +5,9 @@
 //! bytes whose signature was checked. There is no script at all, and the Content-Security-Policy
 //! forbids every fetch but `data:` images and the one inline style, pinned by its hash.
 
-use crate::model::{Level, Report, RunState};
+use crate::limits::{JUMP_FIELD, JUMP_MESSAGE, JUMP_URL};
+use crate::model::{Report, RunState};
+use crate::notes::Level;
 use crate::text::{bytes, count, duration, offset};
 use crate::timeline::{
     FailWhat, Failure, Frame, FrameState, Headline, Outcome, Page, Step, ToolCall, What,
@@ -15,12 +17,13 @@ use cdp_evidence::{VerdictReason, Verified};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use sha2::{Digest, Sha256};
 
+mod failures;
 mod tables;
 
+use failures::{
+    fail_badge, fail_line, failure, failure_href, location, repeats, step_link, where_,
+};
 use tables::{console_table, records, redactions, requests_table, typing_table};
-
-/// The jump list names at most this many failures.
-const JUMP_MAX: usize = 100;
 
 /// The report's only style, inlined verbatim.
 pub(crate) const STYLE: &str = include_str!("report.css");
@@ -43,12 +46,6 @@ pub(crate) fn csp() -> String {
 }
 
 pub(crate) fn render(r: &Report) -> String {
-    let tl = &r.timeline;
-    let totals = &tl.totals;
-    let requests = totals.requests;
-    let console = totals.console;
-    let other_failures = totals.errors - requests - console;
-    let jump: Vec<&Failure> = tl.jump.iter().map(|&i| &tl.failures[i]).collect();
     let title = format!("Run {} — cdp-relay report", r.run_id);
     let markup = html! {
         (DOCTYPE)
@@ -65,79 +62,11 @@ pub(crate) fn render(r: &Report) -> String {
                 style { (PreEscaped(STYLE)) }
             }
             body {
-                header.top {
-                    div.wrap {
-                        p.eyebrow { "cdp-relay evidence report" }
-                        h1 { "Run " code.u { (r.run_id) } }
-                        p.meta {
-                            @if let Some(s) = &r.session { span { "Session " code.u { (s) } } }
-                            @if let Some(t) = &r.started_utc { span { "Started " (t) } }
-                            @if let Some(d) = r.duration_ms { span { (duration(d)) } }
-                            span.state { (state_words(&r.state)) }
-                        }
-                        dl.figures {
-                            div { dt { "Steps" } dd { (tl.real_steps()) } }
-                            div.bad[requests > 0] { dt { "Failed requests" } dd { (requests) } }
-                            div.bad[console > 0] { dt { "Console errors" } dd { (console) } }
-                            @if other_failures > 0 {
-                                div.bad { dt { "Other failures" } dd { (other_failures) } }
-                            }
-                            div {
-                                dt { "Frames" }
-                                dd {
-                                    (r.frames.embedded)
-                                    @if r.frames.left_out + r.frames.refused > 0 {
-                                        span.of { " of " (r.frames.embedded + r.frames.left_out + r.frames.refused) }
-                                    }
-                                }
-                            }
-                            div { dt { "Records" } dd { (tl.records) } }
-                        }
-                    }
-                }
+                (header(r))
                 main.wrap {
-                    section.notes aria-label="Notes" {
-                        @for n in r.notes.iter().filter(|n| n.level == Level::Warn) {
-                            div.note.warn { strong { (n.title) } (n.text) }
-                        }
-                        div.note.pixels {
-                            strong { "Screenshots are not redacted." }
-                            "Text in the journal is sanitized, but pixels cannot be: review the frames before sharing this report."
-                        }
-                        @for n in r.notes.iter().filter(|n| n.level == Level::Info) {
-                            div.note.info { strong { (n.title) } (n.text) }
-                        }
-                    }
-                    @if totals.errors > 0 {
-                        nav.jump aria-label="Failures" {
-                            h2 {
-                                (count(totals.errors, "failure", "failures"))
-                                @if totals.repeated > 0 {
-                                    " " span.of { "(+" (totals.repeated) " repeats)" }
-                                }
-                            }
-                            ol {
-                                @for f in jump.iter().take(JUMP_MAX) {
-                                    li { a href=(failure_href(r, f)) {
-                                        span.fid { "F" (f.id) }
-                                        span.jt { (fail_badge(f)) " " (fail_line(f)) @if let Some(rep) = &f.repeat { " " span.rep { "×" (rep.count) " more" } } }
-                                        span.where { (where_(r, f)) }
-                                    } }
-                                }
-                            }
-                            @if totals.errors > jump.len().min(JUMP_MAX) {
-                                p.small { (totals.errors - jump.len().min(JUMP_MAX)) " more, counted in the figures above; the tables below list the first and the last ones." }
-                            }
-                        }
-                    }
-                    section #filmstrip {
-                        h2 { "Filmstrip" }
-                        @if tl.steps.is_empty() {
-                            p.empty { "No steps were recorded." }
-                        } @else {
-                            ol.steps { @for s in &tl.steps { (step(r, s)) } }
-                        }
-                    }
+                    (notes(r))
+                    (jump_list(r))
+                    (filmstrip(r))
                     (requests_table(r))
                     (console_table(r))
                     (typing_table(r))
@@ -153,6 +82,109 @@ pub(crate) fn render(r: &Report) -> String {
         }
     };
     markup.into_string()
+}
+
+/// The run's name, when and how it ran, and its figures.
+fn header(r: &Report) -> Markup {
+    let tl = &r.timeline;
+    let totals = &tl.totals;
+    let frames = &r.frames;
+    html! {
+        header.top {
+            div.wrap {
+                p.eyebrow { "cdp-relay evidence report" }
+                h1 { "Run " code.run-text { (r.run_id) } }
+                p.meta {
+                    @if let Some(s) = &r.session { span { "Session " code.run-text { (s) } } }
+                    @if let Some(t) = &r.started_utc { span { "Started " (t) } }
+                    @if let Some(d) = r.duration_ms { span { (duration(d)) } }
+                    span.state { (state_words(&r.state)) }
+                }
+                dl.figures {
+                    div { dt { "Steps" } dd { (tl.real_steps()) } }
+                    div.bad[totals.requests > 0] { dt { "Failed requests" } dd { (totals.requests) } }
+                    div.bad[totals.console > 0] { dt { "Console errors" } dd { (totals.console) } }
+                    @if totals.other_errors() > 0 {
+                        div.bad { dt { "Other failures" } dd { (totals.other_errors()) } }
+                    }
+                    div {
+                        dt { "Frames" }
+                        dd {
+                            (frames.embedded)
+                            @if frames.left_out + frames.refused > 0 {
+                                span.out-of { " of " (frames.embedded + frames.left_out + frames.refused) }
+                            }
+                        }
+                    }
+                    div { dt { "Records" } dd { (tl.records) } }
+                }
+            }
+        }
+    }
+}
+
+/// The warnings, the reminder that pixels are not redacted, then the other notes.
+fn notes(r: &Report) -> Markup {
+    html! {
+        section.notes aria-label="Notes" {
+            @for n in r.notes.iter().filter(|n| n.level() == Level::Warn) {
+                div.note.warn { strong { (n.title()) } (n.text()) }
+            }
+            div.note.pixels {
+                strong { "Screenshots are not redacted." }
+                "Text in the journal is sanitized, but pixels cannot be: review the frames before sharing this report."
+            }
+            @for n in r.notes.iter().filter(|n| n.level() == Level::Info) {
+                div.note.info { strong { (n.title()) } (n.text()) }
+            }
+        }
+    }
+}
+
+/// Every error by number, linked to where it happened. The model keeps at most `Caps::jump`
+/// entries: the list shows them all and counts the rest.
+fn jump_list(r: &Report) -> Markup {
+    let tl = &r.timeline;
+    let totals = &tl.totals;
+    let more = totals.errors_not_listed(tl.jump.len());
+    html! {
+        @if totals.errors > 0 {
+            nav.jump aria-label="Failures" {
+                h2 {
+                    (count(totals.errors, "failure", "failures"))
+                    @if totals.repeated > 0 {
+                        " " span.out-of { "(+" (totals.repeated) " repeats)" }
+                    }
+                }
+                ol {
+                    @for f in tl.jump.iter().map(|&i| &tl.failures[i]) {
+                        li { a href=(failure_href(r, f)) {
+                            span.failure-id { "F" (f.id) }
+                            span.jump-text { (fail_badge(f)) " " (fail_line(f)) @if let Some(rep) = &f.repeat { " " span.repeats { "×" (rep.count) " more" } } }
+                            span.where { (where_(r, f)) }
+                        } }
+                    }
+                }
+                @if more > 0 {
+                    p.small { (more) " more, counted in the figures above; the tables below list the first and the last ones." }
+                }
+            }
+        }
+    }
+}
+
+fn filmstrip(r: &Report) -> Markup {
+    let steps = &r.timeline.steps;
+    html! {
+        section #filmstrip {
+            h2 { "Filmstrip" }
+            @if steps.is_empty() {
+                p.empty { "No steps were recorded." }
+            } @else {
+                ol.steps { @for s in steps { (step(r, s)) } }
+            }
+        }
+    }
 }
 
 fn state_words(s: &RunState) -> String {
@@ -172,20 +204,11 @@ fn at(r: &Report, at_ms: Option<u64>, known: bool) -> String {
     }
 }
 
-fn where_(r: &Report, f: &Failure) -> String {
-    let s = r.timeline.step_of(f);
-    let step = match s.number {
-        Some(n) => format!("step {n}"),
-        None => "setup".into(),
-    };
-    format!("{step} · {}", at(r, f.at_ms, f.time_known))
-}
-
 fn headline(h: &Headline) -> Markup {
     html! {
         @if !h.verb.is_empty() { (h.verb) }
-        @if let Some(o) = &h.object { @if !h.verb.is_empty() { " " } code.u { (o) } }
-        @if let Some(n) = &h.note { " " span.note-t { (n) } }
+        @if let Some(o) = &h.object { @if !h.verb.is_empty() { " " } code.run-text { (o) } }
+        @if let Some(n) = &h.note { " " span.headline-note { (n) } }
     }
 }
 
@@ -193,8 +216,8 @@ fn page(p: &Page, inferred: bool, tabs: usize) -> Markup {
     html! {
         p.page {
             @if tabs > 1 { @if let Some(t) = p.tab { span.tab { "tab " (t) } } }
-            @if let Some(t) = &p.title { span.title.u { (t) } }
-            @if let Some(u) = &p.url { span.url.u { (u) } }
+            @if let Some(t) = &p.title { span.title.run-text { (t) } }
+            @if let Some(u) = &p.url { span.url.run-text { (u) } }
             @if p.title.is_none() && p.url.is_none() { span { "page without title or URL" } }
             @if inferred { span.last { "(last known page)" } }
         }
@@ -215,9 +238,9 @@ fn gap(r: &Report, s: &Step) -> Markup {
     };
     html! {
         li.step.noframe.gap id=(s.anchor()) {
-            div.rail { span.num { "…" } span.t { (at(r, s.at_ms, s.time_known)) } }
+            div.rail { span.step-number { "…" } span.step-time { (at(r, s.at_ms, s.time_known)) } }
             div.card {
-                div.sh { h3.what { (headline(&s.what.headline(1))) } }
+                div.step-head { h3.what { (headline(&s.what.headline(1))) } }
                 p.small {
                     "Between " (at(r, s.at_ms, s.time_known))
                     @if let Some(u) = until { " and " (at(r, Some(u), true)) }
@@ -234,6 +257,7 @@ fn gap(r: &Report, s: &Step) -> Markup {
     }
 }
 
+/// One entry of the filmstrip: the rail (number, time), the card, and the frames beside it.
 fn step(r: &Report, s: &Step) -> Markup {
     if matches!(s.what, What::Gap { .. }) {
         return gap(r, s);
@@ -242,39 +266,29 @@ fn step(r: &Report, s: &Step) -> Markup {
     let has_frames = !s.frames.is_empty() || !s.files.is_empty();
     let has_fail = s.failures.iter().any(|&i| tl.failures[i].is_error);
     let class = format!(
-        "step s-{}{}{}{}",
+        "step outcome-{}{}{}{}",
         s.outcome.class(),
         if has_fail { " has-fail" } else { "" },
         if has_frames { "" } else { " noframe" },
         if s.number.is_none() { " setup" } else { "" }
     );
-    let folds = s.fold_counts();
     html! {
         li id=(s.anchor()) class=(class) {
             div.rail {
-                span.num { (s.label()) }
-                span.t { (at(r, s.at_ms, s.time_known)) }
+                span.step-number { (s.label()) }
+                span.step-time { (at(r, s.at_ms, s.time_known)) }
             }
             div.card {
-                div.sh {
+                div.step-head {
                     h3.what { (headline(&s.what.headline(s.repeat))) }
-                    @if s.number.is_some() {
-                        p.chips {
-                            @if let Some(src) = &s.source {
-                                span.chip.src.u { (src) @if let Some(t) = &s.tool { " · " (t) } }
-                            }
-                            @if let Some(w) = &s.withheld { span.chip { "frame withheld: " (w) } }
-                            @if s.outcome != Outcome::Ok { (badge(&s.outcome)) }
-                            @if let Some(d) = s.duration_ms { span.chip { (duration(d)) } }
-                        }
-                    }
+                    @if s.number.is_some() { (chips(s)) }
                 }
                 @if let Some(p) = &s.page { (page(p, s.page_inferred, tl.tabs)) }
                 @if let What::Type { verdict: Some(v), .. } = &s.what { (verdict(v)) }
                 @if let What::ToolCall(c) = &s.what { (tool_call(r, c)) }
-                @if let Some(e) = &s.error { p.err.u { (e) } }
+                @if let Some(e) = &s.error { p.error-text.run-text { (e) } }
                 @if !s.fields.is_empty() {
-                    dl.fields { @for (k, v) in &s.fields { dt.u { (k) } dd.u { (v) } } }
+                    dl.fields { @for (k, v) in &s.fields { dt.run-text { (k) } dd.run-text { (v) } } }
                 }
                 @if !s.failures.is_empty() {
                     ul.fails { @for &i in &s.failures { (failure(r, &tl.failures[i])) } }
@@ -282,48 +296,72 @@ fn step(r: &Report, s: &Step) -> Markup {
                 @if s.more_failures > 0 {
                     p.small.more { "and " (count(s.more_failures, "more failure", "more failures")) " during this step (counted above; the tables list the first and the last ones of the run)." }
                 }
-                @if !s.plumbing.is_empty() {
-                    details.fold {
-                        summary {
-                            "+"
-                            @for (i, (cat, (n, failed))) in folds.iter().enumerate() {
-                                @if i > 0 { " · " }
-                                (n) " " (cat.words(*n))
-                                @if *failed > 0 { " " span.fe { "(" (failed) " failed)" } }
-                            }
-                        }
-                        ol {
-                            @for p in &s.plumbing {
-                                li {
-                                    span.t2 { (at(r, p.at_ms, true)) }
-                                    code.u { (p.label) }
-                                    @if p.outcome == Outcome::Error { (badge(&p.outcome)) }
-                                    @if let Some(e) = &p.error { span.u.fe { (e) } }
-                                    @if let Some(d) = p.duration_ms { span.d { (duration(d)) } }
-                                }
-                            }
-                            @if s.more_plumbing > 0 {
-                                li { "… " (s.more_plumbing) " more" }
-                            }
-                        }
-                    }
+                @if !s.plumbing.is_empty() { (fold(r, s)) }
+            }
+            @if has_frames { (frames_column(s)) }
+        }
+    }
+}
+
+/// Beside a step's headline: who recorded it, a withheld frame, its outcome, how long it took.
+fn chips(s: &Step) -> Markup {
+    html! {
+        p.chips {
+            @if let Some(src) = &s.source {
+                span.chip.source.run-text { (src) @if let Some(t) = &s.tool { " · " (t) } }
+            }
+            @if let Some(w) = &s.withheld { span.chip { "frame withheld: " (w) } }
+            @if s.outcome != Outcome::Ok { (badge(&s.outcome)) }
+            @if let Some(d) = s.duration_ms { span.chip { (duration(d)) } }
+        }
+    }
+}
+
+/// The plumbing folded into a step: counts by category, the entries on opening.
+fn fold(r: &Report, s: &Step) -> Markup {
+    html! {
+        details.fold {
+            summary {
+                "+"
+                @for (i, (cat, (n, failed))) in s.fold_counts().iter().enumerate() {
+                    @if i > 0 { " · " }
+                    (n) " " (cat.words(*n))
+                    @if *failed > 0 { " " span.failed-text { "(" (failed) " failed)" } }
                 }
             }
-            @if has_frames {
-                div.frames {
-                    @for f in &s.frames { (frame(s, f)) }
-                    @if s.more_frames > 0 {
-                        div.noimg { (count(s.more_frames, "more artifact", "more artifacts")) " of this step not listed" }
+            ol {
+                @for p in &s.plumbing {
+                    li {
+                        span.entry-time { (at(r, p.at_ms, true)) }
+                        code.run-text { (p.label) }
+                        @if p.outcome == Outcome::Error { (badge(&p.outcome)) }
+                        @if let Some(e) = &p.error { span.run-text.failed-text { (e) } }
+                        @if let Some(d) = p.duration_ms { span.took { (duration(d)) } }
                     }
-                    @for file in &s.files {
-                        div.noimg.refused[file.refused.is_some()] {
-                            @match file.refused {
-                                Some(why) => { "Artifact refused: " (why) }
-                                None => { "Artifact (not an image, not embedded)" }
-                            }
-                            span.p.u { (file.shown_path) }
-                        }
+                }
+                @if s.more_plumbing > 0 {
+                    li { "… " (s.more_plumbing) " more" }
+                }
+            }
+        }
+    }
+}
+
+/// A step's frames and other artifacts.
+fn frames_column(s: &Step) -> Markup {
+    html! {
+        div.frames {
+            @for f in &s.frames { (frame(s, f)) }
+            @if s.more_frames > 0 {
+                div.noimg { (count(s.more_frames, "more artifact", "more artifacts")) " of this step not listed" }
+            }
+            @for file in &s.files {
+                div.noimg.refused[file.refused.is_some()] {
+                    @match file.refused {
+                        Some(why) => { "Artifact refused: " (why) }
+                        None => { "Artifact (not an image, not embedded)" }
                     }
+                    span.artifact-path.run-text { (file.shown_path) }
                 }
             }
         }
@@ -341,176 +379,15 @@ fn frame(s: &Step, f: &Frame) -> Markup {
                 details.frame {
                     summary { img src=(data_uri) alt=(alt) decoding="async"; }
                 }
-                p.cap { (f.kind.name()) " · " (bytes(*n)) " · " span.hint {} }
+                p.frame-caption { (f.kind.name()) " · " (bytes(*n)) " · " span.hint {} }
             }
             FrameState::LeftOut(why) => {
-                div.noimg { "Frame left out: " (why) span.p.u { (f.shown_path) } }
+                div.noimg { "Frame left out: " (why) span.artifact-path.run-text { (f.shown_path) } }
             }
             FrameState::Refused(why) => {
-                div.noimg.refused { "Frame refused: " (why) span.p.u { (f.shown_path) } }
+                div.noimg.refused { "Frame refused: " (why) span.artifact-path.run-text { (f.shown_path) } }
             }
             FrameState::Pending => {}
-        }
-    }
-}
-
-fn fail_badge(f: &Failure) -> Markup {
-    let (class, word) = match &f.what {
-        FailWhat::Request {
-            status: Some(s), ..
-        } => ("error", s.to_string()),
-        FailWhat::Request { .. } => ("error", "failed".to_owned()),
-        FailWhat::Console { level, .. } => (
-            if f.is_error { "error" } else { "warning" },
-            format!("console.{level}"),
-        ),
-        FailWhat::ConnectionLost { .. } => ("error", "connection".to_owned()),
-        FailWhat::Generic { kind, .. } => (
-            if f.is_error { "error" } else { "warning" },
-            kind.as_str().to_owned(),
-        ),
-    };
-    html! { span class={ "badge " (class) } { (word) } }
-}
-
-/// One line naming a failure (for the jump list).
-fn fail_line(f: &Failure) -> Markup {
-    html! {
-        @match &f.what {
-            FailWhat::Request { method, url, error_text, status, .. } => {
-                span.m { (method) } " " code.u { (shorten(url, 120)) }
-                @if status.is_none() { @if let Some(e) = error_text { " " span.u { (e) } } }
-            }
-            FailWhat::Console { text, .. } => {
-                span.u { (first_line(text, 160)) }
-            }
-            FailWhat::ConnectionLost { .. } => { "The browser connection was lost" }
-            FailWhat::Generic { fields, .. } => {
-                span.u { "record with an unreadable payload" @if let Some((k, v)) = fields.first() { " (" (k) ": " (shorten(v, 100)) ")" } }
-            }
-        }
-    }
-}
-
-/// At most `max` characters of an already cleaned string.
-fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(max).collect();
-    out.push('…');
-    out
-}
-
-fn first_line(text: &str, max: usize) -> String {
-    let first = text.lines().next().unwrap_or("");
-    let mut out: String = first.chars().take(max).collect();
-    if first.chars().count() > max || text.lines().nth(1).is_some() {
-        out.push('…');
-    }
-    out
-}
-
-fn location(url: &Option<String>, line: Option<u32>, column: Option<u32>) -> Option<String> {
-    let url = url.as_deref()?;
-    let mut s = url.to_owned();
-    if let Some(l) = line {
-        s.push_str(&format!(":{l}"));
-        if let Some(c) = column {
-            s.push_str(&format!(":{c}"));
-        }
-    }
-    Some(s)
-}
-
-fn frame_link(r: &Report, f: &Failure) -> Markup {
-    html! {
-        @if let Some(i) = f.frame_after {
-            @let s = &r.timeline.steps[i];
-            " · " a href={ "#" (s.anchor()) } {
-                "frame after: " @match s.number { Some(n) => { "step " (n) } None => { "setup" } }
-            }
-        }
-    }
-}
-
-/// "×N more, +a – +b": the repeats a record stands for.
-fn repeats(r: &Report, f: &Failure) -> Markup {
-    html! {
-        @if let Some(rep) = &f.repeat {
-            span.rep {
-                "×" (rep.count) " more"
-                @if let (Some(a), Some(b)) = (r.timeline.offset(rep.first_ms), r.timeline.offset(rep.last_ms)) {
-                    ", " (offset(a)) " – " (offset(b))
-                }
-            }
-        }
-    }
-}
-
-fn failure(r: &Report, f: &Failure) -> Markup {
-    html! {
-        li id=(f.anchor()) class={ "fail" @if !f.is_error { " warning" } } {
-            (repeats(r, f))
-            @match &f.what {
-                FailWhat::Request { method, url, status, resource_type, duration_ms, error_text } => {
-                    span.head {
-                        (fail_badge(f)) span.m { (method) } code.u { (url) }
-                        span.fid { "F" (f.id) }
-                    }
-                    span.sub {
-                        (at(r, f.at_ms, f.time_known))
-                        @if let Some(t) = resource_type { " · " span.u { (t) } }
-                        @if let Some(d) = duration_ms { " · " (duration(*d)) }
-                        @if status.is_some() { @if let Some(e) = error_text { " · " span.u { (e) } } }
-                        @if status.is_none() { @if let Some(e) = error_text { " · " span.u { (e) } } }
-                        (frame_link(r, f))
-                    }
-                }
-                FailWhat::Console { text, url, line, column, .. } => {
-                    span.head { (fail_badge(f)) span.fid { "F" (f.id) } }
-                    pre.msg.u { (text) }
-                    span.sub {
-                        (at(r, f.at_ms, f.time_known))
-                        @if let Some(loc) = location(url, *line, *column) { " · " span.u.mono { (loc) } }
-                        (frame_link(r, f))
-                    }
-                }
-                FailWhat::ConnectionLost { detail } => {
-                    span.head { (fail_badge(f)) "The browser connection was lost without a close frame" span.fid { "F" (f.id) } }
-                    span.sub {
-                        (at(r, f.at_ms, f.time_known))
-                        @if let Some(d) = detail { " · " span.u { (d) } }
-                    }
-                }
-                FailWhat::Generic { fields, .. } => {
-                    span.head { (fail_badge(f)) "Payload does not fit its kind; shown field by field" span.fid { "F" (f.id) } }
-                    dl.fields { @for (k, v) in fields { dt.u { (k) } dd.u { (v) } } }
-                    span.sub { (at(r, f.at_ms, f.time_known)) (frame_link(r, f)) }
-                }
-            }
-            @if let Some(src) = &f.source { span.sub { "from " span.u { (src) } } }
-        }
-    }
-}
-
-/// Where a link to a failure goes: the failure under its step when it is listed there, else
-/// the step (a step lists only its first failures).
-fn failure_href(r: &Report, f: &Failure) -> String {
-    let tl = &r.timeline;
-    let s = tl.step_of(f);
-    if s.failures.iter().any(|&i| tl.failures[i].id == f.id) {
-        format!("#{}", f.anchor())
-    } else {
-        format!("#{}", s.anchor())
-    }
-}
-
-fn step_link(r: &Report, f: &Failure) -> Markup {
-    let s = r.timeline.step_of(f);
-    html! {
-        a href=(failure_href(r, f)) {
-            @match s.number { Some(n) => { (n) } None => { "setup" } }
         }
     }
 }
@@ -523,10 +400,10 @@ fn tool_call(r: &Report, c: &ToolCall) -> Markup {
             ol.effects aria-label="In the browser" {
                 @for e in &c.effects {
                     li {
-                        span.t2 { (at(r, e.at_ms, true)) }
+                        span.entry-time { (at(r, e.at_ms, true)) }
                         (headline(&e.headline()))
                         @if e.outcome != Outcome::Ok { " " (badge(&e.outcome)) }
-                        @if let Some(err) = &e.error { " " span.u.fe { (err) } }
+                        @if let Some(err) = &e.error { " " span.run-text.failed-text { (err) } }
                         @if let Some(v) = e.verdict() { (verdict(v)) }
                     }
                 }
@@ -539,18 +416,18 @@ fn tool_call(r: &Report, c: &ToolCall) -> Markup {
 /// Whether typed text landed, as the relay's observer judged it in the page (value-free).
 fn verdict(v: &crate::timeline::Verdict) -> Markup {
     let (class, mark) = match v.verified {
-        Verified::True => ("v-ok", "✓"),
-        Verified::False => ("v-bad", "✗"),
-        Verified::Indeterminate => ("v-unk", "?"),
+        Verified::True => ("verdict-landed", "✓"),
+        Verified::False => ("verdict-missed", "✗"),
+        Verified::Indeterminate => ("verdict-unknown", "?"),
     };
     let reason = v.reason.as_str();
     html! {
         p class=(format!("verdict {class}")) {
-            span.vm { (mark) } " " b { (v.words()) }
+            span.verdict-mark { (mark) } " " b { (v.words()) }
             // The note is the reason told for people; the bare reason only stands in for a
             // missing note.
-            @if !v.note.is_empty() { " — " span.u { (v.note) } }
-            @else if !reason.is_empty() && v.reason != VerdictReason::Landed { " — " span.u { (reason.replace('-', " ")) } }
+            @if !v.note.is_empty() { " — " span.run-text { (v.note) } }
+            @else if !reason.is_empty() && v.reason != VerdictReason::Landed { " — " span.run-text { (reason.replace('-', " ")) } }
         }
     }
 }

@@ -51,7 +51,9 @@
 mod error;
 mod frames;
 mod html;
+mod limits;
 mod model;
+mod notes;
 mod summary;
 mod text;
 mod timeline;

@@ -2,9 +2,12 @@
 //! Markdown viewer: every journal string is a code span (so it cannot become a link, emphasis
 //! or HTML), already stripped of control characters and cut to length.
 
-use crate::model::{Level, Report, RunState};
+use crate::limits::{MAX_KINDS_SHOWN, MAX_REDACTION_NAME, MAX_REDACTION_NAMES};
+use crate::model::{Report, RunState};
+use crate::notes::Level;
 use crate::text::{count, duration, md_code, offset};
-use crate::timeline::{FailWhat, Failure, FrameState, Headline, Step};
+use crate::timeline::{FailWhat, Failure, FrameState, Headline, Page, Step, What};
+use cdp_evidence::Redactions;
 use std::fmt::Write as _;
 
 fn headline(h: &Headline) -> String {
@@ -165,31 +168,13 @@ fn verdict_words(v: &crate::timeline::Verdict) -> String {
     )
 }
 
+/// The lines of one step: its headline, then what the step did and met, indented.
 fn step_block(out: &mut String, r: &Report, s: &Step) {
-    if let crate::timeline::What::Gap {
+    if let What::Gap {
         until_ms, effects, ..
     } = &s.what
     {
-        let _ = write!(
-            out,
-            "  … {}  {}",
-            at(r, s.at_ms, s.time_known),
-            headline(&s.what.headline(1))
-        );
-        if let Some(u) = until_ms {
-            let _ = write!(out, ", until {}", at(r, Some(*u), true));
-        }
-        out.push('\n');
-        if s.failure_count > 0 {
-            let _ = writeln!(out, "       {} failures during them", s.failure_count);
-        }
-        if *effects > 0 {
-            let _ = writeln!(out, "       {effects} browser actions of their tool calls");
-        }
-        for &i in &s.failures {
-            let _ = writeln!(out, "       {}", failure_line(r, &r.timeline.failures[i]));
-        }
-        return;
+        return gap_block(out, r, s, *until_ms, *effects);
     }
     let label = match s.number {
         Some(n) => format!("{n:>3}."),
@@ -212,49 +197,102 @@ fn step_block(out: &mut String, r: &Report, s: &Step) {
         let _ = write!(out, " (from {})", md_code(src));
     }
     out.push('\n');
-    let indent = "       ";
-    if let crate::timeline::What::Type {
+    if let What::Type {
         verdict: Some(v), ..
     } = &s.what
     {
-        let _ = writeln!(out, "{indent}{}", verdict_words(v));
+        let _ = writeln!(out, "{INDENT}{}", verdict_words(v));
     }
-    if let crate::timeline::What::ToolCall(c) = &s.what {
-        tool_call(out, r, c, indent);
+    if let What::ToolCall(c) = &s.what {
+        tool_call(out, r, c, INDENT);
     }
     if let Some(p) = &s.page {
-        let mut parts = Vec::new();
-        if let Some(t) = &p.title {
-            parts.push(md_code(t));
-        }
-        if let Some(u) = &p.url {
-            parts.push(md_code(u));
-        }
-        if !parts.is_empty() {
-            let last = if s.page_inferred { " (last known)" } else { "" };
-            let _ = writeln!(out, "{indent}page: {}{last}", parts.join(" — "));
-        }
+        page_line(out, p, s.page_inferred);
     }
     if let Some(e) = &s.error {
-        let _ = writeln!(out, "{indent}error: {}", md_code(e));
+        let _ = writeln!(out, "{INDENT}error: {}", md_code(e));
     }
     for (k, v) in &s.fields {
-        let _ = writeln!(out, "{indent}{}: {}", md_code(k), md_code(v));
+        let _ = writeln!(out, "{INDENT}{}: {}", md_code(k), md_code(v));
     }
+    fold_line(out, s);
+    artifact_lines(out, s);
+    for &i in &s.failures {
+        let _ = writeln!(out, "{INDENT}{}", failure_line(r, &r.timeline.failures[i]));
+    }
+    if s.more_failures > 0 {
+        let _ = writeln!(
+            out,
+            "{INDENT}… and {} more failures during this step",
+            s.more_failures
+        );
+    }
+    if s.more_frames > 0 {
+        let _ = writeln!(out, "{INDENT}… and {} more artifacts", s.more_frames);
+    }
+}
+
+/// Under a step's headline.
+const INDENT: &str = "       ";
+
+/// The entry that stands for the steps left out of a long run.
+fn gap_block(out: &mut String, r: &Report, s: &Step, until_ms: Option<u64>, effects: u64) {
+    let _ = write!(
+        out,
+        "  … {}  {}",
+        at(r, s.at_ms, s.time_known),
+        headline(&s.what.headline(1))
+    );
+    if let Some(u) = until_ms {
+        let _ = write!(out, ", until {}", at(r, Some(u), true));
+    }
+    out.push('\n');
+    if s.failure_count > 0 {
+        let _ = writeln!(out, "{INDENT}{} failures during them", s.failure_count);
+    }
+    if effects > 0 {
+        let _ = writeln!(out, "{INDENT}{effects} browser actions of their tool calls");
+    }
+    for &i in &s.failures {
+        let _ = writeln!(out, "{INDENT}{}", failure_line(r, &r.timeline.failures[i]));
+    }
+}
+
+fn page_line(out: &mut String, p: &Page, inferred: bool) {
+    let mut parts = Vec::new();
+    if let Some(t) = &p.title {
+        parts.push(md_code(t));
+    }
+    if let Some(u) = &p.url {
+        parts.push(md_code(u));
+    }
+    if !parts.is_empty() {
+        let last = if inferred { " (last known)" } else { "" };
+        let _ = writeln!(out, "{INDENT}page: {}{last}", parts.join(" — "));
+    }
+}
+
+/// "+38 evaluations (2 failed), 3 queries": the plumbing folded into the step.
+fn fold_line(out: &mut String, s: &Step) {
     let folds = s.fold_counts();
-    if !folds.is_empty() {
-        let parts: Vec<String> = folds
-            .iter()
-            .map(|(c, (n, failed))| {
-                let mut p = format!("{n} {}", c.words(*n));
-                if *failed > 0 {
-                    let _ = write!(p, " ({failed} failed)");
-                }
-                p
-            })
-            .collect();
-        let _ = writeln!(out, "{indent}+{}", parts.join(", "));
+    if folds.is_empty() {
+        return;
     }
+    let parts: Vec<String> = folds
+        .iter()
+        .map(|(c, (n, failed))| {
+            let mut p = format!("{n} {}", c.words(*n));
+            if *failed > 0 {
+                let _ = write!(p, " ({failed} failed)");
+            }
+            p
+        })
+        .collect();
+    let _ = writeln!(out, "{INDENT}+{}", parts.join(", "));
+}
+
+/// The step's frames and other artifacts, and the frame the relay withheld.
+fn artifact_lines(out: &mut String, s: &Step) {
     for f in &s.frames {
         let state = match &f.state {
             FrameState::Embedded { .. } => "frame".to_owned(),
@@ -262,36 +300,32 @@ fn step_block(out: &mut String, r: &Report, s: &Step) {
             FrameState::Refused(w) => format!("frame refused ({w})"),
             FrameState::Pending => continue,
         };
-        let _ = writeln!(out, "{indent}{state}: {}", md_code(&f.shown_path));
+        let _ = writeln!(out, "{INDENT}{state}: {}", md_code(&f.shown_path));
     }
     for file in &s.files {
         let state = match file.refused {
             Some(w) => format!("artifact refused ({w})"),
             None => "artifact".to_owned(),
         };
-        let _ = writeln!(out, "{indent}{state}: {}", md_code(&file.shown_path));
+        let _ = writeln!(out, "{INDENT}{state}: {}", md_code(&file.shown_path));
     }
     if let Some(w) = &s.withheld {
-        let _ = writeln!(out, "{indent}frame withheld: {}", md_code(w));
-    }
-    for &i in &s.failures {
-        let _ = writeln!(out, "{indent}{}", failure_line(r, &r.timeline.failures[i]));
-    }
-    if s.more_failures > 0 {
-        let _ = writeln!(
-            out,
-            "{indent}… and {} more failures during this step",
-            s.more_failures
-        );
-    }
-    if s.more_frames > 0 {
-        let _ = writeln!(out, "{indent}… and {} more artifacts", s.more_frames);
+        let _ = writeln!(out, "{INDENT}frame withheld: {}", md_code(w));
     }
 }
 
 pub(crate) fn render(r: &Report) -> String {
-    let tl = &r.timeline;
     let mut out = String::new();
+    header(&mut out, r);
+    notes(&mut out, r);
+    failures(&mut out, r);
+    timeline(&mut out, r);
+    out
+}
+
+/// The run's title and figures.
+fn header(out: &mut String, r: &Report) {
+    let tl = &r.timeline;
     let _ = writeln!(out, "# cdp-relay run {}\n", md_code(&r.run_id));
     if let Some(s) = &r.session {
         let _ = writeln!(out, "- Session: {}", md_code(s));
@@ -303,15 +337,8 @@ pub(crate) fn render(r: &Report) -> String {
     if let Some(d) = r.duration_ms {
         when.push(format!("duration {}", duration(d)));
     }
-    when.push(match &r.state {
-        RunState::Finalized => "finalized".to_owned(),
-        RunState::Running => "not finalized".to_owned(),
-        RunState::Legacy(Some(w)) => format!("legacy run, status {}", md_code(w)),
-        RunState::Legacy(None) => "legacy run".to_owned(),
-        RunState::Unknown => "no manifest".to_owned(),
-    });
+    when.push(state_words(&r.state));
     let _ = writeln!(out, "- Run: {}", when.join(", "));
-    let errors: Vec<&Failure> = tl.jump.iter().map(|&i| &tl.failures[i]).collect();
     let _ = write!(
         out,
         "- Steps: {} · failed requests: {} · console errors: {} · frames embedded: {}",
@@ -327,7 +354,7 @@ pub(crate) fn render(r: &Report) -> String {
     let kinds: Vec<String> = tl
         .kinds
         .iter()
-        .take(40)
+        .take(MAX_KINDS_SHOWN)
         .map(|(k, n)| format!("{} {n}", md_code(k)))
         .collect();
     let _ = writeln!(
@@ -348,89 +375,107 @@ pub(crate) fn render(r: &Report) -> String {
     if !statuses.is_empty() {
         let _ = writeln!(out, "- By status: {}", statuses.join(", "));
     }
-    match &r.redactions {
-        Some(red) => {
-            let mut parts: Vec<String> = red
-                .rules
-                .iter()
-                .take(100)
-                .map(|(k, n)| format!("{} {n}", md_code(&crate::text::line(k, 60))))
-                .collect();
-            let (named, typed, literals) = crate::text::secret_counts(&red.secrets);
-            parts.extend(named.iter().take(100).map(|(k, n)| {
-                format!(
-                    "{} {n}",
-                    md_code(&format!("${{{}}}", crate::text::line(k, 60)))
-                )
-            }));
-            if literals > 0 {
-                parts.push(format!("typed-text echoes {typed}"));
-            }
-            let _ = write!(out, "- Redactions: {}", red.total);
-            if !parts.is_empty() {
-                let _ = write!(out, " ({})", parts.join(", "));
-            }
-            if red.truncated > 0 {
-                let _ = write!(out, "; {} cut at a length limit", red.truncated);
-            }
-            out.push('\n');
-        }
-        None => out.push_str("- Redactions: not reported\n"),
+    redactions(out, r.redactions.as_ref());
+    out.push('\n');
+}
+
+fn state_words(state: &RunState) -> String {
+    match state {
+        RunState::Finalized => "finalized".to_owned(),
+        RunState::Running => "not finalized".to_owned(),
+        RunState::Legacy(Some(w)) => format!("legacy run, status {}", md_code(w)),
+        RunState::Legacy(None) => "legacy run".to_owned(),
+        RunState::Unknown => "no manifest".to_owned(),
+    }
+}
+
+/// Redaction counts by rule and by registered secret name (never a value).
+fn redactions(out: &mut String, redactions: Option<&Redactions>) {
+    let Some(red) = redactions else {
+        out.push_str("- Redactions: not reported\n");
+        return;
+    };
+    let name = |k: &str| crate::text::line(k, MAX_REDACTION_NAME);
+    let mut parts: Vec<String> = red
+        .rules
+        .iter()
+        .take(MAX_REDACTION_NAMES)
+        .map(|(k, n)| format!("{} {n}", md_code(&name(k))))
+        .collect();
+    let (named, typed, literals) = crate::text::secret_counts(&red.secrets);
+    parts.extend(
+        named
+            .iter()
+            .take(MAX_REDACTION_NAMES)
+            .map(|(k, n)| format!("{} {n}", md_code(&format!("${{{}}}", name(k))))),
+    );
+    if literals > 0 {
+        parts.push(format!("typed-text echoes {typed}"));
+    }
+    let _ = write!(out, "- Redactions: {}", red.total);
+    if !parts.is_empty() {
+        let _ = write!(out, " ({})", parts.join(", "));
+    }
+    if red.truncated > 0 {
+        let _ = write!(out, "; {} cut at a length limit", red.truncated);
     }
     out.push('\n');
-    for n in r.notes.iter().filter(|n| n.level == Level::Warn) {
-        let _ = writeln!(out, "> **Warning — {}:** {}\n", n.title, n.text);
+}
+
+/// The warnings, the reminder that pixels are not redacted, then the other notes.
+fn notes(out: &mut String, r: &Report) {
+    for n in r.notes.iter().filter(|n| n.level() == Level::Warn) {
+        let _ = writeln!(out, "> **Warning — {}:** {}\n", n.title(), n.text());
     }
     out.push_str(
         "> Screenshots are not redacted: review the frames in report.html before sharing it.\n\n",
     );
-    for n in r.notes.iter().filter(|n| n.level == Level::Info) {
-        let _ = writeln!(out, "> {}: {}\n", n.title, n.text);
+    for n in r.notes.iter().filter(|n| n.level() == Level::Info) {
+        let _ = writeln!(out, "> {}: {}\n", n.title(), n.text());
     }
+}
 
-    if tl.totals.errors > 0 {
+/// The failures the jump list names, and how many it does not.
+fn failures(out: &mut String, r: &Report) {
+    let tl = &r.timeline;
+    if tl.totals.errors == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## {}\n",
+        count(tl.totals.errors, "failure", "failures")
+    );
+    for &i in &tl.jump {
+        let _ = writeln!(out, "- {}", failure_line(r, &tl.failures[i]));
+    }
+    let more = tl.totals.errors_not_listed(tl.jump.len());
+    if more > 0 {
         let _ = writeln!(
             out,
-            "## {}\n",
-            count(tl.totals.errors, "failure", "failures")
+            "- … and {more} more (the first {} are listed)",
+            tl.jump.len()
         );
-        for f in &errors {
-            let _ = writeln!(out, "- {}", failure_line(r, f));
-        }
-        if tl.totals.errors > errors.len() {
-            let _ = writeln!(
-                out,
-                "- … and {} more (the first {} are listed)",
-                tl.totals.errors - errors.len(),
-                errors.len()
-            );
-        }
-        out.push('\n');
     }
+    out.push('\n');
+}
 
+/// Every step, in a fenced block.
+fn timeline(out: &mut String, r: &Report) {
     out.push_str("## Timeline\n\n");
-    if tl.steps.is_empty() {
+    if r.timeline.steps.is_empty() {
         out.push_str("No steps were recorded.\n");
-    } else {
-        out.push_str("```text\n");
-        let start = out.len();
-        for s in &tl.steps {
-            step_block(&mut out, r, s);
-        }
-        // Inside a fenced block nothing is interpreted, so code spans are not needed there;
-        // but a line of backticks could close the fence: the fence is made longer than any run.
-        let body = out.split_off(start);
-        let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-        if longest >= 3 {
-            let fence = "`".repeat(longest + 1);
-            out.truncate(out.len() - "```text\n".len());
-            let _ = writeln!(out, "{fence}text");
-            out.push_str(&body);
-            let _ = writeln!(out, "{fence}");
-        } else {
-            out.push_str(&body);
-            out.push_str("```\n");
-        }
+        return;
     }
-    out
+    let mut body = String::new();
+    for s in &r.timeline.steps {
+        step_block(&mut body, r, s);
+    }
+    // Inside a fenced block nothing is interpreted, so code spans are not needed there; but a
+    // line of backticks could close the fence: the fence is made longer than any run.
+    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let _ = writeln!(out, "{fence}text");
+    out.push_str(&body);
+    let _ = writeln!(out, "{fence}");
 }

@@ -2,6 +2,7 @@
 //! typing steps, redactions and records by kind.
 
 use super::*;
+use crate::limits::{MAX_KINDS_SHOWN, MAX_REDACTION_NAME, MAX_REDACTION_NAMES};
 
 pub(super) fn requests_table(r: &Report) -> Markup {
     let tl = &r.timeline;
@@ -18,22 +19,17 @@ pub(super) fn requests_table(r: &Report) -> Markup {
                     tbody {
                         @for f in &rows {
                             tr {
-                                td.n data-label="Step" { (step_link(r, f)) " " span.fid { "F" (f.id) } }
-                                td.n data-label="Time" { (at(r, f.at_ms, f.time_known)) (repeats(r, f)) }
+                                td.numeric data-label="Step" { (step_link(r, f)) " " span.failure-id { "F" (f.id) } }
+                                td.numeric data-label="Time" { (at(r, f.at_ms, f.time_known)) (repeats(r, f)) }
                                 @match &f.what {
                                     FailWhat::Request { method, url, status, resource_type, duration_ms, error_text } => {
-                                        td.wide data-label="Request" { b { (method) } " " code.u { (url) } }
-                                        td.n data-label="Status" { @match status { Some(s) => { (s) } None => { "—" } } }
-                                        td data-label="Type" { @if let Some(t) = resource_type { span.u { (t) } } @else { "—" } }
-                                        td.n data-label="Took" { @match duration_ms { Some(d) => { (duration(*d)) } None => { "—" } } }
-                                        td.full.none[error_text.is_none()] data-label="Error" { @if let Some(e) = error_text { span.u { (e) } } @else { "—" } }
+                                        td.wide data-label="Request" { b { (method) } " " code.run-text { (url) } }
+                                        td.numeric data-label="Status" { @match status { Some(s) => { (s) } None => { "—" } } }
+                                        td data-label="Type" { @if let Some(t) = resource_type { span.run-text { (t) } } @else { "—" } }
+                                        td.numeric data-label="Took" { @match duration_ms { Some(d) => { (duration(*d)) } None => { "—" } } }
+                                        td.full.none[error_text.is_none()] data-label="Error" { @if let Some(e) = error_text { span.run-text { (e) } } @else { "—" } }
                                     }
-                                    FailWhat::Generic { fields, .. } => {
-                                        td.wide data-label="Request" colspan="5" {
-                                            "Unreadable payload: "
-                                            @for (i, (k, v)) in fields.iter().enumerate() { @if i > 0 { ", " } span.u { (k) "=" (v) } }
-                                        }
-                                    }
+                                    FailWhat::Generic { fields, .. } => { (unreadable_cell("Request", 5, fields)) }
                                     _ => {}
                                 }
                             }
@@ -42,6 +38,17 @@ pub(super) fn requests_table(r: &Report) -> Markup {
                 }
                 @if more > 0 { p.small { (more) " more between the first and the last ones listed, not shown (counted above)." } }
             }
+        }
+    }
+}
+
+/// The cell of a table row whose record does not fit its kind: its fields, over the columns
+/// the row would have had (`label` names the cell on a narrow screen).
+fn unreadable_cell(label: &str, columns: u32, fields: &[(String, String)]) -> Markup {
+    html! {
+        td.wide data-label=(label) colspan=(columns) {
+            "Unreadable payload: "
+            @for (i, (k, v)) in fields.iter().enumerate() { @if i > 0 { ", " } span.run-text { (k) "=" (v) } }
         }
     }
 }
@@ -61,22 +68,17 @@ pub(super) fn console_table(r: &Report) -> Markup {
                     tbody {
                         @for f in &rows {
                             tr {
-                                td.n data-label="Step" { (step_link(r, f)) " " span.fid { "F" (f.id) } }
-                                td.n data-label="Time" { (at(r, f.at_ms, f.time_known)) (repeats(r, f)) }
+                                td.numeric data-label="Step" { (step_link(r, f)) " " span.failure-id { "F" (f.id) } }
+                                td.numeric data-label="Time" { (at(r, f.at_ms, f.time_known)) (repeats(r, f)) }
                                 td data-label="Level" { (fail_badge(f)) }
                                 @match &f.what {
                                     FailWhat::Console { text, url, line, column, .. } => {
-                                        td.wide data-label="Message" { pre.u { (text) } }
+                                        td.wide data-label="Message" { pre.run-text { (text) } }
                                         td data-label="Location" {
-                                            @match location(url, *line, *column) { Some(l) => { span.u.mono { (l) } } None => { "—" } }
+                                            @match location(url, *line, *column) { Some(l) => { span.run-text.mono { (l) } } None => { "—" } }
                                         }
                                     }
-                                    FailWhat::Generic { fields, .. } => {
-                                        td.wide data-label="Message" colspan="2" {
-                                            "Unreadable payload: "
-                                            @for (i, (k, v)) in fields.iter().enumerate() { @if i > 0 { ", " } span.u { (k) "=" (v) } }
-                                        }
-                                    }
+                                    FailWhat::Generic { fields, .. } => { (unreadable_cell("Message", 2, fields)) }
                                     _ => {}
                                 }
                             }
@@ -114,13 +116,13 @@ pub(super) fn typing_table(r: &Report) -> Markup {
                     tbody {
                         @for (s, at_ms, known, what) in &rows {
                             tr {
-                                td.n data-label="Step" { a href={ "#" (s.anchor()) } { (s.label()) } }
-                                td.n data-label="Time" { (at(r, *at_ms, *known)) }
+                                td.numeric data-label="Step" { a href={ "#" (s.anchor()) } { (s.label()) } }
+                                td.numeric data-label="Time" { (at(r, *at_ms, *known)) }
                                 td.wide data-label="Typed" { (headline(what)) }
                                 td data-label="Page" {
                                     @if let Some(p) = &s.page {
-                                        @if let Some(t) = &p.title { span.u { (t) } " " }
-                                        @if let Some(u) = &p.url { code.u { (u) } }
+                                        @if let Some(t) = &p.title { span.run-text { (t) } " " }
+                                        @if let Some(u) = &p.url { code.run-text { (u) } }
                                     } @else { "—" }
                                 }
                             }
@@ -145,17 +147,17 @@ pub(super) fn redactions(r: &Report) -> Markup {
                         ". Counts by rule and by registered secret name; the values themselves are never stored."
                     }
                     @if !red.rules.is_empty() {
-                        ul.kv { @for (k, n) in red.rules.iter().take(100) { li { span.u { (crate::text::line(k, 60)) } " " b { (n) } } } }
+                        ul.counts { @for (k, n) in red.rules.iter().take(MAX_REDACTION_NAMES) { li { span.run-text { (crate::text::line(k, MAX_REDACTION_NAME)) } " " b { (n) } } } }
                     }
                     @let (named, typed, literals) = crate::text::secret_counts(&red.secrets);
                     @if !named.is_empty() {
                         p.small { "Registered secrets:" }
-                        ul.kv { @for (k, n) in named.iter().take(100) { li { code.u { "${" (crate::text::line(k, 60)) "}" } " " b { (n) } } } }
+                        ul.counts { @for (k, n) in named.iter().take(MAX_REDACTION_NAMES) { li { code.run-text { "${" (crate::text::line(k, MAX_REDACTION_NAME)) "}" } " " b { (n) } } } }
                     }
                     @if literals > 0 {
                         p.small {
                             "Echoes of typed text masked: " b { (typed) } " (from "
-                            (count(literals, "typing step", "typing steps")) ", shown as " code.u { "${TYPED_n}" } ")."
+                            (count(literals, "typing step", "typing steps")) ", shown as " code.run-text { "${TYPED_n}" } ")."
                         }
                     }
                 }
@@ -170,9 +172,9 @@ pub(super) fn records(r: &Report) -> Markup {
         section #records {
             h2 { "Records" }
             p.small { (count(tl.records, "record", "records")) " in the journal by kind and by status." }
-            ul.kv { @for (k, n) in tl.kinds.iter().take(40) { li { span.u { (k) } " " b { (n) } } } }
-            @if tl.kinds.len() > 40 { p.small { (tl.kinds.len() - 40) " more kinds." } }
-            ul.kv { @for (k, n) in &tl.statuses { li { span.u { (k) } " " b { (n) } } } }
+            ul.counts { @for (k, n) in tl.kinds.iter().take(MAX_KINDS_SHOWN) { li { span.run-text { (k) } " " b { (n) } } } }
+            @if tl.kinds.len() > MAX_KINDS_SHOWN { p.small { (tl.kinds.len() - MAX_KINDS_SHOWN) " more kinds." } }
+            ul.counts { @for (k, n) in &tl.statuses { li { span.run-text { (k) } " " b { (n) } } } }
         }
     }
 }

@@ -318,19 +318,9 @@ impl Pass2 {
 
     /// An action done during a tool call: one of the call's effects, or counted in the gap
     /// with the call. Its artifacts and page go with the call.
-    #[allow(clippy::too_many_arguments)]
-    fn effect(
-        &mut self,
-        call: CallSlot,
-        key: Key,
-        effect: mcp::Effect,
-        handle: Option<&str>,
-        page: Option<Page>,
-        r: &StoredRecord,
-        at_ms: Option<u64>,
-    ) {
-        self.note_page(call.slot, &key, handle, &page);
-        self.note_artifacts(r.artifacts.iter(), &key, call.slot, at_ms, false);
+    fn effect(&mut self, call: CallSlot, r: &StoredRecord, seen: Seen<'_>, what: What) {
+        self.note_page(call.slot, &seen.key, seen.handle, &seen.page);
+        self.note_artifacts(r.artifacts.iter(), &seen.key, call.slot, seen.at_ms, false);
         let Some(j) = call.step else {
             self.gap_effects += 1;
             return;
@@ -338,17 +328,54 @@ impl Pass2 {
         let cap = self.caps.effects_per_step;
         let e = &mut self.effects[j];
         e.count += 1;
-        if let Some(p) = page.filter(|p| p.title.is_some() || p.url.is_some()) {
-            if e.page.as_ref().is_none_or(|(k, _)| key < *k) {
-                e.page = Some((key.clone(), p));
+        if let Some(p) = seen.page.filter(|p| p.title.is_some() || p.url.is_some()) {
+            if e.page.as_ref().is_none_or(|(k, _)| seen.key < *k) {
+                e.page = Some((seen.key.clone(), p));
             }
         }
+        let effect = mcp::Effect {
+            what,
+            outcome: seen.status,
+            error: seen.error,
+            at_ms: seen.at_ms,
+        };
         e.kept
             .get_or_insert_with(|| TopN::new(cap))
-            .offer((key, ByKey(effect)));
+            .offer((seen.key, ByKey(effect)));
     }
 
+    /// Places one record: a step kept (or an effect of its tool call), else plumbing, a
+    /// failure or a frame in the slot it belongs to.
     pub(super) fn record(&mut self, r: &StoredRecord) {
+        let seen = self.see(r);
+        let (role, _) = role(r, r.typed_payload());
+        // A tool call is a step, never another call's effect.
+        let call = match &role {
+            Role::Step(What::ToolCall(_)) => None,
+            _ => self.call_of(r.tool_call()),
+        };
+        if let Role::Step(what) = role {
+            return self.step(r, seen, what, call);
+        }
+        let slot = match call {
+            Some(c) => c.slot,
+            None => self.slot_of(&seen.key),
+        };
+        let first = &mut self.slots[slot].first;
+        if first.as_ref().is_none_or(|(k, _, _)| seen.key < *k) {
+            *first = Some((seen.key.clone(), seen.at_ms, seen.time_known));
+        }
+        self.note_page(slot, &seen.key, seen.handle, &seen.page);
+        match role {
+            Role::Step(_) | Role::Marker => {}
+            Role::Plumb(Category::Frame, _) => self.frame(r, &seen, slot, call.is_some()),
+            Role::Plumb(category, label) => self.plumbing(r, seen, slot, category, label),
+            Role::Fail(what, is_error) => self.failure(r, seen, slot, what, is_error),
+        }
+    }
+
+    /// Where a record sorts and what it says of itself, as every role needs it.
+    fn see<'r>(&mut self, r: &'r StoredRecord) -> Seen<'r> {
         let seq = self.seq;
         self.seq += 1;
         let (key, at_ms, time_known) = Key::of(r, seq);
@@ -357,180 +384,190 @@ impl Pass2 {
             r.target.as_ref(),
             handle.and_then(|h| self.tabs.get(h).copied()),
         );
-        let (role, _) = role(r, r.typed_payload());
-        let source = r
-            .source
-            .as_deref()
-            .filter(|_| !r.is_from(&Source::RELAY))
-            .map(|s| line(s, MAX_WORD));
-        let error = r.error.as_deref().map(|e| line(e, MAX_ERROR));
-        let status = Outcome::of(r.status_word());
-        // A tool call is a step, never another call's effect.
-        let call = match &role {
-            Role::Step(What::ToolCall(_)) => None,
-            _ => self.call_of(r.tool_call()),
-        };
-        if let Role::Step(what) = role {
-            let kept = self.steps.binary_search_by(|s| s.key.cmp(&key));
-            let j = match (kept, call) {
-                // Kept as a step of its own: the first pass offered it as one (its call was
-                // not seen in time to hold it).
-                (Ok(j), _) => j,
-                (Err(_), Some(c)) => {
-                    let effect = mcp::Effect {
-                        what,
-                        outcome: status,
-                        error,
-                        at_ms,
-                    };
-                    return self.effect(c, key, effect, handle, page, r, at_ms);
-                }
-                // A step left out with the gap.
-                (Err(_), None) => return,
-            };
-            let slot = self.step_slot(j);
-            self.note_page(slot, &key, handle, &page);
-            self.note_artifacts(r.artifacts.iter(), &key, slot, at_ms, false);
-            let fields = super::mcp::step_fields(r, &what);
-            self.cores[j] = Some(StepCore {
-                what,
-                at_ms,
-                time_known,
-                duration_ms: r.duration_ms,
-                outcome: status,
-                error,
-                source,
-                tool: r.tool.as_deref().map(|t| line(t, MAX_WORD)),
-                handle: handle.map(Box::from),
-                page,
-                fields,
-                withheld: withheld_reason(r),
-            });
-            return;
+        Seen {
+            key,
+            at_ms,
+            time_known,
+            handle,
+            page,
+            source: r
+                .source
+                .as_deref()
+                .filter(|_| !r.is_from(&Source::RELAY))
+                .map(|s| line(s, MAX_WORD)),
+            error: r.error.as_deref().map(|e| line(e, MAX_ERROR)),
+            status: Outcome::of(r.status_word()),
         }
-        let slot = match call {
-            Some(c) => c.slot,
-            None => self.slot_of(&key),
+    }
+
+    /// A step: kept whole when the first pass kept it, else an effect of its tool call, else
+    /// left out with the gap.
+    fn step(&mut self, r: &StoredRecord, seen: Seen<'_>, what: What, call: Option<CallSlot>) {
+        let j = match (self.steps.binary_search_by(|s| s.key.cmp(&seen.key)), call) {
+            // Kept as a step of its own: the first pass offered it as one (its call was not
+            // seen in time to hold it).
+            (Ok(j), _) => j,
+            (Err(_), Some(c)) => return self.effect(c, r, seen, what),
+            (Err(_), None) => return,
         };
-        {
-            let s = &mut self.slots[slot];
-            if s.first.as_ref().is_none_or(|(k, _, _)| key < *k) {
-                s.first = Some((key.clone(), at_ms, time_known));
-            }
-        }
-        self.note_page(slot, &key, handle, &page);
-        match role {
-            Role::Step(_) | Role::Marker => {}
-            Role::Plumb(Category::Frame, _) => {
-                // The relay's own picture belongs to the last step on its tab (another tab may
-                // have moved on meanwhile); in the gap it is left out with its steps.
-                // A frame taken for a tool call's effects is the call's.
-                let target = if call.is_some() || (self.gap.is_some() && slot == self.head + 1) {
-                    slot
-                } else {
-                    let i = self.steps.partition_point(|s| s.key <= key);
-                    let same = handle.and_then(|h| {
-                        self.steps[..i]
-                            .iter()
-                            .rposition(|s| s.handle.as_deref() == Some(h))
-                    });
-                    match same {
-                        Some(j) if !(self.gap.is_some() && i > self.head && j < self.head) => {
-                            self.step_slot(j)
-                        }
-                        _ => slot,
-                    }
-                };
-                self.note_artifacts(r.artifacts.iter(), &key, target, at_ms, false);
-                if let Some(w) = withheld_reason(r) {
-                    let s = &mut self.slots[target];
-                    if s.withheld.as_ref().is_none_or(|(k, _)| key < *k) {
-                        s.withheld = Some((key.clone(), w));
-                    }
-                }
-            }
-            Role::Plumb(category, label) => {
-                let cap = self.caps.plumbing_per_step;
-                let s = &mut self.slots[slot];
-                let e = s.plumb_counts.entry(category).or_insert((0, 0));
-                e.0 += 1;
-                if status == Outcome::Error {
-                    e.1 += 1;
-                }
-                if let Some(p) = &page {
-                    let inferred = false;
-                    if s.first_plumb_page.as_ref().is_none_or(|(k, _, _)| key < *k) {
-                        s.first_plumb_page = Some((key.clone(), p.clone(), inferred));
-                    }
-                }
-                let plumb = Plumb {
-                    label,
-                    at_ms,
-                    duration_ms: r.duration_ms,
-                    outcome: status,
-                    error,
-                };
-                s.plumbs
-                    .get_or_insert_with(|| TopN::new(cap))
-                    .offer((key.clone(), ByKey(plumb)));
-                self.note_artifacts(
-                    r.artifacts.iter(),
-                    &key,
-                    slot,
-                    at_ms,
-                    category == Category::Screencast,
-                );
-            }
-            Role::Fail(what, is_error) => {
-                let cap = self.caps.failures_per_step;
-                let s = &mut self.slots[slot];
-                s.fail_count += 1;
-                let p = s.ranked.partition_point(|k| *k <= key);
-                s.before[p] += 1;
-                let evicted = s
-                    .fails
-                    .get_or_insert_with(|| TopN::new(cap))
-                    .offer(key.clone());
-                let kept = evicted.as_ref() != Some(&key);
-                if let Some(out) = evicted {
-                    if !self.wanted.contains(&out.seq()) {
-                        self.fails.remove(&out.seq());
-                    }
-                }
-                if kept || self.wanted.contains(&seq) {
-                    let repeat = r.repeat.as_ref().map(|rep| Repeat {
-                        count: rep.count,
-                        first_ms: rep
-                            .first_at
-                            .as_deref()
-                            .and_then(cdp_evidence::time::parse_rfc3339_millis),
-                        last_ms: rep
-                            .last_at
-                            .as_deref()
-                            .and_then(cdp_evidence::time::parse_rfc3339_millis),
-                    });
-                    self.fails.insert(
-                        seq,
-                        FailItem {
-                            slot,
-                            at_ms,
-                            time_known,
-                            what,
-                            is_error,
-                            source,
-                            repeat,
-                        },
-                    );
-                }
-                // A frame the relay's own frame record carries is shown in the step it was
-                // taken in (maybe a later page), not here: the failure links to it.
-                let own: Vec<&String> = r
-                    .artifacts
+        let slot = self.step_slot(j);
+        self.note_page(slot, &seen.key, seen.handle, &seen.page);
+        self.note_artifacts(r.artifacts.iter(), &seen.key, slot, seen.at_ms, false);
+        let fields = super::mcp::step_fields(r, &what);
+        self.cores[j] = Some(StepCore {
+            what,
+            at_ms: seen.at_ms,
+            time_known: seen.time_known,
+            duration_ms: r.duration_ms,
+            outcome: seen.status,
+            error: seen.error,
+            source: seen.source,
+            tool: r.tool.as_deref().map(|t| line(t, MAX_WORD)),
+            handle: seen.handle.map(Box::from),
+            page: seen.page,
+            fields,
+            withheld: withheld_reason(r),
+        });
+    }
+
+    /// The relay's own picture: it belongs to the last step on its tab (another tab may have
+    /// moved on meanwhile); in the gap it is left out with its steps. A frame taken for a tool
+    /// call's effects is the call's.
+    fn frame(&mut self, r: &StoredRecord, seen: &Seen<'_>, slot: usize, of_call: bool) {
+        let in_gap = self.gap.is_some() && slot == self.head + 1;
+        let target = if of_call || in_gap {
+            slot
+        } else {
+            let i = self.steps.partition_point(|s| s.key <= seen.key);
+            let same = seen.handle.and_then(|h| {
+                self.steps[..i]
                     .iter()
-                    .filter(|p| !self.framed.contains(*p))
-                    .collect();
-                self.note_artifacts(own.into_iter(), &key, slot, at_ms, false);
+                    .rposition(|s| s.handle.as_deref() == Some(h))
+            });
+            match same {
+                // Not across the gap: that step's frames would show a later page.
+                Some(j) if !(self.gap.is_some() && i > self.head && j < self.head) => {
+                    self.step_slot(j)
+                }
+                _ => slot,
+            }
+        };
+        self.note_artifacts(r.artifacts.iter(), &seen.key, target, seen.at_ms, false);
+        if let Some(w) = withheld_reason(r) {
+            let s = &mut self.slots[target];
+            if s.withheld.as_ref().is_none_or(|(k, _)| seen.key < *k) {
+                s.withheld = Some((seen.key.clone(), w));
             }
         }
     }
+
+    /// Plumbing: counted by category in its slot, the first few kept whole.
+    fn plumbing(
+        &mut self,
+        r: &StoredRecord,
+        seen: Seen<'_>,
+        slot: usize,
+        category: Category,
+        label: String,
+    ) {
+        let cap = self.caps.plumbing_per_step;
+        let s = &mut self.slots[slot];
+        let e = s.plumb_counts.entry(category).or_insert((0, 0));
+        e.0 += 1;
+        if seen.status == Outcome::Error {
+            e.1 += 1;
+        }
+        if let Some(p) = &seen.page {
+            if s.first_plumb_page
+                .as_ref()
+                .is_none_or(|(k, _, _)| seen.key < *k)
+            {
+                s.first_plumb_page = Some((seen.key.clone(), p.clone(), false));
+            }
+        }
+        let plumb = Plumb {
+            label,
+            at_ms: seen.at_ms,
+            duration_ms: r.duration_ms,
+            outcome: seen.status,
+            error: seen.error,
+        };
+        s.plumbs
+            .get_or_insert_with(|| TopN::new(cap))
+            .offer((seen.key.clone(), ByKey(plumb)));
+        let screencast = category == Category::Screencast;
+        self.note_artifacts(r.artifacts.iter(), &seen.key, slot, seen.at_ms, screencast);
+    }
+
+    /// A failure: counted in its slot (and ranked among the kept ones); kept whole when it is
+    /// among the slot's first or a table row or jump-list entry.
+    fn failure(
+        &mut self,
+        r: &StoredRecord,
+        seen: Seen<'_>,
+        slot: usize,
+        what: FailWhat,
+        is_error: bool,
+    ) {
+        let cap = self.caps.failures_per_step;
+        let key = seen.key;
+        let s = &mut self.slots[slot];
+        s.fail_count += 1;
+        let p = s.ranked.partition_point(|k| *k <= key);
+        s.before[p] += 1;
+        let evicted = s
+            .fails
+            .get_or_insert_with(|| TopN::new(cap))
+            .offer(key.clone());
+        let kept = evicted.as_ref() != Some(&key);
+        if let Some(out) = evicted {
+            if !self.wanted.contains(&out.seq()) {
+                self.fails.remove(&out.seq());
+            }
+        }
+        if kept || self.wanted.contains(&key.seq()) {
+            let time = |t: &Option<String>| {
+                t.as_deref()
+                    .and_then(cdp_evidence::time::parse_rfc3339_millis)
+            };
+            let repeat = r.repeat.as_ref().map(|rep| Repeat {
+                count: rep.count,
+                first_ms: time(&rep.first_at),
+                last_ms: time(&rep.last_at),
+            });
+            self.fails.insert(
+                key.seq(),
+                FailItem {
+                    slot,
+                    at_ms: seen.at_ms,
+                    time_known: seen.time_known,
+                    what,
+                    is_error,
+                    source: seen.source,
+                    repeat,
+                },
+            );
+        }
+        // A frame the relay's own frame record carries is shown in the step it was taken in
+        // (maybe a later page), not here: the failure links to it.
+        let own: Vec<&String> = r
+            .artifacts
+            .iter()
+            .filter(|p| !self.framed.contains(*p))
+            .collect();
+        self.note_artifacts(own.into_iter(), &key, slot, seen.at_ms, false);
+    }
+}
+
+/// One record as the second pass sees it: where it sorts, its target and page, and its words.
+struct Seen<'r> {
+    key: Key,
+    at_ms: Option<u64>,
+    time_known: bool,
+    handle: Option<&'r str>,
+    page: Option<Page>,
+    /// Another producer's name (never `relay`).
+    source: Option<String>,
+    error: Option<String>,
+    status: Outcome,
 }

@@ -7,10 +7,8 @@
 //! within the caps), and, once every record is placed, the one-line account of each call
 //! ([`finish`]). Every string kept here has been through [`crate::text`].
 
-use super::{
-    action_role, flatten, Category, Headline, Outcome, Role, Timeline, Verdict, What, MAX_ERROR,
-    MAX_FIELD, MAX_WORD,
-};
+use super::{action_role, flatten, Category, Headline, Outcome, Role, Timeline, Verdict, What};
+use crate::limits::{MAX_ERROR, MAX_FIELD, MAX_FIELDS, MAX_KEY, MAX_STATUS_WORD, MAX_WORD};
 use crate::text::line;
 use cdp_evidence::{
     InputType, LifecycleEvent, Source, StoredAction, StoredLifecycle, StoredRecord,
@@ -21,6 +19,10 @@ use cdp_evidence::{
 pub(crate) const MAX_EFFECTS: usize = 50;
 /// Effects named in a call's one-line account.
 const MAX_ACCOUNT: usize = 6;
+/// The URL a call's arguments name, in its headline: one line beside the tool's name.
+const GIST_URL: usize = 120;
+/// A URL in a call's one-line account, shared with the other effects named there.
+const ACCOUNT_URL: usize = 80;
 
 /// One tool call of the agent.
 #[derive(Clone, Debug, PartialEq)]
@@ -149,7 +151,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 /// A few words from the arguments: the first URL, else how many form fields.
 fn gist(args: &[StoredToolArgument]) -> Option<String> {
     if let Some(url) = args.iter().find_map(|a| a.url.as_deref()) {
-        return Some(format!("→ {}", line(url, 120)));
+        return Some(format!("→ {}", line(url, GIST_URL)));
     }
     args.iter().find_map(|a| {
         let n = a.count?;
@@ -165,19 +167,19 @@ pub(crate) fn fields(r: &StoredRecord) -> Vec<(String, String)> {
     };
     let mut out = Vec::new();
     walk(args, "", &mut out);
-    out.truncate(super::MAX_FIELDS);
+    out.truncate(MAX_FIELDS);
     out
 }
 
 fn walk(args: &[serde_json::Value], prefix: &str, out: &mut Vec<(String, String)>) {
     for a in args {
-        if out.len() >= super::MAX_FIELDS {
+        if out.len() >= MAX_FIELDS {
             return;
         }
         let Ok(arg) = serde_json::from_value::<StoredToolArgument>(a.clone()) else {
             continue;
         };
-        let name = line(&arg.name, 40);
+        let name = line(&arg.name, MAX_KEY);
         let key = if prefix.is_empty() {
             name
         } else if name.bytes().all(|b| b.is_ascii_digit()) {
@@ -195,7 +197,7 @@ fn walk(args: &[serde_json::Value], prefix: &str, out: &mut Vec<(String, String)
             Some(format!(
                 "{} of text, not kept (input type {})",
                 plural(i.chars, "char", "chars"),
-                line(t, 24)
+                line(t, MAX_STATUS_WORD)
             ))
         } else if let Some(n) = arg.chars {
             Some(format!("{} (not kept)", plural(n, "char", "chars")))
@@ -219,7 +221,7 @@ fn walk(args: &[serde_json::Value], prefix: &str, out: &mut Vec<(String, String)
             }
             (None, Some(s)) => out.push((key, s)),
             (None, None) => {
-                let t = line(arg.json_type.as_str(), 24);
+                let t = line(arg.json_type.as_str(), MAX_STATUS_WORD);
                 let s = match arg.count {
                     Some(n) => format!("{t} of {n}"),
                     None => t,
@@ -310,7 +312,7 @@ fn effect_words(e: &Effect) -> Option<String> {
             None => "pressed a key".to_owned(),
         },
         What::Navigate { url } => match url {
-            Some(u) => format!("navigated to {}", line(u, 80)),
+            Some(u) => format!("navigated to {}", line(u, ACCOUNT_URL)),
             None => "navigated".to_owned(),
         },
         What::Reload => "reloaded".to_owned(),

@@ -181,6 +181,46 @@ pub(crate) struct FailureTotals {
     pub repeated: u64,
 }
 
+impl FailureTotals {
+    /// Counts one failure: the only place failures are counted. Everything that shows a number
+    /// of failures (the figures, the jump list, the tables, the summary) reads these totals.
+    fn add(&mut self, kind: FailKind, is_error: bool, repeats: u64) {
+        self.all += 1;
+        match kind {
+            FailKind::Request => self.request_rows += 1,
+            FailKind::Console => self.console_rows += 1,
+            FailKind::Other => {}
+        }
+        if is_error {
+            self.errors += 1;
+            match kind {
+                FailKind::Request => self.requests += 1,
+                FailKind::Console => self.console += 1,
+                FailKind::Other => {}
+            }
+            self.repeated += repeats;
+        } else if kind == FailKind::Console {
+            self.warnings += 1;
+        }
+    }
+
+    /// Errors that are neither failed requests nor console errors (a lost connection, an
+    /// unreadable failure record).
+    pub(crate) fn other_errors(&self) -> usize {
+        self.errors.saturating_sub(self.requests + self.console)
+    }
+
+    /// Rows of the two tables in all, listed or not.
+    pub(crate) fn table_rows(&self) -> usize {
+        self.request_rows + self.console_rows
+    }
+
+    /// Errors the jump list (`listed` entries long) does not name.
+    pub(crate) fn errors_not_listed(&self, listed: usize) -> usize {
+        self.errors.saturating_sub(listed)
+    }
+}
+
 /// What the first pass learns.
 pub(super) struct Pass1 {
     pub(super) seq: u64,
@@ -313,25 +353,9 @@ impl Pass1 {
             }
             Role::Plumb(..) => {}
             Role::Fail(what, is_error) => {
-                let t = &mut tl.totals;
-                t.all += 1;
                 let kind = FailKind::of(&what);
-                match kind {
-                    FailKind::Request => t.request_rows += 1,
-                    FailKind::Console => t.console_rows += 1,
-                    FailKind::Other => {}
-                }
-                if is_error {
-                    t.errors += 1;
-                    match kind {
-                        FailKind::Request => t.requests += 1,
-                        FailKind::Console => t.console += 1,
-                        FailKind::Other => {}
-                    }
-                    t.repeated += r.repeat.as_ref().map_or(0, |rep| rep.count);
-                } else if kind == FailKind::Console {
-                    t.warnings += 1;
-                }
+                let repeats = r.repeat.as_ref().map_or(0, |rep| rep.count);
+                tl.totals.add(kind, is_error, repeats);
                 let pick = || FailPick {
                     key: key.clone(),
                     call: r.tool_call().map(Box::from),
@@ -363,6 +387,34 @@ impl Pass1 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failures_are_counted_by_kind_and_errors_apart_from_warnings() {
+        let mut t = FailureTotals::default();
+        t.add(FailKind::Request, true, 4);
+        t.add(FailKind::Request, true, 0);
+        t.add(FailKind::Console, true, 0);
+        t.add(FailKind::Console, false, 7);
+        t.add(FailKind::Other, true, 0);
+        assert_eq!(
+            t,
+            FailureTotals {
+                all: 5,
+                errors: 4,
+                requests: 2,
+                console: 1,
+                warnings: 1,
+                request_rows: 2,
+                console_rows: 2,
+                // A warning's repeats are not errors.
+                repeated: 4,
+            }
+        );
+        assert_eq!(t.other_errors(), 1);
+        assert_eq!(t.table_rows(), 4);
+        assert_eq!(t.errors_not_listed(3), 1);
+        assert_eq!(t.errors_not_listed(10), 0);
+    }
 
     #[test]
     fn edges_keep_the_first_and_last_and_count_the_rest() {

@@ -1,21 +1,13 @@
 //! The timeline's types: steps, what they did, the pages they happened on, folded plumbing,
-//! frames and failures. Plain data, built by [`super::build`]; every string in them has been
+//! frames and failures. Plain data, built by [`super::build_from`]; every string in them has been
 //! through [`crate::text`].
 
+use crate::limits::MAX_STATUS_WORD;
 use crate::text::line;
 use cdp_evidence::{
     ConsoleLevel, InputType, Kind, MouseButton, Status, VerdictReason, Verified, Word,
 };
 use std::collections::BTreeMap;
-/// Display limits for journal strings (characters).
-pub(crate) const MAX_URL: usize = 300;
-pub(crate) const MAX_TITLE: usize = 140;
-pub(crate) const MAX_WORD: usize = 80;
-pub(crate) const MAX_MESSAGE: usize = 2000;
-pub(crate) const MAX_ERROR: usize = 600;
-pub(crate) const MAX_FIELD: usize = 240;
-/// Generic payloads show at most this many flattened fields.
-pub(crate) const MAX_FIELDS: usize = 24;
 
 /// A record's outcome as the report shows it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -37,7 +29,7 @@ impl Outcome {
             Some(Word::Known(Status::Error)) => Outcome::Error,
             Some(Word::Known(Status::Interrupted)) => Outcome::Interrupted,
             Some(Word::Known(Status::Info)) => Outcome::Info,
-            Some(Word::Other(other)) => Outcome::Other(line(other, 24)),
+            Some(Word::Other(other)) => Outcome::Other(line(other, MAX_STATUS_WORD)),
             None => Outcome::Missing,
         }
     }
