@@ -158,7 +158,8 @@ impl<'a> Browser<'a> {
     /// since the page may be echoing it. What carries no page text — the page agent's world and
     /// its focus reports — is taken at once, also while waiting: the passive observer types a
     /// keystroke's burst by the focus reported before it, and that report must not queue behind
-    /// the very keystrokes it describes.
+    /// the very keystrokes it describes. Other events that arrive during the wait may echo
+    /// keystrokes forwarded after it began: they wait for a turn of their own.
     async fn received(&mut self, first: Incoming) {
         let mut batch = Vec::with_capacity(EVENT_BATCH);
         self.arrived(first, &mut batch);
@@ -168,22 +169,27 @@ impl<'a> Browser<'a> {
                 Err(_) => break,
             }
         }
-        let order = self.ctx.order.clone();
-        let caught_up = order.caught_up();
-        tokio::pin!(caught_up);
-        loop {
-            tokio::select! {
-                biased;
-                () = &mut caught_up => break,
-                Some(event) = self.events.recv(), if batch.len() < EVENT_BATCH => {
-                    self.arrived(event, &mut batch);
+        while !batch.is_empty() {
+            let mut next = Vec::new();
+            let order = self.ctx.order.clone();
+            // Its bound is taken when first polled: after every event in `batch` arrived.
+            let caught_up = order.caught_up();
+            tokio::pin!(caught_up);
+            loop {
+                tokio::select! {
+                    biased;
+                    () = &mut caught_up => break,
+                    Some(event) = self.events.recv(), if next.len() < EVENT_BATCH => {
+                        self.arrived(event, &mut next);
+                    }
                 }
             }
+            for (text, at) in batch {
+                self.sessions.event(&self.ctx.pages, &text, at);
+            }
+            self.flush().await;
+            batch = next;
         }
-        for (text, at) in batch {
-            self.sessions.event(&self.ctx.pages, &text, at);
-        }
-        self.flush().await;
     }
 
     /// Takes `event` now if it is page-agent bookkeeping, else queues it in `batch`.
