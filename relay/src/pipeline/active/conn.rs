@@ -194,7 +194,10 @@ fn route(text: &str, answers: &Pending, events: &mpsc::Sender<Incoming>, dropped
         _ => Frame::parse(text).and_then(|f| if f.method.is_some() { None } else { f.id }),
     };
     let Some(id) = id else {
-        if events.try_send((text.to_owned(), SystemTime::now())).is_err() {
+        if events
+            .try_send((text.to_owned(), SystemTime::now()))
+            .is_err()
+        {
             dropped.fetch_add(1, Ordering::Relaxed);
         }
         return;

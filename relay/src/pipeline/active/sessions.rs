@@ -285,7 +285,13 @@ fn is_agent_event(e: ObserverEvent) -> bool {
 }
 
 /// The page agent's world coming and going, and what it reports: which kind of field has focus.
-fn agent_event(page: &mut Page, pages: &Pages, e: ObserverEvent, frame: &Frame<'_>, at: SystemTime) {
+fn agent_event(
+    page: &mut Page,
+    pages: &Pages,
+    e: ObserverEvent,
+    frame: &Frame<'_>,
+    at: SystemTime,
+) {
     use ObserverEvent as O;
     let target = page.target_id.as_str();
     match e {

@@ -14,6 +14,7 @@
 //! It never writes: [`Observer::take`] hands its records to the run writer. It never panics on
 //! a frame: anything unexpected is ignored.
 
+mod burst;
 mod commands;
 mod correlate;
 mod screenshots;
@@ -28,6 +29,7 @@ use crate::pipeline::pages::reports::By;
 use crate::pipeline::pages::requests::Requests;
 use crate::pipeline::pages::Pages;
 use crate::pipeline::Emit;
+use burst::Burst;
 use cdp_evidence::{Lifecycle, LifecycleEvent, Record, RecordKind, Status};
 use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd, TapEvent};
 use cdp_sanitize::{SafeText, Sanitizer};
@@ -37,8 +39,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use typing::Held;
 pub(crate) use typing::Verifier;
-use typing::{Burst, Held};
 
 /// Observer knobs. Tests build it directly.
 #[derive(Debug, Clone)]

@@ -52,7 +52,7 @@ impl Endpoint {
 pub(crate) struct Session {
     /// The raw target id, when known. Memory only: records carry the sanitized `target`.
     pub(crate) target_id: Option<String>,
-    pub(crate) typing: Option<super::typing::Burst>,
+    pub(crate) typing: Option<super::burst::Burst>,
     pub(crate) last_frame: Option<std::time::SystemTime>,
 }
 

@@ -927,14 +927,26 @@ fn typed_with_focus(
     for (i, ch) in "abc".chars().enumerate() {
         let id = i as u64 + 1;
         let ms = 100 + i as u64 * 10;
-        h.send(1, ms, json!({"id": id, "method": "Input.insertText", "params": {"text": ch.to_string()}}));
+        h.send(
+            1,
+            ms,
+            json!({"id": id, "method": "Input.insertText", "params": {"text": ch.to_string()}}),
+        );
         h.recv(1, ms + 2, json!({"id": id, "result": {}}));
         if let (0, Some((kind, at))) = (i, late) {
             pages.focused_at(PAGE, Some(FieldKind::Input(kind)), t(at));
         }
     }
-    h.send(1, 500, json!({"id": 9, "method": "Runtime.evaluate", "params": {"expression": "1"}}));
-    h.recv(1, 501, json!({"id": 9, "result": {"result": {"type": "number", "value": 1}}}));
+    h.send(
+        1,
+        500,
+        json!({"id": 9, "method": "Runtime.evaluate", "params": {"expression": "1"}}),
+    );
+    h.recv(
+        1,
+        501,
+        json!({"id": 9, "result": {"result": {"type": "number", "value": 1}}}),
+    );
     h.observer.tick(t(10_000));
     let typing = h.actions("type");
     assert_eq!(typing.len(), 1, "{typing:?}");

@@ -5,192 +5,18 @@
 //! is handed over (in memory) for verification in the page it was typed into. A step waiting for
 //! its verdict is held here, bounded in time.
 
+use super::burst::Burst;
 use super::correlate::{Pending, Waiting};
 use super::sessions::Session;
 use super::typed::{How, Typing};
-use super::{Key, Observer, TOOL};
+use super::{Key, Observer};
 use crate::pipeline::active::verify::{self, Literal, VerifyReply, VerifyRequest};
 use crate::pipeline::capture::FieldKind;
-use crate::pipeline::pages::Pages;
-use cdp_evidence::{Action, ActionMethod, Record, RecordKind, Status, Verification};
-use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer, TypedEcho};
+use cdp_sanitize::{InputType, SafeText};
 use std::time::{Duration, SystemTime};
-
-/// The typed text kept per burst for verification; longer input is counted, not kept (echo
-/// protection has its own cap, in the sanitizer).
-const MAX_KEPT_BYTES: usize = 4096;
 
 /// Typing steps waiting for a verdict at once; past it, steps are written without one.
 const MAX_HELD: usize = 1024;
-
-/// Consecutive keystrokes and insertions on one session, reported as one typing step.
-pub(crate) struct Burst {
-    pub(crate) seq: u64,
-    started: SystemTime,
-    pub(crate) last: SystemTime,
-    answered_at: SystemTime,
-    summary: InputSummary,
-    /// The field that had focus when the burst started, as the page agent reported it.
-    kind: FieldKind,
-    /// The typed text, in memory only, for verification in the page.
-    typed: String,
-    /// Echo protection of what this burst typed, extended at every keystroke.
-    echo: TypedEcho,
-    /// More was typed than is kept.
-    cut: bool,
-    /// Some of the text was set as a `value` attribute, not typed.
-    attribute: bool,
-    commands: u64,
-    pub(crate) outstanding: usize,
-    error: Option<SafeText>,
-    target: Option<SafeJson>,
-    target_id: Option<String>,
-    /// What the page model tracks the typing under (`Observer::typing_key`).
-    page: Option<String>,
-    verification: Option<Verification>,
-}
-
-impl Burst {
-    #[cfg(test)]
-    pub(crate) fn new(
-        seq: u64,
-        at: SystemTime,
-        target: Option<SafeJson>,
-        target_id: Option<String>,
-        echo: TypedEcho,
-    ) -> Burst {
-        Burst::of_kind(
-            seq,
-            at,
-            target,
-            target_id,
-            FieldKind::Input(InputType::Unknown),
-            echo,
-        )
-    }
-
-    pub(crate) fn of_kind(
-        seq: u64,
-        at: SystemTime,
-        target: Option<SafeJson>,
-        target_id: Option<String>,
-        kind: FieldKind,
-        echo: TypedEcho,
-    ) -> Burst {
-        Burst {
-            seq,
-            started: at,
-            last: at,
-            answered_at: at,
-            summary: InputSummary::of("", kind.input_type()),
-            kind,
-            typed: String::new(),
-            echo,
-            cut: false,
-            attribute: false,
-            commands: 0,
-            outstanding: 0,
-            error: None,
-            target,
-            target_id,
-            page: None,
-            verification: None,
-        }
-    }
-
-    pub(crate) fn add(&mut self, text: &str, attribute: bool, at: SystemTime) {
-        self.summary.extend(text);
-        // Protected from now on: the page may echo it before the burst ends.
-        self.echo.extend(text);
-        if self.typed.len() + text.len() <= MAX_KEPT_BYTES {
-            self.typed.push_str(text);
-        } else {
-            self.cut = true;
-        }
-        self.attribute |= attribute;
-        self.commands += 1;
-        self.outstanding += 1;
-        self.last = at;
-    }
-
-    /// The browser answered one of the burst's commands at `at`; the page model hears of it
-    /// (the quiet after typing also counts from the answer).
-    pub(crate) fn answered(&mut self, pages: &Pages, error: Option<SafeText>, at: SystemTime) {
-        self.outstanding = self.outstanding.saturating_sub(1);
-        self.answered_at = at;
-        if self.error.is_none() {
-            self.error = error;
-        }
-        if let Some(page) = &self.page {
-            pages.typing_answered(page, self.seq, at);
-        }
-    }
-
-    /// The field turned out to be `kind` (the page agent read it where the burst landed).
-    fn retype(&mut self, kind: FieldKind) {
-        self.kind = kind;
-        self.summary = retyped(&self.summary, kind.input_type());
-    }
-
-    fn into_record(
-        self,
-        sanitizer: &Sanitizer,
-        at: SystemTime,
-        interrupted: Option<&str>,
-    ) -> Record {
-        let mut action = Action::new(ActionMethod::Type);
-        action.input = Some(self.summary);
-        let mut detail = serde_json::json!({ "commands": self.commands });
-        match self.kind {
-            FieldKind::Marked => detail["field"] = "marked sensitive by the page".into(),
-            FieldKind::Unreadable => {
-                detail["field"] = "inside a frame the relay cannot read".into()
-            }
-            FieldKind::NotEditable => detail["field"] = "no editable field had focus".into(),
-            FieldKind::Input(_) => {}
-        }
-        action.detail = Some(sanitizer.json(&detail));
-        action.verification = self.verification;
-        let ended = self.answered_at.max(self.last);
-        let (status, error) = match (interrupted, self.error) {
-            (_, Some(e)) => (Status::Error, Some(e)),
-            (Some(why), None) => (Status::Interrupted, Some(sanitizer.error(why))),
-            (None, None) => (Status::Ok, None),
-        };
-        let end = if interrupted.is_some() { at } else { ended };
-        let mut r = Record::new(SafeText::literal(TOOL), RecordKind::Action(action))
-            .started_at(self.started)
-            .duration(end.duration_since(self.started).unwrap_or_default())
-            .status(status);
-        if let Some(e) = error {
-            r = r.error(e);
-        }
-        if let Some(t) = self.target {
-            r = r.target(t);
-        }
-        r
-    }
-
-    /// Number of commands in the burst.
-    #[cfg(test)]
-    pub(crate) fn commands(&self) -> u64 {
-        self.commands
-    }
-}
-
-/// `summary` with another input type, same count. (`InputSummary` has no setter: it is rebuilt by
-/// counting, from text that is not the typed text.)
-fn retyped(summary: &InputSummary, input_type: InputType) -> InputSummary {
-    const BLANKS: &str = "                                                                ";
-    let mut out = InputSummary::of("", input_type);
-    let mut left = summary.chars();
-    while left > 0 {
-        let n = left.min(BLANKS.len() as u64);
-        out.extend(&BLANKS[..n as usize]);
-        left -= n;
-    }
-    out
-}
 
 /// A typing step waiting for its verdict.
 pub(crate) struct Held {
@@ -602,34 +428,5 @@ impl Observer {
             let record = held.burst.into_record(&self.sanitizer, held.at, None);
             self.emit(record);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn burst_counts_characters_only() {
-        let t0 = SystemTime::UNIX_EPOCH;
-        let s = Sanitizer::new();
-        let mut b = Burst::new(1, t0, None, None, s.typed_echo());
-        b.add("hé", false, t0);
-        b.add("llo", false, t0);
-        assert_eq!(b.commands(), 2);
-        let r = b.into_record(&s, t0, None);
-        let RecordKind::Action(action) = r.kind() else {
-            panic!("a typing step is an action");
-        };
-        let input = action.input.as_ref().expect("input summary");
-        assert_eq!(input.chars(), 5);
-        assert_eq!(input.input_type(), InputType::Unknown);
-    }
-
-    #[test]
-    fn retyping_keeps_the_count() {
-        let s = InputSummary::of(&"x".repeat(150), InputType::Unknown);
-        let r = retyped(&s, InputType::Email);
-        assert_eq!((r.chars(), r.input_type()), (150, InputType::Email));
     }
 }
