@@ -6,6 +6,7 @@
 //! touches the filesystem.
 
 use crate::error::Error;
+use crate::time::push_decimal;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -140,14 +141,24 @@ impl serde::Serialize for ActionId {
 pub(crate) fn new_action_id(now: SystemTime) -> String {
     static ACTIONS: AtomicU64 = AtomicU64::new(0);
     let seq = ACTIONS.fetch_add(1, Ordering::Relaxed);
-    format!(
-        "{:013}-{:010}-{:010}-{:08x}",
-        crate::time::unix_millis(now),
-        pid(),
-        seq,
-        random_u64() as u32
-    )
+    // Written digit by digit: one per record, and `format!` cost a fifth of a record's line.
+    let mut id = String::with_capacity(45);
+    push_decimal(&mut id, crate::time::unix_millis(now), 13);
+    id.push('-');
+    push_decimal(&mut id, u64::from(pid()), 10);
+    id.push('-');
+    push_decimal(&mut id, seq, 10);
+    id.push('-');
+    let salt = random_u64() as u32;
+    id.extend(
+        (0..8)
+            .rev()
+            .map(|i| HEX[(salt >> (i * 4)) as usize & 0xf] as char),
+    );
+    id
 }
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 #[cfg(test)]
 mod tests {
@@ -205,6 +216,20 @@ mod tests {
         for id in &ids {
             validate_id("action", id).unwrap();
         }
+    }
+
+    #[test]
+    fn action_ids_have_the_documented_shape() {
+        let t = UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_123);
+        let id = new_action_id(t);
+        let parts: Vec<&str> = id.split('-').collect();
+        assert_eq!(parts.len(), 4, "{id}");
+        assert_eq!(parts[0], "1700000000123");
+        assert_eq!(parts[1], format!("{:010}", std::process::id()));
+        assert!(parts[2].len() == 10 && parts[2].bytes().all(|b| b.is_ascii_digit()));
+        assert!(parts[3].len() == 8 && parts[3].bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(parts[3], parts[3].to_ascii_lowercase());
+        assert_eq!(id.len(), 13 + 10 + 10 + 8 + 3);
     }
 
     #[test]

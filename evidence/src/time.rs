@@ -15,12 +15,52 @@ pub(crate) fn unix_millis(t: SystemTime) -> u64 {
 
 /// Formats `t` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn format_rfc3339_millis(t: SystemTime) -> String {
+    let mut out = String::with_capacity(24);
+    push_rfc3339_millis(&mut out, t);
+    out
+}
+
+/// Appends `t` as `YYYY-MM-DDTHH:MM:SS.mmmZ`. Digits are written directly: the writer stamps
+/// every record, and `format!` cost a quarter of a record's line.
+pub(crate) fn push_rfc3339_millis(out: &mut String, t: SystemTime) {
     let ms = unix_millis(t);
     let (secs, milli) = (ms / 1000, ms % 1000);
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
     let (y, mo, d) = civil_from_days(days as i64);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+    // From a u64 of milliseconds every field is positive.
+    let field = |v: i64| u64::try_from(v).unwrap_or(0);
+    push_decimal(out, field(y), 4);
+    out.push('-');
+    push_decimal(out, field(mo), 2);
+    out.push('-');
+    push_decimal(out, field(d), 2);
+    out.push('T');
+    push_decimal(out, h, 2);
+    out.push(':');
+    push_decimal(out, m, 2);
+    out.push(':');
+    push_decimal(out, s, 2);
+    out.push('.');
+    push_decimal(out, milli, 3);
+    out.push('Z');
+}
+
+/// Appends `v` in decimal, zero-padded to `width` digits (more when it needs more), like
+/// `{v:0width$}` for widths up to 20 (a `u64`'s longest).
+pub(crate) fn push_decimal(out: &mut String, mut v: u64, width: usize) {
+    let mut digits = [b'0'; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let start = start.min(digits.len().saturating_sub(width));
+    out.extend(digits[start..].iter().map(|&b| char::from(b)));
 }
 
 /// Compact UTC stamp used in run ids: `YYYYMMDDTHHMMSSmmmZ` (sorts like the time it names).
@@ -165,6 +205,30 @@ mod tests {
             "2100-01-01T00:00:00.000Z"
         );
         assert_eq!(format_compact(at(1_709_251_199_999)), "20240229T235959999Z");
+    }
+
+    #[test]
+    fn decimals_pad_like_format() {
+        for v in [
+            0,
+            7,
+            42,
+            999,
+            1_000,
+            123_456_789,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            for width in [0, 1, 2, 3, 4, 10, 13, 19, 20] {
+                let mut s = String::new();
+                push_decimal(&mut s, v, width);
+                assert_eq!(s, format!("{v:0width$}"), "{v} {width}");
+            }
+        }
+        // The year of the last representable millisecond has more than four digits.
+        let s = format_rfc3339_millis(at(u64::MAX));
+        assert_eq!(parse_rfc3339_millis(&s), None, "{s}");
+        assert!(s.ends_with('Z') && s.len() > 24, "{s}");
     }
 
     #[test]

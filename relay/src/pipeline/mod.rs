@@ -45,6 +45,13 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 pub use writer::{Emit, NewArtifact, RunWriter, WriterSummary};
 
+/// A table keyed by ids no outsider picks: connection numbers, CDP command ids and session ids,
+/// target ids and request ids (chosen by the relay, the client or the browser, never by a web
+/// page). Hashed with foldhash, seeded per process: a lookup per relayed message cost ~7% of
+/// the observer in SipHash. Tables keyed by what a page writes (`once.rs`: hashes of console
+/// text) keep std's SipHash.
+pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 /// Tap events buffered between the hot path and the observer thread. Beyond this, evidence is
 /// dropped (and counted), never traffic.
 pub const QUEUE_CAPACITY: usize = 16 * 1024;

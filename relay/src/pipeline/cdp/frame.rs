@@ -2,8 +2,11 @@
 //! `params` / `result` / `error`, borrowed from the frame without copying.
 //!
 //! Anything that does not parse (not JSON, wrong types, a huge id, nesting past serde_json's
-//! recursion limit) is `None`: the frame was forwarded as is and the observer ignores it.
+//! recursion limit) is `None`: the frame was forwarded as is and the observer ignores it. The
+//! values of `params` / `result` / `error` are parsed (and validated) only when read: a reply
+//! whose result nobody reads is matched by its id without parsing a byte of it.
 
+use super::skim;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -13,29 +16,65 @@ use std::borrow::Cow;
 pub(crate) const MAX_PARSED_BYTES: usize = 64 * 1024 * 1024;
 
 /// One CDP message, borrowed from the frame text.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default)]
 pub(crate) struct Frame<'a> {
-    #[serde(default)]
     pub(crate) id: Option<u64>,
-    #[serde(default, borrow)]
     pub(crate) method: Option<Cow<'a, str>>,
-    #[serde(default, borrow, rename = "sessionId")]
     pub(crate) session_id: Option<Cow<'a, str>>,
+    pub(crate) params: Option<Raw<'a>>,
+    pub(crate) result: Option<Raw<'a>>,
+    pub(crate) error: Option<Raw<'a>>,
+}
+
+/// A member's value as text, not parsed yet: reading it ([`Frame::params`], [`Frame::result`])
+/// parses and validates it, so a member nobody reads costs nothing more.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Raw<'a>(pub(super) &'a str);
+
+impl<'a> Raw<'a> {
+    /// The JSON text.
+    pub(crate) fn get(&self) -> &'a str {
+        self.0
+    }
+}
+
+/// The full parse, for the shapes [`skim`] leaves to serde_json.
+#[derive(Deserialize)]
+struct Full<'a> {
+    #[serde(default)]
+    id: Option<u64>,
     #[serde(default, borrow)]
-    pub(crate) params: Option<&'a RawValue>,
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "sessionId")]
+    session_id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    pub(crate) result: Option<&'a RawValue>,
+    params: Option<&'a RawValue>,
     #[serde(default, borrow)]
-    pub(crate) error: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
 }
 
 impl<'a> Frame<'a> {
-    /// `None` for anything that is not a CDP message object.
+    /// `None` for anything that is not a CDP message object. The usual shapes are read by
+    /// [`skim`] (no value parsed that is not read); anything else by serde_json.
     pub(crate) fn parse(text: &'a str) -> Option<Frame<'a>> {
         if text.len() > MAX_PARSED_BYTES {
             return None;
         }
-        serde_json::from_str(text).ok()
+        if let Some(f) = skim::skim(text) {
+            return Some(f);
+        }
+        let f: Full<'a> = serde_json::from_str(text).ok()?;
+        let raw = |v: Option<&'a RawValue>| v.map(|v| Raw(v.get()));
+        Some(Frame {
+            id: f.id,
+            method: f.method,
+            session_id: f.session_id,
+            params: raw(f.params),
+            result: raw(f.result),
+            error: raw(f.error),
+        })
     }
 
     /// The params parsed into `T`; `None` when absent or of another shape.

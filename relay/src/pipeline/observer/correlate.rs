@@ -8,10 +8,9 @@ use crate::pipeline::capture::{Commit, Withheld};
 use crate::pipeline::cdp::frame::Frame;
 use crate::pipeline::cdp::methods::CommandMethod;
 use crate::pipeline::cdp::params as cdp;
-use crate::pipeline::{Emit, NewArtifact};
+use crate::pipeline::{Emit, IdMap, NewArtifact};
 use cdp_evidence::{Action, ActionMethod, Record, RecordKind, Status};
 use cdp_sanitize::{SafeJson, SafeText};
-use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 /// Commands waiting for their response on one connection, by (session, id), with a count per id
@@ -20,8 +19,8 @@ use std::time::{Duration, SystemTime};
 /// reply after one).
 #[derive(Default)]
 pub(super) struct PendingTable {
-    map: HashMap<(Key, u64), Pending>,
-    ids: HashMap<u64, u32>,
+    map: IdMap<(Key, u64), Pending>,
+    ids: IdMap<u64, u32>,
 }
 
 impl PendingTable {

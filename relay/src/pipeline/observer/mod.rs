@@ -28,7 +28,7 @@ use crate::pipeline::pages::events::{self, Effect, Source};
 use crate::pipeline::pages::reports::By;
 use crate::pipeline::pages::requests::Requests;
 use crate::pipeline::pages::Pages;
-use crate::pipeline::Emit;
+use crate::pipeline::{Emit, IdMap};
 use burst::Burst;
 use cdp_evidence::{Lifecycle, LifecycleEvent, Record, RecordKind, Status};
 use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd, TapEvent};
@@ -36,7 +36,6 @@ use cdp_sanitize::{SafeText, Sanitizer};
 use correlate::{Pending, PendingTable};
 use sessions::{Endpoint, Session};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use typing::Held;
@@ -86,9 +85,9 @@ type Key = Option<Box<str>>;
 struct Conn {
     endpoint: Endpoint,
     pending: PendingTable,
-    sessions: HashMap<Key, Session>,
+    sessions: IdMap<Key, Session>,
     /// Typing bursts that ended but still wait for responses.
-    closing: HashMap<u64, Burst>,
+    closing: IdMap<u64, Burst>,
     requests: Requests,
 }
 
@@ -98,7 +97,7 @@ pub struct Observer {
     opts: ObserverOptions,
     /// The page model, shared with the relay's own observer.
     pages: Arc<Pages>,
-    conns: HashMap<u64, Conn>,
+    conns: IdMap<u64, Conn>,
     next_burst: u64,
     dropped: u64,
     last_sweep: Option<SystemTime>,
@@ -106,7 +105,7 @@ pub struct Observer {
     /// The active observer's verification, when it runs.
     verifier: Option<Verifier>,
     /// Typing steps waiting for their verdict, by burst number.
-    held: HashMap<u64, Held>,
+    held: IdMap<u64, Held>,
 }
 
 /// Bytes of a large message read to decide whether it matters ([`frame::leading`] needs the
@@ -120,13 +119,13 @@ impl Observer {
             sanitizer: pages.sanitizer().clone(),
             opts,
             pages,
-            conns: HashMap::new(),
+            conns: IdMap::default(),
             next_burst: 1,
             dropped: 0,
             last_sweep: None,
             out: Output::default(),
             verifier: None,
-            held: HashMap::new(),
+            held: IdMap::default(),
         }
     }
 
@@ -261,7 +260,7 @@ impl Observer {
             record = record.target(t);
         }
         self.emit(record);
-        let mut sessions = HashMap::new();
+        let mut sessions = IdMap::default();
         sessions.insert(None, Session::new(endpoint.target_id().map(str::to_owned)));
         self.conns.insert(
             conn,
@@ -269,7 +268,7 @@ impl Observer {
                 endpoint,
                 pending: PendingTable::default(),
                 sessions,
-                closing: HashMap::new(),
+                closing: IdMap::default(),
                 requests: Requests::new(self.opts.max_requests),
             },
         );

@@ -4,8 +4,8 @@
 //! only; records get the sanitized summary.
 
 use super::{Key, Observer};
+use crate::pipeline::IdMap;
 use cdp_sanitize::SafeJson;
-use std::collections::HashMap;
 
 /// What a websocket path points at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +70,7 @@ impl Session {
 /// and the endpoint it is (memory only).
 pub(super) fn target_of<'a>(
     endpoint: &'a Endpoint,
-    sessions: &'a HashMap<Key, Session>,
+    sessions: &'a IdMap<Key, Session>,
     key: &Key,
 ) -> Option<&'a str> {
     match sessions.get(key).and_then(|s| s.target_id.as_deref()) {

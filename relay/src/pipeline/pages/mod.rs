@@ -28,10 +28,10 @@ pub(crate) mod requests;
 
 use crate::pipeline::capture::Veto;
 use crate::pipeline::once::Once;
+use crate::pipeline::IdMap;
 use cdp_sanitize::{SafeJson, Sanitizer};
 pub(crate) use frames::{instant_of, After, Due, FrameTiming, Want};
 use info::Info;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -66,7 +66,7 @@ impl std::fmt::Debug for Pages {
 
 #[derive(Default)]
 pub(crate) struct Table {
-    pages: HashMap<String, Page>,
+    pages: IdMap<String, Page>,
     /// Page events already recorded, and repeats being counted.
     pub(crate) once: Once,
     /// How the relay's own observer times its frames, once it runs.

@@ -7,8 +7,8 @@
 //! memory only until the request ends.
 
 use crate::pipeline::cdp::params as cdp;
+use crate::pipeline::IdMap;
 use cdp_sanitize::{NetworkFailure, RawNetworkFailure, Sanitizer};
-use std::collections::HashMap;
 use std::time::SystemTime;
 
 struct Request {
@@ -27,7 +27,7 @@ type Key = (Option<Box<str>>, Box<str>);
 
 /// Requests in flight on one stream of events, keyed by (CDP session, requestId).
 pub(crate) struct Requests {
-    map: HashMap<Key, Request>,
+    map: IdMap<Key, Request>,
     max: usize,
     /// A `Network.requestWillBeSent` went by: whoever reads these events enabled `Network`.
     seen: bool,
@@ -39,7 +39,7 @@ pub(crate) type Failure = (NetworkFailure, Option<SystemTime>);
 impl Requests {
     pub(crate) fn new(max: usize) -> Requests {
         Requests {
-            map: HashMap::new(),
+            map: IdMap::default(),
             max,
             seen: false,
         }

@@ -1,0 +1,333 @@
+//! The top level of a CDP message read without parsing its values: `id`, `method` and
+//! `sessionId` are read, `params` / `result` / `error` kept as spans of the text, every other
+//! member stepped over. Strings are crossed with `memchr`, so a 1 MiB reply whose result nobody
+//! reads costs a pass at memory speed, not a parse.
+//!
+//! It answers only when it is sure: any shape it does not read the way serde_json would (an
+//! escaped key or method, an id that is not a plain integer, a repeated member, anything
+//! malformed around the members) is left to the full parse in `frame.rs`, which decides.
+//! Spans are not validated here; reading one (`Frame::params`, `Frame::result`) does.
+
+use super::frame::{Frame, Raw};
+use std::borrow::Cow;
+
+/// The frame, or `None` when the full parse must decide.
+pub(super) fn skim(text: &str) -> Option<Frame<'_>> {
+    let mut c = Cursor { text, at: 0 };
+    c.expect(b'{')?;
+    let mut f = Frame::default();
+    let mut seen = 0u8;
+    if c.peek()? == b'}' {
+        c.at += 1;
+    } else {
+        loop {
+            let key = c.plain_string()?;
+            c.expect(b':')?;
+            c.peek()?;
+            let bit = match key {
+                "id" => 1,
+                "method" => 2,
+                "sessionId" => 4,
+                "params" => 8,
+                "result" => 16,
+                "error" => 32,
+                _ => 0,
+            };
+            if seen & bit != 0 {
+                // serde_json refuses a repeated member.
+                return None;
+            }
+            seen |= bit;
+            match key {
+                "id" => f.id = Some(c.integer()?),
+                "method" => f.method = Some(Cow::Borrowed(c.plain_string()?)),
+                "sessionId" => f.session_id = Some(Cow::Borrowed(c.plain_string()?)),
+                "params" => f.params = c.raw()?,
+                "result" => f.result = c.raw()?,
+                "error" => f.error = c.raw()?,
+                _ => c.skip()?,
+            }
+            match c.peek()? {
+                b',' => c.at += 1,
+                b'}' => {
+                    c.at += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    c.space();
+    (c.at == text.len()).then_some(f)
+}
+
+struct Cursor<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    fn space(&mut self) {
+        while matches!(
+            self.bytes().get(self.at),
+            Some(b' ' | b'\t' | b'\n' | b'\r')
+        ) {
+            self.at += 1;
+        }
+    }
+
+    /// The next byte after white space, not taken.
+    fn peek(&mut self) -> Option<u8> {
+        self.space();
+        self.bytes().get(self.at).copied()
+    }
+
+    fn expect(&mut self, b: u8) -> Option<()> {
+        (self.peek()? == b).then(|| self.at += 1)
+    }
+
+    /// A string with no escapes and no control characters (which serde_json refuses), borrowed.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        self.expect(b'"')?;
+        let start = self.at;
+        let end = start + memchr::memchr2(b'"', b'\\', self.bytes().get(start..)?)?;
+        let s = self.text.get(start..end)?;
+        if self.bytes()[end] != b'"' || s.bytes().any(|b| b < 0x20) {
+            return None;
+        }
+        self.at = end + 1;
+        Some(s)
+    }
+
+    /// An unsigned integer as serde_json reads a `u64`: digits, no leading zero, no fraction or
+    /// exponent, no overflow.
+    fn integer(&mut self) -> Option<u64> {
+        let rest = self.bytes().get(self.at..)?;
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || (digits > 1 && rest[0] == b'0') {
+            return None;
+        }
+        if matches!(rest.get(digits), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        let n = self.text.get(self.at..self.at + digits)?.parse().ok()?;
+        self.at += digits;
+        Some(n)
+    }
+
+    /// A value's span; `None` inside for `null` (serde_json reads it as an absent member).
+    fn raw(&mut self) -> Option<Option<Raw<'a>>> {
+        let start = self.at;
+        self.skip()?;
+        let span = self.text.get(start..self.at)?;
+        Some((span != "null").then_some(Raw(span)))
+    }
+
+    /// Steps over one value (white space before it already taken).
+    fn skip(&mut self) -> Option<()> {
+        match *self.bytes().get(self.at)? {
+            b'"' => self.skip_string(),
+            b'{' | b'[' => self.skip_nested(),
+            _ => {
+                let rest = self.bytes().get(self.at..)?;
+                let n = rest
+                    .iter()
+                    .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                    .unwrap_or(rest.len());
+                if n == 0 {
+                    return None;
+                }
+                self.at += n;
+                Some(())
+            }
+        }
+    }
+
+    fn skip_string(&mut self) -> Option<()> {
+        let mut at = self.at + 1;
+        loop {
+            at += memchr::memchr2(b'"', b'\\', self.bytes().get(at..)?)?;
+            if self.bytes()[at] == b'"' {
+                self.at = at + 1;
+                return Some(());
+            }
+            // An escape: the next byte is never the string's end.
+            at += 2;
+        }
+    }
+
+    /// An object or array: counts brackets outside strings (no recursion, however deep).
+    fn skip_nested(&mut self) -> Option<()> {
+        let mut depth = 0usize;
+        while let Some(&b) = self.bytes().get(self.at) {
+            match b {
+                b'"' => {
+                    self.skip_string()?;
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.at += 1;
+                        return Some(());
+                    }
+                }
+                _ => {}
+            }
+            self.at += 1;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// What serde_json makes of `text` through the full parse, in comparable form.
+    type Read = (
+        Option<u64>,
+        Option<String>,
+        Option<String>,
+        [Option<Value>; 3],
+    );
+
+    fn read(f: &Frame<'_>) -> Read {
+        let value = |r: Option<Raw<'_>>| r.map(|r| serde_json::from_str(r.get()).unwrap());
+        (
+            f.id,
+            f.method.as_deref().map(str::to_owned),
+            f.session_id.as_deref().map(str::to_owned),
+            [value(f.params), value(f.result), value(f.error)],
+        )
+    }
+
+    fn full(text: &str) -> Option<Read> {
+        #[derive(serde::Deserialize)]
+        struct Full {
+            #[serde(default)]
+            id: Option<u64>,
+            #[serde(default)]
+            method: Option<String>,
+            #[serde(default, rename = "sessionId")]
+            session_id: Option<String>,
+            #[serde(default)]
+            params: Option<Value>,
+            #[serde(default)]
+            result: Option<Value>,
+            #[serde(default)]
+            error: Option<Value>,
+        }
+        let f: Full = serde_json::from_str(text).ok()?;
+        Some((f.id, f.method, f.session_id, [f.params, f.result, f.error]))
+    }
+
+    #[test]
+    fn reads_the_usual_shapes_as_serde_does() {
+        let big = "x".repeat(100_000);
+        for text in [
+            r#"{"id":7,"method":"Page.navigate","params":{"url":"https://a/"},"sessionId":"S1"}"#,
+            r#"{"id":7,"result":{"frameId":"F","loaderId":"L"},"sessionId":"S1"}"#,
+            r#"{"id":7,"error":{"code":-32000,"message":"Cannot navigate"}}"#,
+            r#"{"method":"Network.loadingFinished","params":{"requestId":"1","timestamp":1.5},"sessionId":"S"}"#,
+            r#"{"id":0,"result":{}}"#,
+            r#"{}"#,
+            " {\n\t\"id\" : 3 ,\r\n \"result\" : [ 1, {\"a\": [\"]}\"]}, null, true ] } \n",
+            r#"{"id":1,"result":{"v":"a\"b\\","w":"\\\"}"},"sessionId":"S"}"#,
+            r#"{"id":1,"params":null,"result":null,"error":null,"x":null,"y":-1.5e3,"z":false}"#,
+            r#"{"method":"A","other":{"id":2,"method":"B","sessionId":"C"},"sessionId":"D"}"#,
+            r#"{"method":"Runtime.consoleAPICalled","params":{"args":[{"value":"é ☃ 😀"}]}}"#,
+            &format!(
+                r#"{{"id":9,"result":{{"result":{{"type":"string","value":"{big}"}}}},"sessionId":"S"}}"#
+            ),
+        ] {
+            let f = skim(text).unwrap_or_else(|| panic!("not read: {text:.80}"));
+            assert_eq!(Some(read(&f)), full(text), "{text:.80}");
+        }
+    }
+
+    #[test]
+    fn leaves_other_shapes_to_serde() {
+        for text in [
+            r#"{"i\u0064":1}"#,
+            r#"{"method":"A.\u0062"}"#,
+            r#"{"sessionId":"S\n"}"#,
+            r#"{"id":1,"id":2}"#,
+            r#"{"params":{},"params":{}}"#,
+            r#"{"id":1.0}"#,
+            r#"{"id":1e3}"#,
+            r#"{"id":01}"#,
+            r#"{"id":-1}"#,
+            r#"{"id":null}"#,
+            r#"{"id":"1"}"#,
+            r#"{"id":18446744073709551616}"#,
+            r#"{"method":7}"#,
+            r#"{"id":1}x"#,
+            r#"{"id":1,}"#,
+            r#"{"id":1"#,
+            r#"{"result":{"a":"unterminated}}"#,
+            r#"{"result":[[[}"#,
+            r#"{"x":}"#,
+            "[1]",
+            "",
+        ] {
+            assert!(skim(text).is_none(), "{text}");
+        }
+    }
+
+    /// Members in any order, of any JSON shape, with the keys that matter among others.
+    fn member() -> impl Strategy<Value = (String, Value)> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<u64>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (-1e9f64..1e9).prop_map(Value::from),
+            "[ -~\\\\\"é\n]{0,12}".prop_map(Value::String),
+        ];
+        let value = leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[a-z\"{}]{1,4}", inner), 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        });
+        let text = "[ -~\\\\\"é\n]{0,12}".prop_map(Value::String);
+        let key = prop_oneof![
+            Just("id"),
+            Just("method"),
+            Just("sessionId"),
+            Just("params"),
+            Just("result"),
+            Just("error"),
+            Just("other"),
+        ];
+        prop_oneof![
+            any::<u64>().prop_map(|id| ("id".to_owned(), Value::from(id))),
+            text.clone().prop_map(|m| ("method".to_owned(), m)),
+            text.prop_map(|s| ("sessionId".to_owned(), s)),
+            (key.prop_map(str::to_owned), value),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn never_disagrees_with_serde(members in prop::collection::vec(member(), 0..5)) {
+            let body: Vec<String> = members
+                .iter()
+                .map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), v))
+                .collect();
+            let text = format!("{{{}}}", body.join(","));
+            if let Some(f) = skim(&text) {
+                prop_assert_eq!(Some(read(&f)), full(&text), "{}", text);
+            }
+        }
+    }
+}
