@@ -25,9 +25,10 @@
 use crate::pipeline::pages::Pages;
 use cdp_evidence::{Console, Record, Repeat};
 use cdp_sanitize::NetworkFailure;
-use std::collections::hash_map::DefaultHasher;
+use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 /// Event keys remembered; the oldest are forgotten first. A duplicate older than this many
@@ -46,17 +47,25 @@ pub(crate) const RECORDED_BEFORE_FOLDING: u64 = 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct EventKey(u64);
 
+/// A hasher keyed once per process. Event and fold keys hash text a page writes: with a fixed
+/// key (`DefaultHasher::new()`), a page could search offline for a message that collides with
+/// another and have it taken for "already recorded" or folded into it.
+fn keyed() -> impl Hasher {
+    static KEY: OnceLock<RandomState> = OnceLock::new();
+    KEY.get_or_init(RandomState::new).build_hasher()
+}
+
 impl EventKey {
     /// A console entry on `page`: its level word, CDP timestamp and text.
     pub(crate) fn console(page: &str, level: &str, timestamp: f64, text: &str) -> EventKey {
-        let mut h = DefaultHasher::new();
+        let mut h = keyed();
         ("console", page, level, timestamp.to_bits(), text).hash(&mut h);
         EventKey(h.finish())
     }
 
     /// A failed request on `page`.
     pub(crate) fn request(page: &str, request_id: &str) -> EventKey {
-        let mut h = DefaultHasher::new();
+        let mut h = keyed();
         ("request", page, request_id).hash(&mut h);
         EventKey(h.finish())
     }
@@ -69,14 +78,14 @@ pub(crate) struct FoldKey(u64);
 impl FoldKey {
     /// A console entry on `page`: its level and sanitized text (not where it came from).
     pub(crate) fn console(page: &str, c: &Console) -> FoldKey {
-        let mut h = DefaultHasher::new();
+        let mut h = keyed();
         ("console", page, c.level, c.text.as_str()).hash(&mut h);
         FoldKey(h.finish())
     }
 
     /// A failed request on `page`: method, origin + path, status and error text.
     pub(crate) fn network(page: &str, f: &NetworkFailure) -> FoldKey {
-        let mut h = DefaultHasher::new();
+        let mut h = keyed();
         (
             "network",
             page,
@@ -238,6 +247,26 @@ impl Pages {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_of_page_text_are_not_the_fixed_key_hash() {
+        let text = "Uncaught TypeError: x is undefined";
+        let fixed = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            ("console", "P", "error", 1.0f64.to_bits(), text).hash(&mut h);
+            h.finish()
+        };
+        let a = EventKey::console("P", "error", 1.0, text);
+        assert_eq!(
+            a,
+            EventKey::console("P", "error", 1.0, text),
+            "stable in a process"
+        );
+        assert_ne!(
+            a.0, fixed,
+            "keyed per process, not with the fixed DefaultHasher key"
+        );
+    }
 
     #[test]
     fn an_event_is_first_once() {
