@@ -55,7 +55,7 @@ impl Form for Sanitized {
 }
 
 /// The read form: plain strings and JSON as read back from a journal, whoever wrote it. Not
-/// proof of sanitization, and not accepted by [`RecordKind`], so it cannot be written back.
+/// proof of sanitization, and not accepted by [`RecordKind`](crate::RecordKind), so it cannot be written back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stored {}
 
