@@ -85,11 +85,15 @@ impl FieldKind {
     /// Typing into it withholds frames until the next navigation: sensitive, or unidentified
     /// (typing while nothing editable seems focused means the report is stale: unidentified too).
     fn withholds_until_navigation(self) -> bool {
-        self.is_sensitive()
-            || matches!(
-                self,
-                FieldKind::Input(InputType::Unknown) | FieldKind::NotEditable
-            )
+        self.is_sensitive() || self.is_unidentified()
+    }
+
+    /// Nobody could tell what the field is: no type read, or nothing editable seemed focused.
+    pub fn is_unidentified(self) -> bool {
+        matches!(
+            self,
+            FieldKind::Input(InputType::Unknown) | FieldKind::NotEditable
+        )
     }
 
     /// The input type a typing step records.

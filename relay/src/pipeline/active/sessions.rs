@@ -199,17 +199,13 @@ impl Sessions {
         let Some(Event::Observer(e)) = Event::parse(method) else {
             return false;
         };
-        if !is_agent_event(e) {
-            return false;
-        }
         let Some(frame) = Frame::parse(text) else {
             return false;
         };
         let Some(page) = frame.session().and_then(|s| self.pages.get_mut(s)) else {
             return false;
         };
-        agent_event(page, pages, e, &frame, at);
-        true
+        agent_event(page, pages, e, &frame, at)
     }
 
     fn page_event(
@@ -250,7 +246,9 @@ impl Sessions {
             O::RuntimeExecutionContextCreated
             | O::RuntimeExecutionContextDestroyed
             | O::RuntimeExecutionContextsCleared
-            | O::RuntimeBindingCalled => agent_event(page, pages, e, frame, at),
+            | O::RuntimeBindingCalled => {
+                agent_event(page, pages, e, frame, at);
+            }
             O::PageLoadEventFired => {
                 if page.loading_since.take().is_some() {
                     pages.want_frame(target, After::Navigation, self.after_load);
@@ -273,25 +271,15 @@ impl Sessions {
     }
 }
 
-fn is_agent_event(e: ObserverEvent) -> bool {
-    use ObserverEvent as O;
-    matches!(
-        e,
-        O::RuntimeExecutionContextCreated
-            | O::RuntimeExecutionContextDestroyed
-            | O::RuntimeExecutionContextsCleared
-            | O::RuntimeBindingCalled
-    )
-}
-
 /// The page agent's world coming and going, and what it reports: which kind of field has focus.
+/// `false`: not one of the agent's events (nothing done).
 fn agent_event(
     page: &mut Page,
     pages: &Pages,
     e: ObserverEvent,
     frame: &Frame<'_>,
     at: SystemTime,
-) {
+) -> bool {
     use ObserverEvent as O;
     let target = page.target_id.as_str();
     match e {
@@ -313,7 +301,7 @@ fn agent_event(
         O::RuntimeExecutionContextsCleared => page.world = None,
         O::RuntimeBindingCalled => {
             let Some(p) = frame.params::<cdp::BindingCalled>() else {
-                return;
+                return true;
             };
             if p.name != BINDING || page.world != Some(p.execution_context_id) {
                 tracing::trace!(
@@ -321,10 +309,10 @@ fn agent_event(
                     p.execution_context_id,
                     page.world
                 );
-                return;
+                return true;
             }
             let Ok(m) = serde_json::from_str::<AgentMessage>(&p.payload) else {
-                return;
+                return true;
             };
             if m.t == "focus" {
                 let kind = field_kind(&m.kind);
@@ -332,11 +320,11 @@ fn agent_event(
                 pages.focused_at(target, kind, at);
             }
         }
-        // Not the agent's: `is_agent_event` keeps them out.
         O::PageLoadEventFired
         | O::PageJavascriptDialogOpening
         | O::PageJavascriptDialogClosed
         | O::InspectorTargetCrashed
-        | O::InspectorTargetReloadedAfterCrash => {}
+        | O::InspectorTargetReloadedAfterCrash => return false,
     }
+    true
 }

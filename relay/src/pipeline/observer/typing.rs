@@ -232,20 +232,16 @@ impl Observer {
     /// may name the field. An unidentified burst takes what it says; an identified one only ever
     /// becomes more sensitive (the reading after the burst has the last word on the type).
     fn refine_kind(&self, burst: &mut Burst) {
-        let Some(page) = burst.page.clone() else {
+        let Some(page) = burst.page.as_deref() else {
             return;
         };
-        let Some(kind) = self.pages.focused_kind_at(&page, burst.started) else {
+        let Some(kind) = self.pages.focused_kind_at(page, burst.started) else {
             return;
         };
-        let unidentified = matches!(
-            burst.kind,
-            FieldKind::Input(InputType::Unknown) | FieldKind::NotEditable
-        );
         let more_sensitive = kind.is_sensitive() && !burst.kind.is_sensitive();
-        if kind != burst.kind && (unidentified || more_sensitive) {
+        if kind != burst.kind && (burst.kind.is_unidentified() || more_sensitive) {
+            self.pages.burst_kind(page, burst.seq, kind);
             burst.retype(kind);
-            self.pages.burst_kind(&page, burst.seq, kind);
         }
     }
 
