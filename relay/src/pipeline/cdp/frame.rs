@@ -82,6 +82,13 @@ impl<'a> Frame<'a> {
         serde_json::from_str(self.params?.get()).ok()
     }
 
+    /// The params of a shape with a quick reader (`quick.rs`): read by it when it is sure, else
+    /// by serde_json, with the same result.
+    pub(crate) fn quick_params<T: super::quick::Quick<'a>>(&self) -> Option<T> {
+        let text = self.params?.get();
+        T::quick(text).or_else(|| serde_json::from_str(text).ok())
+    }
+
     /// The result parsed into `T`.
     pub(crate) fn result<T: Deserialize<'a>>(&self) -> Option<T> {
         serde_json::from_str(self.result?.get()).ok()

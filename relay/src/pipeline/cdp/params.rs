@@ -58,6 +58,7 @@ pub(crate) struct FileInput<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Evaluate<'a> {
     #[serde(borrow)]
@@ -90,6 +91,7 @@ pub(crate) struct Data<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Request<'a> {
     #[serde(borrow)]
@@ -99,6 +101,7 @@ pub(crate) struct Request<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct RequestWillBeSent<'a> {
     #[serde(borrow)]
@@ -111,6 +114,7 @@ pub(crate) struct RequestWillBeSent<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct Response<'a> {
     pub(crate) status: u16,
@@ -121,6 +125,7 @@ pub(crate) struct Response<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct ResponseReceived<'a> {
     #[serde(borrow)]
@@ -157,6 +162,7 @@ pub(crate) struct LoadingFailed<'a> {
 }
 
 #[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct RequestId<'a> {
     #[serde(borrow)]

@@ -61,6 +61,46 @@ pub(super) fn skim(text: &str) -> Option<Frame<'_>> {
     (c.at == text.len()).then_some(f)
 }
 
+/// Calls `each` with every member of the object `text` (a span [`skim`] kept): the key, plain,
+/// and the value's span, not parsed. `None` when `text` is not an object read the way
+/// [`skim`] reads one (an escaped key, anything malformed around the members), or when `each`
+/// says so: the caller then leaves the object to serde_json.
+pub(super) fn members<'a>(
+    text: &'a str,
+    mut each: impl FnMut(&'a str, &'a str) -> Option<()>,
+) -> Option<()> {
+    let mut c = Cursor { text, at: 0 };
+    c.expect(b'{')?;
+    if c.peek()? == b'}' {
+        c.at += 1;
+    } else {
+        loop {
+            let key = c.plain_string()?;
+            c.expect(b':')?;
+            c.peek()?;
+            let start = c.at;
+            c.skip()?;
+            each(key, text.get(start..c.at)?)?;
+            match c.peek()? {
+                b',' => c.at += 1,
+                b'}' => {
+                    c.at += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    c.space();
+    (c.at == text.len()).then_some(())
+}
+
+/// `text` is a JSON string with no escapes and no control characters: its contents.
+pub(super) fn plain(text: &str) -> Option<&str> {
+    let body = text.strip_prefix('"')?.strip_suffix('"')?;
+    string_end(body.as_bytes(), 0).is_none().then_some(body)
+}
+
 struct Cursor<'a> {
     text: &'a str,
     at: usize,
@@ -94,11 +134,11 @@ impl<'a> Cursor<'a> {
     fn plain_string(&mut self) -> Option<&'a str> {
         self.expect(b'"')?;
         let start = self.at;
-        let end = start + memchr::memchr2(b'"', b'\\', self.bytes().get(start..)?)?;
-        let s = self.text.get(start..end)?;
-        if self.bytes()[end] != b'"' || s.bytes().any(|b| b < 0x20) {
+        let end = string_end(self.bytes(), start)?;
+        if self.bytes()[end] != b'"' {
             return None;
         }
+        let s = self.text.get(start..end)?;
         self.at = end + 1;
         Some(s)
     }
@@ -150,7 +190,7 @@ impl<'a> Cursor<'a> {
     fn skip_string(&mut self) -> Option<()> {
         let mut at = self.at + 1;
         loop {
-            at += memchr::memchr2(b'"', b'\\', self.bytes().get(at..)?)?;
+            at = quote_or_backslash(self.bytes(), at)?;
             if self.bytes()[at] == b'"' {
                 self.at = at + 1;
                 return Some(());
@@ -183,6 +223,57 @@ impl<'a> Cursor<'a> {
         }
         None
     }
+}
+
+/// Eight bytes at a time, for strings too short to pay for `memchr`'s set-up (keys, methods,
+/// session ids, most values).
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` that is zero; the lowest one flagged is exact.
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(ONES) & !word & HIGH
+}
+
+fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The first `"`, `\\` or control character in `bytes` from `from`: where a plain string ends,
+/// or why it is not one.
+fn string_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(word) = word_at(bytes, at) {
+        let found = zero_bytes(word ^ (ONES * u64::from(b'"')))
+            | zero_bytes(word ^ (ONES * u64::from(b'\\')))
+            | (word.wrapping_sub(ONES * 0x20) & !word & HIGH);
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..)?;
+    rest.iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|i| at + i)
+}
+
+/// The first `"` or `\\` in `bytes` from `from`; a long string's rest by `memchr2` (a 1 MiB
+/// reply's value crosses at memory speed).
+fn quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
+    const SHORT: usize = 64;
+    let mut at = from;
+    let short_end = bytes.len().min(from.saturating_add(SHORT));
+    while at + 8 <= short_end {
+        let word = word_at(bytes, at)?;
+        let found = zero_bytes(word ^ (ONES * u64::from(b'"')))
+            | zero_bytes(word ^ (ONES * u64::from(b'\\')));
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    memchr::memchr2(b'"', b'\\', bytes.get(at..)?).map(|i| at + i)
 }
 
 #[cfg(test)]
@@ -315,6 +406,34 @@ mod tests {
             text.prop_map(|s| ("sessionId".to_owned(), s)),
             (key.prop_map(str::to_owned), value),
         ]
+    }
+
+    proptest! {
+        #[test]
+        fn finds_the_first_quote_or_backslash_as_a_byte_loop_does(
+            bytes in prop::collection::vec(prop_oneof![1 => Just(b'"'), 1 => Just(b'\\'), 40 => any::<u8>()], 0..200),
+            from in 0usize..210,
+        ) {
+            let naive = bytes
+                .get(from..)
+                .and_then(|rest| rest.iter().position(|&b| b == b'"' || b == b'\\'))
+                .map(|i| from + i);
+            prop_assert_eq!(quote_or_backslash(&bytes, from), naive);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn finds_where_a_plain_string_ends_as_a_byte_loop_does(
+            bytes in prop::collection::vec(prop_oneof![1 => Just(b'"'), 1 => Just(b'\\'), 1 => 0u8..0x20, 40 => any::<u8>()], 0..100),
+            from in 0usize..110,
+        ) {
+            let naive = bytes
+                .get(from..)
+                .and_then(|rest| rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20))
+                .map(|i| from + i);
+            prop_assert_eq!(string_end(&bytes, from), naive);
+        }
     }
 
     proptest! {

@@ -81,8 +81,25 @@ pub(super) fn target_of<'a>(
 }
 
 /// What a session whose target is unknown is tracked under: the connection and the session.
+/// Built for every event of such a session, so without the formatting machinery.
 pub(super) fn unknown_page(conn: u64, key: &Key) -> String {
-    format!("{conn}/{}", key.as_deref().unwrap_or(""))
+    let session = key.as_deref().unwrap_or("");
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = conn;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut page = String::with_capacity(digits.len() - at + 1 + session.len());
+    page.extend(digits[at..].iter().map(|&d| char::from(d)));
+    page.push('/');
+    page.push_str(session);
+    page
 }
 
 impl Observer {
@@ -117,6 +134,25 @@ impl Observer {
                 .insert(Some(Box::from(session)), Session::new(target));
         } else {
             self.dropped += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_page_is_named_by_connection_and_session() {
+        for (conn, session) in [
+            (0, None),
+            (7, Some("S1")),
+            (1203, Some("")),
+            (u64::MAX, Some("8E5B")),
+        ] {
+            let key: Key = session.map(Box::from);
+            let expected = format!("{conn}/{}", session.unwrap_or(""));
+            assert_eq!(unknown_page(conn, &key), expected);
         }
     }
 }

@@ -1,0 +1,210 @@
+//! The params read for nearly every message of a busy page (`Network.*` events, `Runtime.*`
+//! commands) without serde's generic machinery: members walked by [`skim::members`], only the
+//! named ones read. A reader answers only when it reads the params exactly as serde_json would
+//! read them into the same struct; anything else (an escaped key, a repeated member, a value of
+//! another type, another shape) is left to serde_json, which decides. Like [`skim`], it does not
+//! validate the values it does not read.
+
+use super::params::{Evaluate, Request, RequestId, RequestWillBeSent, Response, ResponseReceived};
+use super::skim;
+use serde::Deserialize;
+use std::borrow::Cow;
+
+/// A params shape with a quick reader.
+pub(crate) trait Quick<'a>: Deserialize<'a> {
+    /// The params `text` as serde_json would read them, or `None` to let it.
+    fn quick(text: &'a str) -> Option<Self>;
+}
+
+/// Marks member `bit` seen; `None` when it was already (serde_json refuses a repeated member).
+fn once(seen: &mut u8, bit: u8) -> Option<()> {
+    let mask = 1 << bit;
+    (*seen & mask == 0).then(|| *seen |= mask)
+}
+
+/// A string: borrowed when plain, else unescaped by serde_json (an error is `None`).
+fn string(v: &str) -> Option<Cow<'_, str>> {
+    match skim::plain(v) {
+        Some(s) => Some(Cow::Borrowed(s)),
+        None => serde_json::from_str::<String>(v).ok().map(Cow::Owned),
+    }
+}
+
+/// An optional string: `null` is absent.
+fn optional(v: &str) -> Option<Option<Cow<'_, str>>> {
+    if v == "null" {
+        return Some(None);
+    }
+    string(v).map(Some)
+}
+
+fn number<'a, T: Deserialize<'a>>(v: &'a str) -> Option<T> {
+    serde_json::from_str(v).ok()
+}
+
+/// A quick reader for a `#[serde(default)]` struct: each named member read by its reader, every
+/// other member stepped over.
+macro_rules! quick {
+    ($ty:ident { $($key:literal => $field:ident: $read:expr),+ $(,)? }) => {
+        impl<'a> Quick<'a> for $ty<'a> {
+            fn quick(text: &'a str) -> Option<Self> {
+                let mut p = $ty::default();
+                let mut seen = 0u8;
+                skim::members(text, |k, v| {
+                    let mut bit = 0u8;
+                    $(
+                        if k == $key {
+                            once(&mut seen, bit)?;
+                            p.$field = $read(v)?;
+                            return Some(());
+                        }
+                        bit += 1;
+                    )+
+                    let _ = bit;
+                    Some(())
+                })?;
+                Some(p)
+            }
+        }
+    };
+}
+
+quick!(RequestId { "requestId" => request_id: string });
+quick!(Request { "url" => url: string, "method" => method: string });
+quick!(RequestWillBeSent {
+    "requestId" => request_id: string,
+    "request" => request: Request::quick,
+    "type" => resource_type: optional,
+    "timestamp" => timestamp: number,
+});
+quick!(Response {
+    "status" => status: number,
+    "statusText" => status_text: string,
+    "url" => url: string,
+});
+quick!(ResponseReceived {
+    "requestId" => request_id: string,
+    "response" => response: Response::quick,
+    "type" => resource_type: optional,
+    "timestamp" => timestamp: number,
+});
+quick!(Evaluate {
+    "expression" => expression: string,
+    "functionDeclaration" => function_declaration: string,
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn agrees<'a, T: Quick<'a> + PartialEq + std::fmt::Debug>(text: &'a str) -> bool {
+        match T::quick(text) {
+            Some(q) => Some(q) == serde_json::from_str::<T>(text).ok(),
+            None => true,
+        }
+    }
+
+    fn all_agree(text: &str) -> bool {
+        agrees::<RequestId>(text)
+            && agrees::<Request>(text)
+            && agrees::<RequestWillBeSent>(text)
+            && agrees::<Response>(text)
+            && agrees::<ResponseReceived>(text)
+            && agrees::<Evaluate>(text)
+    }
+
+    #[test]
+    fn reads_what_chromium_and_clients_send() {
+        let sent = r#"{"requestId":"1.2","loaderId":"L","documentURL":"https://a/","request":{"url":"https://a/r?q=1","method":"GET","headers":{"Accept":"*/*"},"initialPriority":"High"},"timestamp":123.5,"wallTime":1.7e9,"initiator":{"type":"script","stack":{"callFrames":[{"url":"https://a/app.js","lineNumber":3}]}},"redirectHasExtraInfo":false,"type":"Fetch","frameId":"F","hasUserGesture":false}"#;
+        let p = RequestWillBeSent::quick(sent).expect("read");
+        assert_eq!(
+            (
+                &*p.request_id,
+                &*p.request.url,
+                &*p.request.method,
+                p.resource_type.as_deref(),
+                p.timestamp
+            ),
+            ("1.2", "https://a/r?q=1", "GET", Some("Fetch"), 123.5)
+        );
+        let received = r#"{"requestId":"1.2","loaderId":"L","timestamp":124,"type":"XHR","response":{"url":"https://a/r","status":404,"statusText":"Not Found","headers":{"a":"b"},"mimeType":"text/html","timing":{"requestTime":1.5}},"hasExtraInfo":true,"frameId":"F"}"#;
+        let p = ResponseReceived::quick(received).expect("read");
+        assert_eq!(
+            (p.response.status, &*p.response.status_text, p.timestamp),
+            (404, "Not Found", 124.0)
+        );
+        let p = Evaluate::quick(r#"{"functionDeclaration":"(e) => {\n  return \"x\";\n}","objectId":"1","awaitPromise":true}"#).expect("read");
+        assert_eq!(p.function_declaration, "(e) => {\n  return \"x\";\n}");
+        for text in [sent, received] {
+            assert!(all_agree(text), "{text}");
+        }
+        // Left to serde_json: an escaped key, a repeated member, a member of another type.
+        for text in [
+            r#"{"request\u0049d":"1"}"#,
+            r#"{"requestId":"1","requestId":"2"}"#,
+            r#"{"requestId":7}"#,
+            r#"{"requestId":null}"#,
+            r#"["1"]"#,
+        ] {
+            assert!(RequestId::quick(text).is_none(), "{text}");
+        }
+    }
+
+    /// Members under the keys these structs read, and others, with values of every JSON shape.
+    fn member() -> impl Strategy<Value = (String, Value)> {
+        let key = prop_oneof![
+            Just("requestId"),
+            Just("request"),
+            Just("response"),
+            Just("url"),
+            Just("method"),
+            Just("status"),
+            Just("statusText"),
+            Just("type"),
+            Just("timestamp"),
+            Just("expression"),
+            Just("functionDeclaration"),
+            Just("other"),
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (0u64..70_000).prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (-1e9f64..1e9).prop_map(Value::from),
+            "[ -~\\\\\"é\u{2028}\n]{0,12}".prop_map(Value::String),
+        ];
+        let value = leaf.prop_recursive(3, 24, 4, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec((key_name(), inner), 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        });
+        (key.prop_map(str::to_owned), value)
+    }
+
+    fn key_name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("url".to_owned()),
+            Just("status".to_owned()),
+            Just("method".to_owned()),
+            "[a-z]{1,3}"
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn never_disagrees_with_serde(members in prop::collection::vec(member(), 0..6)) {
+            // Built by hand: repeated keys stay repeated.
+            let body: Vec<String> = members
+                .iter()
+                .map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), v))
+                .collect();
+            let text = format!("{{{}}}", body.join(","));
+            prop_assert!(all_agree(&text), "{}", text);
+        }
+    }
+}
