@@ -27,9 +27,6 @@ use std::time::{Duration, Instant, SystemTime};
 /// Requests tracked per page for failure joining.
 const MAX_REQUESTS: usize = 8192;
 
-/// The observer's requests are kept per page: one session, no session key.
-const NO_SESSION: Option<Box<str>> = None;
-
 /// One page the observer is attached to.
 pub(crate) struct Page {
     /// Raw target id (memory only).
@@ -226,7 +223,8 @@ impl Sessions {
                     page: &page.target_id,
                     target: Some(&page.target_id),
                     requests: &mut page.requests,
-                    session: &NO_SESSION,
+                    // Requests are kept per page: one session, no session key.
+                    session: None,
                 };
                 match events::page_event(pages, src, e, frame, at) {
                     Effect::Record(r) => self.out.emits.push(Emit::Record(r)),

@@ -22,6 +22,8 @@ pub(crate) struct Frame<'a> {
     pub(crate) method: Option<Cow<'a, str>>,
     pub(crate) session_id: Option<Cow<'a, str>>,
     pub(crate) params: Option<Raw<'a>>,
+    /// The members of `params`, when [`skim`] took them on its way.
+    pub(crate) params_members: Option<skim::Members<'a>>,
     pub(crate) result: Option<Raw<'a>>,
     pub(crate) error: Option<Raw<'a>>,
 }
@@ -72,6 +74,7 @@ impl<'a> Frame<'a> {
             method: f.method,
             session_id: f.session_id,
             params: raw(f.params),
+            params_members: None,
             result: raw(f.result),
             error: raw(f.error),
         })
@@ -86,7 +89,7 @@ impl<'a> Frame<'a> {
     /// by serde_json, with the same result.
     pub(crate) fn quick_params<T: super::quick::Quick<'a>>(&self) -> Option<T> {
         let text = self.params?.get();
-        T::quick(text).or_else(|| serde_json::from_str(text).ok())
+        T::quick(text, self.params_members.as_ref()).or_else(|| serde_json::from_str(text).ok())
     }
 
     /// The result parsed into `T`.

@@ -12,8 +12,9 @@ use std::borrow::Cow;
 
 /// A params shape with a quick reader.
 pub(crate) trait Quick<'a>: Deserialize<'a> {
-    /// The params `text` as serde_json would read them, or `None` to let it.
-    fn quick(text: &'a str) -> Option<Self>;
+    /// The params `text` (whose members are `walked`, if [`skim`] took them) as serde_json
+    /// would read them, or `None` to let it.
+    fn quick(text: &'a str, walked: Option<&skim::Members<'a>>) -> Option<Self>;
 }
 
 /// Marks member `bit` seen; `None` when it was already (serde_json refuses a repeated member).
@@ -38,6 +39,11 @@ fn optional(v: &str) -> Option<Option<Cow<'_, str>>> {
     string(v).map(Some)
 }
 
+/// An object member of the params: its members walked here.
+fn nested<'a, T: Quick<'a>>(v: &'a str) -> Option<T> {
+    T::quick(v, None)
+}
+
 fn number<'a, T: Deserialize<'a>>(v: &'a str) -> Option<T> {
     serde_json::from_str(v).ok()
 }
@@ -47,10 +53,10 @@ fn number<'a, T: Deserialize<'a>>(v: &'a str) -> Option<T> {
 macro_rules! quick {
     ($ty:ident { $($key:literal => $field:ident: $read:expr),+ $(,)? }) => {
         impl<'a> Quick<'a> for $ty<'a> {
-            fn quick(text: &'a str) -> Option<Self> {
+            fn quick(text: &'a str, walked: Option<&skim::Members<'a>>) -> Option<Self> {
                 let mut p = $ty::default();
                 let mut seen = 0u8;
-                skim::members(text, |k, v| {
+                skim::members(text, walked, |k, v| {
                     let mut bit = 0u8;
                     $(
                         if k == $key {
@@ -73,7 +79,7 @@ quick!(RequestId { "requestId" => request_id: string });
 quick!(Request { "url" => url: string, "method" => method: string });
 quick!(RequestWillBeSent {
     "requestId" => request_id: string,
-    "request" => request: Request::quick,
+    "request" => request: nested::<Request>,
     "type" => resource_type: optional,
     "timestamp" => timestamp: number,
 });
@@ -84,7 +90,7 @@ quick!(Response {
 });
 quick!(ResponseReceived {
     "requestId" => request_id: string,
-    "response" => response: Response::quick,
+    "response" => response: nested::<Response>,
     "type" => resource_type: optional,
     "timestamp" => timestamp: number,
 });
@@ -96,29 +102,41 @@ quick!(Evaluate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::cdp::frame::Frame;
     use proptest::prelude::*;
     use serde_json::Value;
 
-    fn agrees<'a, T: Quick<'a> + PartialEq + std::fmt::Debug>(text: &'a str) -> bool {
-        match T::quick(text) {
-            Some(q) => Some(q) == serde_json::from_str::<T>(text).ok(),
-            None => true,
-        }
+    /// What the quick reader makes of the params of `message`, walking them itself or with the
+    /// members `skim` took, agrees with serde_json whenever it answers.
+    fn agrees<'a, T: Quick<'a> + PartialEq + std::fmt::Debug>(message: &'a str) -> bool {
+        let Some(f) = Frame::parse(message) else {
+            return true;
+        };
+        let Some(text) = f.params.map(|r| r.get()) else {
+            return true;
+        };
+        let serde = serde_json::from_str::<T>(text).ok();
+        let alone = T::quick(text, None);
+        let walked = T::quick(text, f.params_members.as_ref());
+        [alone, walked]
+            .into_iter()
+            .all(|q| q.is_none_or(|q| Some(q) == serde))
     }
 
-    fn all_agree(text: &str) -> bool {
-        agrees::<RequestId>(text)
-            && agrees::<Request>(text)
-            && agrees::<RequestWillBeSent>(text)
-            && agrees::<Response>(text)
-            && agrees::<ResponseReceived>(text)
-            && agrees::<Evaluate>(text)
+    fn all_agree(params: &str) -> bool {
+        let message = format!(r#"{{"method":"M","params":{params},"sessionId":"S"}}"#);
+        agrees::<RequestId>(&message)
+            && agrees::<Request>(&message)
+            && agrees::<RequestWillBeSent>(&message)
+            && agrees::<Response>(&message)
+            && agrees::<ResponseReceived>(&message)
+            && agrees::<Evaluate>(&message)
     }
 
     #[test]
     fn reads_what_chromium_and_clients_send() {
         let sent = r#"{"requestId":"1.2","loaderId":"L","documentURL":"https://a/","request":{"url":"https://a/r?q=1","method":"GET","headers":{"Accept":"*/*"},"initialPriority":"High"},"timestamp":123.5,"wallTime":1.7e9,"initiator":{"type":"script","stack":{"callFrames":[{"url":"https://a/app.js","lineNumber":3}]}},"redirectHasExtraInfo":false,"type":"Fetch","frameId":"F","hasUserGesture":false}"#;
-        let p = RequestWillBeSent::quick(sent).expect("read");
+        let p = RequestWillBeSent::quick(sent, None).expect("read");
         assert_eq!(
             (
                 &*p.request_id,
@@ -130,12 +148,16 @@ mod tests {
             ("1.2", "https://a/r?q=1", "GET", Some("Fetch"), 123.5)
         );
         let received = r#"{"requestId":"1.2","loaderId":"L","timestamp":124,"type":"XHR","response":{"url":"https://a/r","status":404,"statusText":"Not Found","headers":{"a":"b"},"mimeType":"text/html","timing":{"requestTime":1.5}},"hasExtraInfo":true,"frameId":"F"}"#;
-        let p = ResponseReceived::quick(received).expect("read");
+        let p = ResponseReceived::quick(received, None).expect("read");
         assert_eq!(
             (p.response.status, &*p.response.status_text, p.timestamp),
             (404, "Not Found", 124.0)
         );
-        let p = Evaluate::quick(r#"{"functionDeclaration":"(e) => {\n  return \"x\";\n}","objectId":"1","awaitPromise":true}"#).expect("read");
+        let p = Evaluate::quick(
+            r#"{"functionDeclaration":"(e) => {\n  return \"x\";\n}","objectId":"1","awaitPromise":true}"#,
+            None,
+        )
+        .expect("read");
         assert_eq!(p.function_declaration, "(e) => {\n  return \"x\";\n}");
         for text in [sent, received] {
             assert!(all_agree(text), "{text}");
@@ -148,7 +170,7 @@ mod tests {
             r#"{"requestId":null}"#,
             r#"["1"]"#,
         ] {
-            assert!(RequestId::quick(text).is_none(), "{text}");
+            assert!(RequestId::quick(text, None).is_none(), "{text}");
         }
     }
 

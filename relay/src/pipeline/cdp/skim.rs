@@ -42,7 +42,7 @@ pub(super) fn skim(text: &str) -> Option<Frame<'_>> {
                 "id" => f.id = Some(c.integer()?),
                 "method" => f.method = Some(Cow::Borrowed(c.plain_string()?)),
                 "sessionId" => f.session_id = Some(Cow::Borrowed(c.plain_string()?)),
-                "params" => f.params = c.raw()?,
+                "params" => (f.params, f.params_members) = c.object()?,
                 "result" => f.result = c.raw()?,
                 "error" => f.error = c.raw()?,
                 _ => c.skip()?,
@@ -61,36 +61,39 @@ pub(super) fn skim(text: &str) -> Option<Frame<'_>> {
     (c.at == text.len()).then_some(f)
 }
 
+/// Most members `params` has in the events and commands read most often; more are walked
+/// again by whoever reads them.
+const MAX_MEMBERS: usize = 16;
+
+/// The members of an object, as (plain key, value span), taken while [`skim`] stepped over it,
+/// so the reader of the usual params (`quick.rs`) does not walk the object a second time.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Members<'a> {
+    items: [(&'a str, &'a str); MAX_MEMBERS],
+    len: usize,
+}
+
+impl<'a> Members<'a> {
+    fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
+        self.items[..self.len].iter().copied()
+    }
+}
+
 /// Calls `each` with every member of the object `text` (a span [`skim`] kept): the key, plain,
-/// and the value's span, not parsed. `None` when `text` is not an object read the way
-/// [`skim`] reads one (an escaped key, anything malformed around the members), or when `each`
-/// says so: the caller then leaves the object to serde_json.
+/// and the value's span, not parsed. `walked` are its members if [`skim`] took them. `None`
+/// when `text` is not an object read the way [`skim`] reads one (an escaped key, anything
+/// malformed around the members), or when `each` says so: the caller then leaves the object to
+/// serde_json.
 pub(super) fn members<'a>(
     text: &'a str,
+    walked: Option<&Members<'a>>,
     mut each: impl FnMut(&'a str, &'a str) -> Option<()>,
 ) -> Option<()> {
-    let mut c = Cursor { text, at: 0 };
-    c.expect(b'{')?;
-    if c.peek()? == b'}' {
-        c.at += 1;
-    } else {
-        loop {
-            let key = c.plain_string()?;
-            c.expect(b':')?;
-            c.peek()?;
-            let start = c.at;
-            c.skip()?;
-            each(key, text.get(start..c.at)?)?;
-            match c.peek()? {
-                b',' => c.at += 1,
-                b'}' => {
-                    c.at += 1;
-                    break;
-                }
-                _ => return None,
-            }
-        }
+    if let Some(m) = walked {
+        return m.iter().try_for_each(|(k, v)| each(k, v));
     }
+    let mut c = Cursor { text, at: 0 };
+    c.walk(|k, v| each(k, v))?;
     c.space();
     (c.at == text.len()).then_some(())
 }
@@ -157,6 +160,52 @@ impl<'a> Cursor<'a> {
         let n = self.text.get(self.at..self.at + digits)?.parse().ok()?;
         self.at += digits;
         Some(n)
+    }
+
+    /// Walks an object (white space before it taken), calling `each` with every member: the
+    /// key, plain, and the value's span.
+    fn walk(&mut self, mut each: impl FnMut(&'a str, &'a str) -> Option<()>) -> Option<()> {
+        self.expect(b'{')?;
+        if self.peek()? == b'}' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.plain_string()?;
+            self.expect(b':')?;
+            self.peek()?;
+            let start = self.at;
+            self.skip()?;
+            each(key, self.text.get(start..self.at)?)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Like [`Cursor::raw`], and when the value is an object of plain keys and at most
+    /// [`MAX_MEMBERS`] members, its members too.
+    fn object(&mut self) -> Option<(Option<Raw<'a>>, Option<Members<'a>>)> {
+        let start = self.at;
+        if self.bytes().get(start) == Some(&b'{') {
+            let mut m = Members::default();
+            let walked = self.walk(|k, v| {
+                *m.items.get_mut(m.len)? = (k, v);
+                m.len += 1;
+                Some(())
+            });
+            if walked.is_some() {
+                return Some((Some(Raw(self.text.get(start..self.at)?)), Some(m)));
+            }
+            // An escaped key, too many members or malformed: step over it as any value.
+            self.at = start;
+        }
+        Some((self.raw()?, None))
     }
 
     /// A value's span; `None` inside for `null` (serde_json reads it as an absent member).
@@ -345,6 +394,28 @@ mod tests {
     }
 
     #[test]
+    fn takes_the_members_of_params_it_can_read_again() {
+        let f = skim(r#"{"method":"M","params":{"a":1,"b":{"c":[2]},"d":"e"},"sessionId":"S"}"#)
+            .unwrap();
+        let walked: Vec<_> = f.params_members.unwrap().iter().collect();
+        assert_eq!(walked, [("a", "1"), ("b", r#"{"c":[2]}"#), ("d", r#""e""#)]);
+        let many = (0..=MAX_MEMBERS)
+            .map(|i| format!(r#""k{i}":{i}"#))
+            .collect::<Vec<_>>()
+            .join(",");
+        for params in [
+            format!("{{{many}}}"),
+            r#"{"\u0061":1}"#.to_owned(),
+            "[1]".to_owned(),
+        ] {
+            let text = format!(r#"{{"method":"M","params":{params}}}"#);
+            let f = skim(&text).unwrap();
+            assert!(f.params_members.is_none(), "{params}");
+            assert_eq!(f.params.unwrap().get(), params);
+        }
+    }
+
+    #[test]
     fn leaves_other_shapes_to_serde() {
         for text in [
             r#"{"i\u0064":1}"#,
@@ -446,6 +517,14 @@ mod tests {
             let text = format!("{{{}}}", body.join(","));
             if let Some(f) = skim(&text) {
                 prop_assert_eq!(Some(read(&f)), full(&text), "{}", text);
+                if let (Some(walked), Some(params)) = (f.params_members, f.params) {
+                    let mut again = Vec::new();
+                    super::members(params.get(), None, |k, v| {
+                        again.push((k, v));
+                        Some(())
+                    });
+                    prop_assert_eq!(walked.iter().collect::<Vec<_>>(), again, "{}", text);
+                }
             }
         }
     }

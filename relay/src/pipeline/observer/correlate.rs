@@ -128,7 +128,7 @@ impl Observer {
         let Some(cmd) = commands::classify(method, frame, &self.sanitizer) else {
             return;
         };
-        let key: Key = frame.session().map(Box::from);
+        let key = self.keys.key(frame.session());
         self.close_stale_typing(conn, &key, at);
         let waiting = match cmd {
             Command::Action(action) => {
@@ -190,10 +190,10 @@ impl Observer {
     }
 
     pub(super) fn response(&mut self, conn: u64, id: u64, frame: &Frame<'_>, at: SystemTime) {
+        let key = self.keys.key(frame.session());
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let key: Key = frame.session().map(Box::from);
         let pending = match c.pending.remove(&(key.clone(), id)) {
             Some(p) => Some(p),
             // Some error replies lack the sessionId of their command: match on the id alone.

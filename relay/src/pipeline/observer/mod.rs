@@ -78,8 +78,33 @@ pub struct Output {
 /// The tool name on every record the passive observer writes.
 const TOOL: &str = "cdp";
 
-/// A CDP session key on a connection: its `sessionId`, `None` for the root session.
-type Key = Option<Box<str>>;
+/// A CDP session key on a connection: its `sessionId`, `None` for the root session. Shared
+/// ([`SessionKeys`]): nearly every message names its session, and a table lookup or a pending
+/// entry then costs a reference count, not an allocation.
+type Key = Option<Arc<str>>;
+
+/// The session keys seen lately, one shared copy each.
+#[derive(Default)]
+struct SessionKeys(std::collections::HashSet<Arc<str>, foldhash::fast::RandomState>);
+
+/// Session keys kept for sharing; past this the set starts again (keys already handed out stay
+/// valid: this only bounds what a client inventing session ids can make it hold).
+const MAX_SESSION_KEYS: usize = 4096;
+
+impl SessionKeys {
+    fn key(&mut self, session: Option<&str>) -> Key {
+        let session = session?;
+        if let Some(k) = self.0.get(session) {
+            return Some(k.clone());
+        }
+        if self.0.len() >= MAX_SESSION_KEYS {
+            self.0.clear();
+        }
+        let k: Arc<str> = Arc::from(session);
+        self.0.insert(k.clone());
+        Some(k)
+    }
+}
 
 /// Per-connection state. Keys hold raw CDP ids in memory only; nothing here is persisted as is.
 struct Conn {
@@ -106,6 +131,7 @@ pub struct Observer {
     verifier: Option<Verifier>,
     /// Typing steps waiting for their verdict, by burst number.
     held: IdMap<u64, Held>,
+    keys: SessionKeys,
 }
 
 /// Bytes of a large message read to decide whether it matters ([`frame::leading`] needs the
@@ -126,6 +152,7 @@ impl Observer {
             out: Output::default(),
             verifier: None,
             held: IdMap::default(),
+            keys: SessionKeys::default(),
         }
     }
 
@@ -142,7 +169,12 @@ impl Observer {
 
     /// Everything produced since the last call.
     pub fn take(&mut self) -> Output {
-        std::mem::take(&mut self.out)
+        // The next batch is likely the size of this one: growing a vector of records by
+        // doubling moved each record several times.
+        let next = Output {
+            emits: Vec::with_capacity(self.out.emits.len()),
+        };
+        std::mem::replace(&mut self.out, next)
     }
 
     /// Records waiting to be taken.
@@ -351,7 +383,7 @@ impl Observer {
     }
 
     fn event(&mut self, conn: u64, event: Event, frame: &Frame<'_>, at: SystemTime) {
-        let key: Key = frame.session().map(Box::from);
+        let key = self.keys.key(frame.session());
         let effect = match event {
             Event::Target(e) => events::target_event(&self.pages, e, frame),
             Event::Page(e) => {
@@ -374,7 +406,7 @@ impl Observer {
                     page: &page,
                     target,
                     requests,
-                    session: &key,
+                    session: key.as_deref(),
                 };
                 events::page_event(&self.pages, src, e, frame, at)
             }
@@ -392,7 +424,10 @@ impl Observer {
             Effect::Attached {
                 session, target, ..
             } => self.attached(conn, session, target),
-            Effect::Detached { session } => self.detach(conn, Some(Box::from(session)), at),
+            Effect::Detached { session } => {
+                let key = self.keys.key(Some(&session));
+                self.detach(conn, key, at);
+            }
         }
     }
 

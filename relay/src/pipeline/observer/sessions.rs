@@ -126,12 +126,12 @@ impl Observer {
     /// A flattened session on `conn` attached to `target` (learned by the page model).
     pub(super) fn attached(&mut self, conn: u64, session: String, target: Option<String>) {
         let max = self.opts.max_pending;
+        let key = self.keys.key(Some(&session));
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
         if c.sessions.len() < max {
-            c.sessions
-                .insert(Some(Box::from(session)), Session::new(target));
+            c.sessions.insert(key, Session::new(target));
         } else {
             self.dropped += 1;
         }
@@ -150,7 +150,7 @@ mod tests {
             (1203, Some("")),
             (u64::MAX, Some("8E5B")),
         ] {
-            let key: Key = session.map(Box::from);
+            let key: Key = session.map(std::sync::Arc::from);
             let expected = format!("{conn}/{}", session.unwrap_or(""));
             assert_eq!(unknown_page(conn, &key), expected);
         }

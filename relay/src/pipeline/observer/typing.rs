@@ -49,7 +49,7 @@ impl Observer {
         for other in texts {
             self.sanitizer.register_typed(&other.text);
         }
-        let key: Key = first.session.as_deref().map(Box::from);
+        let key = self.keys.key(first.session.as_deref());
         if first.how == How::Composition {
             // Each update repeats the whole composition so far; it is committed by an
             // insertion, which is what is counted.
@@ -58,6 +58,7 @@ impl Observer {
         }
         self.close_stale_typing(conn, &key, at);
         let seq = self.add_typing(conn, &key, &first.text, first.how == How::Set, at);
+        let answered_by = self.keys.key(typing.session.as_deref());
         let (Some(id), Some(c)) = (typing.id, self.conns.get_mut(&conn)) else {
             return;
         };
@@ -65,7 +66,6 @@ impl Observer {
             self.dropped += 1;
             return;
         }
-        let answered_by: Key = typing.session.as_deref().map(Box::from);
         c.pending.insert(
             (answered_by, id),
             Pending {

@@ -28,7 +28,7 @@ pub(crate) struct Source<'a> {
     /// The observer's request table for the events it reads this one with, and the event's
     /// session key in it.
     pub(crate) requests: &'a mut Requests,
-    pub(crate) session: &'a Option<Box<str>>,
+    pub(crate) session: Option<&'a str>,
 }
 
 /// What the observer that read an event does next.

@@ -12,9 +12,12 @@ use cdp_sanitize::{NetworkFailure, RawNetworkFailure, Sanitizer};
 use std::time::SystemTime;
 
 struct Request {
-    url: String,
-    method: String,
-    resource_type: Option<String>,
+    /// The method, the URL and the resource type, one after another: one allocation per
+    /// request, on a path every request of a busy page takes.
+    text: Box<str>,
+    method_end: usize,
+    url_end: usize,
+    has_type: bool,
     /// CDP's monotonic timestamp (seconds) of the request.
     timestamp: f64,
     /// When the relay saw the request go out.
@@ -23,14 +26,66 @@ struct Request {
     reported: bool,
 }
 
-type Key = (Option<Box<str>>, Box<str>);
+impl Request {
+    fn method(&self) -> &str {
+        &self.text[..self.method_end]
+    }
 
-/// Requests in flight on one stream of events, keyed by (CDP session, requestId).
+    fn url(&self) -> &str {
+        &self.text[self.method_end..self.url_end]
+    }
+
+    fn resource_type(&self) -> Option<&str> {
+        self.has_type.then(|| &self.text[self.url_end..])
+    }
+}
+
+/// Requests in flight on one stream of events, keyed by (CDP session, requestId) written as
+/// one string ([`key`]), so a lookup allocates nothing.
 pub(crate) struct Requests {
-    map: IdMap<Key, Request>,
+    map: IdMap<Box<str>, Request>,
     max: usize,
     /// A `Network.requestWillBeSent` went by: whoever reads these events enabled `Network`.
     seen: bool,
+    /// The key of the request at hand.
+    scratch: String,
+}
+
+/// (session, requestId) as one string, unambiguous: `-` for no session, else the session's
+/// length, `:` and the session; then the requestId.
+fn key<'a>(out: &'a mut String, session: Option<&str>, request_id: &str) -> &'a str {
+    out.clear();
+    match session {
+        None => out.push('-'),
+        Some(s) => {
+            out.push_str(itoa(s.len()).as_str());
+            out.push(':');
+            out.push_str(s);
+        }
+    }
+    out.push_str(request_id);
+    out
+}
+
+/// A length in decimal, without the formatting machinery.
+fn itoa(mut n: usize) -> Digits {
+    let mut d = Digits([0; 20], 20);
+    loop {
+        d.1 -= 1;
+        d.0[d.1] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return d;
+        }
+    }
+}
+
+struct Digits([u8; 20], usize);
+
+impl Digits {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0[self.1..]).unwrap_or_default()
+    }
 }
 
 /// A failure to record, and when its request started (if it was seen).
@@ -42,6 +97,7 @@ impl Requests {
             map: IdMap::default(),
             max,
             seen: false,
+            scratch: String::new(),
         }
     }
 
@@ -53,47 +109,59 @@ impl Requests {
     /// Tracks a request; `false` when the table is full and it was not tracked.
     pub(crate) fn sent(
         &mut self,
-        session: &Option<Box<str>>,
+        session: Option<&str>,
         p: &cdp::RequestWillBeSent<'_>,
         at: SystemTime,
     ) -> bool {
         self.seen = true;
-        let key = (session.clone(), Box::from(p.request_id.as_ref()));
+        let key = key(&mut self.scratch, session, &p.request_id);
         // A redirect reuses the requestId: the entry follows the request to its new URL.
-        if !self.map.contains_key(&key) && self.map.len() >= self.max {
+        let known = self.map.contains_key(key);
+        if !known && self.map.len() >= self.max {
             return false;
         }
-        self.map.insert(
-            key,
-            Request {
-                url: p.request.url.clone().into_owned(),
-                method: p.request.method.clone().into_owned(),
-                resource_type: p.resource_type.as_deref().map(str::to_owned),
-                timestamp: p.timestamp,
-                seen_at: at,
-                reported: false,
-            },
-        );
+        let (method, url) = (&*p.request.method, &*p.request.url);
+        let kind = p.resource_type.as_deref();
+        let mut text = String::with_capacity(method.len() + url.len() + kind.map_or(0, str::len));
+        text.push_str(method);
+        text.push_str(url);
+        text.push_str(kind.unwrap_or_default());
+        let request = Request {
+            text: text.into_boxed_str(),
+            method_end: method.len(),
+            url_end: method.len() + url.len(),
+            has_type: kind.is_some(),
+            timestamp: p.timestamp,
+            seen_at: at,
+            reported: false,
+        };
+        match self.map.get_mut(key) {
+            Some(r) => *r = request,
+            None => {
+                self.map.insert(Box::from(key), request);
+            }
+        }
         true
     }
 
     /// A response with status ≥ 400 is a failure (recorded once).
     pub(crate) fn response(
         &mut self,
-        session: &Option<Box<str>>,
+        session: Option<&str>,
         p: &cdp::ResponseReceived<'_>,
         s: &Sanitizer,
     ) -> Option<Failure> {
         if p.response.status < 400 {
             return None;
         }
-        let key = (session.clone(), Box::from(p.request_id.as_ref()));
-        let req = self.map.get_mut(&key);
+        let req = self
+            .map
+            .get_mut(key(&mut self.scratch, session, &p.request_id));
         let (method, url, resource_type, started, seen_at) = match &req {
             Some(r) => (
-                r.method.as_str(),
-                r.url.as_str(),
-                r.resource_type.as_deref().or(p.resource_type.as_deref()),
+                r.method(),
+                r.url(),
+                r.resource_type().or(p.resource_type.as_deref()),
                 Some(r.timestamp),
                 Some(r.seen_at),
             ),
@@ -122,12 +190,13 @@ impl Requests {
     /// `loadingFailed` ends the request: a failure unless a ≥ 400 response already said so.
     pub(crate) fn failed(
         &mut self,
-        session: &Option<Box<str>>,
+        session: Option<&str>,
         p: &cdp::LoadingFailed<'_>,
         s: &Sanitizer,
     ) -> Option<Failure> {
-        let key = (session.clone(), Box::from(p.request_id.as_ref()));
-        let req = self.map.remove(&key);
+        let req = self
+            .map
+            .remove(key(&mut self.scratch, session, &p.request_id));
         if req.as_ref().is_some_and(|r| r.reported) {
             return None;
         }
@@ -146,12 +215,12 @@ impl Requests {
             error.push_str(&format!(" (CORS: {})", cors.cors_error));
         }
         let failure = s.network_failure(RawNetworkFailure {
-            method: req.as_ref().map_or("", |r| r.method.as_str()),
-            url: req.as_ref().map_or("", |r| r.url.as_str()),
+            method: req.as_ref().map_or("", Request::method),
+            url: req.as_ref().map_or("", Request::url),
             status: None,
             resource_type: req
                 .as_ref()
-                .and_then(|r| r.resource_type.as_deref())
+                .and_then(Request::resource_type)
                 .or(p.resource_type.as_deref()),
             duration_ms: elapsed_ms(req.as_ref().map(|r| r.timestamp), p.timestamp),
             error_text: Some(error.trim()).filter(|e| !e.is_empty()),
@@ -159,8 +228,8 @@ impl Requests {
         Some((failure, req.map(|r| r.seen_at)))
     }
 
-    pub(crate) fn finished(&mut self, session: &Option<Box<str>>, request_id: &str) {
-        self.map.remove(&(session.clone(), Box::from(request_id)));
+    pub(crate) fn finished(&mut self, session: Option<&str>, request_id: &str) {
+        self.map.remove(key(&mut self.scratch, session, request_id));
     }
 }
 
@@ -169,4 +238,28 @@ fn elapsed_ms(start: Option<f64>, end: f64) -> Option<u64> {
     let start = start?;
     let ms = (end - start) * 1000.0;
     (0.0..1e12).contains(&ms).then_some(ms.round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_different_sessions_and_requests_never_meet() {
+        let pairs: [(Option<&str>, &str); 6] = [
+            (None, "1:a1"),
+            (Some("a"), "1"),
+            (Some("a1"), ""),
+            (Some(""), "a1"),
+            (Some("1:a"), "1"),
+            (Some("-"), "x"),
+        ];
+        let mut scratch = String::new();
+        let keys: std::collections::HashSet<String> = pairs
+            .iter()
+            .map(|(s, r)| key(&mut scratch, *s, r).to_owned())
+            .collect();
+        assert_eq!(keys.len(), pairs.len(), "{keys:?}");
+        assert_eq!(key(&mut scratch, Some("S12"), "7.1"), "3:S127.1");
+    }
 }
