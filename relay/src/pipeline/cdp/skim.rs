@@ -93,7 +93,7 @@ pub(super) fn members<'a>(
         return m.iter().try_for_each(|(k, v)| each(k, v));
     }
     let mut c = Cursor { text, at: 0 };
-    c.walk(|k, v| each(k, v))?;
+    c.walk(each)?;
     c.space();
     (c.at == text.len()).then_some(())
 }
