@@ -67,15 +67,22 @@ const MAX_MEMBERS: usize = 16;
 
 /// The members of an object, as (plain key, value span), taken while [`skim`] stepped over it,
 /// so the reader of the usual params (`quick.rs`) does not walk the object a second time.
+/// Offsets into the object's text keep it small: a frame is moved by value.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Members<'a> {
-    items: [(&'a str, &'a str); MAX_MEMBERS],
-    len: usize,
+    text: &'a str,
+    /// (key start, key end, value start, value end) in `text`.
+    items: [[u32; 4]; MAX_MEMBERS],
+    len: u8,
 }
 
 impl<'a> Members<'a> {
     fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
-        self.items[..self.len].iter().copied()
+        let text = self.text;
+        let span = move |a: u32, b: u32| text.get(a as usize..b as usize).unwrap_or_default();
+        self.items[..usize::from(self.len)]
+            .iter()
+            .map(move |&[k0, k1, v0, v1]| (span(k0, k1), span(v0, v1)))
     }
 }
 
@@ -192,15 +199,21 @@ impl<'a> Cursor<'a> {
     /// [`MAX_MEMBERS`] members, its members too.
     fn object(&mut self) -> Option<(Option<Raw<'a>>, Option<Members<'a>>)> {
         let start = self.at;
-        if self.bytes().get(start) == Some(&b'{') {
+        // Offsets fit in u32: the observer parses nothing over `MAX_PARSED_BYTES`.
+        if self.bytes().get(start) == Some(&b'{') && self.text.len() <= u32::MAX as usize {
+            let text = self.text;
+            let offset = |s: &str| (s.as_ptr() as usize - text.as_ptr() as usize - start) as u32;
             let mut m = Members::default();
             let walked = self.walk(|k, v| {
-                *m.items.get_mut(m.len)? = (k, v);
+                let (k0, v0) = (offset(k), offset(v));
+                let item = [k0, k0 + k.len() as u32, v0, v0 + v.len() as u32];
+                *m.items.get_mut(usize::from(m.len))? = item;
                 m.len += 1;
                 Some(())
             });
             if walked.is_some() {
-                return Some((Some(Raw(self.text.get(start..self.at)?)), Some(m)));
+                m.text = self.text.get(start..self.at)?;
+                return Some((Some(Raw(m.text)), Some(m)));
             }
             // An escaped key, too many members or malformed: step over it as any value.
             self.at = start;
