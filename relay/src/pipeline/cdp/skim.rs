@@ -21,7 +21,7 @@ pub(super) fn skim(text: &str) -> Option<Frame<'_>> {
         c.at += 1;
     } else {
         loop {
-            let key = c.plain_string()?;
+            let key = c.member_name()?;
             c.expect(b':')?;
             c.peek()?;
             let bit = match key {
@@ -138,6 +138,25 @@ impl<'a> Cursor<'a> {
 
     fn expect(&mut self, b: u8) -> Option<()> {
         (self.peek()? == b).then(|| self.at += 1)
+    }
+
+    /// A top-level member's name: the names a message is read for compared whole, any other
+    /// read as a plain string.
+    fn member_name(&mut self) -> Option<&'a str> {
+        const NAMES: [&str; 6] = ["method", "id", "params", "sessionId", "result", "error"];
+        self.space();
+        let rest = self.bytes().get(self.at..)?;
+        for name in NAMES {
+            let n = name.len();
+            if rest.get(1..n + 1) == Some(name.as_bytes())
+                && rest.first() == Some(&b'"')
+                && rest.get(n + 1) == Some(&b'"')
+            {
+                self.at += n + 2;
+                return Some(name);
+            }
+        }
+        self.plain_string()
     }
 
     /// A string with no escapes and no control characters (which serde_json refuses), borrowed.
