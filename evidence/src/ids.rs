@@ -90,12 +90,17 @@ pub(crate) fn new_run_id(now: SystemTime) -> String {
     format!("{}-{:016x}", crate::time::format_compact(now), random_u64())
 }
 
-/// This process's id, asked once: `getpid` is a syscall each time (glibc no longer caches it),
-/// and an action id is made per record — 1.7 syscalls per relayed message in a recording relay.
-/// Nothing here forks without exec, so the cached value cannot go stale.
-fn pid() -> u32 {
-    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *PID.get_or_init(std::process::id)
+/// This process's id as an action id writes it (10 digits), made once: `getpid` is a syscall
+/// each time (glibc no longer caches it), and an action id is made per record — 1.7 syscalls
+/// per relayed message in a recording relay. Nothing here forks without exec, so the cached
+/// value cannot go stale.
+fn pid_digits() -> &'static [u8] {
+    static PID: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    PID.get_or_init(|| {
+        let mut digits = Vec::with_capacity(10);
+        push_decimal(&mut digits, u64::from(std::process::id()), 10);
+        digits
+    })
 }
 
 /// An action id made before its record is written, so that records written meanwhile can name
@@ -139,23 +144,24 @@ impl serde::Serialize for ActionId {
 /// digits>-<8 hex>`. Lexicographic order is time order across processes (to the millisecond) and
 /// append order within one process.
 pub(crate) fn new_action_id(now: SystemTime) -> String {
+    let mut id = Vec::with_capacity(44);
+    push_action_id(&mut id, now);
+    crate::time::ascii(id)
+}
+
+/// Appends a new action id ([`new_action_id`]'s shape) to a journal line being written: digit
+/// by digit, one per record (`format!` cost a fifth of a record's line).
+pub(crate) fn push_action_id(out: &mut Vec<u8>, now: SystemTime) {
     static ACTIONS: AtomicU64 = AtomicU64::new(0);
     let seq = ACTIONS.fetch_add(1, Ordering::Relaxed);
-    // Written digit by digit: one per record, and `format!` cost a fifth of a record's line.
-    let mut id = String::with_capacity(45);
-    push_decimal(&mut id, crate::time::unix_millis(now), 13);
-    id.push('-');
-    push_decimal(&mut id, u64::from(pid()), 10);
-    id.push('-');
-    push_decimal(&mut id, seq, 10);
-    id.push('-');
+    push_decimal(out, crate::time::unix_millis(now), 13);
+    out.push(b'-');
+    out.extend_from_slice(pid_digits());
+    out.push(b'-');
+    push_decimal(out, seq, 10);
+    out.push(b'-');
     let salt = random_u64() as u32;
-    id.extend(
-        (0..8)
-            .rev()
-            .map(|i| HEX[(salt >> (i * 4)) as usize & 0xf] as char),
-    );
-    id
+    out.extend((0..8).rev().map(|i| HEX[(salt >> (i * 4)) as usize & 0xf]));
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";

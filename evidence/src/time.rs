@@ -15,14 +15,14 @@ pub(crate) fn unix_millis(t: SystemTime) -> u64 {
 
 /// Formats `t` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn format_rfc3339_millis(t: SystemTime) -> String {
-    let mut out = String::with_capacity(24);
+    let mut out = Vec::with_capacity(24);
     push_rfc3339_millis(&mut out, t);
-    out
+    ascii(out)
 }
 
-/// Appends `t` as `YYYY-MM-DDTHH:MM:SS.mmmZ`. Digits are written directly: the writer stamps
-/// every record, and `format!` cost a quarter of a record's line.
-pub(crate) fn push_rfc3339_millis(out: &mut String, t: SystemTime) {
+/// Appends `t` as `YYYY-MM-DDTHH:MM:SS.mmmZ`. Digits are written directly into the journal
+/// line: the writer stamps every record, and `format!` cost a quarter of a record's line.
+pub(crate) fn push_rfc3339_millis(out: &mut Vec<u8>, t: SystemTime) {
     let ms = unix_millis(t);
     let (secs, milli) = (ms / 1000, ms % 1000);
     let (days, rem) = (secs / 86_400, secs % 86_400);
@@ -31,24 +31,24 @@ pub(crate) fn push_rfc3339_millis(out: &mut String, t: SystemTime) {
     // From a u64 of milliseconds every field is positive.
     let field = |v: i64| u64::try_from(v).unwrap_or(0);
     push_decimal(out, field(y), 4);
-    out.push('-');
+    out.push(b'-');
     push_decimal(out, field(mo), 2);
-    out.push('-');
+    out.push(b'-');
     push_decimal(out, field(d), 2);
-    out.push('T');
+    out.push(b'T');
     push_decimal(out, h, 2);
-    out.push(':');
+    out.push(b':');
     push_decimal(out, m, 2);
-    out.push(':');
+    out.push(b':');
     push_decimal(out, s, 2);
-    out.push('.');
+    out.push(b'.');
     push_decimal(out, milli, 3);
-    out.push('Z');
+    out.push(b'Z');
 }
 
 /// Appends `v` in decimal, zero-padded to `width` digits (more when it needs more), like
 /// `{v:0width$}` for widths up to 20 (a `u64`'s longest).
-pub(crate) fn push_decimal(out: &mut String, mut v: u64, width: usize) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut v: u64, width: usize) {
     let mut digits = [b'0'; 20];
     let mut start = digits.len();
     loop {
@@ -60,7 +60,12 @@ pub(crate) fn push_decimal(out: &mut String, mut v: u64, width: usize) {
         }
     }
     let start = start.min(digits.len().saturating_sub(width));
-    out.extend(digits[start..].iter().map(|&b| char::from(b)));
+    out.extend_from_slice(&digits[start..]);
+}
+
+/// Text written by the functions above (ASCII by construction) as a `String`.
+pub(crate) fn ascii(bytes: Vec<u8>) -> String {
+    bytes.into_iter().map(char::from).collect()
 }
 
 /// Compact UTC stamp used in run ids: `YYYYMMDDTHHMMSSmmmZ` (sorts like the time it names).
@@ -220,9 +225,9 @@ mod tests {
             u64::MAX,
         ] {
             for width in [0, 1, 2, 3, 4, 10, 13, 19, 20] {
-                let mut s = String::new();
+                let mut s = Vec::new();
                 push_decimal(&mut s, v, width);
-                assert_eq!(s, format!("{v:0width$}"), "{v} {width}");
+                assert_eq!(ascii(s), format!("{v:0width$}"), "{v} {width}");
             }
         }
         // The year of the last representable millisecond has more than four digits.
