@@ -23,12 +23,22 @@ pub(crate) fn push_str(out: &mut Vec<u8>, s: &str) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Eight bytes at a time while none of them needs escaping (almost all text).
+        if let Some(word) = bytes.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+            if !any_needs_escape(u64::from_le_bytes(word)) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
+        i += 1;
         if !needs_escape(b) {
             continue;
         }
-        out.extend_from_slice(&bytes[start..i]);
-        start = i + 1;
+        out.extend_from_slice(&bytes[start..i - 1]);
+        start = i;
         match b {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
@@ -56,6 +66,20 @@ pub(crate) fn push_str(out: &mut Vec<u8>, s: &str) {
 #[inline]
 fn needs_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// Whether any of the eight bytes of `w` [`needs_escape`]: the "has a byte less than n" and
+/// "has a zero byte" word tricks, exact as a yes or no (a borrow only crosses a byte that
+/// already matched).
+#[inline]
+fn any_needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
+    let control = below(w, 0x20);
+    let quote = below(w ^ (ONES * u64::from(b'"')), 1);
+    let backslash = below(w ^ (ONES * u64::from(b'\\')), 1);
+    control | quote | backslash != 0
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -516,5 +540,26 @@ impl ser::Serializer for MapKey<'_> {
         _: usize,
     ) -> Result<Self::SerializeStructVariant, Error> {
         Err(key_must_be_a_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_word_needs_escaping_when_one_of_its_bytes_does(
+            w in prop_oneof![
+                any::<[u8; 8]>(),
+                prop::array::uniform8(prop::sample::select(vec![0u8, 0x1f, 0x20, b'"', b'\\', b'a', 0x7f, 0x80, 0xe2, 0xff])),
+            ]
+        ) {
+            prop_assert_eq!(
+                any_needs_escape(u64::from_le_bytes(w)),
+                w.iter().any(|&b| needs_escape(b))
+            );
+        }
     }
 }
