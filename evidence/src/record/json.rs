@@ -1,13 +1,13 @@
-//! The journal's JSON writer: a serde [`Serializer`] that appends compact JSON to a byte buffer,
-//! byte for byte what `serde_json::to_vec` writes for the same value (a test holds the two
-//! together on every record kind and on arbitrary strings).
+//! The journal's JSON writer: a [`serde::Serializer`] that appends compact JSON to a byte
+//! buffer, byte for byte what `serde_json::to_vec` writes for the same value (`line_tests.rs`
+//! holds the two together on every record kind, arbitrary strings and JSON trees).
 //!
-//! Why not `serde_json` itself: the writer thread serializes every record, and serde_json's
-//! generic `io::Write` path spends most of a record's line on per-fragment writes (each quote,
-//! colon and comma a `write_all`) and a byte-by-byte table walk per string. Here strings are
-//! checked for escapes in one pass and copied whole, punctuation is a `push`, and the caller's
-//! buffer is reused from line to line. Floats go through serde_json (they are rare: a click's
-//! coordinates), so their spelling cannot drift.
+//! Why not `serde_json` itself: the writer thread serializes every record, and through
+//! serde_json's generic `io::Write` path (a `write_all` per quote, colon and comma, a table
+//! lookup per string byte, a fresh `Vec` grown per line) a record's line cost more than half of
+//! the writer's instructions. Here punctuation is a `push`, strings are checked eight bytes at a
+//! time and copied whole, and the line goes straight into the batch's buffer. Floats go through
+//! serde_json (they are rare: a click's coordinates), so their spelling cannot drift.
 
 use serde::ser::{self, Impossible, Serialize};
 use serde_json::Error;
@@ -25,12 +25,20 @@ pub(crate) fn push_str(out: &mut Vec<u8>, s: &str) {
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        // Eight bytes at a time while none of them needs escaping (almost all text).
-        if let Some(word) = bytes.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
-            if !any_needs_escape(u64::from_le_bytes(word)) {
-                i += 8;
-                continue;
+        // Eight bytes at a time while none of them needs escaping (almost all text); the last
+        // few padded with spaces, so a short word costs one check, not one per byte.
+        let word = match bytes.get(i..i + 8) {
+            Some(w) => <[u8; 8]>::try_from(w).ok(),
+            None => {
+                let mut tail = [b' '; 8];
+                let rest = &bytes[i..];
+                tail[..rest.len()].copy_from_slice(rest);
+                Some(tail)
             }
+        };
+        if word.is_some_and(|w| !any_needs_escape(u64::from_le_bytes(w))) {
+            i += 8;
+            continue;
         }
         let b = bytes[i];
         i += 1;
@@ -102,7 +110,7 @@ struct Json<'o> {
 }
 
 /// An array or object being written: whether a member has been written yet.
-pub(crate) struct Compound<'s, 'o> {
+struct Compound<'s, 'o> {
     json: &'s mut Json<'o>,
     first: bool,
 }

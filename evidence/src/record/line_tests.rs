@@ -145,7 +145,10 @@ fn every_kind(s: &Sanitizer) -> Vec<Record> {
     (v.expected, v.grew, v.fields) = (Some(7), Some(-5), Some(2));
     action.verification = Some(v);
     let mut arg = ToolArgument::new(text(), JsonType::Object);
-    arg.items = Some(vec![ToolArgument::new(SafeText::literal("0"), JsonType::Null)]);
+    arg.items = Some(vec![ToolArgument::new(
+        SafeText::literal("0"),
+        JsonType::Null,
+    )]);
     arg.value = Some(s.json(&serde_json::json!(42)));
     arg.input = Some(InputSummary::from_count(3, InputType::Text));
     arg.chars = Some(9);
@@ -203,9 +206,8 @@ fn every_kind(s: &Sanitizer) -> Vec<Record> {
             pid: 2,
         },
     ];
-    let custom = |name: &str, v: Value| {
-        RecordKind::Custom(CustomKind::new(name, s.json(&v)).unwrap())
-    };
+    let custom =
+        |name: &str, v: Value| RecordKind::Custom(CustomKind::new(name, s.json(&v)).unwrap());
 
     let mut kinds = vec![
         RecordKind::Action(action),

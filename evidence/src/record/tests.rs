@@ -167,9 +167,12 @@ fn tool_call_links_and_preset_ids() {
         RecordKind::Action(Action::new(Word::from_text(SafeText::literal("click")))),
     )
     .action_id(call.clone());
-    let written: Value =
-        serde_json::from_slice(&Envelope::new(&own, &Source::RELAY, "sess", at).to_json().unwrap())
-            .unwrap();
+    let written: Value = serde_json::from_slice(
+        &Envelope::new(&own, &Source::RELAY, "sess", at)
+            .to_json()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(written["actionId"], call.as_str());
 }
 
