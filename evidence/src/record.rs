@@ -8,7 +8,8 @@
 //! One schema for writing and reading (`payload.rs`): each payload struct is generic over a
 //! [`Form`], the set of string types it is made of. A `Stored` payload can never reach the
 //! journal: [`RecordKind`] only takes the `Sanitized` form, and `Safe*` types still have no
-//! `Deserialize`. One serializer for the envelope (`envelope.rs`).
+//! `Deserialize`. One serializer for the journal line (`envelope.rs`, payloads through the JSON
+//! writer in `json.rs`).
 
 use crate::error::Error;
 use crate::ids::{validate_id, ActionId, Source};
@@ -19,6 +20,7 @@ use serde_json::Value;
 use std::time::{Duration, SystemTime};
 
 mod envelope;
+mod json;
 mod marker;
 mod payload;
 
@@ -179,25 +181,6 @@ pub struct Repeat {
     pub last_at: SystemTime,
 }
 
-impl Repeat {
-    fn write(&self) -> RepeatOut {
-        RepeatOut {
-            count: self.count,
-            first_at: crate::time::format_rfc3339_millis(self.first_at),
-            last_at: crate::time::format_rfc3339_millis(self.last_at),
-        }
-    }
-}
-
-/// `repeat` as written.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RepeatOut {
-    count: u64,
-    first_at: String,
-    last_at: String,
-}
-
 /// `repeat` as read back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -343,15 +326,9 @@ impl Record {
             _ => Some(call),
         }
     }
-
-    /// The id this record is written under: the preset one, or a fresh one.
-    pub(crate) fn id_for(&self, now: SystemTime) -> String {
-        match &self.action_id {
-            Some(id) => id.as_str().to_owned(),
-            None => crate::ids::new_action_id(now),
-        }
-    }
 }
 
+#[cfg(test)]
+mod line_tests;
 #[cfg(test)]
 mod tests;

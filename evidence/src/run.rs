@@ -326,19 +326,32 @@ impl RunInner {
         let _ = fs::remove_file(self.dir.join(RESERVE_FILE));
     }
 
-    /// The record as its journal line (with a fresh action id), bounded in size.
+    /// The record as its journal line (under its preset action id or a fresh one), bounded in
+    /// size.
     fn line(&self, record: &Record) -> Result<Vec<u8>, Error> {
-        let now = SystemTime::now();
-        let id = record.id_for(now);
-        let envelope = Envelope::new(record, &id, &self.source, &self.session, now);
-        let mut line = envelope.to_json()?;
-        if line.len() < self.config.max_record_bytes {
-            line.push(b'\n');
-            return Ok(line);
+        let mut line = Vec::with_capacity(512);
+        self.push_line(&mut line, record)?;
+        Ok(line)
+    }
+
+    /// Appends [`RunInner::line`] to `out` (a batch's buffer: no allocation per record). On
+    /// error `out` is as it was.
+    fn push_line(&self, out: &mut Vec<u8>, record: &Record) -> Result<(), Error> {
+        let start = out.len();
+        Envelope::new(record, &self.source, &self.session, SystemTime::now()).write(out)?;
+        if out.len() - start < self.config.max_record_bytes {
+            out.push(b'\n');
+            return Ok(());
         }
-        // Too big: cut it down on the JSON tree.
-        let value = envelope.to_value()?;
-        crate::bound::to_bounded_line(value, self.config.max_record_bytes)
+        // Too big: cut it down on the line's JSON tree.
+        let value = serde_json::from_slice(&out[start..]);
+        out.truncate(start);
+        let bounded = crate::bound::to_bounded_line(
+            value.map_err(Error::Serialize)?,
+            self.config.max_record_bytes,
+        )?;
+        out.extend_from_slice(&bounded);
+        Ok(())
     }
 
     fn store_artifact(
@@ -431,7 +444,7 @@ impl RunInner {
                     count: unrecorded,
                     reason: None,
                 });
-                lines.extend_from_slice(&self.line(&dropped)?);
+                self.push_line(&mut lines, &dropped)?;
                 records += 1;
             }
             records += 1;
@@ -441,7 +454,7 @@ impl RunInner {
                 artifact_bytes: budget.used_bytes,
                 dropped_evidence: totals.dropped_evidence,
             });
-            lines.extend_from_slice(&self.line(&finalized)?);
+            self.push_line(&mut lines, &finalized)?;
             locked.write_lines(&lines)?;
         }
         locked.sync()?;

@@ -1,10 +1,11 @@
-//! The journal envelope: one serializer for a record's line. It writes straight from the
-//! record's fields (no intermediate JSON tree), envelope fields always in the documented order;
-//! the same serializer makes the tree a record too big for its line is cut down from.
+//! The journal envelope: one serializer for a record's line. It appends straight from the
+//! record's fields to the caller's buffer (no intermediate JSON tree), envelope fields always in
+//! the documented order, payloads through the journal's JSON writer (`json.rs`); a record too
+//! big for its line is cut down from the tree of the line this writes.
 
-use super::{ArtifactRef, Record, RecordKind, TARGET_FIELDS};
+use super::{json, Record, RecordKind, TARGET_FIELDS, TOOL_CALL_FIELD};
 use crate::error::Error;
-use crate::ids::{ActionId, Source};
+use crate::ids::Source;
 use cdp_sanitize::SafeJson;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -14,69 +15,159 @@ use std::time::SystemTime;
 /// A record as its journal line: the record, and what the journal fills in.
 pub(crate) struct Envelope<'a> {
     record: &'a Record,
-    action_id: &'a str,
+    /// `None`: the record's preset id, or a fresh one made as the line is written.
+    action_id: Option<&'a str>,
     source: &'a Source,
     session_id: &'a str,
-    started_at: String,
+    now: SystemTime,
 }
 
 impl<'a> Envelope<'a> {
-    /// `record` written under `action_id` in `session_id`, from `default_source` unless it names
-    /// its own; started `now` unless it says when.
+    /// `record` as the journal writes it in `session_id`: under its preset id or a fresh one,
+    /// from `default_source` unless it names its own, started `now` unless it says when.
     pub(crate) fn new(
         record: &'a Record,
-        action_id: &'a str,
         default_source: &'a Source,
         session_id: &'a str,
         now: SystemTime,
     ) -> Envelope<'a> {
         Envelope {
             record,
-            action_id,
+            action_id: record.action_id.as_ref().map(|id| id.as_str()),
             source: default_source,
             session_id,
-            started_at: crate::time::format_rfc3339_millis(record.started_at.unwrap_or(now)),
+            now,
         }
+    }
+
+    /// The same, under `action_id` whatever the record says (tests pin the id).
+    #[cfg(test)]
+    pub(crate) fn with_id(mut self, action_id: &'a str) -> Envelope<'a> {
+        self.action_id = Some(action_id);
+        self
+    }
+
+    /// Appends the journal line, without its newline, to `out`. On error `out` is as it was.
+    pub(crate) fn write(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        let start = out.len();
+        let written = self.write_unchecked(out);
+        if written.is_err() {
+            out.truncate(start);
+        }
+        written
+    }
+
+    fn write_unchecked(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        let r = self.record;
+        out.extend_from_slice(b"{\"actionId\":");
+        match self.action_id {
+            Some(id) => json::push_str(out, id),
+            None => {
+                // Digits, dashes and hex: nothing to escape.
+                out.push(b'"');
+                crate::ids::push_action_id(out, self.now);
+                out.push(b'"');
+            }
+        }
+        out.extend_from_slice(b",\"source\":");
+        json::push_str(out, r.source.as_ref().unwrap_or(self.source).as_str());
+        out.extend_from_slice(b",\"tool\":");
+        json::push_str(out, r.tool.as_str());
+        out.extend_from_slice(b",\"sessionId\":");
+        json::push_str(out, self.session_id);
+        out.extend_from_slice(b",\"startedAt\":");
+        push_time(out, r.started_at.unwrap_or(self.now));
+        out.extend_from_slice(b",\"durationMs\":");
+        let ms = u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX);
+        json::push_int(out, ms);
+        out.extend_from_slice(b",\"status\":");
+        json::write(out, &r.status).map_err(Error::Serialize)?;
+        if let Some(Value::Object(t)) = r.target.as_ref().map(SafeJson::as_value) {
+            out.extend_from_slice(b",\"target\":");
+            json::write(out, &Target(t)).map_err(Error::Serialize)?;
+        }
+        out.extend_from_slice(b",\"artifacts\":[");
+        for (i, a) in r.artifacts.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            json::push_str(out, a.as_str());
+        }
+        out.push(b']');
+        if let Some(error) = &r.error {
+            out.extend_from_slice(b",\"error\":");
+            json::push_str(out, error.as_str());
+        }
+        if let Some(repeat) = &r.repeat {
+            out.extend_from_slice(b",\"repeat\":{\"count\":");
+            json::push_int(out, repeat.count);
+            out.extend_from_slice(b",\"firstAt\":");
+            push_time(out, repeat.first_at);
+            out.extend_from_slice(b",\"lastAt\":");
+            push_time(out, repeat.last_at);
+            out.push(b'}');
+        }
+        out.extend_from_slice(b",\"kind\":");
+        json::push_str(out, r.kind.name());
+        out.extend_from_slice(b",\"payload\":");
+        let payload = out.len();
+        match &r.kind {
+            RecordKind::Action(p) => json::write(out, p),
+            RecordKind::Network(p) => json::write(out, p),
+            RecordKind::Console(p) => json::write(out, p),
+            RecordKind::Lifecycle(p) => json::write(out, p),
+            RecordKind::Marker(p) => json::write(out, p),
+            RecordKind::Custom(c) => json::write(out, c.payload.as_value()),
+        }
+        .map_err(Error::Serialize)?;
+        if let Some(call) = r.link() {
+            link(out, payload, call.as_str())?;
+        }
+        out.push(b'}');
+        Ok(())
     }
 
     /// The journal line, without its newline.
+    #[cfg(test)]
     pub(crate) fn to_json(&self) -> Result<Vec<u8>, Error> {
-        serde_json::to_vec(self).map_err(Error::Serialize)
+        let mut out = Vec::new();
+        self.write(&mut out)?;
+        Ok(out)
     }
 
-    /// The same object as a JSON tree (before size bounding).
+    /// The line as a JSON tree (what a record too big for its line is cut down from).
+    #[cfg(test)]
     pub(crate) fn to_value(&self) -> Result<Value, Error> {
-        serde_json::to_value(self).map_err(Error::Serialize)
+        serde_json::from_slice(&self.to_json()?).map_err(Error::Serialize)
     }
 }
 
-impl Serialize for Envelope<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = self.record;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("actionId", self.action_id)?;
-        m.serialize_entry("source", r.source.as_ref().unwrap_or(self.source))?;
-        m.serialize_entry("tool", r.tool.as_str())?;
-        m.serialize_entry("sessionId", self.session_id)?;
-        m.serialize_entry("startedAt", &self.started_at)?;
-        let ms = u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX);
-        m.serialize_entry("durationMs", &ms)?;
-        m.serialize_entry("status", &r.status)?;
-        if let Some(Value::Object(t)) = r.target.as_ref().map(SafeJson::as_value) {
-            m.serialize_entry("target", &Target(t))?;
-        }
-        let artifacts: Vec<&str> = r.artifacts.iter().map(ArtifactRef::as_str).collect();
-        m.serialize_entry("artifacts", &artifacts)?;
-        if let Some(error) = &r.error {
-            m.serialize_entry("error", error.as_str())?;
-        }
-        if let Some(repeat) = &r.repeat {
-            m.serialize_entry("repeat", &repeat.write())?;
-        }
-        m.serialize_entry("kind", r.kind.name())?;
-        m.serialize_entry("payload", &Payload(&r.kind, r.link()))?;
-        m.end()
+/// A timestamp as a JSON string (digits and punctuation: nothing to escape).
+fn push_time(out: &mut Vec<u8>, t: SystemTime) {
+    out.push(b'"');
+    crate::time::push_rfc3339_millis(out, t);
+    out.push(b'"');
+}
+
+/// Adds `toolCall` after the members of the payload object written from `start`: what
+/// `#[serde(flatten)]` of the payload beside a `toolCall` field would write, without its
+/// buffering. `Record::link` names a call only for payloads that are objects.
+pub(super) fn link(out: &mut Vec<u8>, start: usize, call: &str) -> Result<(), Error> {
+    let object = out.len() >= start + 2 && out[start] == b'{' && out.last() == Some(&b'}');
+    if !object {
+        return Err(Error::Serialize(serde::ser::Error::custom(
+            "a payload linked to a tool call is not an object",
+        )));
     }
+    out.pop();
+    if out.len() > start + 1 {
+        out.push(b',');
+    }
+    json::push_str(out, TOOL_CALL_FIELD);
+    out.push(b':');
+    json::push_str(out, call);
+    out.push(b'}');
+    Ok(())
 }
 
 /// The allowlisted fields of `target`, in their order.
@@ -93,41 +184,5 @@ impl Serialize for Target<'_> {
             m.serialize_entry(k, v)?;
         }
         m.end()
-    }
-}
-
-/// A payload, with the tool call it is linked to.
-struct Payload<'a>(&'a RecordKind, Option<&'a ActionId>);
-
-impl Serialize for Payload<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            RecordKind::Action(p) => linked(p, self.1, s),
-            RecordKind::Network(p) => linked(p, self.1, s),
-            RecordKind::Console(p) => linked(p, self.1, s),
-            RecordKind::Lifecycle(p) => linked(p, self.1, s),
-            RecordKind::Marker(p) => p.serialize(s),
-            RecordKind::Custom(c) => linked(c.payload.as_value(), self.1, s),
-        }
-    }
-}
-
-/// A payload with `toolCall` added after its own members.
-#[derive(Serialize)]
-struct Linked<'a, P: Serialize> {
-    #[serde(flatten)]
-    payload: &'a P,
-    #[serde(rename = "toolCall")]
-    tool_call: &'a ActionId,
-}
-
-fn linked<S: Serializer, P: Serialize>(
-    payload: &P,
-    link: Option<&ActionId>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    match link {
-        None => payload.serialize(s),
-        Some(tool_call) => Linked { payload, tool_call }.serialize(s),
     }
 }

@@ -7,13 +7,15 @@ use std::time::UNIX_EPOCH;
 
 fn value(r: &Record) -> Value {
     let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
-    Envelope::new(r, "id-1", &Source::RELAY, "sess", at)
+    Envelope::new(r, &Source::RELAY, "sess", at)
+        .with_id("id-1")
         .to_value()
         .unwrap()
 }
 
 fn line(r: &Record, at: SystemTime) -> Vec<u8> {
-    Envelope::new(r, "id-1", &Source::RELAY, "sess", at)
+    Envelope::new(r, &Source::RELAY, "sess", at)
+        .with_id("id-1")
         .to_json()
         .unwrap()
 }
@@ -165,7 +167,13 @@ fn tool_call_links_and_preset_ids() {
         RecordKind::Action(Action::new(Word::from_text(SafeText::literal("click")))),
     )
     .action_id(call.clone());
-    assert_eq!(own.id_for(at), call.as_str());
+    let written: Value = serde_json::from_slice(
+        &Envelope::new(&own, &Source::RELAY, "sess", at)
+            .to_json()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(written["actionId"], call.as_str());
 }
 
 #[test]

@@ -82,7 +82,7 @@ impl RunInner {
         let mut lines = Vec::with_capacity(records.len() * 512);
         let mut ends = Vec::with_capacity(records.len());
         for record in records {
-            lines.extend_from_slice(&self.line(record)?);
+            self.push_line(&mut lines, record)?;
             ends.push(lines.len());
         }
         let len = locked.len()?;
