@@ -153,7 +153,8 @@ pub(crate) fn leading(text: &str) -> Leading<'_> {
 
 /// The text up to the closing quote, if it has no escapes (method names never do).
 fn quoted(s: &str) -> Option<&str> {
-    let end = s.find(['"', '\\'])?;
+    // A byte loop: method names are short, and a `char` pattern search costs more than them.
+    let end = s.bytes().position(|b| b == b'"' || b == b'\\')?;
     (s.as_bytes()[end] == b'"').then(|| &s[..end])
 }
 

@@ -42,7 +42,7 @@ pub(super) fn skim(text: &str) -> Option<Frame<'_>> {
                 "id" => f.id = Some(c.integer()?),
                 "method" => f.method = Some(Cow::Borrowed(c.plain_string()?)),
                 "sessionId" => f.session_id = Some(Cow::Borrowed(c.plain_string()?)),
-                "params" => (f.params, f.params_members) = c.object()?,
+                "params" => f.params = c.object(&mut f.params_members)?,
                 "result" => f.result = c.raw()?,
                 "error" => f.error = c.raw()?,
                 _ => c.skip()?,
@@ -215,14 +215,15 @@ impl<'a> Cursor<'a> {
     }
 
     /// Like [`Cursor::raw`], and when the value is an object of plain keys and at most
-    /// [`MAX_MEMBERS`] members, its members too.
-    fn object(&mut self) -> Option<(Option<Raw<'a>>, Option<Members<'a>>)> {
+    /// [`MAX_MEMBERS`] members, its members too, into `members`.
+    fn object(&mut self, members: &mut Option<Members<'a>>) -> Option<Option<Raw<'a>>> {
         let start = self.at;
         // Offsets fit in u32: the observer parses nothing over `MAX_PARSED_BYTES`.
         if self.bytes().get(start) == Some(&b'{') && self.text.len() <= u32::MAX as usize {
             let text = self.text;
             let offset = |s: &str| (s.as_ptr() as usize - text.as_ptr() as usize - start) as u32;
-            let mut m = Members::default();
+            // Filled where it stays: a frame is moved by value, its members with it.
+            let m = members.insert(Members::default());
             let walked = self.walk(|k, v| {
                 let (k0, v0) = (offset(k), offset(v));
                 let item = [k0, k0 + k.len() as u32, v0, v0 + v.len() as u32];
@@ -232,12 +233,13 @@ impl<'a> Cursor<'a> {
             });
             if walked.is_some() {
                 m.text = self.text.get(start..self.at)?;
-                return Some((Some(Raw(m.text)), Some(m)));
+                return Some(Some(Raw(m.text)));
             }
             // An escaped key, too many members or malformed: step over it as any value.
+            *members = None;
             self.at = start;
         }
-        Some((self.raw()?, None))
+        self.raw()
     }
 
     /// A value's span; `None` inside for `null` (serde_json reads it as an absent member).
