@@ -84,19 +84,10 @@ pub(super) fn target_of<'a>(
 /// Built for every event of such a session, so without the formatting machinery.
 pub(super) fn unknown_page(conn: u64, key: &Key) -> String {
     let session = key.as_deref().unwrap_or("");
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = conn;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let mut page = String::with_capacity(digits.len() - at + 1 + session.len());
-    page.extend(digits[at..].iter().map(|&d| char::from(d)));
+    let mut digits = itoa::Buffer::new();
+    let conn = digits.format(conn);
+    let mut page = String::with_capacity(conn.len() + 1 + session.len());
+    page.push_str(conn);
     page.push('/');
     page.push_str(session);
     page

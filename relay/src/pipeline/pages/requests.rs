@@ -58,34 +58,13 @@ fn key<'a>(out: &'a mut String, session: Option<&str>, request_id: &str) -> &'a 
     match session {
         None => out.push('-'),
         Some(s) => {
-            out.push_str(itoa(s.len()).as_str());
+            out.push_str(itoa::Buffer::new().format(s.len()));
             out.push(':');
             out.push_str(s);
         }
     }
     out.push_str(request_id);
     out
-}
-
-/// A length in decimal, without the formatting machinery.
-fn itoa(mut n: usize) -> Digits {
-    let mut d = Digits([0; 20], 20);
-    loop {
-        d.1 -= 1;
-        d.0[d.1] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return d;
-        }
-    }
-}
-
-struct Digits([u8; 20], usize);
-
-impl Digits {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.0[self.1..]).unwrap_or_default()
-    }
 }
 
 /// A failure to record, and when its request started (if it was seen).
@@ -115,32 +94,33 @@ impl Requests {
     ) -> bool {
         self.seen = true;
         let key = key(&mut self.scratch, session, &p.request_id);
+        let request = || {
+            let (method, url) = (&*p.request.method, &*p.request.url);
+            let kind = p.resource_type.as_deref();
+            let mut text =
+                String::with_capacity(method.len() + url.len() + kind.map_or(0, str::len));
+            text.push_str(method);
+            text.push_str(url);
+            text.push_str(kind.unwrap_or_default());
+            Request {
+                text: text.into_boxed_str(),
+                method_end: method.len(),
+                url_end: method.len() + url.len(),
+                has_type: kind.is_some(),
+                timestamp: p.timestamp,
+                seen_at: at,
+                reported: false,
+            }
+        };
         // A redirect reuses the requestId: the entry follows the request to its new URL.
-        let known = self.map.contains_key(key);
-        if !known && self.map.len() >= self.max {
+        if let Some(r) = self.map.get_mut(key) {
+            *r = request();
+            return true;
+        }
+        if self.map.len() >= self.max {
             return false;
         }
-        let (method, url) = (&*p.request.method, &*p.request.url);
-        let kind = p.resource_type.as_deref();
-        let mut text = String::with_capacity(method.len() + url.len() + kind.map_or(0, str::len));
-        text.push_str(method);
-        text.push_str(url);
-        text.push_str(kind.unwrap_or_default());
-        let request = Request {
-            text: text.into_boxed_str(),
-            method_end: method.len(),
-            url_end: method.len() + url.len(),
-            has_type: kind.is_some(),
-            timestamp: p.timestamp,
-            seen_at: at,
-            reported: false,
-        };
-        match self.map.get_mut(key) {
-            Some(r) => *r = request,
-            None => {
-                self.map.insert(Box::from(key), request);
-            }
-        }
+        self.map.insert(Box::from(key), request());
         true
     }
 
