@@ -220,12 +220,7 @@ mod tests {
     proptest! {
         #[test]
         fn never_disagrees_with_serde(members in prop::collection::vec(member(), 0..6)) {
-            // Built by hand: repeated keys stay repeated.
-            let body: Vec<String> = members
-                .iter()
-                .map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), v))
-                .collect();
-            let text = format!("{{{}}}", body.join(","));
+            let text = super::skim::tests::object_text(&members);
             prop_assert!(all_agree(&text), "{}", text);
         }
     }

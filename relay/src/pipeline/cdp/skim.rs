@@ -360,7 +360,7 @@ fn quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::Value;
@@ -541,14 +541,19 @@ mod tests {
         }
     }
 
+    /// An object of `members` written by hand, so a repeated name stays repeated.
+    pub(in crate::pipeline::cdp) fn object_text(members: &[(String, Value)]) -> String {
+        let body: Vec<String> = members
+            .iter()
+            .map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), v))
+            .collect();
+        format!("{{{}}}", body.join(","))
+    }
+
     proptest! {
         #[test]
         fn never_disagrees_with_serde(members in prop::collection::vec(member(), 0..5)) {
-            let body: Vec<String> = members
-                .iter()
-                .map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), v))
-                .collect();
-            let text = format!("{{{}}}", body.join(","));
+            let text = object_text(&members);
             if let Some(f) = skim(&text) {
                 prop_assert_eq!(Some(read(&f)), full(&text), "{}", text);
                 if let (Some(walked), Some(params)) = (f.params_members, f.params) {
