@@ -26,6 +26,9 @@ pub enum Event {
     MessageStart {
         /// A text message (else binary).
         text: bool,
+        /// Its first frame's payload length: the message is at least this long (exactly, when
+        /// that frame is the last). Lets a consumer decline a copy before any of it is held.
+        first_frame: u64,
     },
     /// Payload bytes of the current data message at `range` of the chunk, masked with `mask`
     /// from byte `phase` of its 4-byte cycle when the sender masked them.
@@ -214,12 +217,16 @@ impl Scanner {
                 self.message = Some(0);
                 on(Event::MessageStart {
                     text: head.opcode == OP_TEXT,
+                    first_frame: head.len,
                 });
             }
             // A continuation with nothing to continue: the browser reads it as a text message.
             OP_CONTINUATION if self.message.is_none() => {
                 self.message = Some(0);
-                on(Event::MessageStart { text: true });
+                on(Event::MessageStart {
+                    text: true,
+                    first_frame: head.len,
+                });
             }
             OP_CLOSE => self.close_code = [0; 2],
             _ => {}

@@ -15,6 +15,8 @@
 use crate::frames::{close_frame, Event, From, Scanner, Stop};
 use crate::order::Chunk;
 use crate::stats::Stats;
+#[cfg(test)]
+use crate::tap::TapEvent;
 use crate::tap::{Direction, Mask, Payload, SessionEnd, Tap};
 use bytes::{Buf, Bytes, BytesMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -289,12 +291,8 @@ impl Pump {
     /// Counts and copies the messages of the chunk just forwarded, then frees the buffer.
     fn after_write(&mut self, events: &[Event], forward: usize, cx: &Context<'_>, at: &Chunk<'_>) {
         let tap = cx.tap.is_enabled();
-        // Slices keep the read buffer alive: take them only for big messages.
-        let slices = tap
-            && (self.message.as_ref().is_some_and(TapCopy::is_sliced)
-                || events.iter().any(
-                    |e| matches!(e, Event::Data { range, .. } if range.len() as u64 >= COPY_BELOW),
-                ));
+        // Slices keep the read buffer alive: take them only for big pieces of messages copied.
+        let slices = tap && self.needs_slices(events);
         let chunk: Option<Bytes> = slices.then(|| self.buf.split_to(forward).freeze());
         let bytes: &[u8] = match &chunk {
             Some(c) => c,
@@ -302,9 +300,8 @@ impl Pump {
         };
         for e in events {
             match e {
-                Event::MessageStart { text } => {
-                    // CDP is text; the observer reads nothing in binary messages.
-                    self.message = (tap && *text).then(TapCopy::default);
+                Event::MessageStart { text, first_frame } => {
+                    self.message = (tap && wanted(*text, *first_frame)).then(TapCopy::default);
                 }
                 Event::Data { range, mask } => {
                     let Some(m) = &mut self.message else {
@@ -340,6 +337,25 @@ impl Pump {
             // Keeps the allocation when nothing else holds it: no allocation per read.
             self.buf.clear();
         }
+    }
+
+    /// True when a piece of a message being copied is big enough to be kept as a slice of
+    /// the read buffer rather than copied.
+    fn needs_slices(&self, events: &[Event]) -> bool {
+        if self.message.as_ref().is_some_and(TapCopy::is_sliced) {
+            return true;
+        }
+        let mut copying = self.message.is_some();
+        for e in events {
+            match e {
+                Event::MessageStart { text, first_frame } => copying = wanted(*text, *first_frame),
+                Event::Data { range, .. } if copying && range.len() as u64 >= COPY_BELOW => {
+                    return true
+                }
+                _ => {}
+            }
+        }
+        false
     }
 
     /// The source ended. A client whose browser vanished gets 1011 promptly; a browser whose
@@ -411,6 +427,13 @@ impl Pump {
         })
         .await;
     }
+}
+
+/// Whether the tap copies a message that starts so. CDP is text; the observer reads nothing in
+/// binary messages. A message whose header already shows it too big for the observer is never
+/// held: holding its read buffers to its end made every read fault in fresh memory.
+fn wanted(text: bool, first_frame: u64) -> bool {
+    text && first_frame <= TAP_MAX
 }
 
 /// What the two directions of a session share: pings forwarded to the browser and pongs
@@ -510,5 +533,69 @@ impl TapCopy {
             self.parts.push((Bytes::from(self.small), None));
         }
         Payload::from_parts(true, self.parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A browser's unmasked, final text frame header announcing `len` payload bytes.
+    fn text_header(len: u64) -> Vec<u8> {
+        let mut h = vec![0x81, 127];
+        h.extend_from_slice(&len.to_be_bytes());
+        h
+    }
+
+    /// Passes `bytes` through the pump as one read, as `run` does after it.
+    fn feed(pump: &mut Pump, cx: &Context<'_>, bytes: &[u8]) {
+        pump.buf.extend_from_slice(bytes);
+        let mut events = Vec::new();
+        let forward = pump
+            .scanner
+            .scan(&pump.buf, &mut |e| events.push(e))
+            .expect("a valid frame");
+        let at = cx.tap.chunk(pump.dir);
+        pump.after_write(&events, forward, cx, &at);
+    }
+
+    #[test]
+    fn a_message_announced_over_the_tap_limit_holds_no_read_buffer() {
+        let (tap, mut rx) = Tap::channel(8);
+        let (stats, stop) = (Stats::default(), CancellationToken::new());
+        let cx = Context {
+            tap: &tap,
+            stats: &stats,
+            stop: &stop,
+            max_message: usize::MAX,
+        };
+        let body = vec![b'x'; READ_SIZE];
+        for (len, held) in [(TAP_MAX, true), (TAP_MAX + 1, false)] {
+            let mut pump = Pump::new(1, Direction::ToClient, usize::MAX, &[]);
+            let mut read = text_header(len);
+            read.extend_from_slice(&body);
+            pump.buf.reserve(read.len());
+            let own = pump.buf.as_ptr();
+            feed(&mut pump, &cx, &read);
+            assert_eq!(
+                pump.message.as_ref().is_some_and(TapCopy::is_sliced),
+                held,
+                "a {len}-byte message"
+            );
+            // Not held: the next read reuses the pump's own buffer instead of fresh memory.
+            pump.buf.reserve(read.len());
+            assert_eq!(pump.buf.as_ptr() == own, !held, "a {len}-byte message");
+        }
+        assert!(rx.frames.try_recv().is_err(), "nothing offered yet");
+        // A message that ends is offered whole, as before.
+        let mut pump = Pump::new(1, Direction::ToClient, usize::MAX, &[]);
+        let mut read = text_header(COPY_BELOW * 2);
+        read.extend(std::iter::repeat_n(b'y', (COPY_BELOW * 2) as usize));
+        feed(&mut pump, &cx, &read);
+        let offered = rx.frames.try_recv().expect("the message");
+        let TapEvent::Frame { payload, .. } = offered.event else {
+            panic!("not a frame: {offered:?}");
+        };
+        assert_eq!(payload.len() as u64, COPY_BELOW * 2);
     }
 }
