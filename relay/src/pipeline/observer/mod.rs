@@ -132,6 +132,11 @@ pub struct Observer {
     /// Typing steps waiting for their verdict, by burst number.
     held: IdMap<u64, Held>,
     keys: SessionKeys,
+    /// Where a typing burst may be open: every burst's (connection, session) is here from its
+    /// first key, and an entry whose burst has ended goes at the next look. The commands that
+    /// end bursts look here instead of at every session of every connection (~4% of the
+    /// observer at 200 connections).
+    typing_in: Vec<(u64, Key)>,
 }
 
 /// Bytes of a large message read to decide whether it matters ([`frame::leading`] needs the
@@ -153,6 +158,7 @@ impl Observer {
             verifier: None,
             held: IdMap::default(),
             keys: SessionKeys::default(),
+            typing_in: Vec::new(),
         }
     }
 

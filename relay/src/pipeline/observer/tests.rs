@@ -820,6 +820,37 @@ fn a_command_to_the_page_ends_bursts_typing_into_it_through_other_sessions() {
     assert!(!text.contains("Val"), "{text}");
 }
 
+/// Two clients on one page: a command from one ends the burst the other is typing, and that
+/// other client's next value is a step of its own, however many connections are open.
+#[test]
+fn a_command_from_another_client_ends_the_burst_typing_into_the_page() {
+    let mut h = Harness::new(ObserverOptions::default());
+    let page = format!("/devtools/page/{PAGE}");
+    for conn in 1..=40 {
+        h.open(conn, &page, 0);
+    }
+    let typist = 7;
+    for (i, value) in ["FirstVal1", "SecondVal2"].iter().enumerate() {
+        let ms = 100 + i as u64 * 100;
+        let id = 10 + i as u64;
+        h.send(
+            typist,
+            ms,
+            json!({"id": id, "method": "Input.insertText", "params": {"text": value}}),
+        );
+        h.recv(typist, ms + 1, json!({"id": id, "result": {}}));
+        h.send(30, ms + 2, json!({"id": id, "method": "Runtime.evaluate", "params": {"expression": "f.value = ''"}}));
+        h.recv(30, ms + 3, json!({"id": id, "result": {}}));
+    }
+    for conn in 1..=40 {
+        h.close(conn, SessionEnd::ClientClosed, 5000);
+    }
+    let typing = h.actions("type");
+    assert_eq!(typing.len(), 2, "{typing:?}");
+    let text = h.journal_text();
+    assert!(!text.contains("Val"), "{text}");
+}
+
 /// What the client's own traffic tells the veto without the relay's observer: a `Page.navigate`
 /// reply naming a loader is a fresh document; one without (a `#hash`) or with an error (a 204,
 /// a download) commits none, and neither does a history step or a reload command by itself.

@@ -117,6 +117,9 @@ impl Observer {
             self.sanitizer.register_typed(text);
             return 0;
         };
+        if session.typing.is_none() && !self.typing_in.contains(&(conn, key.clone())) {
+            self.typing_in.push((conn, key.clone()));
+        }
         let burst = session.typing.get_or_insert_with(|| {
             Burst::of_kind(
                 next,
@@ -160,22 +163,29 @@ impl Observer {
         let Some(page) = self.raw_target(conn, key) else {
             return;
         };
-        let open: Vec<(u64, Key)> = self
-            .conns
-            .iter()
-            .flat_map(|(c, state)| {
-                state
-                    .sessions
-                    .iter()
-                    .filter(|(_, s)| s.typing.is_some())
-                    .map(move |(k, _)| (*c, k.clone()))
-            })
-            .collect();
-        for (c, k) in open {
+        for (c, k) in self.open_bursts(|_| true) {
             if self.raw_target(c, &k).as_deref() == Some(page.as_str()) {
                 self.end_burst(c, &k, at);
             }
         }
+    }
+
+    /// The (connection, session) of every open burst that `pick` chooses; forgets the places
+    /// whose burst has ended.
+    fn open_bursts(&mut self, mut pick: impl FnMut(&Burst) -> bool) -> Vec<(u64, Key)> {
+        let conns = &self.conns;
+        let burst = |c: &u64, k: &Key| {
+            conns
+                .get(c)
+                .and_then(|state| state.sessions.get(k))
+                .and_then(|s| s.typing.as_ref())
+        };
+        self.typing_in.retain(|(c, k)| burst(c, k).is_some());
+        self.typing_in
+            .iter()
+            .filter(|(c, k)| burst(c, k).is_some_and(&mut pick))
+            .cloned()
+            .collect()
     }
 
     /// Ends the session's burst: emits it now or, if keystrokes are still unanswered, when their
@@ -328,20 +338,8 @@ impl Observer {
     /// its verdict — does not wait for the next keystroke.
     fn close_bursts(&mut self, now: SystemTime, all: bool) {
         let gap = self.opts.typing_gap;
-        let open: Vec<(u64, Key)> = self
-            .conns
-            .iter()
-            .flat_map(|(conn, c)| {
-                c.sessions
-                    .iter()
-                    .filter(|(_, s)| {
-                        s.typing.as_ref().is_some_and(|b| {
-                            all || now.duration_since(b.last).unwrap_or_default() > gap
-                        })
-                    })
-                    .map(|(k, _)| (*conn, k.clone()))
-            })
-            .collect();
+        let open =
+            self.open_bursts(|b| all || now.duration_since(b.last).unwrap_or_default() > gap);
         for (conn, key) in open {
             self.end_burst(conn, &key, now);
         }
