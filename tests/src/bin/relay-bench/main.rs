@@ -17,7 +17,8 @@
 //! `relay-bench --help` lists the flags: `--smoke` (tiny sizes, seconds — what CI runs to keep
 //! the benchmark working), `--rounds` (`BENCH_ROUNDS`, default 10), `--relay-args`
 //! (`BENCH_RELAY_ARGS`, extra `serve` flags for both relays), `--no-node-peer`. Env
-//! `BENCH_RTT_ONLY`: synthetic, only the round-trip table (e.g. to profile under it).
+//! `BENCH_ONLY` (comma-separated: `rtt`, `large`, `flood`, `connections`): only those synthetic
+//! tables (e.g. to rerun one, or to profile under it).
 //!
 //! What a benchmark needs is checked before anything starts: a missing `cdp-relay` binary or
 //! missing npm clients (node-http-proxy's) is one line on stderr and exit status 1.

@@ -237,11 +237,80 @@ fn mib(kib: Option<u64>) -> String {
 pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str], node: bool) -> String {
     let upstream = start_upstream().await;
     let paths = Paths::start(&upstream.http, extra, node).await;
-    let n = paths.list.len();
     let mut out = String::new();
+    if section("rtt") {
+        round_trips(&mut out, rounds, sizes, &paths).await;
+    }
+    if section("large") {
+        large_table(&mut out, rounds, sizes, &paths).await;
+    }
+    if section("flood") {
+        flood_tables(&mut out, rounds, sizes, &paths).await;
+    }
+    if section("connections") {
+        connections_table(&mut out, rounds, sizes, &paths).await;
+    }
+    out
+}
 
-    // Round trips and pipelining, interleaved, order rotated per round.
-    reset(&paths);
+/// Event floods: events/s, probe latency meanwhile, and evidence written vs dropped.
+async fn flood_tables(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Paths) {
+    let n = paths.list.len();
+    // Network events paced at a rate a busy page can reach, then console errors as fast as
+    // they go. Rounds interleave the paths, order rotated; the probe's percentiles pool them.
+    let floods = [
+        ("network", FLOOD_RATE, format!("{} `Network.*` events paced at {FLOOD_RATE}/s (requests sent, answered, finished; one in ten a 404)", sizes.flood)),
+        ("console", 0, format!("{} `console.error` events back to back", sizes.flood)),
+    ];
+    let flood_rounds = rounds.clamp(1, 3);
+    for (kind, rate, title) in floods {
+        let _ = writeln!(out, "#### Event flood: {title}\n");
+        let _ = writeln!(out, "| path | events/s | probe RTT p50 during flood (µs) | p99 | evidence dropped | peak RSS (MiB) |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+        reset(paths);
+        let mut rates: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let mut probes: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let mut drops: Vec<Option<u64>> = vec![Some(0); n];
+        for r in 0..flood_rounds {
+            for k in 0..n {
+                let i = (r + k) % n;
+                let authority = &paths.list[i].authority;
+                let before = dropped(authority, i).await;
+                let (got, probe) = flood(authority, sizes.flood, kind, rate).await;
+                paths.settle().await;
+                let after = dropped(authority, i).await;
+                rates[i].push(got);
+                probes[i].extend(probe);
+                drops[i] = match (drops[i], before, after) {
+                    (Some(d), Some(b), Some(a)) => Some(d + (a - b)),
+                    _ => None,
+                };
+            }
+        }
+        for (i, p) in paths.list.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "| {} | {:.0} | {:.0} | {:.0} | {} | {} |",
+                p.name,
+                percentile(&rates[i], 0.5),
+                percentile(&probes[i], 0.5),
+                percentile(&probes[i], 0.99),
+                drops[i].map_or("—".into(), |d| d.to_string()),
+                mib(p.pid.map(peak_rss_kib)),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\n{flood_rounds} rounds; events/s is the median round, the probe's percentiles pool all rounds.\n"
+        );
+        eprintln!("synthetic: {kind} flood done");
+    }
+}
+
+/// Round trips one at a time and pipelined, interleaved, order rotated per round.
+async fn round_trips(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Paths) {
+    let n = paths.list.len();
+    reset(paths);
     let mut rtts: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut pipes: Vec<Vec<f64>> = vec![Vec::new(); n];
     for r in 0..rounds {
@@ -254,7 +323,7 @@ pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str], node: bool) -> St
         }
         eprintln!("synthetic: round {}/{rounds} done", r + 1);
     }
-    let rss_small = rss(&paths);
+    let rss_small = rss(paths);
     let d50 = percentile(&rtts[0], 0.5);
     let d99 = percentile(&rtts[0], 0.99);
     let dpipe = percentile(&pipes[0], 0.5);
@@ -281,12 +350,11 @@ pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str], node: bool) -> St
         "\n{rounds} rounds × {} sequential round trips and {} pipelined messages per path.\n",
         sizes.small, sizes.pipelined
     );
+}
 
-    if std::env::var_os("BENCH_RTT_ONLY").is_some() {
-        return out;
-    }
-
-    // Big messages: one size at a time, peak RSS per size.
+/// Big messages: one size at a time, peak RSS per size.
+async fn large_table(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Paths) {
+    let n = paths.list.len();
     let _ = writeln!(out, "#### Large messages (browser → client)\n");
     let header: Vec<String> = sizes
         .large_mib
@@ -328,43 +396,12 @@ pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str], node: bool) -> St
         out,
         "\nMB/s = payload MiB / time from request to complete reply; median of up to 3 runs.\n"
     );
+}
 
-    // Event floods: events/s, probe latency meanwhile, and evidence written vs dropped. Network
-    // events paced at a rate a busy page can reach, then console errors as fast as they go.
-    let floods = [
-        ("network", FLOOD_RATE, format!("{} `Network.*` events paced at {FLOOD_RATE}/s (requests sent, answered, finished; one in ten a 404)", sizes.flood)),
-        ("console", 0, format!("{} `console.error` events back to back", sizes.flood)),
-    ];
-    for (kind, rate, title) in floods {
-        let _ = writeln!(out, "#### Event flood: {title}\n");
-        let _ = writeln!(out, "| path | events/s | probe RTT p50 during flood (µs) | p99 | evidence dropped | peak RSS (MiB) |");
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
-        for (i, p) in paths.list.iter().enumerate() {
-            if let Some(pid) = p.pid {
-                reset_peak(pid);
-            }
-            let before = dropped(&p.authority, i).await;
-            let (got, probe) = flood(&p.authority, sizes.flood, kind, rate).await;
-            paths.settle().await;
-            let after = dropped(&p.authority, i).await;
-            let drop_cell = match (before, after) {
-                (Some(b), Some(a)) => (a - b).to_string(),
-                _ => "—".into(),
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {got:.0} | {:.0} | {:.0} | {drop_cell} | {} |",
-                p.name,
-                percentile(&probe, 0.5),
-                percentile(&probe, 0.99),
-                mib(p.pid.map(peak_rss_kib)),
-            );
-        }
-        let _ = writeln!(out);
-        eprintln!("synthetic: {kind} flood done");
-    }
-
-    // Many connections at once.
+/// Many connections at once: rounds interleave the paths, order rotated; msg/s is the median
+/// round, the latency percentiles pool all rounds.
+async fn connections_table(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Paths) {
+    let n = paths.list.len();
     let _ = writeln!(
         out,
         "#### {} concurrent connections × {} round trips\n",
@@ -372,24 +409,56 @@ pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str], node: bool) -> St
     );
     let _ = writeln!(
         out,
-        "| path | RTT p50 (µs) | p99 | msg/s | peak RSS (MiB) |"
+        "| path | RTT p50 (µs) | p99 | msg/s | vs forwarding only | peak RSS (MiB) |"
     );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
-    for p in &paths.list {
-        if let Some(pid) = p.pid {
-            reset_peak(pid);
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+    reset(paths);
+    let mut rtts: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for r in 0..rounds {
+        for k in 0..n {
+            let i = (r + k) % n;
+            let (all, rate) = concurrent(
+                &paths.list[i].authority,
+                sizes.connections,
+                sizes.per_connection,
+            )
+            .await;
+            paths.settle().await;
+            rtts[i].extend(all);
+            rates[i].push(rate);
         }
-        let (all, rate) = concurrent(&p.authority, sizes.connections, sizes.per_connection).await;
+    }
+    let forwarding = paths
+        .list
+        .iter()
+        .position(|p| p.name.contains("--no-evidence"))
+        .map(|i| percentile(&rates[i], 0.5));
+    for (i, p) in paths.list.iter().enumerate() {
+        let rate = percentile(&rates[i], 0.5);
         let _ = writeln!(
             out,
-            "| {} | {:.0} | {:.0} | {rate:.0} | {} |",
+            "| {} | {:.0} | {:.0} | {rate:.0} | {} | {} |",
             p.name,
-            percentile(&all, 0.5),
-            percentile(&all, 0.99),
+            percentile(&rtts[i], 0.5),
+            percentile(&rtts[i], 0.99),
+            forwarding.map_or("—".into(), |f| ratio(rate, f)),
             mib(p.pid.map(peak_rss_kib)),
         );
     }
-    out
+    let _ = writeln!(
+        out,
+        "\n{rounds} rounds; msg/s is the median round, the RTT percentiles pool all rounds.\n"
+    );
+}
+
+/// Whether `BENCH_ONLY` (comma-separated: `rtt`, `large`, `flood`, `connections`) asks for a
+/// table; all of them when it is unset. Lets one table be rerun or profiled alone.
+fn section(name: &str) -> bool {
+    match std::env::var("BENCH_ONLY") {
+        Ok(only) => only.split(',').any(|s| s.trim() == name),
+        Err(_) => true,
+    }
 }
 
 /// The recording relay's dropped-evidence count (only it has one).
