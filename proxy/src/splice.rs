@@ -19,10 +19,13 @@ use crate::stats::Stats;
 use crate::tap::TapEvent;
 use crate::tap::{Direction, Mask, Payload, SessionEnd, Tap};
 use bytes::{Buf, Bytes, BytesMut};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use futures_util::future::Either;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::task::AtomicWaker;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// After one side has ended, how long the other gets to finish (a close handshake, a drain).
@@ -103,74 +106,65 @@ where
     BW: AsyncWrite + Unpin,
 {
     let shared = Shared::default();
-    // Each direction has a control channel: the other direction asks it to close its destination
-    // (1009, 1002, 1008), and relay shutdown asks both (1001). Shutdown is relayed by a parked
-    // task, so the pumps poll one cheap channel per read instead of the relay-wide token.
-    let (to_browser, up_control) = mpsc::channel::<u16>(2);
-    let (to_client, down_control) = mpsc::channel::<u16>(2);
-    let stop_watch = {
-        let stop = cx.stop.clone();
-        let (a, b) = (to_browser.clone(), to_client.clone());
-        tokio::spawn(async move {
-            stop.cancelled().await;
-            let _ = a.try_send(GOING_AWAY);
-            let _ = b.try_send(GOING_AWAY);
-        })
-    };
     let up = Pump::new(id.0, Direction::ToBrowser, cx.max_message, &client.leftover).run(
         client.read,
         browser.write,
-        up_control,
-        to_client,
         &shared,
         cx,
     );
     let down = Pump::new(id.0, Direction::ToClient, cx.max_message, &browser.leftover).run(
         browser.read,
         client.write,
-        down_control,
-        to_browser,
         &shared,
         cx,
     );
-    tokio::pin!(up, down);
-    let end = tokio::select! {
-        e = &mut up => {
-            let end = match e {
-                PumpEnd::TooBig => SessionEnd::TooBig,
-                PumpEnd::Violation => SessionEnd::ProtocolError,
-                PumpEnd::Flood => SessionEnd::ClientNotReading,
-                PumpEnd::PeerGone => SessionEnd::BrowserLost,
-                PumpEnd::Stopped => SessionEnd::Shutdown,
-                PumpEnd::Closed if shared.browser_first.load(Ordering::Relaxed) => {
-                    SessionEnd::BrowserClosed
-                }
-                PumpEnd::Closed | PumpEnd::Lost | PumpEnd::Told => SessionEnd::ClientClosed,
-            };
-            // The browser answers a close, and the client must hear what ended the session.
-            if !shared.handshake_done() {
-                let _ = tokio::time::timeout(CLOSE_GRACE, &mut down).await;
-            }
-            end
+    // Relay shutdown asks both directions for a 1001; waiting for it costs nothing per message.
+    let stop_watch = async {
+        cx.stop.cancelled().await;
+        for dir in [Direction::ToBrowser, Direction::ToClient] {
+            shared.signal(dir).stop();
         }
-        e = &mut down => {
-            let end = match e {
-                PumpEnd::TooBig => SessionEnd::TooBig,
-                PumpEnd::PeerGone | PumpEnd::Told => SessionEnd::ClientClosed,
-                PumpEnd::Closed if !shared.browser_first.load(Ordering::Relaxed) => {
-                    SessionEnd::ClientClosed
-                }
-                PumpEnd::Closed => SessionEnd::BrowserClosed,
-                PumpEnd::Lost | PumpEnd::Violation | PumpEnd::Flood => SessionEnd::BrowserLost,
-                PumpEnd::Stopped => SessionEnd::Shutdown,
-            };
-            if !shared.handshake_done() {
-                let _ = tokio::time::timeout(CLOSE_GRACE, &mut up).await;
-            }
-            end
-        }
+        std::future::pending::<(Direction, PumpEnd)>().await
     };
-    stop_watch.abort();
+    // Each direction is woken on its own: a combinator that polled both whenever either was
+    // woken made every message pay for the idle direction's read too.
+    let mut pumps = FuturesUnordered::new();
+    pumps.push(Either::Left(Either::Left(async {
+        (Direction::ToBrowser, up.await)
+    })));
+    pumps.push(Either::Left(Either::Right(async {
+        (Direction::ToClient, down.await)
+    })));
+    pumps.push(Either::Right(stop_watch));
+    let end = match pumps.next().await {
+        Some((Direction::ToBrowser, e)) => match e {
+            PumpEnd::TooBig => SessionEnd::TooBig,
+            PumpEnd::Violation => SessionEnd::ProtocolError,
+            PumpEnd::Flood => SessionEnd::ClientNotReading,
+            PumpEnd::PeerGone => SessionEnd::BrowserLost,
+            PumpEnd::Stopped => SessionEnd::Shutdown,
+            PumpEnd::Closed if shared.browser_first.load(Ordering::Relaxed) => {
+                SessionEnd::BrowserClosed
+            }
+            PumpEnd::Closed | PumpEnd::Lost | PumpEnd::Told => SessionEnd::ClientClosed,
+        },
+        Some((Direction::ToClient, e)) => match e {
+            PumpEnd::TooBig => SessionEnd::TooBig,
+            PumpEnd::PeerGone | PumpEnd::Told => SessionEnd::ClientClosed,
+            PumpEnd::Closed if !shared.browser_first.load(Ordering::Relaxed) => {
+                SessionEnd::ClientClosed
+            }
+            PumpEnd::Closed => SessionEnd::BrowserClosed,
+            PumpEnd::Lost | PumpEnd::Violation | PumpEnd::Flood => SessionEnd::BrowserLost,
+            PumpEnd::Stopped => SessionEnd::Shutdown,
+        },
+        // Two pumps were pushed: the first to end is always there.
+        None => SessionEnd::ClientClosed,
+    };
+    // The other side answers a close, and each side must hear what ended the session.
+    if !shared.handshake_done() {
+        let _ = tokio::time::timeout(CLOSE_GRACE, pumps.next()).await;
+    }
     end
 }
 
@@ -205,8 +199,6 @@ impl Pump {
         mut self,
         mut src: R,
         mut dst: W,
-        mut control: mpsc::Receiver<u16>,
-        tell_peer: mpsc::Sender<u16>,
         shared: &Shared,
         cx: &Context<'_>,
     ) -> PumpEnd
@@ -214,12 +206,23 @@ impl Pump {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
-        let mut tell_peer = Some(tell_peer);
-        let mut listening = true;
+        let signal = shared.signal(self.dir);
         let mut asked: Option<u16> = None;
         let mut events: Vec<Event> = Vec::new();
         let mut need_more = false;
         loop {
+            // One atomic load per chunk: a source that is always readable still hears it.
+            if let Some(ask) = signal.take() {
+                match ask {
+                    Ask::Stop => {
+                        if self.scanner.at_boundary() {
+                            self.write_close(&mut dst, GOING_AWAY).await;
+                        }
+                        return PumpEnd::Stopped;
+                    }
+                    Ask::Close(code) => asked = Some(code),
+                }
+            }
             if let Some(code) = asked {
                 if self.scanner.at_boundary() {
                     self.write_close(&mut dst, code).await;
@@ -229,22 +232,12 @@ impl Pump {
             // Read when nothing is buffered, or only the start of a header that needs more.
             if self.buf.is_empty() || need_more {
                 self.buf.reserve(READ_SIZE);
+                // The read first: the signal is polled (and its waker registered) only when
+                // there is nothing to read.
                 let read = tokio::select! {
                     biased;
-                    code = control.recv(), if listening => {
-                        match code {
-                            Some(GOING_AWAY) => {
-                                if self.scanner.at_boundary() {
-                                    self.write_close(&mut dst, GOING_AWAY).await;
-                                }
-                                return PumpEnd::Stopped;
-                            }
-                            Some(code) => asked = Some(code),
-                            None => listening = false,
-                        }
-                        continue;
-                    }
                     r = src.read_buf(&mut self.buf) => r,
+                    () = signal.wait() => continue,
                 };
                 match read {
                     Ok(0) | Err(_) => return self.source_ended(&mut dst).await,
@@ -267,7 +260,7 @@ impl Pump {
             self.after_write(&events, forward, cx, &at);
             drop(at);
             if let Err(stop) = scanned {
-                return self.stop_at(stop, &mut dst, &mut tell_peer).await;
+                return self.stop_at(stop, &mut dst, shared).await;
             }
             if self.close_seen && shared.closed(self.dir) {
                 // Both closes have crossed: the session is over, nobody waits for the other
@@ -280,9 +273,7 @@ impl Pump {
                     "the client sent {MAX_UNANSWERED_PINGS} pings without reading the answers; closing it"
                 );
                 let _ = dst.shutdown().await;
-                if let Some(t) = tell_peer.take() {
-                    let _ = t.try_send(POLICY);
-                }
+                shared.signal(self.dir.other()).close(POLICY);
                 return PumpEnd::Flood;
             }
         }
@@ -381,7 +372,7 @@ impl Pump {
         &mut self,
         stop: Stop,
         dst: &mut W,
-        tell_peer: &mut Option<mpsc::Sender<u16>>,
+        shared: &Shared,
     ) -> PumpEnd {
         match stop {
             Stop::TooBig { .. } => {
@@ -391,9 +382,7 @@ impl Pump {
                     "a websocket message exceeded --max-message-size; closing the session with 1009"
                 );
                 self.write_close(dst, TOO_BIG).await;
-                if let Some(t) = tell_peer.take() {
-                    let _ = t.try_send(TOO_BIG);
-                }
+                shared.signal(self.dir.other()).close(TOO_BIG);
                 PumpEnd::TooBig
             }
             Stop::Violation { why, .. } => {
@@ -403,9 +392,7 @@ impl Pump {
                 );
                 // The browser sees its client go, as it would without the relay.
                 let _ = dst.shutdown().await;
-                if let Some(t) = tell_peer.take() {
-                    let _ = t.try_send(PROTOCOL_ERROR);
-                }
+                shared.signal(self.dir.other()).close(PROTOCOL_ERROR);
                 PumpEnd::Violation
             }
         }
@@ -436,10 +423,12 @@ fn wanted(text: bool, first_frame: u64) -> bool {
     text && first_frame <= TAP_MAX
 }
 
-/// What the two directions of a session share: pings forwarded to the browser and pongs
-/// forwarded back, and which side has sent its close frame.
+/// What the two directions of a session share: what each is asked to do, pings forwarded to
+/// the browser and pongs forwarded back, and which side has sent its close frame.
 #[derive(Default)]
 struct Shared {
+    /// Client → browser, browser → client.
+    signals: [Signal; 2],
     pings_sent: AtomicU64,
     pings_answered: AtomicU64,
     client_closed: AtomicBool,
@@ -449,6 +438,14 @@ struct Shared {
 }
 
 impl Shared {
+    /// What the direction `dir` is asked to do.
+    fn signal(&self, dir: Direction) -> &Signal {
+        match dir {
+            Direction::ToBrowser => &self.signals[0],
+            Direction::ToClient => &self.signals[1],
+        }
+    }
+
     /// Counts the pings (client → browser) or pongs (browser → client) of a forwarded chunk;
     /// returns how many pings are unanswered.
     fn count_pings(&self, dir: Direction, events: &[Event]) -> u64 {
@@ -482,6 +479,73 @@ impl Shared {
 
     fn handshake_done(&self) -> bool {
         self.client_closed.load(Ordering::Relaxed) && self.browser_closed.load(Ordering::Relaxed)
+    }
+}
+
+/// What a direction is asked: the other direction asks it to close its destination with a code
+/// (1009, 1002, 1008; the first asked stands), the relay's shutdown to stop (1001). A pump
+/// looks with one atomic load per chunk and is woken when it waits to read.
+#[derive(Default)]
+struct Signal {
+    /// The close code asked (0: none), and [`STOP`].
+    state: AtomicU32,
+    waker: AtomicWaker,
+}
+
+/// [`Signal::state`]'s bit for the relay's shutdown.
+const STOP: u32 = 1 << 16;
+
+/// What a [`Signal`] asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ask {
+    Stop,
+    Close(u16),
+}
+
+impl Signal {
+    /// Asks for a close with `code`, unless a code was asked already.
+    fn close(&self, code: u16) {
+        let code = u32::from(code);
+        let _ = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                (s & 0xffff == 0).then_some(s | code)
+            });
+        self.waker.wake();
+    }
+
+    /// Asks the direction to stop.
+    fn stop(&self) {
+        self.state.fetch_or(STOP, Ordering::AcqRel);
+        self.waker.wake();
+    }
+
+    /// What was asked since the last look: a stop stays asked, a close code is taken.
+    fn take(&self) -> Option<Ask> {
+        let s = self.state.load(Ordering::Acquire);
+        if s == 0 {
+            return None;
+        }
+        if s & STOP != 0 {
+            return Some(Ask::Stop);
+        }
+        let code = self.state.fetch_and(STOP, Ordering::AcqRel) & 0xffff;
+        // The low bits were set and only a take clears them.
+        Some(Ask::Close(code as u16))
+    }
+
+    /// Resolves once something is asked that the last [`Signal::take`] did not take.
+    fn wait(&self) -> impl std::future::Future<Output = ()> + '_ {
+        std::future::poll_fn(|cx| {
+            if self.state.load(Ordering::Acquire) != 0 {
+                return Poll::Ready(());
+            }
+            self.waker.register(cx.waker());
+            if self.state.load(Ordering::Acquire) != 0 {
+                return Poll::Ready(());
+            }
+            Poll::Pending
+        })
     }
 }
 
@@ -557,6 +621,36 @@ mod tests {
             .expect("a valid frame");
         let at = cx.tap.chunk(pump.dir);
         pump.after_write(&events, forward, cx, &at);
+    }
+
+    #[tokio::test]
+    async fn a_signal_wakes_a_waiting_pump_and_keeps_the_first_close_asked() {
+        let signal = std::sync::Arc::new(Signal::default());
+        assert_eq!(signal.take(), None);
+        let waiting = tokio::spawn({
+            let signal = signal.clone();
+            async move { signal.wait().await }
+        });
+        tokio::task::yield_now().await;
+        signal.close(TOO_BIG);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("woken")
+            .expect("joined");
+        signal.close(POLICY);
+        assert_eq!(
+            signal.take(),
+            Some(Ask::Close(TOO_BIG)),
+            "the first code stands"
+        );
+        assert_eq!(signal.take(), None, "a close is taken once");
+        signal.stop();
+        signal.close(PROTOCOL_ERROR);
+        assert_eq!(signal.take(), Some(Ask::Stop), "a stop outranks a close");
+        assert_eq!(signal.take(), Some(Ask::Stop), "and stays asked");
+        tokio::time::timeout(Duration::from_secs(5), signal.wait())
+            .await
+            .expect("a stop asked is ready at once");
     }
 
     #[test]

@@ -27,6 +27,16 @@ pub enum Direction {
     ToClient,
 }
 
+impl Direction {
+    /// The opposite way.
+    pub fn other(self) -> Direction {
+        match self {
+            Direction::ToBrowser => Direction::ToClient,
+            Direction::ToClient => Direction::ToBrowser,
+        }
+    }
+}
+
 /// A websocket masking key and where in its 4-byte cycle a slice starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mask {
