@@ -19,14 +19,14 @@ use crate::stats::Stats;
 use crate::tap::TapEvent;
 use crate::tap::{Direction, Mask, Payload, SessionEnd, Tap};
 use bytes::{Buf, Bytes, BytesMut};
-use futures_util::future::Either;
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::task::AtomicWaker;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 /// After one side has ended, how long the other gets to finish (a close handshake, a drain).
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
@@ -57,10 +57,10 @@ const BROWSER_LOST: u16 = 1011;
 pub(crate) struct SessionId(pub(crate) u64);
 
 /// What the splice needs besides the two sockets.
-pub(crate) struct Context<'a> {
-    pub(crate) tap: &'a Tap,
-    pub(crate) stats: &'a Stats,
-    pub(crate) stop: &'a CancellationToken,
+pub(crate) struct Context {
+    pub(crate) tap: Tap,
+    pub(crate) stats: Arc<Stats>,
+    pub(crate) stop: CancellationToken,
     pub(crate) max_message: usize,
 }
 
@@ -97,75 +97,96 @@ pub(crate) async fn splice<CR, CW, BR, BW>(
     id: SessionId,
     client: Side<CR, CW>,
     browser: Side<BR, BW>,
-    cx: &Context<'_>,
+    cx: Arc<Context>,
 ) -> SessionEnd
 where
-    CR: AsyncRead + Unpin,
-    CW: AsyncWrite + Unpin,
-    BR: AsyncRead + Unpin,
-    BW: AsyncWrite + Unpin,
+    CR: AsyncRead + Unpin + Send + 'static,
+    CW: AsyncWrite + Unpin + Send + 'static,
+    BR: AsyncRead + Unpin + Send + 'static,
+    BW: AsyncWrite + Unpin + Send + 'static,
 {
-    let shared = Shared::default();
-    let up = Pump::new(id.0, Direction::ToBrowser, cx.max_message, &client.leftover).run(
+    let shared = Arc::new(Shared::default());
+    // Each direction is a task of its own, woken only by its own socket: a combinator that
+    // polled both whenever either was woken made every message pay for the idle direction.
+    let pump = |dir: Direction, leftover: &[u8]| {
+        let pump = Pump::new(id.0, dir, cx.max_message, leftover);
+        (pump, shared.clone(), cx.clone())
+    };
+    let mut up = spawn(
+        pump(Direction::ToBrowser, &client.leftover),
         client.read,
         browser.write,
-        &shared,
-        cx,
     );
-    let down = Pump::new(id.0, Direction::ToClient, cx.max_message, &browser.leftover).run(
+    let mut down = spawn(
+        pump(Direction::ToClient, &browser.leftover),
         browser.read,
         client.write,
-        &shared,
-        cx,
     );
-    // Relay shutdown asks both directions for a 1001; waiting for it costs nothing per message.
-    let stop_watch = async {
-        cx.stop.cancelled().await;
-        for dir in [Direction::ToBrowser, Direction::ToClient] {
-            shared.signal(dir).stop();
+    // Relay shutdown asks both directions for a 1001.
+    let stop_watch = AbortOnDropHandle::new(tokio::spawn({
+        let (stop, shared) = (cx.stop.clone(), shared.clone());
+        async move {
+            stop.cancelled().await;
+            for dir in [Direction::ToBrowser, Direction::ToClient] {
+                shared.signal(dir).stop();
+            }
         }
-        std::future::pending::<(Direction, PumpEnd)>().await
-    };
-    // Each direction is woken on its own: a combinator that polled both whenever either was
-    // woken made every message pay for the idle direction's read too.
-    let mut pumps = FuturesUnordered::new();
-    pumps.push(Either::Left(Either::Left(async {
-        (Direction::ToBrowser, up.await)
-    })));
-    pumps.push(Either::Left(Either::Right(async {
-        (Direction::ToClient, down.await)
-    })));
-    pumps.push(Either::Right(stop_watch));
-    let end = match pumps.next().await {
-        Some((Direction::ToBrowser, e)) => match e {
-            PumpEnd::TooBig => SessionEnd::TooBig,
-            PumpEnd::Violation => SessionEnd::ProtocolError,
-            PumpEnd::Flood => SessionEnd::ClientNotReading,
-            PumpEnd::PeerGone => SessionEnd::BrowserLost,
-            PumpEnd::Stopped => SessionEnd::Shutdown,
-            PumpEnd::Closed if shared.browser_first.load(Ordering::Relaxed) => {
-                SessionEnd::BrowserClosed
+    }));
+    // A pump that panicked is a side gone.
+    let ended = |r: Result<PumpEnd, tokio::task::JoinError>| r.unwrap_or(PumpEnd::Lost);
+    let end = tokio::select! {
+        e = &mut up => {
+            let end = match ended(e) {
+                PumpEnd::TooBig => SessionEnd::TooBig,
+                PumpEnd::Violation => SessionEnd::ProtocolError,
+                PumpEnd::Flood => SessionEnd::ClientNotReading,
+                PumpEnd::PeerGone => SessionEnd::BrowserLost,
+                PumpEnd::Stopped => SessionEnd::Shutdown,
+                PumpEnd::Closed if shared.browser_first.load(Ordering::Relaxed) => {
+                    SessionEnd::BrowserClosed
+                }
+                PumpEnd::Closed | PumpEnd::Lost | PumpEnd::Told => SessionEnd::ClientClosed,
+            };
+            // The browser answers a close, and the client must hear what ended the session.
+            if !shared.handshake_done() {
+                let _ = tokio::time::timeout(CLOSE_GRACE, &mut down).await;
             }
-            PumpEnd::Closed | PumpEnd::Lost | PumpEnd::Told => SessionEnd::ClientClosed,
-        },
-        Some((Direction::ToClient, e)) => match e {
-            PumpEnd::TooBig => SessionEnd::TooBig,
-            PumpEnd::PeerGone | PumpEnd::Told => SessionEnd::ClientClosed,
-            PumpEnd::Closed if !shared.browser_first.load(Ordering::Relaxed) => {
-                SessionEnd::ClientClosed
+            end
+        }
+        e = &mut down => {
+            let end = match ended(e) {
+                PumpEnd::TooBig => SessionEnd::TooBig,
+                PumpEnd::PeerGone | PumpEnd::Told => SessionEnd::ClientClosed,
+                PumpEnd::Closed if !shared.browser_first.load(Ordering::Relaxed) => {
+                    SessionEnd::ClientClosed
+                }
+                PumpEnd::Closed => SessionEnd::BrowserClosed,
+                PumpEnd::Lost | PumpEnd::Violation | PumpEnd::Flood => SessionEnd::BrowserLost,
+                PumpEnd::Stopped => SessionEnd::Shutdown,
+            };
+            if !shared.handshake_done() {
+                let _ = tokio::time::timeout(CLOSE_GRACE, &mut up).await;
             }
-            PumpEnd::Closed => SessionEnd::BrowserClosed,
-            PumpEnd::Lost | PumpEnd::Violation | PumpEnd::Flood => SessionEnd::BrowserLost,
-            PumpEnd::Stopped => SessionEnd::Shutdown,
-        },
-        // Two pumps were pushed: the first to end is always there.
-        None => SessionEnd::ClientClosed,
+            end
+        }
     };
-    // The other side answers a close, and each side must hear what ended the session.
-    if !shared.handshake_done() {
-        let _ = tokio::time::timeout(CLOSE_GRACE, pumps.next()).await;
-    }
+    drop(stop_watch);
     end
+}
+
+/// Runs a pump as a task of its own, aborted if the session is dropped.
+fn spawn<R, W>(
+    (pump, shared, cx): (Pump, Arc<Shared>, Arc<Context>),
+    src: R,
+    dst: W,
+) -> AbortOnDropHandle<PumpEnd>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    AbortOnDropHandle::new(tokio::spawn(async move {
+        pump.run(src, dst, &shared, &cx).await
+    }))
 }
 
 /// One direction: source → destination.
@@ -195,13 +216,7 @@ impl Pump {
         }
     }
 
-    async fn run<R, W>(
-        mut self,
-        mut src: R,
-        mut dst: W,
-        shared: &Shared,
-        cx: &Context<'_>,
-    ) -> PumpEnd
+    async fn run<R, W>(mut self, mut src: R, mut dst: W, shared: &Shared, cx: &Context) -> PumpEnd
     where
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
@@ -280,7 +295,7 @@ impl Pump {
     }
 
     /// Counts and copies the messages of the chunk just forwarded, then frees the buffer.
-    fn after_write(&mut self, events: &[Event], forward: usize, cx: &Context<'_>, at: &Chunk<'_>) {
+    fn after_write(&mut self, events: &[Event], forward: usize, cx: &Context, at: &Chunk<'_>) {
         let tap = cx.tap.is_enabled();
         // Slices keep the read buffer alive: take them only for big pieces of messages copied.
         let slices = tap && self.needs_slices(events);
@@ -612,7 +627,7 @@ mod tests {
     }
 
     /// Passes `bytes` through the pump as one read, as `run` does after it.
-    fn feed(pump: &mut Pump, cx: &Context<'_>, bytes: &[u8]) {
+    fn feed(pump: &mut Pump, cx: &Context, bytes: &[u8]) {
         pump.buf.extend_from_slice(bytes);
         let mut events = Vec::new();
         let forward = pump
@@ -658,9 +673,9 @@ mod tests {
         let (tap, mut rx) = Tap::channel(8);
         let (stats, stop) = (Stats::default(), CancellationToken::new());
         let cx = Context {
-            tap: &tap,
-            stats: &stats,
-            stop: &stop,
+            tap: tap.clone(),
+            stats: Arc::new(stats),
+            stop,
             max_message: usize::MAX,
         };
         let body = vec![b'x'; READ_SIZE];

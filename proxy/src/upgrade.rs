@@ -99,20 +99,20 @@ pub(crate) async fn upgrade(
                 return;
             }
         };
-        let mut client_tcp = parts.io.into_inner();
-        let mut browser_tcp = browser.tcp;
+        let client_tcp = parts.io.into_inner();
         state.stats.session_opened();
         let tap = &state.tap;
         tap.opened(session.0, capability_path);
         tracing::debug!(session = session.0, "websocket session opened");
-        let (client_read, client_write) = client_tcp.split();
-        let (browser_read, browser_write) = browser_tcp.split();
-        let cx = Context {
-            tap,
-            stats: &state.stats,
-            stop: &state.stop,
+        // Owned halves: each direction runs as a task of its own.
+        let (client_read, client_write) = client_tcp.into_split();
+        let (browser_read, browser_write) = browser.tcp.into_split();
+        let cx = Arc::new(Context {
+            tap: tap.clone(),
+            stats: state.stats.clone(),
+            stop: state.stop.clone(),
             max_message: state.config.max_message_size,
-        };
+        });
         let how = splice(
             session,
             Side {
@@ -125,7 +125,7 @@ pub(crate) async fn upgrade(
                 write: browser_write,
                 leftover: browser.leftover,
             },
-            &cx,
+            cx,
         )
         .await;
         state.stats.session_closed();
