@@ -141,6 +141,10 @@ impl Observer {
 
     /// Ends the session's burst if the gap since its last key is long enough.
     pub(super) fn close_stale_typing(&mut self, conn: u64, key: &Key, at: SystemTime) {
+        // Every open burst's place is listed: most commands need no table lookup.
+        if !self.typing_in.iter().any(|(c, k)| *c == conn && k == key) {
+            return;
+        }
         let gap = self.opts.typing_gap;
         let stale = self
             .conns

@@ -71,6 +71,10 @@ pub(crate) struct Table {
     pub(crate) once: Once,
     /// How the relay's own observer times its frames, once it runs.
     timing: Option<FrameTiming>,
+    /// The summaries of pages nothing is known of, by target, with the sanitizer generation
+    /// they were made in: a client on a page's own endpoint may never see its target info, and
+    /// sanitizing its handle again for every record cost a fifth of the observer.
+    unknown: IdMap<String, (u64, SafeJson)>,
 }
 
 /// One page.
@@ -173,10 +177,22 @@ impl Table {
     }
 
     pub(crate) fn target(&mut self, target: &str, sanitizer: &Sanitizer) -> SafeJson {
-        match self.pages.get_mut(target).and_then(|p| p.info.as_mut()) {
-            Some(info) => info.safe(target, sanitizer),
-            None => Info::unknown(target, sanitizer),
+        if let Some(info) = self.pages.get_mut(target).and_then(|p| p.info.as_mut()) {
+            return info.safe(target, sanitizer);
         }
+        let generation = sanitizer.generation();
+        if let Some((g, safe)) = self.unknown.get(target) {
+            if *g == generation {
+                return safe.clone();
+            }
+        }
+        let safe = Info::unknown(target, sanitizer);
+        if self.unknown.len() >= MAX_PAGES {
+            self.unknown.clear();
+        }
+        self.unknown
+            .insert(target.to_owned(), (generation, safe.clone()));
+        safe
     }
 }
 

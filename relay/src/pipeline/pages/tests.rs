@@ -450,3 +450,34 @@ fn a_frame_is_due_after_quiet_and_taken_once() {
         Err(Withheld::SensitiveFocus)
     );
 }
+
+/// A page nothing is known of is named by its handle, made once per sanitizer generation; once
+/// its target info is learned, records name what it is.
+#[test]
+fn a_page_nothing_is_known_of_is_named_by_its_handle_until_it_is_known() {
+    let sanitizer = Arc::new(Sanitizer::new());
+    let pages = Pages::new(sanitizer.clone(), true);
+    let first = pages.target(PAGE).into_value();
+    assert_eq!(
+        first,
+        json!({"targetId": sanitizer.handle(PAGE).into_string()})
+    );
+    assert_eq!(
+        pages.target(PAGE).into_value(),
+        first,
+        "the same handle again"
+    );
+    assert!(!first.to_string().contains(PAGE), "{first}");
+    sanitizer
+        .register_secret("TOKEN", "s3cr3t-value-1234")
+        .expect("registered");
+    assert_eq!(
+        pages.target(PAGE).into_value(),
+        first,
+        "made again, the same"
+    );
+    pages.learn(&json!({"targetId": PAGE, "type": "page", "title": "Checkout", "url": "https://shop.test/cart"}));
+    let known = pages.target(PAGE).into_value();
+    assert_eq!(known["title"], "Checkout", "{known}");
+    assert_eq!(known["targetId"], first["targetId"]);
+}
