@@ -163,6 +163,10 @@ impl Observer {
     /// focused another): what is typed next does not continue what was typed, and a burst's
     /// echo protection holds for continuations only.
     pub(super) fn end_typing(&mut self, conn: u64, key: &Key, at: SystemTime) {
+        // No burst is open anywhere: the common case costs no lookup.
+        if self.typing_in.is_empty() {
+            return;
+        }
         self.end_burst(conn, key, at);
         let Some(page) = self.raw_target(conn, key) else {
             return;
