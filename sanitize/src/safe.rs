@@ -98,14 +98,14 @@ impl fmt::Display for SafeUrl {
     }
 }
 
-/// A JSON value whose string leaves were all sanitized, structure intact.
-#[derive(Clone, PartialEq, Serialize)]
-#[serde(transparent)]
-pub struct SafeJson(serde_json::Value);
+/// A JSON value whose string leaves were all sanitized, structure intact. Shared, not copied,
+/// when cloned: one page's summary goes into every record made on it.
+#[derive(Clone, PartialEq)]
+pub struct SafeJson(std::sync::Arc<serde_json::Value>);
 
 impl SafeJson {
     pub(crate) fn new(v: serde_json::Value) -> Self {
-        SafeJson(v)
+        SafeJson(std::sync::Arc::new(v))
     }
 
     /// The sanitized value.
@@ -113,9 +113,15 @@ impl SafeJson {
         &self.0
     }
 
-    /// Consumes the value, returning the sanitized JSON.
+    /// Consumes the value, returning the sanitized JSON (copied only when it is shared).
     pub fn into_value(self) -> serde_json::Value {
-        self.0
+        std::sync::Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
+    }
+}
+
+impl Serialize for SafeJson {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
     }
 }
 
