@@ -108,19 +108,20 @@ where
     let shared = Arc::new(Shared::default());
     // Each direction is a task of its own, woken only by its own socket: a combinator that
     // polled both whenever either was woken made every message pay for the idle direction.
-    let pump = |dir: Direction, leftover: &[u8]| {
-        let pump = Pump::new(id.0, dir, cx.max_message, leftover);
-        (pump, shared.clone(), cx.clone())
-    };
+    let pump = |dir: Direction, leftover: &[u8]| Pump::new(id.0, dir, cx.max_message, leftover);
     let mut up = spawn(
         pump(Direction::ToBrowser, &client.leftover),
         client.read,
         browser.write,
+        &shared,
+        &cx,
     );
     let mut down = spawn(
         pump(Direction::ToClient, &browser.leftover),
         browser.read,
         client.write,
+        &shared,
+        &cx,
     );
     // Relay shutdown asks both directions for a 1001.
     let stop_watch = AbortOnDropHandle::new(tokio::spawn({
@@ -176,14 +177,17 @@ where
 
 /// Runs a pump as a task of its own, aborted if the session is dropped.
 fn spawn<R, W>(
-    (pump, shared, cx): (Pump, Arc<Shared>, Arc<Context>),
+    pump: Pump,
     src: R,
     dst: W,
+    shared: &Arc<Shared>,
+    cx: &Arc<Context>,
 ) -> AbortOnDropHandle<PumpEnd>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let (shared, cx) = (shared.clone(), cx.clone());
     AbortOnDropHandle::new(tokio::spawn(async move {
         pump.run(src, dst, &shared, &cx).await
     }))
