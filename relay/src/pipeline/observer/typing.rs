@@ -117,7 +117,7 @@ impl Observer {
             self.sanitizer.register_typed(text);
             return 0;
         };
-        if session.typing.is_none() && !self.typing_in.contains(&(conn, key.clone())) {
+        if session.typing.is_none() && !listed(&self.typing_in, conn, key) {
             self.typing_in.push((conn, key.clone()));
         }
         let burst = session.typing.get_or_insert_with(|| {
@@ -142,7 +142,7 @@ impl Observer {
     /// Ends the session's burst if the gap since its last key is long enough.
     pub(super) fn close_stale_typing(&mut self, conn: u64, key: &Key, at: SystemTime) {
         // Every open burst's place is listed: most commands need no table lookup.
-        if !self.typing_in.iter().any(|(c, k)| *c == conn && k == key) {
+        if !listed(&self.typing_in, conn, key) {
             return;
         }
         let gap = self.opts.typing_gap;
@@ -431,4 +431,9 @@ impl Observer {
             self.emit(record);
         }
     }
+}
+
+/// Whether (connection, session) is among the places a burst may be open.
+fn listed(places: &[(u64, Key)], conn: u64, key: &Key) -> bool {
+    places.iter().any(|(c, k)| *c == conn && k == key)
 }
