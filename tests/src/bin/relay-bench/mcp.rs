@@ -4,7 +4,7 @@
 //! tool (`echo`) and a screenshot-sized result (`image`, 256 KiB of PNG, 341 KiB of base64), then
 //! the gateway's peak memory for one 20 MiB result and what of it reached the evidence.
 
-use crate::stats::{percentile, ratio};
+use crate::stats::{percentile, ratio, rotation};
 use cdp_relay_tests::mcp::McpGateway;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
@@ -80,8 +80,7 @@ pub async fn run(rounds: usize, calls: usize, shots: usize, extra: &[&str]) -> S
     time_calls(&direct, "echo", json!({"text": "x"}), 100, &mut sink).await;
     time_calls(gw.client(), "echo", json!({"text": "x"}), 100, &mut sink).await;
     for r in 0..rounds {
-        for k in 0..2 {
-            let i = (r + k) % 2;
+        for i in rotation(r, 2) {
             let (e, s) = (&mut echo[i], &mut shot[i]);
             if i == 0 {
                 time_calls(&direct, "echo", json!({"text": "x"}), calls, e).await;

@@ -2,7 +2,7 @@
 //! own Chromium), one with the observer (the default) and one with `--no-observe`, and rounds of
 //! sequential `Runtime.evaluate` against each, interleaved.
 
-use crate::stats::{percentile, ratio};
+use crate::stats::{percentile, ratio, rotation};
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::{page_ws, RelayProcess};
 use serde_json::json;
@@ -36,8 +36,7 @@ pub async fn run(rounds: usize, sequential: usize) -> String {
     }
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
     for r in 0..rounds {
-        for k in 0..paths.len() {
-            let i = (r + k) % paths.len();
+        for i in rotation(r, paths.len()) {
             let mut cdp = Cdp::connect(&paths[i].1).await;
             for _ in 0..20 {
                 cdp.call("Runtime.evaluate", json!({"expression": "1"}))

@@ -1,7 +1,7 @@
 //! Real Chromium: the same CDP workload on a page through every path, interleaved round by round.
 
 use crate::paths::Paths;
-use crate::stats::{percentile, ratio};
+use crate::stats::{percentile, ratio, rotation};
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::{page_ws, Chromium};
 use futures_util::{SinkExt, StreamExt};
@@ -90,9 +90,7 @@ pub async fn run(rounds: usize, sizes: &Sizes, extra: &[&str], node: bool) -> St
         .collect();
     let mut samples: Vec<Samples> = paths.list.iter().map(|_| Samples::default()).collect();
     for r in 0..rounds {
-        // Rotate the order each round so no path always runs first (or last).
-        for k in 0..urls.len() {
-            let i = (r + k) % urls.len();
+        for i in rotation(r, urls.len()) {
             round(&urls[i], sizes, &mut samples[i]).await;
             paths.settle().await;
         }

@@ -15,3 +15,9 @@ pub fn percentile(v: &[f64], p: f64) -> f64 {
 pub fn ratio(a: f64, b: f64) -> String {
     format!("{:.2}×", a / b)
 }
+
+/// The order `n` paths run in during round `round`: each round starts one later, so no path
+/// always runs first (or last).
+pub fn rotation(round: usize, n: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |k| (round + k) % n)
+}

@@ -3,7 +3,7 @@
 //! copes with an event flood and with many connections, and the forwarding process's peak memory.
 
 use crate::paths::{peak_rss_kib, reset_peak, Paths};
-use crate::stats::{percentile, ratio};
+use crate::stats::{percentile, ratio, rotation};
 use cdp_relay_tests::cdp::{connect, Ws};
 use cdp_relay_tests::http::get;
 use futures_util::{SinkExt, StreamExt};
@@ -272,8 +272,7 @@ async fn flood_tables(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Pa
         let mut probes: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut drops: Vec<Option<u64>> = vec![Some(0); n];
         for r in 0..flood_rounds {
-            for k in 0..n {
-                let i = (r + k) % n;
+            for i in rotation(r, n) {
                 let authority = &paths.list[i].authority;
                 let before = dropped(authority, i).await;
                 let (got, probe) = flood(authority, sizes.flood, kind, rate).await;
@@ -314,8 +313,7 @@ async fn round_trips(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Pat
     let mut rtts: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut pipes: Vec<Vec<f64>> = vec![Vec::new(); n];
     for r in 0..rounds {
-        for k in 0..n {
-            let i = (r + k) % n;
+        for i in rotation(r, n) {
             small(&paths.list[i].authority, sizes.small, &mut rtts[i]).await;
             paths.settle().await;
             pipes[i].push(pipelined(&paths.list[i].authority, sizes.pipelined).await);
@@ -416,8 +414,7 @@ async fn connections_table(out: &mut String, rounds: usize, sizes: &Sizes, paths
     let mut rtts: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); n];
     for r in 0..rounds {
-        for k in 0..n {
-            let i = (r + k) % n;
+        for i in rotation(r, n) {
             let (all, rate) = concurrent(
                 &paths.list[i].authority,
                 sizes.connections,
