@@ -259,6 +259,9 @@ impl Pump {
                     () = signal.wait() => continue,
                 };
                 match read {
+                    // The other direction may have asked for a close as the source went: its
+                    // ending is what the destination must hear (a violation's 1002, not 1011).
+                    Ok(0) | Err(_) if signal.pending() => continue,
                     Ok(0) | Err(_) => return self.source_ended(&mut dst).await,
                     Ok(_) => {}
                 }
@@ -291,8 +294,10 @@ impl Pump {
                     session = self.conn,
                     "the client sent {MAX_UNANSWERED_PINGS} pings without reading the answers; closing it"
                 );
-                let _ = dst.shutdown().await;
+                // Asked before the shutdown: the browser's reaction to it must not outrun the
+                // code the client is owed.
                 shared.signal(self.dir.other()).close(POLICY);
+                let _ = dst.shutdown().await;
                 return PumpEnd::Flood;
             }
         }
@@ -400,8 +405,9 @@ impl Pump {
                     dir = ?self.dir,
                     "a websocket message exceeded --max-message-size; closing the session with 1009"
                 );
-                self.write_close(dst, TOO_BIG).await;
+                // The other side is asked first: its close must not wait on this one's write.
                 shared.signal(self.dir.other()).close(TOO_BIG);
+                self.write_close(dst, TOO_BIG).await;
                 PumpEnd::TooBig
             }
             Stop::Violation { why, .. } => {
@@ -409,9 +415,10 @@ impl Pump {
                     session = self.conn,
                     "the client broke the websocket protocol ({why}); closing it with 1002"
                 );
-                // The browser sees its client go, as it would without the relay.
-                let _ = dst.shutdown().await;
+                // Asked first, then the browser sees its client go, as it would without the
+                // relay: the EOF it answers with must find the 1002 already asked.
                 shared.signal(self.dir.other()).close(PROTOCOL_ERROR);
+                let _ = dst.shutdown().await;
                 PumpEnd::Violation
             }
         }
@@ -553,14 +560,19 @@ impl Signal {
         Some(Ask::Close(code as u16))
     }
 
+    /// True when something is asked that no [`Signal::take`] has taken.
+    fn pending(&self) -> bool {
+        self.state.load(Ordering::Acquire) != 0
+    }
+
     /// Resolves once something is asked that the last [`Signal::take`] did not take.
     fn wait(&self) -> impl std::future::Future<Output = ()> + '_ {
         std::future::poll_fn(|cx| {
-            if self.state.load(Ordering::Acquire) != 0 {
+            if self.pending() {
                 return Poll::Ready(());
             }
             self.waker.register(cx.waker());
-            if self.state.load(Ordering::Acquire) != 0 {
+            if self.pending() {
                 return Poll::Ready(());
             }
             Poll::Pending
@@ -670,6 +682,45 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), signal.wait())
             .await
             .expect("a stop asked is ready at once");
+    }
+
+    /// A browser socket whose end arrives together with the other direction's ask for a close,
+    /// as when the relay shut the browser's side after a client's violation.
+    struct EndsAsAsked(Arc<Shared>);
+
+    impl AsyncRead for EndsAsAsked {
+        fn poll_read(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            _: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            self.0.signal(Direction::ToClient).close(PROTOCOL_ERROR);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_close_asked_as_the_browser_goes_is_the_code_the_client_hears() {
+        let (tap, _rx) = Tap::channel(8);
+        let cx = Context {
+            tap,
+            stats: Arc::new(Stats::default()),
+            stop: CancellationToken::new(),
+            max_message: usize::MAX,
+        };
+        let shared = Arc::new(Shared::default());
+        let pump = Pump::new(1, Direction::ToClient, usize::MAX, &[]);
+        let mut client = Vec::new();
+        let end = pump
+            .run(EndsAsAsked(shared.clone()), &mut client, &shared, &cx)
+            .await;
+        assert_eq!(end, PumpEnd::Told);
+        assert_eq!(client.first(), Some(&0x88), "a close frame: {client:?}");
+        assert_eq!(
+            client.get(2..4),
+            Some(&PROTOCOL_ERROR.to_be_bytes()[..]),
+            "the code asked, not 1011"
+        );
     }
 
     #[test]
