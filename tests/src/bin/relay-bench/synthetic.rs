@@ -3,7 +3,7 @@
 //! copes with an event flood and with many connections, and the forwarding process's peak memory.
 
 use crate::paths::{peak_rss_kib, reset_peak, Paths};
-use crate::stats::{percentile, ratio, rotation};
+use crate::stats::{paired, percentile, ratio, rotation};
 use cdp_relay_tests::cdp::{connect, Ws};
 use cdp_relay_tests::http::get;
 use futures_util::{SinkExt, StreamExt};
@@ -265,11 +265,12 @@ async fn flood_tables(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Pa
     let flood_rounds = rounds.clamp(1, 3);
     for (kind, rate, title) in floods {
         let _ = writeln!(out, "#### Event flood: {title}\n");
-        let _ = writeln!(out, "| path | events/s | probe RTT p50 during flood (µs) | p99 | evidence dropped | peak RSS (MiB) |");
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+        let _ = writeln!(out, "| path | events/s | probe RTT p50 during flood (µs) | p99 | p99 vs nginx | evidence dropped | peak RSS (MiB) |");
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
         reset(paths);
         let mut rates: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut probes: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let mut p99s: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut drops: Vec<Option<u64>> = vec![Some(0); n];
         for r in 0..flood_rounds {
             for i in rotation(r, n) {
@@ -279,6 +280,7 @@ async fn flood_tables(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Pa
                 paths.settle().await;
                 let after = dropped(authority, i).await;
                 rates[i].push(got);
+                p99s[i].push(percentile(&probe, 0.99));
                 probes[i].extend(probe);
                 drops[i] = match (drops[i], before, after) {
                     (Some(d), Some(b), Some(a)) => Some(d + (a - b)),
@@ -286,21 +288,23 @@ async fn flood_tables(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Pa
                 };
             }
         }
+        let nginx = paths.list.iter().position(|p| p.name.contains("nginx"));
         for (i, p) in paths.list.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "| {} | {:.0} | {:.0} | {:.0} | {} | {} |",
+                "| {} | {:.0} | {:.0} | {:.0} | {} | {} | {} |",
                 p.name,
                 percentile(&rates[i], 0.5),
                 percentile(&probes[i], 0.5),
                 percentile(&probes[i], 0.99),
+                nginx.map_or("—".into(), |j| paired(&p99s[i], &p99s[j])),
                 drops[i].map_or("—".into(), |d| d.to_string()),
                 mib(p.pid.map(peak_rss_kib)),
             );
         }
         let _ = writeln!(
             out,
-            "\n{flood_rounds} rounds; events/s is the median round, the probe's percentiles pool all rounds.\n"
+            "\n{flood_rounds} rounds; events/s is the median round, the probe's percentiles pool all rounds; p99 vs nginx pairs each round's p99 with nginx's in the same round (median, lowest–highest).\n"
         );
         eprintln!("synthetic: {kind} flood done");
     }
@@ -407,9 +411,9 @@ async fn connections_table(out: &mut String, rounds: usize, sizes: &Sizes, paths
     );
     let _ = writeln!(
         out,
-        "| path | RTT p50 (µs) | p99 | msg/s | vs forwarding only | peak RSS (MiB) |"
+        "| path | RTT p50 (µs) | p99 | msg/s | vs forwarding only | vs nginx | peak RSS (MiB) |"
     );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
     reset(paths);
     let mut rtts: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); n];
@@ -426,26 +430,31 @@ async fn connections_table(out: &mut String, rounds: usize, sizes: &Sizes, paths
             rates[i].push(rate);
         }
     }
-    let forwarding = paths
-        .list
-        .iter()
-        .position(|p| p.name.contains("--no-evidence"))
-        .map(|i| percentile(&rates[i], 0.5));
+    let find = |name: &str| paths.list.iter().position(|p| p.name.contains(name));
+    let against = |i: usize, peer: Option<usize>| match peer {
+        Some(j) if j != i => paired(&rates[i], &rates[j]),
+        Some(_) => "1.00×".into(),
+        None => "—".into(),
+    };
+    let (forwarding, nginx) = (find("--no-evidence"), find("nginx"));
     for (i, p) in paths.list.iter().enumerate() {
-        let rate = percentile(&rates[i], 0.5);
         let _ = writeln!(
             out,
-            "| {} | {:.0} | {:.0} | {rate:.0} | {} | {} |",
+            "| {} | {:.0} | {:.0} | {:.0} | {} | {} | {} |",
             p.name,
             percentile(&rtts[i], 0.5),
             percentile(&rtts[i], 0.99),
-            forwarding.map_or("—".into(), |f| ratio(rate, f)),
+            percentile(&rates[i], 0.5),
+            against(i, forwarding),
+            against(i, nginx),
             mib(p.pid.map(peak_rss_kib)),
         );
     }
     let _ = writeln!(
         out,
-        "\n{rounds} rounds; msg/s is the median round, the RTT percentiles pool all rounds.\n"
+        "\n{rounds} rounds; msg/s is the median round, the RTT percentiles pool all rounds. The \
+         ratios pair each round with the same round of the other path: their median, and in \
+         brackets the lowest and highest round.\n"
     );
 }
 
