@@ -23,6 +23,7 @@ pub(crate) mod once;
 pub mod pages;
 mod passive;
 mod priority;
+mod trim;
 pub mod writer;
 
 use crate::config::EvidenceSettings;

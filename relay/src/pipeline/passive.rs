@@ -13,6 +13,7 @@
 //! has a parked thread to wake; a reader that waits for it wakes it instead.
 
 use super::observer::Observer;
+use super::trim::Trim;
 use super::writer::RunWriter;
 use cdp_relay_proxy::order::Order;
 use cdp_relay_proxy::tap::{Stamped, TapEvent, TapReceiver};
@@ -105,6 +106,7 @@ pub(super) fn run(
         writer.send_blocking(observer.take().emits);
     };
     let mut stuck: Option<Instant> = None;
+    let mut trim = Trim::default();
     loop {
         let control_gone = take_control(&mut rx, &mut queue);
         let below = match order.try_gate() {
@@ -151,6 +153,7 @@ pub(super) fn run(
         if gone && queue.is_empty() {
             return finish(&mut observer, SystemTime::now(), &hand_over);
         }
+        trim.after_round(handled);
         if handled == 0 {
             observer.tick(SystemTime::now());
             hand_over(&mut observer);
