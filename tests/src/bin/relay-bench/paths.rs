@@ -121,6 +121,11 @@ impl Drop for Group {
 }
 
 impl Paths {
+    /// The index of the first path whose name contains `name`, if that path runs here.
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.list.iter().position(|p| p.name.contains(name))
+    }
+
     /// Waits until the recording relay has written what the last scenario gave it (its journal
     /// stops growing), so its evidence work does not run into the next path's measurement.
     pub async fn settle(&self) {

@@ -30,6 +30,16 @@ pub fn paired(a: &[f64], b: &[f64]) -> String {
     )
 }
 
+/// Path `i`'s samples against the peer's (same rounds), as a table cell: [`paired`], `1.00×`
+/// for the peer itself, `—` when the peer does not run here.
+pub fn against(samples: &[Vec<f64>], i: usize, peer: Option<usize>) -> String {
+    match peer {
+        Some(j) if j != i => paired(&samples[i], &samples[j]),
+        Some(_) => "1.00×".into(),
+        None => "—".into(),
+    }
+}
+
 /// The order `n` paths run in during round `round`: each round starts one later, so no path
 /// always runs first (or last).
 pub fn rotation(round: usize, n: usize) -> impl Iterator<Item = usize> {

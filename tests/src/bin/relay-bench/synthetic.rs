@@ -3,7 +3,7 @@
 //! copes with an event flood and with many connections, and the forwarding process's peak memory.
 
 use crate::paths::{peak_rss_kib, reset_peak, Paths};
-use crate::stats::{paired, percentile, ratio, rotation};
+use crate::stats::{against, percentile, ratio, rotation};
 use cdp_relay_tests::cdp::{connect, Ws};
 use cdp_relay_tests::http::get;
 use futures_util::{SinkExt, StreamExt};
@@ -288,7 +288,7 @@ async fn flood_tables(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Pa
                 };
             }
         }
-        let nginx = paths.list.iter().position(|p| p.name.contains("nginx"));
+        let nginx = paths.index("nginx");
         for (i, p) in paths.list.iter().enumerate() {
             let _ = writeln!(
                 out,
@@ -297,7 +297,7 @@ async fn flood_tables(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Pa
                 percentile(&rates[i], 0.5),
                 percentile(&probes[i], 0.5),
                 percentile(&probes[i], 0.99),
-                nginx.map_or("—".into(), |j| paired(&p99s[i], &p99s[j])),
+                against(&p99s, i, nginx),
                 drops[i].map_or("—".into(), |d| d.to_string()),
                 mib(p.pid.map(peak_rss_kib)),
             );
@@ -430,13 +430,7 @@ async fn connections_table(out: &mut String, rounds: usize, sizes: &Sizes, paths
             rates[i].push(rate);
         }
     }
-    let find = |name: &str| paths.list.iter().position(|p| p.name.contains(name));
-    let against = |i: usize, peer: Option<usize>| match peer {
-        Some(j) if j != i => paired(&rates[i], &rates[j]),
-        Some(_) => "1.00×".into(),
-        None => "—".into(),
-    };
-    let (forwarding, nginx) = (find("--no-evidence"), find("nginx"));
+    let (forwarding, nginx) = (paths.index("--no-evidence"), paths.index("nginx"));
     for (i, p) in paths.list.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -445,8 +439,8 @@ async fn connections_table(out: &mut String, rounds: usize, sizes: &Sizes, paths
             percentile(&rtts[i], 0.5),
             percentile(&rtts[i], 0.99),
             percentile(&rates[i], 0.5),
-            against(i, forwarding),
-            against(i, nginx),
+            against(&rates, i, forwarding),
+            against(&rates, i, nginx),
             mib(p.pid.map(peak_rss_kib)),
         );
     }
