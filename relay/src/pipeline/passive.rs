@@ -153,11 +153,13 @@ pub(super) fn run(
         if gone && queue.is_empty() {
             return finish(&mut observer, SystemTime::now(), &hand_over);
         }
-        trim.after_round(handled);
         if handled == 0 {
             observer.tick(SystemTime::now());
             hand_over(&mut observer);
+            trim.quiet();
             std::thread::park_timeout(IDLE_POLL);
+        } else {
+            trim.busy(handled);
         }
     }
 }

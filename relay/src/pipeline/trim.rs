@@ -4,8 +4,9 @@
 //! recording relay's RSS stayed ~20 MiB above what it needed for the next workload, memory a
 //! fleet pays per pod. Once the observer's queues have stayed empty for [`QUIET`] after at least
 //! [`BURST`] copies, `malloc_trim` returns the whole free pages of every arena. It runs on the
-//! observer's thread, never on the forwarding path, and only when nothing has been copied for a
-//! second, so the arena locks it takes briefly are not wanted by anyone.
+//! observer's thread, never on the forwarding path. It holds one arena's lock at a time while it
+//! trims it (0.6–2.5 ms in all, measured after a flood), so a forwarding thread that allocates
+//! meanwhile waits: at most once per burst, at the first message after a quiet second.
 
 use std::time::{Duration, Instant};
 
@@ -23,20 +24,21 @@ pub(super) struct Trim {
 }
 
 impl Trim {
-    /// Call after every round with the copies it handled; trims when one is due.
-    pub(super) fn after_round(&mut self, handled: usize) {
-        if self.due(handled, Instant::now()) {
+    /// A round handled `handled` copies (more than none): the quiet spell starts again.
+    pub(super) fn busy(&mut self, handled: usize) {
+        self.handled = self.handled.saturating_add(handled);
+        self.quiet_since = None;
+    }
+
+    /// A round found the queues empty; trims when one is due.
+    pub(super) fn quiet(&mut self) {
+        if self.due(Instant::now()) {
             release_freed_memory();
         }
     }
 
-    /// Whether a trim is due now; counts the round.
-    fn due(&mut self, handled: usize, now: Instant) -> bool {
-        if handled > 0 {
-            self.handled = self.handled.saturating_add(handled);
-            self.quiet_since = None;
-            return false;
-        }
+    /// Whether a trim is due at `now`, in a quiet round.
+    fn due(&mut self, now: Instant) -> bool {
         let since = *self.quiet_since.get_or_insert(now);
         if self.handled < BURST || now.duration_since(since) < QUIET {
             return false;
@@ -69,22 +71,22 @@ mod tests {
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         let mut trim = Trim::default();
         // A small trickle never trims, however quiet it gets after.
-        assert!(!trim.due(BURST - 1, at(0)));
-        assert!(!trim.due(0, at(10)));
-        assert!(!trim.due(0, at(5_000)));
+        trim.busy(BURST - 1);
+        assert!(!trim.due(at(10)));
+        assert!(!trim.due(at(5_000)));
         // The burst is complete; the quiet spell restarts with it.
-        assert!(!trim.due(1, at(5_010)));
-        assert!(!trim.due(0, at(5_020)));
-        assert!(!trim.due(0, at(6_019)), "not yet a second quiet");
-        assert!(trim.due(0, at(6_020)));
+        trim.busy(1);
+        assert!(!trim.due(at(5_020)));
+        assert!(!trim.due(at(6_019)), "not yet a second quiet");
+        assert!(trim.due(at(6_020)));
         // Once per burst.
-        assert!(!trim.due(0, at(9_000)));
+        assert!(!trim.due(at(9_000)));
         // Work inside the quiet second restarts it.
-        assert!(!trim.due(BURST, at(9_010)));
-        assert!(!trim.due(0, at(9_020)));
-        assert!(!trim.due(5, at(9_500)));
-        assert!(!trim.due(0, at(9_510)));
-        assert!(!trim.due(0, at(10_400)));
-        assert!(trim.due(0, at(10_510)));
+        trim.busy(BURST);
+        assert!(!trim.due(at(9_020)));
+        trim.busy(5);
+        assert!(!trim.due(at(9_510)));
+        assert!(!trim.due(at(10_400)));
+        assert!(trim.due(at(10_510)));
     }
 }
