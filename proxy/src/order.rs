@@ -57,6 +57,11 @@ pub struct Order {
     progress: Notify,
     /// The passive observer's thread, woken when a reader waits (it polls otherwise).
     passive: OnceLock<Thread>,
+    /// Readers in [`Order::caught_up`] that found the passive thread behind.
+    waiting: AtomicU64,
+    /// Called as a reader starts waiting: the passive thread may be in a CPU class that lets
+    /// everything else run first, and a reader must not wait behind that.
+    on_wait: OnceLock<Box<dyn Fn() + Send + Sync>>,
     /// A gate the passive thread started and has not seen through.
     gate: Mutex<Option<Gate>>,
     /// Gates tried: a test can tell that the consumer went round.
@@ -133,6 +138,8 @@ impl Order {
             lost: AtomicU64::new(u64::MAX),
             progress: Notify::new(),
             passive: OnceLock::new(),
+            waiting: AtomicU64::new(0),
+            on_wait: OnceLock::new(),
             gate: Mutex::new(None),
             tries: AtomicU64::new(0),
         }
@@ -216,6 +223,21 @@ impl Order {
         let _ = self.passive.set(thread);
     }
 
+    /// Passive thread: `lift` is called whenever a reader starts waiting for it.
+    pub fn on_wait(&self, lift: impl Fn() + Send + Sync + 'static) {
+        let _ = self.on_wait.set(Box::new(lift));
+    }
+
+    /// Passive thread: a reader is waiting for it right now.
+    pub fn awaited(&self) -> bool {
+        self.waiting.load(SeqCst) > 0
+    }
+
+    /// The stamp the next chunk will get: everything forwarded so far is stamped below it.
+    pub fn issued(&self) -> u64 {
+        self.next.load(SeqCst)
+    }
+
     /// True once everything stamped below `below` was handled.
     pub fn handled(&self, below: u64) -> bool {
         self.handled.load(SeqCst) >= below
@@ -227,6 +249,7 @@ impl Order {
     /// when there is nothing to wait for, or once the passive observer has stopped.
     pub async fn caught_up(&self) {
         let below = self.next.load(SeqCst);
+        let mut waiting = None;
         loop {
             let progressed = self.progress.notified();
             tokio::pin!(progressed);
@@ -234,12 +257,36 @@ impl Order {
             if self.handled(below) {
                 return;
             }
+            if waiting.is_none() {
+                // Counted before the lift, so a passive thread going idle sees it (the count
+                // drops with the future, however it ends).
+                waiting = Some(Waiting::new(self));
+                if let Some(lift) = self.on_wait.get() {
+                    lift();
+                }
+            }
             if let Some(t) = self.passive.get() {
                 // It polls every few milliseconds; a reader waiting need not.
                 t.unpark();
             }
             progressed.await;
         }
+    }
+}
+
+/// One reader counted in [`Order::awaited`] while it exists.
+struct Waiting<'a>(&'a Order);
+
+impl<'a> Waiting<'a> {
+    fn new(order: &'a Order) -> Waiting<'a> {
+        order.waiting.fetch_add(1, SeqCst);
+        Waiting(order)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, SeqCst);
     }
 }
 
@@ -294,6 +341,57 @@ mod tests {
             });
             order.close();
             waiting.await.expect("returns when the observer stops");
+        });
+    }
+
+    #[test]
+    fn a_reader_that_must_wait_is_counted_and_lifts_the_passive_thread_once() {
+        use std::sync::atomic::AtomicUsize;
+        let order = std::sync::Arc::new(Order::new());
+        let lifts = std::sync::Arc::new(AtomicUsize::new(0));
+        order.on_wait({
+            let lifts = lifts.clone();
+            move || {
+                lifts.fetch_add(1, SeqCst);
+            }
+        });
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            // Nothing to wait for: no lift, nobody counted.
+            order.caught_up().await;
+            assert_eq!(lifts.load(SeqCst), 0);
+            assert!(!order.awaited());
+            order.stamp();
+            assert_eq!(order.issued(), 1);
+            let waiting = tokio::spawn({
+                let order = order.clone();
+                async move { order.caught_up().await }
+            });
+            tokio::task::yield_now().await;
+            assert!(order.awaited());
+            assert_eq!(lifts.load(SeqCst), 1);
+            // Woken without progress (another reader's notification): not lifted again.
+            order.progress.notify_waiters();
+            tokio::task::yield_now().await;
+            assert_eq!(lifts.load(SeqCst), 1);
+            order.handled_below(1);
+            waiting.await.expect("returns once handled");
+            assert!(!order.awaited());
+            // A reader given up on (its future dropped) is no longer counted.
+            order.stamp();
+            let given_up = tokio::spawn({
+                let order = order.clone();
+                async move { order.caught_up().await }
+            });
+            tokio::task::yield_now().await;
+            assert!(order.awaited());
+            given_up.abort();
+            let _ = given_up.await;
+            assert!(!order.awaited());
+            assert_eq!(lifts.load(SeqCst), 2);
         });
     }
 

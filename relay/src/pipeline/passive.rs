@@ -10,9 +10,12 @@
 //! place too.
 //!
 //! It polls rather than blocks when the queues are empty, so a `try_send` on the hot path never
-//! has a parked thread to wake; a reader that waits for it wakes it instead.
+//! has a parked thread to wake; a reader that waits for it wakes it instead. It runs below the
+//! hot path's CPU class while it keeps up, and a reader that waits for it lifts it
+//! (`priority.rs`).
 
 use super::observer::Observer;
+use super::priority::{self, Priority};
 use super::trim::Trim;
 use super::writer::RunWriter;
 use cdp_relay_proxy::order::Order;
@@ -79,6 +82,10 @@ impl Queue {
     fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+
+    fn len(&self) -> usize {
+        self.heap.len()
+    }
 }
 
 /// Lets readers through once the thread is gone, however it ends (a panic included): nothing
@@ -107,6 +114,7 @@ pub(super) fn run(
     };
     let mut stuck: Option<Instant> = None;
     let mut trim = Trim::default();
+    let mut priority = below_the_hot_path(&order, rx.frames.max_capacity());
     loop {
         let control_gone = take_control(&mut rx, &mut queue);
         let below = match order.try_gate() {
@@ -130,6 +138,7 @@ pub(super) fn run(
         // Every client → browser copy stamped below `below` is queued now, or lost.
         let gone = take_copies(&mut rx, &mut queue) && control_gone;
         take_control(&mut rx, &mut queue);
+        priority.adapt_awaited(queue.len(), || order.awaited());
         if order.first_lost().is_some_and(|lost| lost < below) {
             // A keystroke may have gone unseen: nothing stamped after it may be trusted.
             sanitizer.withhold_free_text();
@@ -141,6 +150,7 @@ pub(super) fn run(
                 // stopped forwarding before it asked the pipeline to finish), and the relay's
                 // own observer must be free to answer the verifications `finish` waits for.
                 order.close();
+                priority.stay_normal();
                 return finish(&mut observer, at, &hand_over);
             }
             observer.handle(event);
@@ -151,6 +161,7 @@ pub(super) fn run(
         }
         order.handled_below(below);
         if gone && queue.is_empty() {
+            priority.stay_normal();
             return finish(&mut observer, SystemTime::now(), &hand_over);
         }
         if handled == 0 {
@@ -162,6 +173,27 @@ pub(super) fn run(
             trim.busy(handled);
         }
     }
+}
+
+/// Moves the calling (passive) thread below the hot path (`priority.rs`): a reader waiting in
+/// [`Order::caught_up`] lifts it, and so does a watch when it lags.
+fn below_the_hot_path(order: &Arc<Order>, capacity: usize) -> Priority {
+    let mut priority = Priority::start(capacity);
+    if let Some(class) = priority.class() {
+        let lift = class.clone();
+        order.on_wait(move || {
+            if let Some(class) = lift.upgrade() {
+                class.lift();
+            }
+        });
+        let (issued, handled) = (order.clone(), order.clone());
+        let watch = priority::watch(class, move || issued.issued(), move |b| handled.handled(b));
+        if watch.is_err() {
+            // Nothing would bound how far it lags.
+            priority.stay_normal();
+        }
+    }
+    priority
 }
 
 /// Takes lifecycle events; true when every tap is gone.

@@ -1,55 +1,163 @@
-//! The run writer's CPU class: below the hot path while it keeps up, equal when it falls behind.
+//! The evidence threads' CPU class: below the hot path while they keep up, equal when they fall
+//! behind or when someone waits for them.
 //!
 //! On a machine with two cores shared by the client, the browser and the relay, an evidence
 //! thread that wakes to work through a batch can hold the core a forwarding thread is about to
-//! be woken on for a scheduler slice: that showed as +90…+190 µs at p99 of a round trip with
-//! evidence on, against +30…+40 µs forwarding only. In Linux's `SCHED_IDLE` class any runnable
-//! normal thread preempts the writer at once. But a fully busy machine would then starve it for
-//! as long as it stays busy, so once its queue backs up past a quarter it returns to the normal
-//! class to catch up, and goes back to idle when its queue is seen empty.
+//! be woken on for a scheduler slice. For the run writer that showed as +90…+190 µs at p99 of a
+//! round trip, against +30…+40 µs forwarding only; for the observer, during a flood of
+//! `Network.*` events, as a probe's p99 at ~4× nginx's against ~1× in the idle class
+//! (BENCHMARKS.md, issue 19 round 6). In Linux's `SCHED_IDLE` class any runnable normal thread
+//! preempts the thread at once. But a fully busy machine would then starve it for as long as it
+//! stays busy, so a thread returns to the normal class:
 //!
-//! Only the writer: the observer thread decides what a frame may show and what a typing step
-//! was typed into, and those decisions must not lag the page.
+//! - when its queue backs up past a quarter (the thread itself, on its next round);
+//! - for the observer, when a reader waits for it (`Order::caught_up`: the relay's own observer
+//!   and screenshots must not wait behind other work) — lifted at once by the reader's thread;
+//! - for the observer, when it has not handled within [`MAX_LAG`] what was stamped before
+//!   ([`watch`]: the typing and screenshot decisions it makes are about moments in the past, but
+//!   a verdict asked of the page long after the typing is worth less);
+//!
+//! and goes back to idle when it finds its queue empty and nobody waiting.
 //!
 //! Leaving `SCHED_IDLE` needs `CAP_SYS_NICE` or an `RLIMIT_NICE` of 20 (`ulimit -e 20`); without
 //! either a thread could never catch up, so the threads then stay in the normal class.
 
-/// Tracks one thread's class; call [`Priority::adapt`] with its queue's backlog.
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+/// How far behind the observer may fall, in the idle class, before it is lifted.
+pub(super) const MAX_LAG: Duration = Duration::from_millis(25);
+
+/// One thread's class, changed by the thread itself or lifted by another.
+#[derive(Debug)]
+pub(super) struct Class {
+    /// The thread's id (`gettid`); 0 where classes are not used.
+    tid: i32,
+    /// Held across the change, so a lift and a return to idle happen one after the other.
+    idle: Mutex<bool>,
+}
+
+impl Class {
+    fn set(&self, idle: bool) -> bool {
+        let mut now = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if *now == idle {
+            return true;
+        }
+        let changed = set_idle(self.tid, idle);
+        if changed {
+            *now = idle;
+        }
+        changed
+    }
+
+    /// Back to the normal class now (from any thread).
+    pub(super) fn lift(&self) {
+        self.set(false);
+    }
+
+    pub(super) fn is_idle(&self) -> bool {
+        *self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Tracks the calling thread's class; call [`Priority::adapt`] with its queue's backlog.
 pub(super) struct Priority {
     capacity: usize,
-    idle: bool,
+    /// `None` where the thread stays in the normal class.
+    class: Option<Arc<Class>>,
 }
 
 impl Priority {
     /// Moves the calling thread to the idle class, if it could later leave it again.
     pub(super) fn start(capacity: usize) -> Priority {
-        let idle = reversible() && set_idle(true);
-        Priority { capacity, idle }
+        let class = reversible().then(|| {
+            Arc::new(Class {
+                tid: current_tid(),
+                idle: Mutex::new(false),
+            })
+        });
+        let class = class.filter(|c| c.set(true));
+        Priority { capacity, class }
+    }
+
+    /// The thread's class, for another thread to lift it while this thread runs; `None` when
+    /// it never leaves the normal class.
+    pub(super) fn class(&self) -> Option<Weak<Class>> {
+        self.class.as_ref().map(Arc::downgrade)
     }
 
     /// `backlog` is how many items wait in the thread's queue right now.
     pub(super) fn adapt(&mut self, backlog: usize) {
-        if !reversible() {
+        self.adapt_awaited(backlog, || false);
+    }
+
+    /// Like [`Priority::adapt`]; `awaited` says whether someone waits for the thread right now
+    /// (it then stays in the normal class).
+    pub(super) fn adapt_awaited(&mut self, backlog: usize, awaited: impl Fn() -> bool) {
+        let Some(class) = &self.class else {
             return;
+        };
+        let Some(idle) = next_class(class.is_idle(), backlog, self.capacity, awaited()) else {
+            return;
+        };
+        if class.set(idle) && idle && awaited() {
+            // A reader began waiting as the thread went idle; its lift may have come first.
+            class.set(false);
         }
-        if let Some(idle) = next_class(self.idle, backlog, self.capacity) {
-            if set_idle(idle) {
-                self.idle = idle;
-            }
+    }
+
+    /// The normal class from now on (the thread is finishing).
+    pub(super) fn stay_normal(&mut self) {
+        if let Some(class) = self.class.take() {
+            class.set(false);
         }
     }
 }
 
-/// The class to switch to, if any: normal when the backlog passes a quarter of the queue, idle
-/// again once it is empty.
-fn next_class(idle: bool, backlog: usize, capacity: usize) -> Option<bool> {
-    if idle && backlog > capacity / 4 {
+/// The class to switch to, if any: normal when the backlog passes a quarter of the queue or
+/// someone waits, idle again once the queue is empty and nobody does.
+fn next_class(idle: bool, backlog: usize, capacity: usize, awaited: bool) -> Option<bool> {
+    if idle && (backlog > capacity / 4 || awaited) {
         Some(false)
-    } else if !idle && backlog == 0 {
+    } else if !idle && backlog == 0 && !awaited {
         Some(true)
     } else {
         None
     }
+}
+
+/// Lifts `class` whenever its thread has not handled, [`MAX_LAG`] later, everything stamped
+/// before; ends with the [`Priority`] that owns `class`. `issued()`: the next stamp;
+/// `handled(stamp)`: whether everything stamped below `stamp` was handled.
+pub(super) fn watch(
+    class: Weak<Class>,
+    issued: impl Fn() -> u64 + Send + 'static,
+    handled: impl Fn(u64) -> bool + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("cdp-relay-lag".into())
+        .spawn(move || loop {
+            let below = issued();
+            std::thread::sleep(MAX_LAG);
+            let Some(class) = class.upgrade() else {
+                return;
+            };
+            if class.is_idle() && !handled(below) {
+                class.lift();
+            }
+        })
+}
+
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn current_tid() -> i32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { nix::libc::gettid() }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn current_tid() -> i32 {
+    0
 }
 
 /// Whether this process may return a thread from the idle class, found out once on a
@@ -59,17 +167,20 @@ fn reversible() -> bool {
     *REVERSIBLE.get_or_init(|| {
         std::thread::Builder::new()
             .name("cdp-relay-probe".into())
-            .spawn(|| set_idle(true) && set_idle(false))
+            .spawn(|| {
+                let tid = current_tid();
+                set_idle(tid, true) && set_idle(tid, false)
+            })
             .ok()
             .and_then(|t| t.join().ok())
             .unwrap_or(false)
     })
 }
 
-/// Sets the calling thread's class; false when the OS refused (the thread keeps its class).
+/// Sets thread `tid`'s class; false when the OS refused (the thread keeps its class).
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn set_idle(idle: bool) -> bool {
+fn set_idle(tid: i32, idle: bool) -> bool {
     use nix::libc;
     let policy = if idle {
         libc::SCHED_IDLE
@@ -77,14 +188,14 @@ fn set_idle(idle: bool) -> bool {
         libc::SCHED_OTHER
     };
     let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: pid 0 names the calling thread; `param` is a valid, initialised struct that
+    // SAFETY: `tid` is a thread of this process; `param` is a valid, initialised struct that
     // outlives the call, which only reads it.
-    let rc = unsafe { libc::sched_setscheduler(0, policy, &param) };
+    let rc = unsafe { libc::sched_setscheduler(tid, policy, &param) };
     rc == 0
 }
 
 #[cfg(not(target_os = "linux"))]
-fn set_idle(_idle: bool) -> bool {
+fn set_idle(_tid: i32, _idle: bool) -> bool {
     false
 }
 
@@ -93,42 +204,94 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_backlog_past_a_quarter_lifts_the_thread_and_an_empty_queue_lowers_it() {
-        assert_eq!(next_class(true, 0, 16), None);
-        assert_eq!(next_class(true, 4, 16), None);
-        assert_eq!(next_class(true, 5, 16), Some(false));
-        assert_eq!(next_class(false, 5, 16), None);
-        assert_eq!(next_class(false, 1, 16), None);
-        assert_eq!(next_class(false, 0, 16), Some(true));
+    fn a_backlog_past_a_quarter_or_a_reader_lifts_the_thread_and_an_empty_queue_lowers_it() {
+        assert_eq!(next_class(true, 0, 16, false), None);
+        assert_eq!(next_class(true, 4, 16, false), None);
+        assert_eq!(next_class(true, 5, 16, false), Some(false));
+        assert_eq!(next_class(true, 0, 16, true), Some(false));
+        assert_eq!(next_class(false, 5, 16, false), None);
+        assert_eq!(next_class(false, 1, 16, false), None);
+        assert_eq!(next_class(false, 0, 16, true), None);
+        assert_eq!(next_class(false, 0, 16, false), Some(true));
+    }
+
+    /// The scheduling policy of thread `tid` of this process (5 = `SCHED_IDLE`).
+    #[cfg(target_os = "linux")]
+    fn policy(tid: i32) -> i32 {
+        // Field 41 of a task's stat is its scheduling policy.
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+        let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+        after_comm.split(' ').nth(41 - 3).unwrap().parse().unwrap()
     }
 
     #[cfg(target_os = "linux")]
     #[test]
     fn the_thread_really_changes_class_and_back() {
-        fn policy() -> i32 {
-            // Field 41 of /proc/thread-self/stat is the scheduling policy (5 = SCHED_IDLE).
-            let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-            let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
-            after_comm.split(' ').nth(41 - 3).unwrap().parse().unwrap()
-        }
         std::thread::spawn(|| {
+            let tid = current_tid();
             let mut p = Priority::start(8);
             if !reversible() {
                 // Unprivileged with RLIMIT_NICE 0: the thread must stay where it can catch up.
-                assert!(!p.idle);
+                assert!(p.class().is_none());
                 p.adapt(0);
-                assert_eq!(policy(), nix::libc::SCHED_OTHER);
+                assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
                 return;
             }
-            assert!(p.idle);
-            assert_eq!(policy(), nix::libc::SCHED_IDLE);
+            assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
             p.adapt(3);
-            assert_eq!(policy(), nix::libc::SCHED_OTHER);
-            assert!(!p.idle);
+            assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
             p.adapt(0);
-            assert_eq!(policy(), nix::libc::SCHED_IDLE);
+            assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
+            // Nothing queued, but a reader waits: normal until it stops waiting.
+            p.adapt_awaited(0, || true);
+            assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
+            p.adapt_awaited(0, || false);
+            assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
+            p.stay_normal();
+            p.adapt(0);
+            assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
         })
         .join()
         .unwrap();
+    }
+
+    /// Another thread lifts an idle thread at once, and the lag watch lifts one that does not
+    /// keep up; the thread goes back to idle on its own next round.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_reader_or_the_lag_watch_lifts_the_thread_from_outside() {
+        if !reversible() {
+            return;
+        }
+        let (to_main, from_thread) = std::sync::mpsc::channel();
+        let (to_thread, from_main) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let mut p = Priority::start(8);
+            to_main.send((current_tid(), p.class().unwrap())).unwrap();
+            // Each message from the main thread: one round with an empty queue.
+            while from_main.recv().is_ok() {
+                p.adapt(0);
+                to_main.send((current_tid(), p.class().unwrap())).unwrap();
+            }
+        });
+        let (tid, class) = from_thread.recv().unwrap();
+        assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
+        class.upgrade().unwrap().lift();
+        assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
+        to_thread.send(()).unwrap();
+        from_thread.recv().unwrap();
+        assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
+        // Stamp 1 was issued and is never handled: the watch lifts the thread.
+        let watch = watch(class.clone(), || 1, |below| below == 0).unwrap();
+        let lifted = (0..2_000).any(|_| {
+            std::thread::sleep(Duration::from_millis(5));
+            policy(tid) == nix::libc::SCHED_OTHER
+        });
+        assert!(lifted, "the watch never lifted the thread");
+        drop(to_thread);
+        thread.join().unwrap();
+        // The thread and its class are gone: the watch ends.
+        watch.join().unwrap();
+        assert!(class.upgrade().is_none());
     }
 }

@@ -16,6 +16,8 @@ pub struct Path {
     pub authority: String,
     /// The process doing the forwarding, for its memory (none for direct).
     pub pid: Option<u32>,
+    /// It records evidence: its losses are counted (`/relay/v1/status`).
+    pub records: bool,
 }
 
 /// The paths and the processes behind them.
@@ -50,16 +52,19 @@ impl Paths {
                 name: "direct",
                 authority: up_auth.clone(),
                 pid: None,
+                records: false,
             },
             Path {
                 name: "cdp-relay (evidence on)",
                 authority: relay.authority(),
                 pid: Some(relay.pid()),
+                records: true,
             },
             Path {
                 name: "cdp-relay --no-evidence",
                 authority: plain.authority(),
                 pid: Some(plain.pid()),
+                records: false,
             },
         ];
         let mut children = Vec::new();
@@ -71,6 +76,7 @@ impl Paths {
                     name: "nginx",
                     authority,
                     pid: worker,
+                    records: false,
                 });
                 groups.push(child);
                 dirs.push(dir);
@@ -89,6 +95,7 @@ impl Paths {
                     name: "node-http-proxy",
                     authority,
                     pid,
+                    records: false,
                 });
                 children.push(child);
             }

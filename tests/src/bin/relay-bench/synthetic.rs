@@ -2,7 +2,7 @@
 //! path adds per round trip, how many messages it moves, how fast it carries big messages, how it
 //! copes with an event flood and with many connections, and the forwarding process's peak memory.
 
-use crate::paths::{peak_rss_kib, reset_peak, Paths};
+use crate::paths::{peak_rss_kib, reset_peak, Path, Paths};
 use crate::stats::{against, percentile, ratio, rotation};
 use cdp_relay_tests::cdp::{connect, Ws};
 use cdp_relay_tests::http::get;
@@ -274,11 +274,12 @@ async fn flood_tables(out: &mut String, rounds: usize, sizes: &Sizes, paths: &Pa
         let mut drops: Vec<Option<u64>> = vec![Some(0); n];
         for r in 0..flood_rounds {
             for i in rotation(r, n) {
-                let authority = &paths.list[i].authority;
-                let before = dropped(authority, i).await;
+                let path = &paths.list[i];
+                let authority = &path.authority;
+                let before = dropped(path).await;
                 let (got, probe) = flood(authority, sizes.flood, kind, rate).await;
                 paths.settle().await;
-                let after = dropped(authority, i).await;
+                let after = dropped(path).await;
                 rates[i].push(got);
                 p99s[i].push(percentile(&probe, 0.99));
                 probes[i].extend(probe);
@@ -461,12 +462,12 @@ fn section(name: &str) -> bool {
     }
 }
 
-/// The recording relay's dropped-evidence count (only it has one).
-async fn dropped(authority: &str, index: usize) -> Option<u64> {
-    if index != 1 {
+/// A recording path's dropped-evidence count (`None` for the others).
+async fn dropped(path: &Path) -> Option<u64> {
+    if !path.records {
         return None;
     }
     // Let the observer catch up before reading, so drops are counted where they happen.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    get(authority, "/relay/v1/status").await.json()["evidenceDropped"].as_u64()
+    get(&path.authority, "/relay/v1/status").await.json()["evidenceDropped"].as_u64()
 }
