@@ -15,7 +15,7 @@
 //! (`priority.rs`).
 
 use super::observer::Observer;
-use super::priority::{self, Priority};
+use super::priority::{self, Lifter, Priority};
 use super::trim::Trim;
 use super::writer::RunWriter;
 use cdp_relay_proxy::order::Order;
@@ -138,7 +138,7 @@ pub(super) fn run(
         // Every client → browser copy stamped below `below` is queued now, or lost.
         let gone = take_copies(&mut rx, &mut queue) && control_gone;
         take_control(&mut rx, &mut queue);
-        priority.adapt_awaited(queue.len(), || order.awaited());
+        priority.adapt(queue.len(), || order.awaited());
         if order.first_lost().is_some_and(|lost| lost < below) {
             // A keystroke may have gone unseen: nothing stamped after it may be trusted.
             sanitizer.withhold_free_text();
@@ -180,12 +180,9 @@ pub(super) fn run(
 fn below_the_hot_path(order: &Arc<Order>, capacity: usize) -> Priority {
     let mut priority = Priority::start(capacity);
     if let Some(class) = priority.class() {
-        let lift = class.clone();
-        order.on_wait(move || {
-            if let Some(class) = lift.upgrade() {
-                class.lift();
-            }
-        });
+        let lifter = Lifter::default();
+        lifter.know(&priority);
+        order.on_wait(move || lifter.lift());
         let (issued, handled) = (order.clone(), order.clone());
         let watch = priority::watch(class, move || issued.issued(), move |b| handled.handled(b));
         if watch.is_err() {

@@ -11,6 +11,9 @@
 //! stays busy, so a thread returns to the normal class:
 //!
 //! - when its queue backs up past a quarter (the thread itself, on its next round);
+//! - while someone waits for it: a producer blocked on the writer's full queue, a reader asking
+//!   the writer to sync or finalize, the relay stopping ([`Lifter`], lifted at once by the
+//!   waiting thread, and kept normal while the thread works on what was asked);
 //! - for the observer, when a reader waits for it (`Order::caught_up`: the relay's own observer
 //!   and screenshots must not wait behind other work) — lifted at once by the reader's thread;
 //! - for the observer, when it has not handled within [`MAX_LAG`] what was stamped before
@@ -22,7 +25,7 @@
 //! Leaving `SCHED_IDLE` needs `CAP_SYS_NICE` or an `RLIMIT_NICE` of 20 (`ulimit -e 20`); without
 //! either a thread could never catch up, so the threads then stay in the normal class.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 /// How far behind the observer may fall, in the idle class, before it is lifted.
@@ -60,6 +63,27 @@ impl Class {
     }
 }
 
+/// Lifts an evidence thread from wherever something waits for it (a full queue, a sync, the
+/// end of the run); it knows the thread once the thread has started.
+#[derive(Debug, Default)]
+pub(crate) struct Lifter(OnceLock<Weak<Class>>);
+
+impl Lifter {
+    /// The thread, if it is in the idle class, moves to the normal class now.
+    pub(crate) fn lift(&self) {
+        if let Some(class) = self.0.get().and_then(Weak::upgrade) {
+            class.lift();
+        }
+    }
+
+    /// From now on, [`Lifter::lift`] lifts the thread `priority` tracks.
+    pub(super) fn know(&self, priority: &Priority) {
+        if let Some(class) = priority.class() {
+            let _ = self.0.set(class);
+        }
+    }
+}
+
 /// Tracks the calling thread's class; call [`Priority::adapt`] with its queue's backlog.
 pub(super) struct Priority {
     capacity: usize,
@@ -86,14 +110,9 @@ impl Priority {
         self.class.as_ref().map(Arc::downgrade)
     }
 
-    /// `backlog` is how many items wait in the thread's queue right now.
-    pub(super) fn adapt(&mut self, backlog: usize) {
-        self.adapt_awaited(backlog, || false);
-    }
-
-    /// Like [`Priority::adapt`]; `awaited` says whether someone waits for the thread right now
-    /// (it then stays in the normal class).
-    pub(super) fn adapt_awaited(&mut self, backlog: usize, awaited: impl Fn() -> bool) {
+    /// `backlog` is how many items wait in the thread's queue right now; `awaited` says whether
+    /// someone waits for the thread right now (it then stays in the normal class).
+    pub(super) fn adapt(&mut self, backlog: usize, awaited: impl Fn() -> bool) {
         let Some(class) = &self.class else {
             return;
         };
@@ -233,50 +252,57 @@ mod tests {
             if !reversible() {
                 // Unprivileged with RLIMIT_NICE 0: the thread must stay where it can catch up.
                 assert!(p.class().is_none());
-                p.adapt(0);
+                p.adapt(0, || false);
                 assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
                 return;
             }
             assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
-            p.adapt(3);
+            p.adapt(3, || false);
             assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
-            p.adapt(0);
+            p.adapt(0, || false);
             assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
             // Nothing queued, but a reader waits: normal until it stops waiting.
-            p.adapt_awaited(0, || true);
+            p.adapt(0, || true);
             assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
-            p.adapt_awaited(0, || false);
+            p.adapt(0, || false);
             assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
             p.stay_normal();
-            p.adapt(0);
+            p.adapt(0, || false);
             assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
         })
         .join()
         .unwrap();
     }
 
-    /// Another thread lifts an idle thread at once, and the lag watch lifts one that does not
-    /// keep up; the thread goes back to idle on its own next round.
+    /// Another thread lifts an idle thread at once (through a [`Lifter`]), and the lag watch
+    /// lifts one that does not keep up; the thread goes back to idle on its own next round.
     #[cfg(target_os = "linux")]
     #[test]
-    fn a_reader_or_the_lag_watch_lifts_the_thread_from_outside() {
+    fn a_waiter_or_the_lag_watch_lifts_the_thread_from_outside() {
         if !reversible() {
             return;
         }
+        let lifter = Arc::new(Lifter::default());
+        // Before the thread started: nothing to lift, no harm.
+        lifter.lift();
         let (to_main, from_thread) = std::sync::mpsc::channel();
         let (to_thread, from_main) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let mut p = Priority::start(8);
-            to_main.send((current_tid(), p.class().unwrap())).unwrap();
-            // Each message from the main thread: one round with an empty queue.
-            while from_main.recv().is_ok() {
-                p.adapt(0);
+        let thread = std::thread::spawn({
+            let lifter = lifter.clone();
+            move || {
+                let mut p = Priority::start(8);
+                lifter.know(&p);
                 to_main.send((current_tid(), p.class().unwrap())).unwrap();
+                // Each message from the main thread: one round with an empty queue.
+                while from_main.recv().is_ok() {
+                    p.adapt(0, || false);
+                    to_main.send((current_tid(), p.class().unwrap())).unwrap();
+                }
             }
         });
         let (tid, class) = from_thread.recv().unwrap();
         assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
-        class.upgrade().unwrap().lift();
+        lifter.lift();
         assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
         to_thread.send(()).unwrap();
         from_thread.recv().unwrap();
@@ -290,8 +316,9 @@ mod tests {
         assert!(lifted, "the watch never lifted the thread");
         drop(to_thread);
         thread.join().unwrap();
-        // The thread and its class are gone: the watch ends.
+        // The thread and its class are gone: the watch ends, a lift does nothing.
         watch.join().unwrap();
         assert!(class.upgrade().is_none());
+        lifter.lift();
     }
 }

@@ -16,13 +16,14 @@ mod thread;
 
 use super::calls::ToolCalls;
 use super::pages::Pages;
+use super::priority::Lifter;
 use cdp_evidence::{Record, Run, Store};
 use cdp_sanitize::Sanitizer;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use thread::{reserve, Writer};
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TrySendError};
 
 /// A record for the journal, possibly with an artifact to store first and attach.
 #[derive(Debug)]
@@ -106,6 +107,8 @@ impl Health {
 #[derive(Clone)]
 pub struct RunWriter {
     tx: mpsc::Sender<Msg>,
+    /// Lifts the writer thread out of the idle class for whoever waits for it.
+    lifter: Arc<Lifter>,
     current: Arc<Mutex<CurrentRun>>,
     failures: Arc<AtomicU64>,
     health: Arc<Health>,
@@ -135,7 +138,15 @@ impl RunWriter {
             return;
         }
         let n = batch.len() as u64;
-        if self.tx.blocking_send(Msg::Batch(batch)).is_err() {
+        let sent = match self.tx.try_send(Msg::Batch(batch)) {
+            Ok(()) => true,
+            Err(TrySendError::Full(msg)) => {
+                self.lifter.lift();
+                self.tx.blocking_send(msg).is_ok()
+            }
+            Err(TrySendError::Closed(_)) => false,
+        };
+        if !sent {
             self.failures.fetch_add(n, Ordering::Relaxed);
         }
     }
@@ -146,7 +157,15 @@ impl RunWriter {
             return;
         }
         let n = batch.len() as u64;
-        if self.tx.send(Msg::Batch(batch)).await.is_err() {
+        let sent = match self.tx.try_send(Msg::Batch(batch)) {
+            Ok(()) => true,
+            Err(TrySendError::Full(msg)) => {
+                self.lifter.lift();
+                self.tx.send(msg).await.is_ok()
+            }
+            Err(TrySendError::Closed(_)) => false,
+        };
+        if !sent {
             self.failures.fetch_add(n, Ordering::Relaxed);
         }
     }
@@ -187,6 +206,7 @@ impl RunWriter {
     /// Waits until everything sent before has been written (for a reader of the journal).
     pub async fn sync(&self) {
         let (reply, done) = tokio::sync::oneshot::channel();
+        self.lifter.lift();
         if self
             .tx
             .send(Msg::Sync {
@@ -205,6 +225,7 @@ impl RunWriter {
     /// writer is gone or the next run could not be joined).
     pub async fn rotate(&self) -> Option<WriterSummary> {
         let (reply, done) = tokio::sync::oneshot::channel();
+        self.lifter.lift();
         self.tx
             .send(Msg::Sync {
                 rotate: true,
@@ -219,6 +240,7 @@ impl RunWriter {
     /// has been written. Blocks; call from a blocking context.
     pub(crate) fn finish_blocking(&self, dropped: u64) -> Option<WriterSummary> {
         let (reply, rx) = std::sync::mpsc::channel();
+        self.lifter.lift();
         self.tx.blocking_send(Msg::Finish { dropped, reply }).ok()?;
         rx.recv().ok()
     }
@@ -241,8 +263,10 @@ pub(crate) fn start(
     }));
     let failures = Arc::new(AtomicU64::new(0));
     let health = Arc::new(Health::default());
+    let lifter = Arc::new(Lifter::default());
     let writer = RunWriter {
         tx,
+        lifter: lifter.clone(),
         current: current.clone(),
         failures: failures.clone(),
         health: health.clone(),
@@ -265,6 +289,6 @@ pub(crate) fn start(
     };
     let thread = std::thread::Builder::new()
         .name("cdp-relay-writer".into())
-        .spawn(move || state.run(rx))?;
+        .spawn(move || state.run(rx, &lifter))?;
     Ok((writer, thread))
 }

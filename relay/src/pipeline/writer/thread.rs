@@ -5,6 +5,7 @@
 use super::{CurrentRun, Emit, Health, Msg, NewArtifact, WriterSummary};
 use crate::pipeline::calls::ToolCalls;
 use crate::pipeline::pages::Pages;
+use crate::pipeline::priority::{Lifter, Priority};
 use cdp_evidence::{
     ArtifactOutcome, DropReason, JoinAs, Marker, Record, RecordKind, Run, RunEnded, Store, Totals,
 };
@@ -57,13 +58,17 @@ enum Outcome {
 }
 
 impl Writer {
-    pub(super) fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
-        let mut priority = crate::pipeline::priority::Priority::start(rx.max_capacity());
+    pub(super) fn run(mut self, mut rx: mpsc::Receiver<Msg>, lifter: &Lifter) {
+        let mut priority = Priority::start(rx.max_capacity());
+        lifter.know(&priority);
         while let Some(msg) = rx.blocking_recv() {
-            priority.adapt(rx.len());
+            // A sync or a finish has someone waiting for it.
+            let awaited = !matches!(msg, Msg::Batch(_));
+            priority.adapt(rx.len(), || awaited);
             match msg {
                 Msg::Batch(batch) => self.write(batch),
                 Msg::Finish { dropped, reply } => {
+                    priority.stay_normal();
                     // Producers finished before asking; anything still queued is theirs too.
                     while let Ok(Msg::Batch(batch)) = rx.try_recv() {
                         self.write(batch);
@@ -78,6 +83,7 @@ impl Writer {
             }
         }
         // Every handle is gone without a finish request (an error path): still finalize.
+        priority.stay_normal();
         self.finish(0);
     }
 
