@@ -293,6 +293,20 @@ impl Drop for Waiting<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    /// A reader waiting in [`Order::caught_up`], as a task of the current runtime.
+    fn reader(order: &Arc<Order>) -> tokio::task::JoinHandle<()> {
+        let order = order.clone();
+        tokio::spawn(async move { order.caught_up().await })
+    }
 
     #[test]
     fn a_gate_waits_for_guards_stamped_before_it_and_only_those() {
@@ -317,28 +331,18 @@ mod tests {
 
     #[test]
     fn waiters_return_once_handled_and_when_the_observer_stops() {
-        let order = std::sync::Arc::new(Order::new());
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async {
+        let order = Arc::new(Order::new());
+        runtime().block_on(async {
             // Nothing stamped yet: nothing to wait for.
             order.caught_up().await;
             order.stamp();
-            let waiting = tokio::spawn({
-                let order = order.clone();
-                async move { order.caught_up().await }
-            });
+            let waiting = reader(&order);
             tokio::task::yield_now().await;
             assert!(!waiting.is_finished());
             order.handled_below(1);
             waiting.await.expect("returns once handled");
             order.stamp();
-            let waiting = tokio::spawn({
-                let order = order.clone();
-                async move { order.caught_up().await }
-            });
+            let waiting = reader(&order);
             order.close();
             waiting.await.expect("returns when the observer stops");
         });
@@ -347,29 +351,22 @@ mod tests {
     #[test]
     fn a_reader_that_must_wait_is_counted_and_lifts_the_passive_thread_once() {
         use std::sync::atomic::AtomicUsize;
-        let order = std::sync::Arc::new(Order::new());
-        let lifts = std::sync::Arc::new(AtomicUsize::new(0));
+        let order = Arc::new(Order::new());
+        let lifts = Arc::new(AtomicUsize::new(0));
         order.on_wait({
             let lifts = lifts.clone();
             move || {
                 lifts.fetch_add(1, SeqCst);
             }
         });
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async {
+        runtime().block_on(async {
             // Nothing to wait for: no lift, nobody counted.
             order.caught_up().await;
             assert_eq!(lifts.load(SeqCst), 0);
             assert!(!order.awaited());
             order.stamp();
             assert_eq!(order.issued(), 1);
-            let waiting = tokio::spawn({
-                let order = order.clone();
-                async move { order.caught_up().await }
-            });
+            let waiting = reader(&order);
             tokio::task::yield_now().await;
             assert!(order.awaited());
             assert_eq!(lifts.load(SeqCst), 1);
@@ -382,10 +379,7 @@ mod tests {
             assert!(!order.awaited());
             // A reader given up on (its future dropped) is no longer counted.
             order.stamp();
-            let given_up = tokio::spawn({
-                let order = order.clone();
-                async move { order.caught_up().await }
-            });
+            let given_up = reader(&order);
             tokio::task::yield_now().await;
             assert!(order.awaited());
             given_up.abort();
