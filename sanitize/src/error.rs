@@ -5,10 +5,29 @@
 #[non_exhaustive]
 pub enum SecretError {
     /// The name is not `[A-Z_][A-Z0-9_]*` (placeholders must read unambiguously as `${NAME}`).
-    #[error("invalid secret name {name:?}: names must match [A-Z_][A-Z0-9_]*")]
+    /// The name is not repeated: a caller who swapped name and value passed the secret as it.
+    #[error("invalid secret name ({chars} characters): names must match [A-Z_][A-Z0-9_]*")]
     InvalidName {
-        /// The rejected name (at most 64 characters of it).
-        name: String,
+        /// Characters in the rejected name.
+        chars: usize,
+    },
+    /// The name is longer than `max` characters
+    /// ([`MAX_SECRET_NAME_CHARS`](crate::MAX_SECRET_NAME_CHARS)): every masked place reads
+    /// `${NAME}`, so a long name would wipe the text around it.
+    #[error("secret name is {chars} characters; at most {max} are allowed")]
+    NameTooLong {
+        /// Characters in the rejected name.
+        chars: usize,
+        /// The most allowed.
+        max: usize,
+    },
+    /// The name is one the relay generates itself (`TYPED_<n>` for typed text).
+    #[error(
+        "secret names starting with {prefix} are the relay's own (typed text); choose another name"
+    )]
+    ReservedName {
+        /// The reserved prefix.
+        prefix: &'static str,
     },
     /// The literal has fewer than `min` non-whitespace characters
     /// ([`MIN_SECRET_CHARS`](crate::MIN_SECRET_CHARS)): masking it would mask ordinary words,

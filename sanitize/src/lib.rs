@@ -61,8 +61,20 @@ pub use rules::Rule;
 pub use safe::{InputSummary, InputType, SafeJson, SafeText, SafeUrl};
 pub use sanitizer::{Sanitizer, ERROR_MAX_CHARS, TEXT_MAX_CHARS, WITHHELD};
 pub use secrets::{
-    MAX_SECRETS, MAX_SECRET_BYTES, MIN_SECRET_CHARS, MIN_TYPED_CHARS, TYPED_MAX_BYTES,
+    check_name as check_secret_name, MAX_SECRETS, MAX_SECRET_BYTES, MAX_SECRET_NAME_CHARS,
+    MIN_SECRET_CHARS, MIN_TYPED_CHARS, TYPED_MAX_BYTES,
 };
+
+/// True when the sanitizer's sensitive-name table (the one that redacts `name=value` pairs and
+/// JSON keys) says the value under `name` is a secret or the id of one (`apiKey`,
+/// `X-Signing-Key`, `sessionId`); false for names that only mention one (`tokenType`,
+/// `hasPassword`). For callers that reduce named values themselves (the MCP gateway).
+pub fn is_sensitive_name(name: &str) -> bool {
+    matches!(
+        keys::classify(name),
+        keys::KeyClass::Sensitive(_) | keys::KeyClass::IdLike(_)
+    )
+}
 pub use summary::RedactionSummary;
 pub use url::URL_MAX_CHARS;
 pub use words::{Word, Words};

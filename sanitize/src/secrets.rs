@@ -11,7 +11,9 @@
 //! - Bounded: at most [`MAX_SECRETS`] explicit literals of at most [`MAX_SECRET_BYTES`] each.
 //! - An existing `${NAME}` of a registered name, a rule marker or a handle is skipped whole, so a
 //!   placeholder is never corrupted and running the pass twice finds nothing new.
-//! - Names follow `[A-Z_][A-Z0-9_]*`; empty or whitespace-only literals are not registered;
+//! - Names follow `[A-Z_][A-Z0-9_]*`, at most [`MAX_SECRET_NAME_CHARS`] characters, and never
+//!   start with `TYPED_` (the relay's own names, below) — [`check_name`], the one rule every
+//!   entry point uses; empty or whitespace-only literals are not registered;
 //!   literals with fewer than [`MIN_SECRET_CHARS`] non-whitespace characters are refused; the
 //!   first name registered for a literal wins.
 //! - Each literal is also matched in its JSON-escaped and URL-encoded spellings (`spelling.rs`).
@@ -45,6 +47,10 @@ pub const MIN_SECRET_CHARS: usize = 4;
 /// `id=`): masking every occurrence of them would destroy the evidence for nothing. What leaks
 /// is therefore the first three non-whitespace characters of a per-keystroke echo, as typed.
 pub const MIN_TYPED_CHARS: usize = 4;
+
+/// Longest secret name, in characters. A name is what every masked place reads (`${NAME}`):
+/// a long one would bury the text around it, and no one needs more to say what a secret is.
+pub const MAX_SECRET_NAME_CHARS: usize = 64;
 
 /// Most explicit secrets a run holds (`--secret-env`, the secrets API, an MCP tool). Typed
 /// echoes are not counted: they are bounded by what is typed.
@@ -190,12 +196,35 @@ impl fmt::Debug for Registry {
 }
 
 /// True for `[A-Z_][A-Z0-9_]*`.
-pub(crate) fn is_valid_name(name: &str) -> bool {
+fn is_valid_name(name: &str) -> bool {
     let mut bytes = name.bytes();
     bytes
         .next()
         .is_some_and(|b| b == b'_' || b.is_ascii_uppercase())
         && bytes.all(|b| b == b'_' || b.is_ascii_uppercase() || b.is_ascii_digit())
+}
+
+/// The one rule for an explicit secret's name, shared by every way of registering one
+/// (`--secret-env`, `PUT /relay/v1/secrets/<NAME>`, the gateway's `evidence_register_secret`):
+/// at most [`MAX_SECRET_NAME_CHARS`] characters, `[A-Z_][A-Z0-9_]*`, and not a name the relay
+/// generates (`TYPED_…`). Errors never repeat a name that fails: it may be the secret itself.
+pub fn check_name(name: &str) -> Result<(), SecretError> {
+    let chars = name.chars().count();
+    if chars > MAX_SECRET_NAME_CHARS {
+        return Err(SecretError::NameTooLong {
+            chars,
+            max: MAX_SECRET_NAME_CHARS,
+        });
+    }
+    if !is_valid_name(name) {
+        return Err(SecretError::InvalidName { chars });
+    }
+    if name.starts_with(TYPED_PREFIX) {
+        return Err(SecretError::ReservedName {
+            prefix: TYPED_PREFIX,
+        });
+    }
+    Ok(())
 }
 
 fn non_whitespace(s: &str) -> usize {
@@ -215,14 +244,11 @@ fn capped(s: &str, max: usize) -> &str {
 }
 
 /// Checks an explicit secret without registering it: `Ok(false)` for an empty or
-/// whitespace-only literal (nothing to protect), an error for a bad name, a literal shorter
+/// whitespace-only literal (nothing to protect), an error for a bad name ([`check_name`]), a
+/// literal shorter
 /// than [`MIN_SECRET_CHARS`] non-whitespace characters or longer than [`MAX_SECRET_BYTES`].
 pub(crate) fn check(name: &str, literal: &str) -> Result<bool, SecretError> {
-    if !is_valid_name(name) {
-        return Err(SecretError::InvalidName {
-            name: name.chars().take(64).collect(),
-        });
-    }
+    check_name(name)?;
     if literal.len() > MAX_SECRET_BYTES {
         return Err(SecretError::TooLong {
             name: name.to_owned(),
@@ -331,14 +357,9 @@ impl Registry {
             seen += usize::from(!c.is_whitespace());
             seen == MIN_TYPED_CHARS
         })? + 1;
-        let name = loop {
-            self.typed_next += 1;
-            let name = format!("{TYPED_PREFIX}{}", self.typed_next);
-            // A caller may have chosen this name explicitly; never merge into it.
-            if !self.by_name.contains_key(&name) {
-                break name;
-            }
-        };
+        // Never taken by an explicit secret: `check_name` reserves the prefix.
+        self.typed_next += 1;
+        let name = format!("{TYPED_PREFIX}{}", self.typed_next);
         let index = self.name_index(&name);
         let mut echo = Echo {
             name: index,

@@ -99,11 +99,11 @@ fn typed_literals_get_generated_names() {
     assert_eq!(r.register_typed("hunter2").as_deref(), Some("TYPED_1"));
     assert_eq!(r.register_typed("hunter2").as_deref(), Some("TYPED_1"));
     assert_eq!(r.register_typed("  hunter2").as_deref(), Some("TYPED_1"));
-    r.register("TYPED_2", "chosen").expect("valid");
-    assert_eq!(r.register_typed("s3cr3t!").as_deref(), Some("TYPED_3"));
-    assert_eq!(replace(&r, "hunter2 s3cr3t!"), "${TYPED_1} ${TYPED_3}");
+    r.register("CHOSEN", "chosen").expect("valid");
+    assert_eq!(r.register_typed("s3cr3t!").as_deref(), Some("TYPED_2"));
+    assert_eq!(replace(&r, "hunter2 s3cr3t!"), "${TYPED_1} ${TYPED_2}");
     // An explicit literal already registered keeps its name.
-    assert_eq!(r.register_typed("chosen").as_deref(), Some("TYPED_2"));
+    assert_eq!(r.register_typed("chosen").as_deref(), Some("CHOSEN"));
     // And an explicit secret equal to an echo is already registered.
     assert_eq!(r.register("PW", "hunter2"), Ok(false));
 }
@@ -349,4 +349,40 @@ mod reference {
             prop_assert_eq!(got, naive(&registered, &text));
         }
     }
+}
+
+#[test]
+fn names_are_bounded_and_the_relays_own_are_reserved() {
+    let mut r = Registry::default();
+    // The relay's names cannot be taken: an explicit `TYPED_1` would read like typed text.
+    for reserved in ["TYPED_1", "TYPED_2", "TYPED_", "TYPED_X"] {
+        assert_eq!(
+            r.register(reserved, "chosen-literal"),
+            Err(SecretError::ReservedName { prefix: "TYPED_" }),
+            "{reserved}"
+        );
+    }
+    assert_eq!(r.register("TYPED", "chosen-literal"), Ok(true));
+    // 64 characters are a name; 65 are refused, and a huge name is refused without being kept.
+    let longest = "N".repeat(MAX_SECRET_NAME_CHARS);
+    assert_eq!(r.register(&longest, "another-literal"), Ok(true));
+    let huge = "N".repeat(100_000);
+    let e = r.register(&huge, "third-literal").unwrap_err();
+    assert_eq!(
+        e,
+        SecretError::NameTooLong {
+            chars: 100_000,
+            max: MAX_SECRET_NAME_CHARS
+        }
+    );
+    assert!(e.to_string().len() < 100, "{e}");
+    assert_eq!(replace(&r, "third-literal"), "third-literal");
+    // A name that fails is never repeated: it may be the secret, passed as the name.
+    let swapped = "s3cret-Passw0rd!";
+    let e = r.register(swapped, "ACCOUNT_PASSWORD").unwrap_err();
+    assert_eq!(e, SecretError::InvalidName { chars: 16 });
+    assert!(!e.to_string().contains(swapped), "{e}");
+    assert!(!format!("{e:?}").contains(swapped), "{e:?}");
+    // A typed echo still gets the next free number.
+    assert_eq!(r.register_typed("hunter2").as_deref(), Some("TYPED_1"));
 }
