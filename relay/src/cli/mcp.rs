@@ -155,6 +155,8 @@ async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
         extra_args: browser_arg,
         browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
     };
+    // The relay's limit bounds MCP messages too (a full-page screenshot is one).
+    let max_message_bytes = relay.max_message_size;
     let mut relayed = Relayed::start(relay, upstream, launch).await?;
     let cdp_url = relayed.recording.endpoint().to_owned();
     let endpoints = Endpoints {
@@ -166,6 +168,7 @@ async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
         command,
         init_timeout: Duration::from_secs(init_timeout),
         evidence_root: handle.as_ref().and(relayed.evidence_root.clone()),
+        max_message_bytes,
     };
     let gateway = match Gateway::start(config, endpoints, handle).await {
         Ok(g) => g,

@@ -17,18 +17,14 @@
 use crate::mcp::Endpoints;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken, ResourceUpdatedNotificationParam,
-};
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressToken};
+use rmcp::service::RunningService;
 use rmcp::{ClientHandler, Peer, RoleClient, RoleServer, ServiceExt};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
-use tokio::io::AsyncBufReadExt;
 use tokio::process::Command;
 use tokio::sync::watch;
 
@@ -36,6 +32,8 @@ use tokio::sync::watch;
 const STOP_GRACE: Duration = Duration::from_secs(3);
 /// Lines of the server's stderr kept for an error message when it fails to start.
 const STDERR_TAIL: usize = 5;
+/// Longest line of the server's stderr passed on.
+const STDERR_LINE: usize = 8 * 1024;
 
 /// The command line of the server to wrap (after `--`).
 #[derive(Clone, Debug)]
@@ -76,7 +74,8 @@ pub(crate) struct AgentLink {
 }
 
 impl AgentLink {
-    fn agent(&self) -> Option<&Peer<RoleServer>> {
+    /// The agent's session, once it has connected.
+    pub(crate) fn agent(&self) -> Option<&Peer<RoleServer>> {
         self.peer.get()
     }
 
@@ -93,13 +92,21 @@ impl AgentLink {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(ours);
     }
+
+    /// The agent's own token for our progress token `ours`, while its call is in flight.
+    pub(crate) fn agent_token(&self, ours: &ProgressToken) -> Option<ProgressToken> {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(ours)
+            .cloned()
+    }
 }
 
-/// Our client side of the session with the server.
+/// Our client side of the session with the server. What the server sends on its own never
+/// reaches it: the transport forwards that to the agent in order (`transport.rs`).
 #[derive(Clone)]
-pub(crate) struct ChildHandler {
-    link: AgentLink,
-}
+pub(crate) struct ChildHandler;
 
 impl ClientHandler for ChildHandler {
     fn get_info(&self) -> ClientConfig {
@@ -107,62 +114,6 @@ impl ClientHandler for ChildHandler {
             ClientCapabilities::default(),
             Implementation::new("cdp-relay", env!("CARGO_PKG_VERSION")),
         )
-    }
-
-    async fn on_progress(
-        &self,
-        mut params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let theirs = self
-            .link
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&params.progress_token)
-            .cloned();
-        if let (Some(token), Some(agent)) = (theirs, self.link.agent()) {
-            params.progress_token = token;
-            let _ = agent.notify_progress(params).await;
-        }
-    }
-
-    async fn on_logging_message(
-        &self,
-        params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if let Some(agent) = self.link.agent() {
-            let _ = agent.notify_logging_message(params).await;
-        }
-    }
-
-    async fn on_resource_updated(
-        &self,
-        params: ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if let Some(agent) = self.link.agent() {
-            let _ = agent.notify_resource_updated(params).await;
-        }
-    }
-
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        if let Some(agent) = self.link.agent() {
-            let _ = agent.notify_resource_list_changed().await;
-        }
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        if let Some(agent) = self.link.agent() {
-            let _ = agent.notify_tool_list_changed().await;
-        }
-    }
-
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        if let Some(agent) = self.link.agent() {
-            let _ = agent.notify_prompt_list_changed().await;
-        }
     }
 }
 
@@ -200,6 +151,7 @@ impl Child {
         endpoints: &Endpoints,
         link: AgentLink,
         init_timeout: Duration,
+        max_message: usize,
         clean: Arc<dyn Fn(&str) -> String + Send + Sync>,
     ) -> Result<Child, StartError> {
         let program = command.program.to_string_lossy().into_owned();
@@ -237,7 +189,8 @@ impl Child {
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         tokio::spawn(supervise(process, pgid, stop_rx, exit_tx));
 
-        let handler = ChildHandler { link };
+        let handler = ChildHandler;
+        let transport = super::transport::ChildTransport::start(stdout, stdin, link, max_message);
         let exited = {
             let mut exit = exit.clone();
             async move {
@@ -245,7 +198,7 @@ impl Child {
             }
         };
         let serving = tokio::select! {
-            r = tokio::time::timeout(init_timeout, handler.serve(super::transport(stdout, stdin))) => r,
+            r = tokio::time::timeout(init_timeout, handler.serve(transport)) => r,
             () = exited => {
                 let how = exit.borrow().as_ref().map(|e| e.how.clone()).unwrap_or_default();
                 let _ = stop_tx.send(());
@@ -359,16 +312,24 @@ fn tail_words(tail: &Mutex<Vec<String>>) -> String {
     }
 }
 
-/// Reads the server's stderr line by line; each line reaches our stderr only sanitized.
+/// Reads the server's stderr line by line; each line reaches our stderr only sanitized, and
+/// at most [`STDERR_LINE`] bytes of it: the rest of a longer line is dropped and counted, so a
+/// server writing without newlines costs no memory.
 fn drain_stderr(
     stderr: tokio::process::ChildStderr,
     clean: Arc<dyn Fn(&str) -> String + Send + Sync>,
     tail: Arc<Mutex<Vec<String>>>,
 ) {
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let line = clean(&line);
+        let mut lines = super::transport::Lines::new(stderr, STDERR_LINE, true);
+        loop {
+            let line = match lines.next().await {
+                Ok(super::transport::Next::Eof) | Err(_) => return,
+                Ok(super::transport::Next::Line) => clean(&String::from_utf8_lossy(lines.line())),
+                Ok(super::transport::Next::Over { bytes, .. }) => {
+                    over_long_stderr(lines.line(), bytes, &*clean)
+                }
+            };
             {
                 let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
                 if tail.len() == STDERR_TAIL {
@@ -379,6 +340,22 @@ fn drain_stderr(
             tracing::info!(target: "cdp_relay::mcp::server", "{line}");
         }
     });
+}
+
+/// The head of an over-long stderr line, cut back to a whitespace so that no secret is cut in
+/// half where the sanitizer would no longer recognise it, and how much was dropped.
+fn over_long_stderr(
+    head: &[u8],
+    bytes: u64,
+    clean: &(dyn Fn(&str) -> String + Send + Sync),
+) -> String {
+    let cut = head.iter().rposition(u8::is_ascii_whitespace).unwrap_or(0);
+    let kept = &head[..cut];
+    let dropped = bytes.saturating_sub(kept.len() as u64);
+    format!(
+        "{} … ({dropped} more bytes of this line dropped)",
+        clean(&String::from_utf8_lossy(kept))
+    )
 }
 
 /// Owns the process: reports its exit, and on a stop request runs the shutdown sequence.

@@ -34,6 +34,7 @@ mod resources;
 mod server;
 mod summary;
 mod tools;
+mod transport;
 
 pub use child::ChildCommand;
 
@@ -81,6 +82,9 @@ pub struct GatewayConfig {
     pub init_timeout: Duration,
     /// The evidence root, for the `evidence://` resources (`None` without evidence).
     pub evidence_root: Option<PathBuf>,
+    /// The longest MCP message read from the agent or the wrapped server; a longer one is
+    /// answered with a JSON-RPC error. By default, [`MAX_MESSAGE_BYTES`].
+    pub max_message_bytes: usize,
 }
 
 impl Default for GatewayConfig {
@@ -89,6 +93,7 @@ impl Default for GatewayConfig {
             command: None,
             init_timeout: DEFAULT_INIT_TIMEOUT,
             evidence_root: None,
+            max_message_bytes: MAX_MESSAGE_BYTES,
         }
     }
 }
@@ -120,6 +125,11 @@ pub(crate) struct Shared {
     endpoints: Endpoints,
     store: Option<Arc<cdp_evidence::Store>>,
     link: AgentLink,
+    /// What the agent's transport knows: cancelled requests, a closed connection.
+    agent: transport::AgentState,
+    max_message_bytes: usize,
+    /// Tool names of the server already recorded as hidden for borrowing one of ours.
+    hidden: std::sync::Mutex<std::collections::HashSet<String>>,
     own_tools: Vec<Tool>,
     stopping: AtomicBool,
     /// The wrapped server's exit is recorded once, by whoever sees it first.
@@ -201,6 +211,7 @@ impl Gateway {
                     &endpoints,
                     link.clone(),
                     config.init_timeout,
+                    config.max_message_bytes,
                     clean,
                 )
                 .await
@@ -215,6 +226,9 @@ impl Gateway {
                 endpoints,
                 store,
                 link,
+                agent: transport::AgentState::default(),
+                max_message_bytes: config.max_message_bytes,
+                hidden: Default::default(),
                 own_tools: tools::definitions(),
                 stopping: AtomicBool::new(false),
                 exit_recorded: AtomicBool::new(false),
@@ -292,7 +306,28 @@ impl Gateway {
     /// Serves the agent on this process's stdin/stdout.
     pub async fn serve_stdio(&self) -> Result<Session, Error> {
         let (read, write) = rmcp::transport::stdio_pipes();
-        self.serve(transport(read, write)).await
+        self.serve_pipes(read, write).await
+    }
+
+    /// Serves the agent on a reader and a writer with the gateway's own transport: messages
+    /// up to the size limit (a longer request is answered with an error and recorded), a
+    /// request reusing the id of one in flight refused, what the wrapped server sends on its
+    /// own forwarded in order.
+    pub async fn serve_pipes<R, W>(&self, read: R, write: W) -> Result<Session, Error>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let shared = self.shared.clone();
+        let on_refused: transport::OnRefused = Arc::new(move |r| shared.record_refused(r));
+        let transport = transport::AgentTransport::start(
+            read,
+            write,
+            self.shared.max_message_bytes,
+            self.shared.agent.clone(),
+            on_refused,
+        );
+        self.serve(transport).await
     }
 
     /// Serves the agent on `transport` (any reader/writer pair) until it leaves.
@@ -367,6 +402,48 @@ impl Shared {
         };
         self.recorder
             .lifecycle(LifecycleEvent::ServerExited, status, Some(&exit.how));
+    }
+
+    /// Records a request of the agent the transport answered itself: a tool call as a call
+    /// record that says why it did not run, anything else as a log line.
+    fn record_refused(&self, refused: transport::Refused) {
+        let (why, method, tool) = match refused {
+            transport::Refused::DuplicateId { method, tool } => (
+                "refused: its request id is already in use by a request in flight".to_owned(),
+                method,
+                tool,
+            ),
+            transport::Refused::TooLarge {
+                bytes,
+                max,
+                method,
+                tool,
+            } => (
+                format!("refused: the request was {bytes} bytes, over the limit of {max} bytes (--max-message-size)"),
+                method,
+                tool,
+            ),
+        };
+        let is_call = method.as_deref().is_none_or(|m| m == "tools/call");
+        match tool.filter(|_| is_call) {
+            Some(name) => {
+                let server = if tools::NAMES.contains(&name.as_str()) {
+                    journal::GATEWAY_TOOL.to_owned()
+                } else {
+                    self.child
+                        .as_deref()
+                        .map(|c| c.name.clone())
+                        .unwrap_or_else(|| journal::GATEWAY_TOOL.to_owned())
+                };
+                self.recorder
+                    .begin(&server, &name, None)
+                    .end(journal::Outcome::error(why));
+            }
+            None => tracing::warn!(
+                "mcp: a request of the agent ({}) was {why}",
+                self.clean(method.as_deref().unwrap_or("unknown method"))
+            ),
+        }
     }
 
     /// Text from the wrapped server or the agent, made safe for a log line or an error.

@@ -102,17 +102,72 @@ impl Gateway {
             Some(Ok(_)) => Err(ServiceError::UnexpectedResponse),
             Some(Err(e)) => Err(e),
             None => {
+                let why = self.interruption(&context.id);
                 let _ = peer
                     .notify_cancelled(rmcp::model::CancelledNotificationParam::new(
                         Some(id),
-                        Some("cancelled by the agent".into()),
+                        Some(why.clone()),
                     ))
                     .await;
-                Err(ServiceError::Cancelled {
-                    reason: Some("cancelled by the agent".into()),
-                })
+                Err(ServiceError::Cancelled { reason: Some(why) })
             }
         }
+    }
+}
+
+impl Gateway {
+    /// Why a call's context was cancelled, in words: the agent cancelled it, or its session
+    /// ended under it (the agent left, the gateway stopped).
+    fn interruption(&self, id: &rmcp::model::RequestId) -> String {
+        let agent = &self.shared.agent;
+        if agent.cancelled(id) {
+            "cancelled by the agent"
+        } else if agent.closed() {
+            "the agent disconnected during the call"
+        } else if self
+            .shared
+            .stopping
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            "the gateway stopped during the call"
+        } else {
+            "the agent's session ended during the call"
+        }
+        .to_owned()
+    }
+
+    /// Removes the server's tools named like one of ours (a server may change its list after
+    /// start, with `tools/list_changed`): ours answer to those names. Each is recorded once.
+    fn hide_borrowed(&self, tools: &mut Vec<rmcp::model::Tool>) {
+        tools.retain(|t| {
+            let name = t.name.as_ref();
+            if !tools::NAMES.contains(&name) {
+                return true;
+            }
+            let first = self
+                .shared
+                .hidden
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(name.to_owned());
+            if first {
+                let server = self
+                    .shared
+                    .child
+                    .as_deref()
+                    .map(|c| self.shared.clean(&c.name))
+                    .unwrap_or_default();
+                let why = format!(
+                    "the MCP server `{server}` now offers a tool named `{name}`, one of cdp-relay's own evidence tools; it is hidden from the agent"
+                );
+                tracing::warn!("mcp: {why}");
+                self.shared
+                    .recorder
+                    .begin(super::journal::GATEWAY_TOOL, "tools/list", None)
+                    .end(Outcome::error(why));
+            }
+            false
+        });
     }
 }
 
@@ -195,6 +250,7 @@ impl ServerHandler for Gateway {
                 .map_err(|e| child_error(self, e))?,
             None => ListToolsResult::default(),
         };
+        self.hide_borrowed(&mut result.tools);
         if first_page {
             result.tools.extend(self.shared.own_tools.iter().cloned());
         }
@@ -224,7 +280,9 @@ impl ServerHandler for Gateway {
             .shared
             .recorder
             .begin(&server, &request.name, request.arguments.as_ref());
-        match self.forward_call(request, &context).await {
+        let answer = self.forward_call(request, &context).await;
+        self.shared.agent.done(&context.id);
+        match answer {
             Ok(result) => {
                 let mut outcome = match super::result_error_text(&result) {
                     Some(text) => Outcome::error(text),
@@ -235,9 +293,10 @@ impl ServerHandler for Gateway {
                 call.end(outcome);
                 Ok(result.into())
             }
-            Err(ServiceError::Cancelled { .. }) => {
-                call.end(Outcome::interrupted("cancelled by the agent"));
-                Err(ErrorData::internal_error("cancelled", None))
+            Err(ServiceError::Cancelled { reason }) => {
+                let why = reason.unwrap_or_else(|| "cancelled".into());
+                call.end(Outcome::interrupted(why.clone()));
+                Err(ErrorData::internal_error(why, None))
             }
             Err(ServiceError::McpError(e)) => {
                 call.end(Outcome::error(e.message.to_string()));
