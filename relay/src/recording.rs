@@ -118,7 +118,13 @@ impl Recording {
         need: EvidenceNeed,
     ) -> Result<(Browser, Recording), Error> {
         let exe = crate::launch::find_browser(launch, path)?;
-        let browser = Browser::launch(&exe, launch).await?;
+        let secret_names: Vec<String> = config
+            .evidence
+            .secrets
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect();
+        let browser = Browser::launch_without(&exe, launch, &secret_names).await?;
         config.proxy.upstream = Some(browser.upstream().clone());
         match Recording::start(config, need).await {
             Ok(recording) => Ok((browser, recording)),

@@ -177,3 +177,57 @@ async fn sigkill_of_launch_takes_the_browser_along() {
     next.stop().await;
     scratch.assert_clean();
 }
+
+/// The browser runs untrusted pages: the relay's token, the object store's credentials and the
+/// `--secret-env` values are in the relay's environment, never in any browser process's.
+#[tokio::test]
+async fn the_browser_inherits_no_credentials() {
+    let scratch = Scratch::new();
+    let planted = [
+        ("AWS_SECRET_ACCESS_KEY", "planted-aws-secret-7Qx9"),
+        ("AWS_ACCESS_KEY_ID", "AKIAPLANTED7QX9ZZZZ"),
+        ("AWS_SESSION_TOKEN", "planted-session-token-7Qx9"),
+        ("CDP_RELAY_TOKEN", "planted-relay-token-7Qx9"),
+        ("MY_PIN_CODE", "planted-pin-7Qx9"),
+    ];
+    let mut env: Vec<(&str, &std::ffi::OsStr)> = planted
+        .iter()
+        .map(|(k, v)| (*k, std::ffi::OsStr::new(v)))
+        .collect();
+    env.push(("TMPDIR", scratch.path().as_os_str()));
+    let relay = RelayProcess::spawn(
+        &[
+            "launch",
+            "--listen",
+            "127.0.0.1:0",
+            "--secret-env",
+            "MY_PIN_CODE",
+        ],
+        &env,
+    )
+    .await;
+    let environ = |pid: u32| {
+        String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default())
+            .into_owned()
+    };
+    // The plant reached the relay, so a browser that inherited it would show it.
+    let own = environ(relay.pid());
+    assert!(
+        own.contains("planted-aws-secret-7Qx9"),
+        "the plant did not take"
+    );
+    let browsers = processes_mentioning(&scratch.path().to_string_lossy());
+    assert!(!browsers.is_empty());
+    // Helpers overwrite their environment block with their title, so only some show one.
+    let mut with_path = 0;
+    for pid in browsers {
+        let env = environ(pid);
+        for (name, value) in planted {
+            assert!(!env.contains(value), "browser process {pid} holds {name}");
+        }
+        with_path += usize::from(env.contains("PATH="));
+    }
+    assert!(with_path > 0, "the browser keeps what it needs (PATH)");
+    relay.stop().await;
+    scratch.assert_clean();
+}

@@ -148,6 +148,16 @@ pub struct Browser {
 impl Browser {
     /// Starts `exe` and waits until its DevTools port is open.
     pub async fn launch(exe: &Path, launch: &LaunchConfig) -> Result<Browser, Error> {
+        Browser::launch_without(exe, launch, &[]).await
+    }
+
+    /// [`Browser::launch`], also keeping the environment variables named in `secret_names`
+    /// (the `--secret-env` names) from the browser, besides what [`scrubbed`] always removes.
+    pub async fn launch_without(
+        exe: &Path,
+        launch: &LaunchConfig,
+        secret_names: &[String],
+    ) -> Result<Browser, Error> {
         let start_err = |reason: String| Error::BrowserStart {
             path: exe.to_path_buf(),
             reason,
@@ -167,6 +177,10 @@ impl Browser {
         std::fs::create_dir(&scratch)
             .map_err(|e| start_err(format!("cannot write into the temporary profile: {e}")))?;
         let mut command = Command::new(exe);
+        // The browser runs untrusted pages: it gets no credential of the relay's.
+        for name in scrubbed(std::env::vars_os().map(|(k, _)| k), secret_names) {
+            command.env_remove(name);
+        }
         command
             .env("TMPDIR", &scratch)
             .args(browser_args(
@@ -395,6 +409,38 @@ fn group_alive(pgid: Pid) -> bool {
     procfs::group_running(pgid.as_raw() as u32)
 }
 
+/// Environment variables the browser must not inherit, out of `names`: the relay's own settings
+/// (`CDP_RELAY_*`, its token among them), the object store's (`AWS_*`: keys, session tokens, web
+/// identity, endpoints; other clouds' `AZURE_*`, `GOOGLE_*` and `GCP_*` alike), anything whose
+/// name says it holds a credential, and the variables `--secret-env` named. What Chromium needs
+/// (`HOME`, `PATH`, `DISPLAY`, `XDG_*`, `LANG`, `TZ`, `FONTCONFIG_*`, proxies…) is left alone.
+pub fn scrubbed(names: impl Iterator<Item = OsString>, secret_names: &[String]) -> Vec<OsString> {
+    const PREFIXES: [&str; 5] = ["CDP_RELAY_", "AWS_", "AZURE_", "GOOGLE_", "GCP_"];
+    const WORDS: [&str; 9] = [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "API_KEY",
+        "APIKEY",
+        "ACCESS_KEY",
+        "PRIVATE_KEY",
+    ];
+    names
+        .filter(|name| {
+            // A name that is not UTF-8 is nobody's setting; it is dropped rather than guessed at.
+            let Some(n) = name.to_str() else {
+                return true;
+            };
+            let upper = n.to_ascii_uppercase();
+            PREFIXES.iter().any(|p| upper.starts_with(p))
+                || WORDS.iter().any(|w| upper.contains(w))
+                || secret_names.iter().any(|s| s == n)
+        })
+        .collect()
+}
+
 /// Chromium's stderr made safe to log: capability URLs become handles, secrets are redacted.
 fn describe_line(line: &str) -> String {
     static SANITIZER: std::sync::LazyLock<cdp_sanitize::Sanitizer> =
@@ -483,6 +529,34 @@ mod tests {
         assert!(!headed
             .iter()
             .any(|a| a == "--headless" || a == "--no-sandbox"));
+    }
+
+    #[test]
+    fn credentials_stay_out_of_the_browser_environment() {
+        let names = [
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SESSION_TOKEN",
+            "AWS_ENDPOINT_URL",
+            "CDP_RELAY_TOKEN",
+            "CDP_RELAY_EVIDENCE_UPLOAD",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "AZURE_STORAGE_ACCOUNT_KEY",
+            "GITHUB_TOKEN",
+            "DB_PASSWORD",
+            "MY_OTP",
+            "HOME",
+            "PATH",
+            "DISPLAY",
+            "XDG_RUNTIME_DIR",
+            "LANG",
+            "TZ",
+            "FONTCONFIG_PATH",
+            "HTTPS_PROXY",
+        ];
+        let gone = scrubbed(names.iter().map(OsString::from), &["MY_OTP".into()]);
+        let gone: Vec<&str> = gone.iter().filter_map(|n| n.to_str()).collect();
+        assert_eq!(gone, &names[..11]);
     }
 
     #[test]
