@@ -151,6 +151,37 @@ pub(crate) fn leading(text: &str) -> Leading<'_> {
     }
 }
 
+/// What the first bytes of the message a `Target.receivedMessageFromTarget` event wraps say
+/// (a non-flat session's answer or event, a JSON string inside the event): Chromium writes it
+/// as `"message":"{\"method\":\"X\"…` or `"message":"{\"id\":N,…`. Read from the escaped text,
+/// without decoding it. Escaped quotes cannot close the outer string, so the first
+/// `"message":"` is the member's key.
+pub(crate) fn wrapped_leading(text: &str) -> Leading<'_> {
+    const KEY: &str = r#""message":"{\""#;
+    let Some(at) = text.find(KEY) else {
+        return Leading::Unknown;
+    };
+    let rest = &text[at + KEY.len()..];
+    if let Some(name) = rest.strip_prefix(r#"method\":\""#) {
+        let end = name.bytes().position(|b| b == b'"' || b == b'\\');
+        return match end {
+            Some(end) if name[end..].starts_with(r#"\""#) => Leading::Method(&name[..end]),
+            _ => Leading::Unknown,
+        };
+    }
+    let Some(rest) = rest.strip_prefix(r#"id\":"#) else {
+        return Leading::Unknown;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    match (
+        rest[..digits].parse::<u64>(),
+        rest[digits..].starts_with(','),
+    ) {
+        (Ok(id), true) if !rest[digits..].starts_with(r#",\"method\""#) => Leading::Id(id),
+        _ => Leading::Unknown,
+    }
+}
+
 /// The text up to the closing quote, if it has no escapes (method names never do).
 fn quoted(s: &str) -> Option<&str> {
     // A byte loop: method names are short, and a `char` pattern search costs more than them.
@@ -211,6 +242,37 @@ mod tests {
         ] {
             assert_eq!(leading(other), Leading::Unknown, "{other}");
         }
+    }
+
+    #[test]
+    fn leading_bytes_of_a_wrapped_message() {
+        let wrap = |inner: &str| {
+            serde_json::json!({"method": "Target.receivedMessageFromTarget",
+                "params": {"sessionId": "5A1B", "message": inner, "targetId": "T"}})
+            .to_string()
+        };
+        assert_eq!(
+            wrapped_leading(&wrap(r#"{"method":"Network.loadingFailed","params":{}}"#)),
+            Leading::Method("Network.loadingFailed")
+        );
+        assert_eq!(
+            wrapped_leading(&wrap(r#"{"id":42,"result":{"data":"x"}}"#)),
+            Leading::Id(42)
+        );
+        for other in [
+            r#"{"id":42,"method":"Page.enable"}"#,
+            r#"{"method":"A\u0062","params":{}}"#,
+            r#"{ "id":1,"result":{}}"#,
+            r#"{"sessionId":"S","id":1,"result":{}}"#,
+            r#"{"id":99999999999999999999,"result":{}}"#,
+            r#"{"method":"unterminated"#,
+        ] {
+            assert_eq!(wrapped_leading(&wrap(other)), Leading::Unknown, "{other}");
+        }
+        assert_eq!(
+            wrapped_leading(r#"{"method":"X","params":{}}"#),
+            Leading::Unknown
+        );
     }
 
     #[test]

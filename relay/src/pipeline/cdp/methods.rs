@@ -195,6 +195,7 @@ cdp_methods! {
     }
     passive_events {
         PageScreencastFrame = "Page.screencastFrame",
+        TargetReceivedMessageFromTarget = "Target.receivedMessageFromTarget",
     }
     observer_events {
         RuntimeExecutionContextCreated = "Runtime.executionContextCreated",

@@ -65,6 +65,8 @@ pub(crate) struct Evaluate<'a> {
     pub(crate) expression: Str<'a>,
     #[serde(borrow)]
     pub(crate) function_declaration: Str<'a>,
+    /// V8 refuses to run anything with a side effect: the call can only read the page.
+    pub(crate) throw_on_side_effect: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -355,6 +357,21 @@ pub(crate) struct AttachedToTarget<'a> {
 #[serde(default, rename_all = "camelCase")]
 pub(crate) struct TargetInfoChanged {
     pub(crate) target_info: serde_json::Value,
+}
+
+/// A non-flat session's message: the params of `Target.sendMessageToTarget` (a command to the
+/// session, named by `sessionId` or, deprecated, `targetId`) and of
+/// `Target.receivedMessageFromTarget` (its answer or event). `message` is a whole CDP message as
+/// a JSON string.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct Wrapped<'a> {
+    #[serde(borrow)]
+    pub(crate) session_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) target_id: Str<'a>,
+    #[serde(borrow)]
+    pub(crate) message: Str<'a>,
 }
 
 #[derive(Deserialize, Default)]

@@ -97,6 +97,7 @@ quick!(ResponseReceived {
 quick!(Evaluate {
     "expression" => expression: string,
     "functionDeclaration" => function_declaration: string,
+    "throwOnSideEffect" => throw_on_side_effect: number,
 });
 
 #[cfg(test)]
@@ -159,6 +160,13 @@ mod tests {
         )
         .expect("read");
         assert_eq!(p.function_declaration, "(e) => {\n  return \"x\";\n}");
+        assert!(!p.throw_on_side_effect);
+        let p = Evaluate::quick(
+            r#"{"expression":"document.title","throwOnSideEffect":true,"timeout":500}"#,
+            None,
+        )
+        .expect("read");
+        assert!(p.throw_on_side_effect);
         for text in [sent, received] {
             assert!(all_agree(text), "{text}");
         }
@@ -188,6 +196,7 @@ mod tests {
             Just("timestamp"),
             Just("expression"),
             Just("functionDeclaration"),
+            Just("throwOnSideEffect"),
             Just("other"),
         ];
         let leaf = prop_oneof![

@@ -13,6 +13,10 @@ use std::time::SystemTime;
 /// protection has its own cap, in the sanitizer).
 const MAX_KEPT_BYTES: usize = 4096;
 
+/// Echo segments a burst extends besides its own (newest kept): an older one stops growing,
+/// and what it registered stays protected.
+const MAX_SEGMENTS: usize = 16;
+
 /// Consecutive keystrokes and insertions on one session, reported as one typing step.
 pub(crate) struct Burst {
     pub(crate) seq: u64,
@@ -26,6 +30,13 @@ pub(crate) struct Burst {
     pub(super) typed: String,
     /// Echo protection of what this burst typed, extended at every keystroke.
     pub(super) echo: TypedEcho,
+    /// Echo protection from each point where another client may have emptied the field (an
+    /// evaluation on another connection) on: the field then holds only what was typed since,
+    /// which is no continuation of `echo`. Each is at least what the burst split there would
+    /// have protected.
+    segments: std::collections::VecDeque<TypedEcho>,
+    /// The field may have been emptied since the last keystroke: the next starts a segment.
+    emptied: bool,
     /// More was typed than is kept.
     pub(super) cut: bool,
     /// Some of the text was set as a `value` attribute, not typed.
@@ -76,6 +87,8 @@ impl Burst {
             kind,
             typed: String::new(),
             echo,
+            segments: std::collections::VecDeque::new(),
+            emptied: false,
             cut: false,
             attribute: false,
             commands: 0,
@@ -88,10 +101,31 @@ impl Burst {
         }
     }
 
+    /// Another client may have emptied the field (`end_typing`): what is typed next also gets
+    /// an echo segment of its own.
+    pub(crate) fn may_be_emptied(&mut self) {
+        self.emptied = true;
+    }
+
+    /// Starts the segment [`Burst::may_be_emptied`] asked for, with `echo` (call before
+    /// [`Burst::add`]).
+    pub(crate) fn restart_echo(&mut self, echo: impl FnOnce() -> TypedEcho) {
+        if !std::mem::take(&mut self.emptied) {
+            return;
+        }
+        if self.segments.len() >= MAX_SEGMENTS {
+            self.segments.pop_front();
+        }
+        self.segments.push_back(echo());
+    }
+
     pub(crate) fn add(&mut self, text: &str, attribute: bool, at: SystemTime) {
         self.summary.extend(text);
         // Protected from now on: the page may echo it before the burst ends.
         self.echo.extend(text);
+        for segment in &mut self.segments {
+            segment.extend(text);
+        }
         if self.typed.len() + text.len() <= MAX_KEPT_BYTES {
             self.typed.push_str(text);
         } else {

@@ -4,6 +4,7 @@
 //! this classification (which trusts the parsed `method`) sees it. Here a named key (`Enter`,
 //! `Tab`) is a press; every other keystroke and insertion is nothing.
 
+use super::typing::Reach;
 use crate::pipeline::cdp::frame::Frame;
 use crate::pipeline::cdp::methods::CommandMethod;
 use crate::pipeline::cdp::params as cdp;
@@ -13,8 +14,9 @@ use serde_json::json;
 
 /// A classified client command.
 pub(crate) enum Command {
-    /// An ordinary step, recorded with its response.
-    Action(Action),
+    /// An ordinary step, recorded with its response, and how far it may reach into a field
+    /// being typed into.
+    Action(Action, Reach),
     /// A navigation: also re-allows screenshots of the target.
     Navigate(Action),
     /// `Page.captureScreenshot`: the response may become an artifact.
@@ -68,8 +70,10 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             Command::Navigate(a)
         }
         M::PageReload | M::PageNavigateToHistoryEntry => Command::Navigate(this()),
-        M::PageStopLoading | M::PageStartScreencast | M::PageStopScreencast | M::PagePrintToPdf => {
-            Command::Action(this())
+        M::PageStopLoading => Command::Action(this(), Reach::Page),
+        // Pictures of the page: they read it.
+        M::PageStartScreencast | M::PageStopScreencast | M::PagePrintToPdf => {
+            Command::Action(this(), Reach::Client)
         }
         M::PageCaptureScreenshot => {
             let p: cdp::Screenshot = frame.params().unwrap_or_default();
@@ -101,7 +105,7 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
                 };
                 a.detail = Some(detail.sanitized(s));
             }
-            Command::Action(a)
+            Command::Action(a, Reach::Page)
         }
         M::InputDispatchTouchEvent => {
             let p: cdp::TouchEvent = frame.params()?;
@@ -110,7 +114,7 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             }
             let mut a = Action::new(ActionMethod::Tap);
             a.point = p.touch_points.first().map(|t| Point { x: t.x, y: t.y });
-            Command::Action(a)
+            Command::Action(a, Reach::Page)
         }
         M::InputDispatchKeyEvent => {
             let p: cdp::KeyEvent = frame.params()?;
@@ -128,7 +132,7 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
                     ..ActionDetail::default()
                 };
                 a.detail = Some(detail.sanitized(s));
-                return Some(Command::Action(a));
+                return Some(Command::Action(a, Reach::Page));
             }
             // Character keys are typing (`typed.rs`).
             return None;
@@ -143,7 +147,7 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             let p: cdp::FileInput = frame.params().unwrap_or_default();
             let mut a = this();
             a.detail = Some(s.json(&json!({ "files": p.files.len() })));
-            Command::Action(a)
+            Command::Action(a, Reach::Page)
         }
         M::RuntimeEvaluate | M::RuntimeCallFunctionOn => {
             let p: cdp::Evaluate = frame.quick_params().unwrap_or_default();
@@ -151,13 +155,20 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             let size = p.expression.len() + p.function_declaration.len();
             let mut a = this();
             a.bytes = Some(size as u64);
-            Command::Action(a)
+            // V8 refuses any side effect: it can only read. Anything else may change a field
+            // (`f.value = ''`), or only read it (DevTools' `getNodeForIndex`): who can tell.
+            let reach = if p.throw_on_side_effect {
+                Reach::Nothing
+            } else {
+                Reach::Script
+            };
+            Command::Action(a, reach)
         }
         M::TargetCreateTarget => {
             let p: cdp::TargetId = frame.params().unwrap_or_default();
             let mut a = this();
             a.url = Some(s.url(&p.url));
-            Command::Action(a)
+            Command::Action(a, Reach::Page)
         }
         M::TargetCloseTarget | M::TargetAttachToTarget | M::TargetActivateTarget => {
             let p: cdp::TargetId = frame.params().unwrap_or_default();
@@ -165,8 +176,8 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             if !p.target_id.is_empty() {
                 a.detail = Some(s.json(&json!({ "targetId": p.target_id })));
             }
-            Command::Action(a)
+            Command::Action(a, Reach::Page)
         }
-        M::BrowserClose => Command::Action(this()),
+        M::BrowserClose => Command::Action(this(), Reach::Page),
     })
 }

@@ -3,6 +3,7 @@
 //! `sessionId`, and interruption of commands left unanswered (close, detach, timeout).
 
 use super::commands::{self, Command};
+use super::typing::Reach;
 use super::{Key, Observer, TOOL};
 use crate::pipeline::capture::{Commit, Withheld};
 use crate::pipeline::cdp::frame::Frame;
@@ -104,6 +105,8 @@ pub(super) enum Waiting {
     },
     /// One keystroke or insertion of typing burst `seq`.
     Typing { seq: u64 },
+    /// A `Target.sendMessageToTarget` whose wrapped command waits under `inner`.
+    Carrier { inner: (Key, u64) },
 }
 
 /// Steps after which a frame of the page is worth having.
@@ -117,22 +120,26 @@ pub(super) enum StepKind {
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 impl Observer {
-    /// A client → browser message.
-    pub(super) fn command(&mut self, conn: u64, frame: &Frame<'_>, at: SystemTime) {
+    /// A client → browser message. Returns the (session, id) it now waits under, if any.
+    pub(super) fn command(
+        &mut self,
+        conn: u64,
+        frame: &Frame<'_>,
+        at: SystemTime,
+    ) -> Option<(Key, u64)> {
         let (Some(id), Some(method)) = (frame.id, frame.method()) else {
-            return;
+            return None;
         };
-        let Some(method) = CommandMethod::parse(method) else {
-            return;
-        };
-        let Some(cmd) = commands::classify(method, frame, &self.sanitizer) else {
-            return;
-        };
+        let method = CommandMethod::parse(method)?;
+        if method == CommandMethod::TargetSendMessageToTarget {
+            return self.wrapped_command(conn, frame, at);
+        }
+        let cmd = commands::classify(method, frame, &self.sanitizer)?;
         let key = self.keys.key(frame.session());
         self.close_stale_typing(conn, &key, at);
         let waiting = match cmd {
-            Command::Action(action) => {
-                self.end_typing(conn, &key, at);
+            Command::Action(action, reach) => {
+                self.end_typing(conn, &key, at, reach);
                 let trigger = (action.method == ActionMethod::Click).then_some(StepKind::Click);
                 let target = self.target_for(conn, &key);
                 Waiting::Action {
@@ -144,7 +151,7 @@ impl Observer {
             Command::Navigate(action) => {
                 // The command is no navigation yet: only the document it commits (its reply's
                 // loader, or the page's events) may end what was typed before it.
-                self.end_typing(conn, &key, at);
+                self.end_typing(conn, &key, at, Reach::Page);
                 let target = self.target_for(conn, &key);
                 Waiting::Action {
                     action,
@@ -153,7 +160,7 @@ impl Observer {
                 }
             }
             Command::Screenshot { action, ext } => {
-                self.end_typing(conn, &key, at);
+                self.end_typing(conn, &key, at, Reach::Client);
                 let withheld = self
                     .pages
                     .verdict_at(&self.typing_key(conn, &key), at)
@@ -168,20 +175,19 @@ impl Observer {
             }
         };
         let max = self.opts.max_pending;
-        let Some(c) = self.conns.get_mut(&conn) else {
-            return;
-        };
+        let c = self.conns.get_mut(&conn)?;
         if c.pending.len() >= max {
             self.dropped += 1;
-            return;
+            return None;
         }
         c.pending.insert(
-            (key, id),
+            (key.clone(), id),
             Pending {
                 started: at,
                 what: waiting,
             },
         );
+        Some((key, id))
     }
 
     /// True when a response with this id may be awaited on `conn` (the cheap pre-filter).
@@ -203,6 +209,11 @@ impl Observer {
         let Some(p) = pending else {
             return;
         };
+        self.answered(conn, &key, p, frame, at);
+    }
+
+    /// `p`, waiting under session `key`, is answered by `frame`.
+    fn answered(&mut self, conn: u64, key: &Key, p: Pending, frame: &Frame<'_>, at: SystemTime) {
         let error = frame.error_message().map(|m| self.sanitizer.error(&m));
         let status = if error.is_some() {
             Status::Error
@@ -212,6 +223,20 @@ impl Observer {
         let duration = at.duration_since(p.started).unwrap_or_default();
         match p.what {
             Waiting::Typing { seq } => self.typing_answered(conn, seq, error, at),
+            Waiting::Carrier { inner } => {
+                // Delivered: the page answers the wrapped command itself. Refused (no such
+                // session): that refusal is the wrapped command's answer.
+                if error.is_none() {
+                    return;
+                }
+                let inner_p = self
+                    .conns
+                    .get_mut(&conn)
+                    .and_then(|c| c.pending.remove(&inner));
+                if let Some(inner_p) = inner_p {
+                    self.answered(conn, &inner.0, inner_p, frame, at);
+                }
+            }
             Waiting::Action {
                 action,
                 target,
@@ -227,13 +252,13 @@ impl Observer {
                     {
                         // A fresh document committed; typing since the command went to the
                         // document it replaced, or stays withheld.
-                        let typed = self.typing_key(conn, &key);
+                        let typed = self.typing_key(conn, key);
                         self.pages
                             .committed(&typed, loader, Commit::NavigateReply, p.started);
                     }
                 }
                 if (trigger, status) == (Some(StepKind::Click), Status::Ok) {
-                    if let Some(target) = self.raw_target(conn, &key) {
+                    if let Some(target) = self.raw_target(conn, key) {
                         self.pages.clicked(&target);
                     }
                 }
@@ -301,7 +326,8 @@ impl Observer {
             Waiting::Action { action, target, .. } | Waiting::Screenshot { action, target, .. } => {
                 (action, target)
             }
-            Waiting::Typing { .. } => return,
+            // The keystroke's burst, or the wrapped command, says it.
+            Waiting::Typing { .. } | Waiting::Carrier { .. } => return,
         };
         let duration = at.duration_since(p.started).unwrap_or_default();
         let r = action_record(

@@ -21,6 +21,7 @@ mod screenshots;
 mod sessions;
 mod typed;
 mod typing;
+mod wrapped;
 
 use crate::pipeline::cdp::frame::{self, Frame};
 use crate::pipeline::cdp::methods::{self, Event, PassiveEvent};
@@ -137,6 +138,8 @@ pub struct Observer {
     /// end bursts look here instead of at every session of every connection (~4% of the
     /// observer at 200 connections).
     typing_in: Vec<(u64, Key)>,
+    /// Non-flat messages being read inside one another (`wrapped.rs`), bounded.
+    depth: u8,
 }
 
 /// Bytes of a large message read to decide whether it matters ([`frame::leading`] needs the
@@ -159,6 +162,7 @@ impl Observer {
             held: IdMap::default(),
             keys: SessionKeys::default(),
             typing_in: Vec::new(),
+            depth: 0,
         }
     }
 
@@ -260,9 +264,17 @@ impl Observer {
     /// here unread (`client_message`).
     fn skippable(&self, conn: u64, dir: Direction, text: &str) -> bool {
         match (dir, frame::leading(text)) {
-            (Direction::ToClient, frame::Leading::Method(m)) => {
-                Event::parse(m).is_none_or(|e| !e.passive())
-            }
+            (Direction::ToClient, frame::Leading::Method(m)) => match Event::parse(m) {
+                // A non-flat session's message: judged by the message it wraps.
+                Some(Event::Passive(PassiveEvent::TargetReceivedMessageFromTarget)) => {
+                    match frame::wrapped_leading(text) {
+                        frame::Leading::Method(m) => Event::parse(m).is_none_or(|e| !e.passive()),
+                        frame::Leading::Id(id) => !self.may_await(conn, id),
+                        _ => false,
+                    }
+                }
+                e => e.is_none_or(|e| !e.passive()),
+            },
             (Direction::ToClient, frame::Leading::Id(id)) => !self.may_await(conn, id),
             (Direction::ToBrowser, frame::Leading::IdMethod(m)) => {
                 methods::CommandMethod::parse(m).is_none()
@@ -418,6 +430,10 @@ impl Observer {
             }
             Event::Passive(PassiveEvent::PageScreencastFrame) => {
                 self.screencast(conn, &key, frame, at);
+                return;
+            }
+            Event::Passive(PassiveEvent::TargetReceivedMessageFromTarget) => {
+                self.wrapped_message(conn, frame, at);
                 return;
             }
             // The relay's own observer reads these on its own sessions.

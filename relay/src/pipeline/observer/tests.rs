@@ -820,33 +820,82 @@ fn a_command_to_the_page_ends_bursts_typing_into_it_through_other_sessions() {
     assert!(!text.contains("Val"), "{text}");
 }
 
-/// Two clients on one page: a command from one ends the burst the other is typing, and that
-/// other client's next value is a step of its own, however many connections are open.
+/// Two clients on one page (issue 26, item 15: DevTools reads the page after every keystroke).
+/// Another client's reads do not split the burst one client types: its screenshots, its
+/// evaluations (which may have emptied the field: what is typed after one is protected from
+/// there on), and side-effect-free evaluations from the typist itself. Another client's input
+/// ends it, however many connections are open.
 #[test]
-fn a_command_from_another_client_ends_the_burst_typing_into_the_page() {
+fn another_clients_reads_do_not_split_a_burst_but_its_input_does() {
     let mut h = Harness::new(ObserverOptions::default());
     let page = format!("/devtools/page/{PAGE}");
     for conn in 1..=40 {
         h.open(conn, &page, 0);
     }
-    let typist = 7;
-    for (i, value) in ["FirstVal1", "SecondVal2"].iter().enumerate() {
-        let ms = 100 + i as u64 * 100;
-        let id = 10 + i as u64;
+    let (typist, reader) = (7, 30);
+    let mut id = 10;
+    let mut ms = 100;
+    let mut next = |step: u64| {
+        id += 1;
+        ms += step;
+        (id, ms)
+    };
+    for value in ["FirstVal1", "SecondVal2"] {
+        let (i, t) = next(10);
         h.send(
             typist,
-            ms,
-            json!({"id": id, "method": "Input.insertText", "params": {"text": value}}),
+            t,
+            json!({"id": i, "method": "Input.insertText", "params": {"text": value}}),
         );
-        h.recv(typist, ms + 1, json!({"id": id, "result": {}}));
-        h.send(30, ms + 2, json!({"id": id, "method": "Runtime.evaluate", "params": {"expression": "f.value = ''"}}));
-        h.recv(30, ms + 3, json!({"id": id, "result": {}}));
+        h.recv(typist, t + 1, json!({"id": i, "result": {}}));
+        // The page echoes what the field holds after the other client's evaluation, which
+        // emptied it (or only read it: nobody can tell).
+        h.recv(reader, t + 2, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": format!("live {value}")}], "executionContextId": 1, "timestamp": t as f64}}));
+        let (i, t) = next(10);
+        h.send(reader, t, json!({"id": i, "method": "Runtime.evaluate", "params": {"expression": "f.value = ''"}}));
+        h.recv(reader, t + 1, json!({"id": i, "result": {}}));
+        let (i, t) = next(10);
+        h.send(
+            reader,
+            t,
+            json!({"id": i, "method": "Page.captureScreenshot", "params": {}}),
+        );
+        h.recv(
+            reader,
+            t + 1,
+            json!({"id": i, "result": {"data": "aGVsbG8="}}),
+        );
+        let (i, t) = next(10);
+        h.send(typist, t, json!({"id": i, "method": "Runtime.evaluate", "params": {"expression": "window.getNodeForIndex(3)", "throwOnSideEffect": true}}));
+        h.recv(typist, t + 1, json!({"id": i, "result": {}}));
     }
+    // Input from the other client ends the burst; the next value is a step of its own.
+    let (i, t) = next(10);
+    h.send(reader, t, json!({"id": i, "method": "Input.dispatchMouseEvent", "params": {"type": "mousePressed", "x": 5, "y": 5, "button": "left", "clickCount": 1}}));
+    h.recv(reader, t + 1, json!({"id": i, "result": {}}));
+    let (i, t) = next(10);
+    h.send(
+        typist,
+        t,
+        json!({"id": i, "method": "Input.insertText", "params": {"text": "ThirdVal3"}}),
+    );
+    h.recv(typist, t + 1, json!({"id": i, "result": {}}));
     for conn in 1..=40 {
         h.close(conn, SessionEnd::ClientClosed, 5000);
     }
     let typing = h.actions("type");
-    assert_eq!(typing.len(), 2, "{typing:?}");
+    let chars: Vec<&serde_json::Value> = typing
+        .iter()
+        .map(|t| &t.payload["input"]["chars"])
+        .collect();
+    assert_eq!(chars, [&json!(19), &json!(9)], "{typing:?}");
+    let console = h.of_kind("console");
+    assert_eq!(console.len(), 2, "{console:?}");
+    for c in &console {
+        let text = c.payload["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with("live ${TYPED_"), "{text}");
+    }
+    assert_eq!(h.actions("Runtime.evaluate").len(), 4);
     let text = h.journal_text();
     assert!(!text.contains("Val"), "{text}");
 }
@@ -1000,4 +1049,150 @@ fn a_focus_report_registered_after_the_first_keystroke_still_types_the_burst() {
     assert_eq!(kind(Some(Password), Some((Text, 98))), "password");
     // On time: nothing to refine.
     assert_eq!(kind(Some(Email), None), "email");
+}
+
+/// Issue 26, item 14 (pyppeteer 2.0.0): a client on a non-flat session wraps every command in
+/// `Target.sendMessageToTarget` and hears answers and events in
+/// `Target.receivedMessageFromTarget`. Its navigation, clicks, screenshot, two fields' typing
+/// and what the page reports are recorded as for a flat client; a wrapper the browser refuses
+/// answers the command it carried.
+#[test]
+fn a_non_flat_session_is_read_like_a_flat_one() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/b", 0);
+    h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": "NF", "targetInfo": {"targetId": PAGE, "type": "page", "url": "about:blank", "title": ""}, "waitingForDebugger": false}}));
+    let mut outer = 100;
+    let mut send = |h: &mut Harness, ms: u64, inner: serde_json::Value| {
+        outer += 1;
+        h.send(1, ms, json!({"id": outer, "method": "Target.sendMessageToTarget", "params": {"sessionId": "NF", "message": inner.to_string()}}));
+        h.recv(1, ms + 1, json!({"id": outer, "result": {}}));
+    };
+    let answer = |h: &mut Harness, ms: u64, inner: serde_json::Value| {
+        h.recv(1, ms, json!({"method": "Target.receivedMessageFromTarget", "params": {"sessionId": "NF", "message": inner.to_string(), "targetId": PAGE}}));
+    };
+    send(
+        &mut h,
+        10,
+        json!({"id": 1, "method": "Page.navigate", "params": {"url": "https://a.test/form?token=x"}}),
+    );
+    answer(
+        &mut h,
+        40,
+        json!({"id": 1, "result": {"frameId": PAGE, "loaderId": "L1"}}),
+    );
+    answer(
+        &mut h,
+        41,
+        json!({"method": "Page.frameNavigated", "params": {"frame": {"id": PAGE, "loaderId": "L1", "url": "https://a.test/form"}, "type": "Navigation"}}),
+    );
+    // Before any typing: the screenshot is kept.
+    send(
+        &mut h,
+        50,
+        json!({"id": 2, "method": "Page.captureScreenshot", "params": {}}),
+    );
+    answer(
+        &mut h,
+        60,
+        json!({"id": 2, "result": {"data": "aGVsbG8gd29ybGQ="}}),
+    );
+    let mut inner = 10;
+    for (i, (x, value)) in [(20, "AlphaField1"), (80, "BetaField2")].iter().enumerate() {
+        let ms = 100 + i as u64 * 300;
+        for (k, kind) in ["mousePressed", "mouseReleased"].iter().enumerate() {
+            inner += 1;
+            send(
+                &mut h,
+                ms + k as u64,
+                json!({"id": inner, "method": "Input.dispatchMouseEvent", "params": {"type": kind, "x": x, "y": 20, "button": "left", "clickCount": 1}}),
+            );
+            answer(
+                &mut h,
+                ms + 5 + k as u64,
+                json!({"id": inner, "result": {}}),
+            );
+        }
+        for (j, ch) in value.chars().enumerate() {
+            let at = ms + 10 + j as u64 * 5;
+            inner += 1;
+            send(
+                &mut h,
+                at,
+                json!({"id": inner, "method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", "key": ch.to_string(), "text": ch.to_string()}}),
+            );
+            answer(&mut h, at + 2, json!({"id": inner, "result": {}}));
+            inner += 1;
+            send(
+                &mut h,
+                at + 3,
+                json!({"id": inner, "method": "Input.dispatchKeyEvent", "params": {"type": "keyUp", "key": ch.to_string()}}),
+            );
+            answer(&mut h, at + 4, json!({"id": inner, "result": {}}));
+        }
+        answer(
+            &mut h,
+            ms + 200,
+            json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": format!("live {value}")}], "executionContextId": 1, "timestamp": 1.0 + i as f64}}),
+        );
+    }
+    // After typing: the screenshot is withheld, and says so.
+    send(
+        &mut h,
+        900,
+        json!({"id": 90, "method": "Page.captureScreenshot", "params": {}}),
+    );
+    answer(
+        &mut h,
+        910,
+        json!({"id": 90, "result": {"data": "aGVsbG8gd29ybGQ="}}),
+    );
+    // A failed request the page reports through the wrapper.
+    answer(
+        &mut h,
+        920,
+        json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R1", "request": {"url": "https://a.test/api?token=x", "method": "POST"}, "type": "Fetch", "timestamp": 1.0}}),
+    );
+    answer(
+        &mut h,
+        930,
+        json!({"method": "Network.loadingFailed", "params": {"requestId": "R1", "errorText": "net::ERR_CONNECTION_REFUSED", "type": "Fetch", "timestamp": 1.1}}),
+    );
+    // The browser refuses a wrapper (the session is gone): the command it carried has failed.
+    h.send(1, 950, json!({"id": 500, "method": "Target.sendMessageToTarget", "params": {"sessionId": "NF", "message": json!({"id": 91, "method": "Page.reload", "params": {}}).to_string()}}));
+    h.recv(
+        1,
+        951,
+        json!({"id": 500, "error": {"code": -32602, "message": "No session with given id"}}),
+    );
+    h.close(1, SessionEnd::ClientClosed, 5000);
+
+    let navs = h.actions("Page.navigate");
+    assert_eq!(navs.len(), 1, "{navs:?}");
+    assert_eq!(navs[0].payload["url"], "https://a.test/form");
+    assert_eq!(navs[0].duration_ms, Some(30));
+    assert!(navs[0].target.is_some());
+    assert_eq!(h.actions("click").len(), 2);
+    let shots = h.actions("Page.captureScreenshot");
+    assert_eq!(shots.len(), 2, "{shots:?}");
+    assert_eq!(shots[0].artifacts.len(), 1, "{shots:?}");
+    assert!(shots[1].artifacts.is_empty());
+    assert!(shots[1].payload["detail"]["screenshotWithheld"].is_string());
+    let typing = h.actions("type");
+    let chars: Vec<&serde_json::Value> = typing
+        .iter()
+        .map(|t| &t.payload["input"]["chars"])
+        .collect();
+    assert_eq!(chars, [&json!(11), &json!(10)], "{typing:?}");
+    let console = h.of_kind("console");
+    assert_eq!(console.len(), 2, "{console:?}");
+    assert!(console.iter().all(|c| c.payload["text"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("live ${TYPED_"))));
+    let failed = h.of_kind("network");
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    let reload = h.actions("Page.reload");
+    assert_eq!(reload.len(), 1);
+    assert_eq!(reload[0].status.as_deref(), Some("error"));
+    let text = h.journal_text();
+    assert!(!text.contains("Field") && !text.contains("token"), "{text}");
 }

@@ -18,6 +18,22 @@ use std::time::{Duration, SystemTime};
 /// Typing steps waiting for a verdict at once; past it, steps are written without one.
 const MAX_HELD: usize = 1024;
 
+/// How far a command other than typing may reach into a field being typed into on its page,
+/// for the typing bursts there (`Observer::end_typing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// It cannot change the page (an evaluation V8 runs refusing side effects): no burst ends.
+    Nothing,
+    /// It reads the page (a screenshot): its own client's bursts end (the step sits between
+    /// them); another client's go on.
+    Client,
+    /// It may change a field through script (an evaluation): its own client's bursts end;
+    /// another client's go on, protected afresh from here.
+    Script,
+    /// It acts on the page as a user would (input), or navigates: every burst on it ends.
+    Page,
+}
+
 /// A typing step waiting for its verdict.
 pub(crate) struct Held {
     burst: Burst,
@@ -133,6 +149,7 @@ impl Observer {
         if burst.seq == next {
             self.next_burst += 1;
         }
+        burst.restart_echo(|| self.sanitizer.typed_echo());
         burst.add(text, attribute, at);
         burst.page.get_or_insert_with(|| typed.clone());
         self.pages.typed_into(&typed, burst.seq, burst.kind, at);
@@ -157,14 +174,18 @@ impl Observer {
         }
     }
 
-    /// A command other than typing went to (connection, session): its burst ends, and so does
-    /// every burst typing into the same page through another session or connection (a second
-    /// client, a non-flat session). The command may have changed the field (emptied it,
-    /// focused another): what is typed next does not continue what was typed, and a burst's
-    /// echo protection holds for continuations only.
-    pub(super) fn end_typing(&mut self, conn: u64, key: &Key, at: SystemTime) {
+    /// A command other than typing went to (connection, session), reaching as far as `reach`
+    /// says. Its burst ends, and so does every burst the same client (connection) types into
+    /// the same page through another session (a non-flat one): the command may have changed
+    /// the field (emptied it, focused another), so what is typed next does not continue what
+    /// was typed, and a burst's echo protection holds for continuations only. Another
+    /// client's bursts on the page end only for what acts on the page as a user would; its
+    /// reads do not split them (DevTools reads the page after every keystroke: a password
+    /// became up to 8 steps), and an evaluation, which may have emptied the field, starts a
+    /// fresh echo segment in them.
+    pub(super) fn end_typing(&mut self, conn: u64, key: &Key, at: SystemTime, reach: Reach) {
         // No burst is open anywhere: the common case costs no lookup.
-        if self.typing_in.is_empty() {
+        if self.typing_in.is_empty() || reach == Reach::Nothing {
             return;
         }
         self.end_burst(conn, key, at);
@@ -172,8 +193,20 @@ impl Observer {
             return;
         };
         for (c, k) in self.open_bursts(|_| true) {
-            if self.raw_target(c, &k).as_deref() == Some(page.as_str()) {
+            if self.raw_target(c, &k).as_deref() != Some(page.as_str()) {
+                continue;
+            }
+            if c == conn || reach == Reach::Page {
                 self.end_burst(c, &k, at);
+            } else if reach == Reach::Script {
+                if let Some(b) = self
+                    .conns
+                    .get_mut(&c)
+                    .and_then(|state| state.sessions.get_mut(&k))
+                    .and_then(|s| s.typing.as_mut())
+                {
+                    b.may_be_emptied();
+                }
             }
         }
     }
