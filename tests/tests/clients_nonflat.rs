@@ -1,0 +1,283 @@
+//! A client on non-flat sessions (issue 26, item 14), as pyppeteer 2.0.0 drives a page: it
+//! attaches with `flatten: false`, wraps every command in `Target.sendMessageToTarget` and hears
+//! answers and events in `Target.receivedMessageFromTarget`. Through the relay, against a real
+//! Chromium, its run must hold what a flat client's would: the navigation, the clicks, the
+//! screenshots, one typing step per field — and no typed character anywhere.
+
+use cdp_evidence::{parse_journal, StoredRecord};
+use cdp_relay::EvidenceSettings;
+use cdp_relay_tests::cdp::{connect, Ws};
+use cdp_relay_tests::files::{all_files, leaks};
+use cdp_relay_tests::site::{Route, Site};
+use cdp_relay_tests::{browser_ws, within, Chromium, RelayFixture};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+const FIRST: &str = "FirstNonFlatSecret1";
+const SECOND: &str = "SecondNonFlatSecret2";
+
+/// Two text fields the page echoes into its console on every input, as a careless page does.
+fn form_routes() -> HashMap<&'static str, Route> {
+    let mut r = HashMap::new();
+    r.insert(
+        "/form",
+        Route::ok(
+            "text/html",
+            r#"<!doctype html><title>Two fields</title>
+<style>input{position:absolute;left:10px;width:300px;height:30px;font:16px monospace}</style>
+<input id="a" type="text" style="top:10px"><input id="b" type="text" style="top:80px">
+<script>for (const f of document.querySelectorAll('input'))
+  f.addEventListener('input', () => console.error('live ' + f.value));</script>"#,
+        ),
+    );
+    r
+}
+
+/// One websocket to the browser endpoint, driving one page through a non-flat session.
+struct NonFlat {
+    ws: Ws,
+    next: u64,
+    session: String,
+}
+
+impl NonFlat {
+    /// Sends `message` and reads until `done` says the awaited answer came; returns it.
+    async fn exchange(
+        &mut self,
+        message: Value,
+        mut done: impl FnMut(&Value) -> Option<Value>,
+    ) -> Value {
+        self.ws
+            .send(Message::text(message.to_string()))
+            .await
+            .expect("send");
+        loop {
+            match self.ws.next().await {
+                Some(Ok(Message::Text(t))) => {
+                    let v: Value = serde_json::from_str(&t).expect("CDP JSON");
+                    if let Some(answer) = done(&v) {
+                        return answer;
+                    }
+                }
+                Some(Ok(_)) => {}
+                other => panic!("the socket ended: {other:?}"),
+            }
+        }
+    }
+
+    /// A command on the browser's root session.
+    async fn root(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let answer = self
+            .exchange(json!({"id": id, "method": method, "params": params}), |v| {
+                (v["id"] == id).then(|| v.clone())
+            })
+            .await;
+        assert!(answer.get("error").is_none(), "{method}: {answer}");
+        answer["result"].clone()
+    }
+
+    /// A command to the page, wrapped; returns the page's answer to it (which may come before
+    /// or after the wrapper's own).
+    async fn page(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let outer = self.next;
+        self.next += 1;
+        let inner = self.next;
+        let message = json!({"id": inner, "method": method, "params": params}).to_string();
+        let wrapper = json!({"id": outer, "method": "Target.sendMessageToTarget",
+            "params": {"sessionId": self.session, "message": message}});
+        let (mut delivered, mut answer) = (false, None::<Value>);
+        let session = self.session.clone();
+        self.exchange(wrapper, |v| {
+            if v["id"] == outer {
+                assert!(v.get("error").is_none(), "{method} not delivered: {v}");
+                delivered = true;
+            } else if v["method"] == "Target.receivedMessageFromTarget"
+                && v["params"]["sessionId"] == session.as_str()
+            {
+                let m: Value =
+                    serde_json::from_str(v["params"]["message"].as_str().unwrap_or("null"))
+                        .expect("wrapped JSON");
+                if m["id"] == inner {
+                    answer = Some(m);
+                }
+            }
+            match (&answer, delivered) {
+                (Some(a), true) => Some(a.clone()),
+                _ => None,
+            }
+        })
+        .await;
+        let answer = answer.expect("answered");
+        assert!(answer.get("error").is_none(), "{method}: {answer}");
+        answer["result"].clone()
+    }
+
+    async fn evaluate(&mut self, expression: &str) -> Value {
+        let r = self
+            .page(
+                "Runtime.evaluate",
+                json!({"expression": expression, "returnByValue": true}),
+            )
+            .await;
+        r["result"]["value"].clone()
+    }
+
+    async fn click(&mut self, x: f64, y: f64) {
+        for kind in ["mousePressed", "mouseReleased"] {
+            self.page(
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
+            )
+            .await;
+        }
+    }
+
+    /// Key by key, as pyppeteer's `keyboard.type` does.
+    async fn type_keys(&mut self, text: &str) {
+        for ch in text.chars() {
+            let key = ch.to_string();
+            self.page(
+                "Input.dispatchKeyEvent",
+                json!({"type": "keyDown", "key": key, "text": key, "unmodifiedText": key}),
+            )
+            .await;
+            self.page(
+                "Input.dispatchKeyEvent",
+                json!({"type": "keyUp", "key": key}),
+            )
+            .await;
+        }
+    }
+}
+
+fn actions<'a>(records: &'a [StoredRecord], method: &str) -> Vec<&'a StoredRecord> {
+    records
+        .iter()
+        .filter(|r| r.kind == "action" && r.payload["method"] == method)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_non_flat_client_leaves_the_same_evidence_as_a_flat_one() {
+    within("a non-flat client through the relay", async {
+        let site = Site::start(form_routes()).await;
+        let chrome = Chromium::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let settings = EvidenceSettings {
+            root: dir.path().to_path_buf(),
+            observe: false,
+            ..EvidenceSettings::default()
+        };
+        let relay = RelayFixture::start_recording(&chrome.http(), settings).await;
+        let ws = connect(&browser_ws(&relay.authority()).await, &[])
+            .await
+            .expect("connect");
+        let mut c = NonFlat {
+            ws,
+            next: 0,
+            session: String::new(),
+        };
+        let targets = c.root("Target.getTargets", json!({})).await;
+        let page = targets["targetInfos"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["type"] == "page"))
+            .and_then(|t| t["targetId"].as_str())
+            .expect("a page")
+            .to_owned();
+        let attached = c
+            .root(
+                "Target.attachToTarget",
+                json!({"targetId": page, "flatten": false}),
+            )
+            .await;
+        c.session = attached["sessionId"].as_str().expect("session").to_owned();
+        for domain in ["Page.enable", "Runtime.enable", "Network.enable"] {
+            c.page(domain, json!({})).await;
+        }
+        c.page(
+            "Page.navigate",
+            json!({"url": format!("{}/form?token=planted", site.origin)}),
+        )
+        .await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while c
+            .evaluate("document.readyState === 'complete' && !!document.getElementById('b')")
+            .await
+            != json!(true)
+        {
+            assert!(tokio::time::Instant::now() < deadline, "the form never loaded");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Before typing: a picture the relay keeps.
+        c.page("Page.captureScreenshot", json!({"format": "png"})).await;
+        c.click(60.0, 25.0).await;
+        c.type_keys(FIRST).await;
+        c.click(60.0, 95.0).await;
+        c.type_keys(SECOND).await;
+        let lengths = c
+            .evaluate("document.getElementById('a').value.length + ',' + document.getElementById('b').value.length")
+            .await;
+        assert_eq!(
+            lengths,
+            json!(format!("{},{}", FIRST.len(), SECOND.len())),
+            "the typing landed"
+        );
+        // After typing: withheld.
+        c.page("Page.captureScreenshot", json!({"format": "png"})).await;
+        drop(c);
+
+        let summary = relay.stop().await.expect("pipeline summary");
+        let bytes = std::fs::read(summary.run_dir.join("actions.jsonl")).expect("journal");
+        let records = parse_journal(&bytes).records;
+
+        let navs = actions(&records, "Page.navigate");
+        assert_eq!(navs.len(), 1, "{records:#?}");
+        assert_eq!(navs[0].payload["url"], format!("{}/form", site.origin));
+        assert_eq!(navs[0].status.as_deref(), Some("ok"));
+        assert_eq!(actions(&records, "click").len(), 2, "{records:#?}");
+        let shots = actions(&records, "Page.captureScreenshot");
+        assert_eq!(shots.len(), 2, "{records:#?}");
+        assert_eq!(shots[0].artifacts.len(), 1, "{:#?}", shots[0]);
+        assert!(
+            summary.run_dir.join(&shots[0].artifacts[0]).is_file(),
+            "{:#?}",
+            shots[0]
+        );
+        assert!(shots[1].artifacts.is_empty(), "{:#?}", shots[1]);
+        assert!(
+            shots[1].payload["detail"]["screenshotWithheld"].is_string(),
+            "{:#?}",
+            shots[1]
+        );
+        let typing = actions(&records, "type");
+        let chars: Vec<&Value> = typing.iter().map(|t| &t.payload["input"]["chars"]).collect();
+        assert_eq!(
+            chars,
+            [&json!(FIRST.len()), &json!(SECOND.len())],
+            "{typing:#?}"
+        );
+        // The page's echoes came wrapped too, and are masked.
+        let echoes: Vec<&StoredRecord> = records
+            .iter()
+            .filter(|r| r.kind == "console")
+            .filter(|r| r.payload["text"].as_str().is_some_and(|t| t.starts_with("live")))
+            .collect();
+        assert!(!echoes.is_empty(), "{records:#?}");
+        for (path, bytes) in all_files(dir.path()) {
+            for planted in [FIRST, SECOND, "planted"] {
+                assert!(!leaks(&bytes, planted), "{planted} in {path}");
+            }
+            // No prefix of either value past what the echo rule allows either.
+            for planted in [&FIRST[..6], &SECOND[..6]] {
+                assert!(!leaks(&bytes, planted), "{planted} in {path}");
+            }
+        }
+    })
+    .await;
+}
