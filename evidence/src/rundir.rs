@@ -53,6 +53,9 @@ pub enum ArtifactRefusal {
     Symlink,
     /// The file is not a regular file (directory, FIFO, socket, device).
     NotRegularFile,
+    /// The file has more than one name: a hard link planted here may be any file of the same
+    /// filesystem (`O_NOFOLLOW` does not see hard links). Writers create artifacts with one.
+    HardLinked,
     /// The file exists but could not be opened or read.
     Unreadable,
 }
@@ -67,6 +70,7 @@ impl ArtifactRefusal {
             ArtifactRefusal::Missing => "is missing",
             ArtifactRefusal::Symlink => "is a symlink",
             ArtifactRefusal::NotRegularFile => "is not a regular file",
+            ArtifactRefusal::HardLinked => "has other hard links",
             ArtifactRefusal::Unreadable => "cannot be read",
         }
     }
@@ -141,6 +145,9 @@ fn regular(file: File) -> Result<(File, u64), ArtifactRefusal> {
     let meta = file.metadata().map_err(|_| ArtifactRefusal::Unreadable)?;
     if !meta.is_file() {
         return Err(ArtifactRefusal::NotRegularFile);
+    }
+    if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+        return Err(ArtifactRefusal::HardLinked);
     }
     Ok((file, meta.len()))
 }
@@ -373,6 +380,8 @@ mod tests {
         symlink(&outside, dir.join("artifacts/out.png")).unwrap();
         symlink("ok.png", dir.join("artifacts/in.png")).unwrap();
         fs::create_dir(dir.join("artifacts/sub.png")).unwrap();
+        // A hard link to a file outside the run (issue 26 item 5): no symlink to see.
+        fs::hard_link(&outside, dir.join("artifacts/hard.png")).unwrap();
         nix::unistd::mkfifo(
             &dir.join("artifacts/fifo.png"),
             Mode::from_bits_truncate(0o644),
@@ -393,6 +402,7 @@ mod tests {
             ("artifacts/in.png", ArtifactRefusal::Symlink),
             ("artifacts/sub.png", ArtifactRefusal::NotRegularFile),
             ("artifacts/fifo.png", ArtifactRefusal::NotRegularFile),
+            ("artifacts/hard.png", ArtifactRefusal::HardLinked),
             ("artifacts/none.png", ArtifactRefusal::Missing),
         ] {
             assert_eq!(run.artifact(p).unwrap_err(), why, "{p}");

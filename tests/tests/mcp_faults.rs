@@ -524,8 +524,15 @@ async fn evidence_finalize_renders_now_and_later_calls_go_to_a_new_run() {
         gw.call("echo", json!({"text": "first run"})).await;
         let done = gw.call("evidence_finalize", json!({})).await;
         let v = done.structured_content.expect("structured");
-        let report = std::path::PathBuf::from(v["report"].as_str().expect("report path"));
-        assert!(report.is_file(), "{v}");
+        // Resource URIs, never the run directory's path (issue 26 item 4).
+        let run_id = v["runId"].as_str().expect("runId").to_owned();
+        assert_eq!(
+            v["reportResource"],
+            format!("evidence://runs/{run_id}/report.html"),
+            "{v}"
+        );
+        assert!(v.get("report").is_none(), "{v}");
+        assert!(gw.runs()[0].join("report.html").is_file(), "{v}");
         assert_ne!(v["runId"], v["nextRunId"]);
         gw.call("echo", json!({"text": "second run"})).await;
         let closed = gw.close().await;

@@ -89,6 +89,10 @@ pub(crate) struct Recorder {
     pending: Mutex<HashMap<ActionId, Pending>>,
     /// Woken whenever a call ends.
     ended: tokio::sync::Notify,
+    /// Characters typed key by key (`press_key {key: "7"}`), one call per character: one
+    /// literal across consecutive calls, registered from its fourth character on. Any other
+    /// call of the wrapped server ends it.
+    keys: Mutex<Option<cdp_sanitize::TypedEcho>>,
     forward: Option<tokio::sync::mpsc::Sender<Forward>>,
 }
 
@@ -122,6 +126,7 @@ impl Recorder {
             handle,
             pending: Mutex::new(HashMap::new()),
             ended: tokio::sync::Notify::new(),
+            keys: Mutex::new(None),
             forward,
         })
     }
@@ -175,11 +180,28 @@ impl Recorder {
     /// Registers the text the agent types in this call as secrets of the run, so an echo on
     /// the page, in a console message or in the server's stderr is masked — before the call is
     /// forwarded. The one call site of the sanitizer's typed-literal API.
-    pub(crate) fn protect_typed(&self, literals: &[&str]) {
+    pub(crate) fn protect_typed(&self, literals: &[String]) {
         if let Some(h) = &self.handle {
             for literal in literals {
                 h.sanitizer().register_typed(literal);
             }
+        }
+    }
+
+    /// A key typed by a key-pressing call grows the literal typed key by key; any other call of
+    /// the wrapped server ends it (the field may have changed). The gateway's own tools touch
+    /// no page and leave it alone.
+    fn protect_keys(&self, server: &str, tool: &str, arguments: Option<&Map<String, Value>>) {
+        let Some(h) = &self.handle else {
+            return;
+        };
+        let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        match args::typed_key(tool, arguments) {
+            Some(typed) => keys
+                .get_or_insert_with(|| h.sanitizer().typed_echo())
+                .extend(&typed),
+            None if server != GATEWAY_TOOL => *keys = None,
+            None => {}
         }
     }
 
@@ -194,12 +216,13 @@ impl Recorder {
         let start = SystemTime::now();
         let id = ActionId::at(start);
         if let Some(h) = &self.handle {
+            self.protect_keys(server, tool, arguments);
             self.protect_typed(&args::typed_literals(tool, arguments));
             let s = h.sanitizer();
             let pending = Pending {
                 tool: s.text_capped(server, 128),
                 method: s.text_capped(tool, 128),
-                arguments: args::reduce(s, arguments),
+                arguments: args::reduce(s, tool, arguments),
                 start,
                 clock: Instant::now(),
             };
@@ -369,6 +392,67 @@ mod tests {
         assert!(records
             .iter()
             .any(|r| r.kind == "lifecycle" && r.payload["event"] == "agentDisconnected"));
+    }
+
+    #[tokio::test]
+    async fn keys_typed_one_call_at_a_time_are_one_literal_until_another_call() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = pipeline(tmp.path());
+        let h = p.handle().clone();
+        let recorder = Recorder::new(Some(h.clone()));
+        let press = |server: &str, tool: &str, key: &str| {
+            let args = json!({"key": key});
+            recorder
+                .begin(server, tool, args.as_object())
+                .end(Outcome::ok(None));
+        };
+        // A PIN typed key by key, a look at the evidence between keys, a named key.
+        press("chrome_devtools", "press_key", "4");
+        press("chrome_devtools", "press_key", "8");
+        recorder
+            .begin(GATEWAY_TOOL, "evidence_summary", None)
+            .end(Outcome::ok(None));
+        press("chrome_devtools", "press_key", "Shift+Q");
+        press("chrome_devtools", "press_key", "9");
+        press("chrome_devtools", "press_key", "Enter");
+        assert_eq!(h.sanitizer().text("pin 48Q9").as_str(), "pin ${TYPED_1}");
+        // Another call of the server ends the literal: the next keys start a new one.
+        recorder
+            .begin(
+                "chrome_devtools",
+                "click",
+                json!({"uid": "1_2"}).as_object(),
+            )
+            .end(Outcome::ok(None));
+        for key in ["7", "7", "1"] {
+            press("playwright", "browser_press_key", key);
+        }
+        assert_eq!(
+            h.sanitizer().text("771").as_str(),
+            "771",
+            "three keys: not yet"
+        );
+        press("playwright", "browser_press_key", "3");
+        assert_eq!(h.sanitizer().text("7713").as_str(), "${TYPED_2}");
+        recorder.flush().await;
+        let run = p.finish().await.unwrap().run_dir;
+        let journal = std::fs::read_to_string(run.join("actions.jsonl")).unwrap();
+        let records = cdp_evidence::parse_journal(journal.as_bytes()).records;
+        let keys: Vec<&Value> = records
+            .iter()
+            .filter(|r| {
+                r.payload["method"]
+                    .as_str()
+                    .is_some_and(|m| m.ends_with("press_key"))
+            })
+            .map(|r| &r.payload["arguments"][0])
+            .collect();
+        assert_eq!(keys.len(), 9);
+        assert_eq!(keys[4]["value"], "Enter");
+        for (i, k) in keys.iter().enumerate().filter(|(i, _)| *i != 4) {
+            assert_eq!(k["input"]["chars"], 1, "{i}: {k}");
+            assert!(k.get("value").is_none(), "{i}: {k}");
+        }
     }
 
     #[test]

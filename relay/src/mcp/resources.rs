@@ -13,8 +13,10 @@
 //! the evidence id rule (`[A-Za-z0-9._-]`, not starting with `.`), so `..`, `%2e%2e`, `/` and
 //! absolute paths are refused before anything is opened. The run directory must be a real
 //! directory inside the root ([`cdp_evidence::Store::run_dir`]) and every file is opened through
-//! [`cdp_evidence::RunDir`] (`openat`, no symlink followed). The summary and report of a run
-//! still recording are rendered in memory on each read; nothing here writes.
+//! [`cdp_evidence::RunDir`] (`openat`, no symlink followed). An artifact is served only when
+//! the run's journal lists it, and only with a single link (a hard link planted in
+//! `artifacts/` may be any file of the filesystem). The summary and report of a run still
+//! recording are rendered in memory on each read; nothing here writes.
 
 use cdp_evidence::{RunDir, Store};
 use rmcp::model::{
@@ -204,6 +206,14 @@ impl Evidence<'_> {
             }
             Target::Artifact { run, name } => {
                 let (id, dir) = self.run_dir(&run)?;
+                // Only what the relay stored and recorded: a file planted in artifacts/ (by a
+                // tool writing there, or a hard link to a file elsewhere) is not evidence.
+                if !listed(&dir, name) {
+                    return Err(ErrorData::resource_not_found(
+                        format!("run {id} has no artifact {name} in its journal"),
+                        None,
+                    ));
+                }
                 let file = dir
                     .artifact(&format!("{}/{name}", cdp_evidence::ARTIFACTS_DIR))
                     .map_err(|why| match why {
@@ -233,6 +243,20 @@ impl Evidence<'_> {
         };
         Ok(ReadResourceResult::new(vec![content]))
     }
+}
+
+/// True when a record of the run's journal names `artifacts/{name}` (read line by line, as
+/// the summary reads it: memory bounded by one line).
+fn listed(dir: &RunDir, name: &str) -> bool {
+    let want = format!("{}/{name}", cdp_evidence::ARTIFACTS_DIR);
+    let manifest = dir.manifest().ok().flatten();
+    let mut found = false;
+    let _ = dir.scan_journal(manifest.as_ref(), None, |line| {
+        if let cdp_evidence::JournalLine::Record(r) = line {
+            found = found || r.artifacts.contains(&want);
+        }
+    });
+    found
 }
 
 fn text_contents(uri: &str, mime: &str, text: String) -> ResourceContents {

@@ -17,10 +17,11 @@ pub(crate) const MAX_FAILURES: usize = 50;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Summary {
     pub run_id: String,
-    /// Where `report.html` is (written when the run is finalized).
-    pub report: String,
-    /// The resource that renders the report now.
+    /// The resource that renders the report now (never the run directory's path: the agent
+    /// reads the evidence through resources and has no business writing there).
     pub report_resource: String,
+    /// The resource that renders `summary.md` now.
+    pub summary_resource: String,
     pub records: usize,
     pub tool_calls: usize,
     pub tool_calls_failed: usize,
@@ -64,8 +65,8 @@ pub(crate) struct FailureLine {
 pub(crate) fn summarize(run_id: &str, dir: &RunDir) -> Summary {
     let mut s = Summary {
         run_id: run_id.to_owned(),
-        report: dir.path().join(cdp_report::HTML_FILE).display().to_string(),
         report_resource: format!("{}/{run_id}/report.html", super::resources::PREFIX),
+        summary_resource: format!("{}/{run_id}/summary.md", super::resources::PREFIX),
         ..Summary::default()
     };
     let manifest = dir.manifest().ok().flatten();

@@ -2,16 +2,24 @@
 //! wrapped server's (a server offering one of these names is refused at start):
 //!
 //! - `evidence_mark_step {label}`: an agent-level step in the journal (the label sanitized);
-//! - `evidence_register_secret {name, value}`: a literal masked as `${NAME}` from now on (at
-//!   least 4 characters, as the HTTP API); the value is never echoed, logged or recorded;
+//! - `evidence_register_secret {name, value}`: a literal masked as `${NAME}` from now on (the
+//!   rules of the HTTP API and `--secret-env`: at least 4 characters, a name of at most 64
+//!   `[A-Z_][A-Z0-9_]*` not starting with `TYPED_`); the value is never echoed, logged or
+//!   recorded, nor is a name that fails (it may be the secret, passed in the wrong argument:
+//!   it is registered as typed text instead);
 //! - `evidence_summary`: the run, its counts and its failures so far (see `summary.rs`);
 //! - `evidence_finalize`: finalize and render now; later calls go to a new run;
 //! - `relay_endpoint`: the relay's CDP endpoint and browser websocket URL.
 //!
-//! Every call is recorded like the wrapped server's (arguments reduced by `args.rs`).
+//! Every call is recorded like the wrapped server's (arguments reduced by `args.rs`). Results
+//! name the run's files by their `evidence://` resource URIs, never by their path: the agent has
+//! no business in the evidence directory, and a call of the wrapped server that names a path in
+//! it is refused ([`refuse_evidence_paths`]).
 
+use super::args::{self, PathRefusal};
 use super::journal::{Outcome, GATEWAY_TOOL};
 use super::Shared;
+use cdp_sanitize::SecretError;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -61,13 +69,13 @@ pub(crate) fn definitions() -> Vec<Tool> {
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(false)),
         Tool::new(
             SUMMARY,
-            "Summarize the browser evidence so far: the run id, the report path, counts, and each failure recorded (failed requests, console errors) with the tool call it happened during and the resource URI of the frame taken after it. A failure is recorded together with that frame, up to a few seconds after it happened.",
+            "Summarize the browser evidence so far: the run id, the report's resource URI, counts, and each failure recorded (failed requests, console errors) with the tool call it happened during and the resource URI of the frame taken after it. A failure is recorded together with that frame, up to a few seconds after it happened.",
             none(),
         )
         .with_annotations(ToolAnnotations::new().read_only(true)),
         Tool::new(
             FINALIZE,
-            "Finalize the browser evidence now and render its report; returns the path of report.html. Later calls are recorded in a new run.",
+            "Finalize the browser evidence now and render its report; returns the resource URIs of report.html and summary.md. Later calls are recorded in a new run.",
             none(),
         )
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(false)),
@@ -135,13 +143,21 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
                 let e = "evidence_register_secret needs `name` and `value` strings";
                 return finish(call, error_result(e), Outcome::error(e)).await;
             };
-            // The error names the rule broken, never the value.
+            // The error names the rule broken, never the value, nor a name that fails.
             match h.register_secret(secret_name, value) {
                 Ok(_) => (
                     text_result(json!({"registered": format!("${{{secret_name}}}")})),
                     Outcome::ok(None),
                 ),
                 Err(e) => {
+                    if matches!(
+                        e,
+                        SecretError::InvalidName { .. } | SecretError::NameTooLong { .. }
+                    ) {
+                        // Most likely the secret itself, passed as the name: protect it as
+                        // typed text is protected.
+                        recorder.protect_typed(&[secret_name.to_owned()]);
+                    }
                     let e = format!("not registered: {e}");
                     (error_result(&e), Outcome::error(e))
                 }
@@ -173,13 +189,13 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
             call.end(Outcome::ok(None));
             recorder.flush().await;
             return match h.writer().rotate().await {
-                Some(done) => {
+                Some(_) => {
                     let run_id = before.run_id;
+                    let prefix = super::resources::PREFIX;
                     text_result(json!({
                         "runId": run_id,
-                        "report": done.run_dir.join(cdp_report::HTML_FILE),
-                        "summary": done.run_dir.join(cdp_report::SUMMARY_FILE),
-                        "reportResource": format!("{}/{run_id}/report.html", super::resources::PREFIX),
+                        "reportResource": format!("{prefix}/{run_id}/{}", cdp_report::HTML_FILE),
+                        "summaryResource": format!("{prefix}/{run_id}/{}", cdp_report::SUMMARY_FILE),
                         "nextRunId": h.status().run_id,
                     }))
                 }
@@ -192,6 +208,33 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
         }
     };
     finish(call, result, outcome).await
+}
+
+/// Refuses a call of the wrapped server whose arguments name a path inside the evidence root
+/// (`take_screenshot {filePath: <run>/artifacts/000777-frame.png}` would plant a frame the
+/// resources then serve): an error result to the agent, and the call recorded as an error. The
+/// path is not repeated. `None` when the call may go on (or evidence is off).
+pub(crate) fn refuse_evidence_paths(
+    shared: &Shared,
+    server: &str,
+    params: &CallToolRequestParams,
+) -> Option<CallToolResult> {
+    let store = shared.store.as_ref()?;
+    let args = params.arguments.as_ref();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("/"));
+    let e = match args::evidence_path_argument(args, store.root(), &cwd)? {
+        PathRefusal::Inside(name) => format!(
+            "refused: `{}` names a path inside the evidence directory, which only cdp-relay writes; use a path outside it (read the evidence through the evidence:// resources)",
+            shared.clean(&name.chars().take(64).collect::<String>())
+        ),
+        PathRefusal::TooMany => format!(
+            "refused: more than {} strings to check for paths into the evidence directory; split the call",
+            args::MAX_PATH_CANDIDATES
+        ),
+    };
+    let call = shared.recorder.begin(server, &params.name, args);
+    call.end(Outcome::error(e.clone()));
+    Some(error_result(&e))
 }
 
 async fn finish(
