@@ -276,6 +276,10 @@ impl ServerHandler for Gateway {
             call.end(Outcome::error(e.clone()));
             return Err(ErrorData::invalid_params(e, None));
         };
+        // A call that names a path inside the evidence root is refused, and recorded.
+        if let Some(refused) = tools::refuse_evidence_paths(&self.shared, &server, &request) {
+            return Ok(refused.into());
+        }
         let call = self
             .shared
             .recorder
