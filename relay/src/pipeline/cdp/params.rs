@@ -108,6 +108,9 @@ pub(crate) struct Request<'a> {
 pub(crate) struct RequestWillBeSent<'a> {
     #[serde(borrow)]
     pub(crate) request_id: Str<'a>,
+    /// The document that made the request.
+    #[serde(borrow, rename = "documentURL")]
+    pub(crate) document_url: Str<'a>,
     #[serde(borrow)]
     pub(crate) request: Request<'a>,
     #[serde(borrow, rename = "type")]

@@ -79,6 +79,7 @@ quick!(RequestId { "requestId" => request_id: string });
 quick!(Request { "url" => url: string, "method" => method: string });
 quick!(RequestWillBeSent {
     "requestId" => request_id: string,
+    "documentURL" => document_url: string,
     "request" => request: nested::<Request>,
     "type" => resource_type: optional,
     "timestamp" => timestamp: number,
@@ -186,6 +187,7 @@ mod tests {
     fn member() -> impl Strategy<Value = (String, Value)> {
         let key = prop_oneof![
             Just("requestId"),
+            Just("documentURL"),
             Just("request"),
             Just("response"),
             Just("url"),

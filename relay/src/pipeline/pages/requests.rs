@@ -5,6 +5,13 @@
 //! connection, keyed by session; the relay's own per page), and both join through here, so a
 //! failed request reads the same whoever saw it. The table is bounded; raw URLs live here in
 //! memory only until the request ends.
+//!
+//! A request DevTools makes for itself is not the page's, and its failure is not the page's
+//! failure (issue 26, item 15): the frontend, attached through the relay, fetches
+//! [`DEVTOOLS_WELL_KNOWN`] from the inspected page's origin, which most sites do not serve
+//! (`net::ERR_CACHE_MISS`, a 404), and a frontend opened as a tab makes its requests from a
+//! `devtools://` document. Such requests are followed (their `loadingFailed` must not read as
+//! an unknown request's) but never recorded.
 
 use crate::pipeline::cdp::params as cdp;
 use crate::pipeline::IdMap;
@@ -24,6 +31,26 @@ struct Request {
     seen_at: SystemTime,
     /// A ≥ 400 response was already recorded; a later loadingFailed is the same failure.
     reported: bool,
+    /// DevTools made it for itself, not the page: it is no failure of the page's.
+    devtools: bool,
+}
+
+/// What DevTools fetches from the inspected page's origin when it attaches (its automatic
+/// workspace folders).
+pub(crate) const DEVTOOLS_WELL_KNOWN: &str = "/.well-known/appspecific/com.chrome.devtools.json";
+
+/// Whether a request to `url`, made by the document at `document_url`, is DevTools' own.
+pub(crate) fn devtools_own(url: &str, document_url: &str) -> bool {
+    document_url.starts_with("devtools://")
+        || url.starts_with("devtools://")
+        || path_of(url) == Some(DEVTOOLS_WELL_KNOWN)
+}
+
+/// The path of an absolute `scheme://authority/path?query#fragment` URL.
+fn path_of(url: &str) -> Option<&str> {
+    let rest = &url[url.find("://")? + 3..];
+    let path = &rest[rest.find('/')?..];
+    Some(path.split(['?', '#']).next().unwrap_or(path))
 }
 
 impl Request {
@@ -110,6 +137,7 @@ impl Requests {
                 timestamp: p.timestamp,
                 seen_at: at,
                 reported: false,
+                devtools: devtools_own(url, &p.document_url),
             }
         };
         // A redirect reuses the requestId: the entry follows the request to its new URL.
@@ -137,6 +165,13 @@ impl Requests {
         let req = self
             .map
             .get_mut(key(&mut self.scratch, session, &p.request_id));
+        let devtools = match &req {
+            Some(r) => r.devtools,
+            None => devtools_own(&p.response.url, ""),
+        };
+        if devtools {
+            return None;
+        }
         let (method, url, resource_type, started, seen_at) = match &req {
             Some(r) => (
                 r.method(),
@@ -177,7 +212,7 @@ impl Requests {
         let req = self
             .map
             .remove(key(&mut self.scratch, session, &p.request_id));
-        if req.as_ref().is_some_and(|r| r.reported) {
+        if req.as_ref().is_some_and(|r| r.reported || r.devtools) {
             return None;
         }
         let mut error = p.error_text.to_string();
@@ -241,5 +276,93 @@ mod tests {
             .collect();
         assert_eq!(keys.len(), pairs.len(), "{keys:?}");
         assert_eq!(key(&mut scratch, Some("S12"), "7.1"), "3:S127.1");
+    }
+
+    /// Issue 26, item 15: DevTools' own fetch of its well-known file from the page's origin,
+    /// and requests of a `devtools://` document, fail without being the page's failures; the
+    /// page's own requests, to look-alike paths too, still are.
+    #[test]
+    fn devtools_own_requests_are_no_failures_of_the_page() {
+        let s = Sanitizer::new();
+        let mut r = Requests::new(16);
+        let sent = |r: &mut Requests, id: &str, url: &str, doc: &str| {
+            let p = cdp::RequestWillBeSent {
+                request_id: id.into(),
+                document_url: doc.into(),
+                request: cdp::Request {
+                    url: url.into(),
+                    method: "GET".into(),
+                },
+                resource_type: Some("Other".into()),
+                timestamp: 1.0,
+            };
+            assert!(r.sent(Some("S"), &p, SystemTime::UNIX_EPOCH));
+        };
+        let failed = |r: &mut Requests, id: &str| {
+            let p = cdp::LoadingFailed {
+                request_id: id.into(),
+                error_text: "net::ERR_CACHE_MISS".into(),
+                timestamp: 1.5,
+                ..cdp::LoadingFailed::default()
+            };
+            r.failed(Some("S"), &p, &s)
+        };
+        let page = "https://shop.test/cart";
+        sent(
+            &mut r,
+            "1",
+            &format!("https://shop.test{DEVTOOLS_WELL_KNOWN}"),
+            page,
+        );
+        assert!(failed(&mut r, "1").is_none());
+        sent(
+            &mut r,
+            "2",
+            "devtools://devtools/bundled/core/sdk/sdk.js",
+            page,
+        );
+        assert!(failed(&mut r, "2").is_none());
+        sent(
+            &mut r,
+            "3",
+            "https://shop.test/api",
+            "devtools://devtools/bundled/inspector.html",
+        );
+        assert!(failed(&mut r, "3").is_none());
+        // A 404 of it, seen or not seen going out.
+        sent(
+            &mut r,
+            "4",
+            &format!("https://shop.test{DEVTOOLS_WELL_KNOWN}?x=1"),
+            page,
+        );
+        for id in ["4", "5"] {
+            let p = cdp::ResponseReceived {
+                request_id: id.into(),
+                response: cdp::Response {
+                    status: 404,
+                    status_text: "Not Found".into(),
+                    url: format!("https://shop.test{DEVTOOLS_WELL_KNOWN}").into(),
+                },
+                resource_type: None,
+                timestamp: 2.0,
+            };
+            assert!(r.response(Some("S"), &p, &s).is_none(), "{id}");
+        }
+        // The page's own requests fail as ever.
+        for (id, url) in [
+            ("6", "https://shop.test/.well-known/appspecific/other.json"),
+            ("7", "https://shop.test/api/com.chrome.devtools.json"),
+            (
+                "8",
+                "https://shop.test/x?next=/.well-known/appspecific/com.chrome.devtools.json",
+            ),
+        ] {
+            sent(&mut r, id, url, page);
+            assert!(failed(&mut r, id).is_some(), "{url}");
+        }
+        assert_eq!(path_of("https://a.test"), None);
+        assert_eq!(path_of("https://a.test/p#f"), Some("/p"));
+        assert_eq!(path_of("nonsense"), None);
     }
 }
