@@ -788,25 +788,24 @@ async fn read_agent<R, W>(
             }
         };
         match &message {
-            JsonRpcMessage::Request(r) => {
-                if !in_flight.insert(r.id.clone()) {
-                    let _ = answer(
-                        ErrorData::invalid_request(
-                            format!(
-                                "request id {} is already in use by a request in flight; use a new id",
-                                r.id
-                            ),
-                            None,
+            // The guard also registers a new id as in flight.
+            JsonRpcMessage::Request(r) if !in_flight.insert(r.id.clone()) => {
+                let _ = answer(
+                    ErrorData::invalid_request(
+                        format!(
+                            "request id {} is already in use by a request in flight; use a new id",
+                            r.id
                         ),
-                        Some(r.id.clone()),
-                    )
-                    .await;
-                    on_refused(Refused::DuplicateId {
-                        method: Some(r.request.method().to_owned()),
-                        tool: tool_name(&r.request),
-                    });
-                    continue;
-                }
+                        None,
+                    ),
+                    Some(r.id.clone()),
+                )
+                .await;
+                on_refused(Refused::DuplicateId {
+                    method: Some(r.request.method().to_owned()),
+                    tool: tool_name(&r.request),
+                });
+                continue;
             }
             JsonRpcMessage::Notification(n) => {
                 if let ClientNotification::CancelledNotification(c) = &n.notification {

@@ -8,11 +8,14 @@
 //! bytes), `structured` (structured content), `fail` (an `isError` result), `rpc_error` (a
 //! JSON-RPC error), `slow {ms}` (progress notifications, then done; cancellable), `log` (a log
 //! message notification, then done), `change_tools` (a `tools/list_changed` notification, then
-//! done), `crash` (exits with status 3 mid-call).
+//! done), `crash` (exits with status 3 mid-call), `flood {progress, logs}` (that many progress
+//! and log notifications, interleaved and numbered, then done), `huge {bytes}` (a text result of
+//! that many bytes).
 //!
 //! Flags: `--never-init` (reads but never answers `initialize`), `--offer NAME` (also offer a
-//! tool named NAME), `--stderr TEXT` (print TEXT on stderr at start), `--ignore-stdin-close`
-//! (keep running after stdin closes, until signalled).
+//! tool named NAME), `--offer-later NAME` (offer it only after `change_tools`), `--stderr TEXT`
+//! (print TEXT on stderr at start), `--stderr-bytes N` (write N bytes without a newline on
+//! stderr at start), `--ignore-stdin-close` (keep running after stdin closes, until signalled).
 
 #![forbid(unsafe_code)]
 // Log messages are deprecated by SEP-2577, and still what servers send.
@@ -34,6 +37,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 struct Fake {
     extra: Option<String>,
+    later: Option<String>,
+    changed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn schema(v: Value) -> Arc<Map<String, Value>> {
@@ -67,6 +72,16 @@ fn tools(extra: Option<&str>) -> Vec<Tool> {
         Tool::new("log", "Sends a log message, then returns", obj(json!({}))),
         Tool::new("change_tools", "Says its tool list changed", obj(json!({}))),
         Tool::new("crash", "Exits mid-call", obj(json!({}))),
+        Tool::new(
+            "flood",
+            "Sends numbered progress and log notifications, then returns",
+            obj(json!({"progress": {"type": "integer"}, "logs": {"type": "integer"}})),
+        ),
+        Tool::new(
+            "huge",
+            "Returns a text of `bytes` bytes",
+            obj(json!({"bytes": {"type": "integer"}})),
+        ),
     ];
     if let Some(name) = extra {
         t.push(Tool::new(
@@ -110,9 +125,19 @@ impl ServerHandler for Fake {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools(
-            self.extra.as_deref(),
-        )))
+        let mut all = tools(self.extra.as_deref());
+        if let Some(name) = self
+            .later
+            .as_deref()
+            .filter(|_| self.changed.load(std::sync::atomic::Ordering::SeqCst))
+        {
+            all.push(Tool::new(
+                name.to_owned(),
+                "A tool with a borrowed name, offered late",
+                schema(json!({"type": "object"})),
+            ));
+        }
+        Ok(ListToolsResult::with_all_items(all))
     }
 
     async fn list_resources(
@@ -228,10 +253,51 @@ impl ServerHandler for Fake {
                 text("logged")
             }
             "change_tools" => {
+                self.changed
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
                 let _ = context.peer.notify_tool_list_changed().await;
                 text("changed")
             }
             "crash" => std::process::exit(3),
+            "flood" => {
+                let progress = args.get("progress").and_then(Value::as_u64).unwrap_or(0);
+                let logs = args.get("logs").and_then(Value::as_u64).unwrap_or(0);
+                let token = context.meta.get_progress_token();
+                // Interleaved, each numbered in the order sent: `seq` counts both kinds.
+                let (mut p, mut l, mut seq) = (0u64, 0u64, 0u64);
+                while p < progress || l < logs {
+                    if p < progress {
+                        if let Some(t) = &token {
+                            let _ = context
+                                .peer
+                                .notify_progress(
+                                    ProgressNotificationParam::new(t.clone(), (p + 1) as f64)
+                                        .with_total(progress as f64)
+                                        .with_message(format!("seq {seq}")),
+                                )
+                                .await;
+                        }
+                        p += 1;
+                        seq += 1;
+                    }
+                    if l < logs {
+                        let _ = context
+                            .peer
+                            .notify_logging_message(LoggingMessageNotificationParam::new(
+                                LoggingLevel::Info,
+                                json!({"seq": seq, "filler": "x".repeat(200)}),
+                            ))
+                            .await;
+                        l += 1;
+                        seq += 1;
+                    }
+                }
+                text(format!("flooded {seq}"))
+            }
+            "huge" => {
+                let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(1024) as usize;
+                text("h".repeat(n))
+            }
             other => text(format!("called {other}")),
         };
         Ok(result.into())
@@ -251,6 +317,23 @@ async fn main() {
     if let Some(t) = value("--stderr") {
         eprintln!("{t}");
     }
+    if let Some(n) = value("--stderr-bytes").and_then(|n| n.parse::<usize>().ok()) {
+        // On a thread of its own: the reader of the pipe decides how fast this goes.
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let chunk = vec![b'x'; 1 << 16];
+            let mut err = std::io::stderr().lock();
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(chunk.len());
+                if err.write_all(&chunk[..k]).is_err() {
+                    return;
+                }
+                left -= k;
+            }
+            let _ = err.write_all(b"\nstderr-flood-end\n");
+        });
+    }
     if flag("--never-init") {
         // Read everything, answer nothing, until stdin closes.
         let mut sink = tokio::io::sink();
@@ -259,6 +342,8 @@ async fn main() {
     }
     let fake = Fake {
         extra: value("--offer"),
+        later: value("--offer-later"),
+        changed: Arc::default(),
     };
     let Ok(service) = fake.serve(rmcp::transport::stdio()).await else {
         std::process::exit(2);
