@@ -55,6 +55,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// Object storage cannot be read (`runs --remote`, `report --remote`); `reason` is one line
+    /// saying what to fix, free of credentials.
+    #[error("reading evidence from {target}: {reason}")]
+    Remote {
+        /// `s3://bucket/prefix`.
+        target: String,
+        /// What went wrong and what to do.
+        reason: String,
+    },
+
     /// The MCP gateway could not start: the wrapped server failed, or the agent's session.
     #[error("{reason}")]
     Mcp {

@@ -47,14 +47,15 @@ impl UploadArgs {
             }
             return Ok(None);
         };
-        let mut s = settings_for(url)?;
+        let mut s = settings_for(url, false)?;
         s.only_failed = self.only_failed;
         Ok(Some(s))
     }
 }
 
-/// Settings for `url` with the `AWS_*` environment; the URL is checked here.
-fn settings_for(url: &str) -> anyhow::Result<UploadSettings> {
+/// Settings for `url` with the `AWS_*` environment; the URL is checked here (naming `--remote`
+/// when `reading`).
+fn settings_for(url: &str, reading: bool) -> anyhow::Result<UploadSettings> {
     let mut s = UploadSettings::new(url);
     s.options = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -62,7 +63,11 @@ fn settings_for(url: &str) -> anyhow::Result<UploadSettings> {
         .map(|(k, v)| (k, SecretValue::new(v)))
         .collect();
     // Fails early, with the flag's name, on a URL that is not s3://bucket[/prefix].
-    Target::new(&s)?;
+    if reading {
+        Target::for_reading(&s)?;
+    } else {
+        Target::new(&s)?;
+    }
     Ok(s)
 }
 
@@ -250,13 +255,13 @@ pub(crate) fn runs_remote(
     url: &str,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let settings = settings_for(url)?;
+    let settings = settings_for(url, true)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let listing = rt.block_on(async {
-        let target = Target::new(&settings)?;
+        let target = Target::for_reading(&settings)?;
         anyhow::Ok(upload::list_runs(&target, args.limit, args.session.as_deref()).await?)
     })?;
     let mut out = std::io::stdout().lock();
@@ -275,6 +280,13 @@ pub(crate) fn runs_remote(
             listing.incomplete
         );
     }
+    if listing.unreadable > 0 {
+        eprintln!(
+            "cdp-relay: {} run(s) whose manifest could not be read not shown (first: {})",
+            listing.unreadable,
+            listing.unreadable_reason.as_deref().unwrap_or("unknown")
+        );
+    }
     if listing.not_shown > 0 {
         eprintln!(
             "cdp-relay: {} older run(s) not shown (--limit)",
@@ -284,8 +296,29 @@ pub(crate) fn runs_remote(
     Ok(ExitCode::SUCCESS)
 }
 
+/// A bucket's text made safe for a terminal: control characters (ANSI escapes among them) and
+/// the invisible ones that reorder or hide text are shown as `\u{…}`, as `--json` escapes them.
+fn printable(s: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    };
+    if !s.chars().any(hidden) {
+        return s.to_owned();
+    }
+    s.chars()
+        .map(|c| {
+            if hidden(c) {
+                format!("\\u{{{:04x}}}", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 fn remote_table(runs: &[upload::RemoteRun]) -> String {
-    let dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+    let dash = |v: Option<String>| v.map_or_else(|| "-".to_owned(), |s| printable(&s));
     let rows: Vec<[String; 8]> = runs
         .iter()
         .map(|r| {
@@ -332,21 +365,18 @@ fn remote_table(runs: &[upload::RemoteRun]) -> String {
 }
 
 /// `cdp-relay report --remote URL RUN`: fetches the run whole into `out` and returns the path
-/// of its `report.html` (rendered here if the upload had none).
+/// of its `report.html`, always rendered here from the fetched journal: the bucket's own copy
+/// is not fetched (any pod can write the bucket; a planted page could carry a script).
 pub(crate) fn report_remote(url: &str, run_id: &str, out: &Path) -> anyhow::Result<PathBuf> {
-    let settings = settings_for(url)?;
+    let settings = settings_for(url, true)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let dir = rt.block_on(async {
-        let target = Target::new(&settings)?;
+        let target = Target::for_reading(&settings)?;
         anyhow::Ok(upload::fetch_run(&target, run_id, out).await?)
     })?;
-    let html = dir.join(cdp_report::HTML_FILE);
-    if html.is_file() {
-        return Ok(html);
-    }
     let rendered = cdp_report::render(&dir)
         .with_context(|| format!("cannot render the report of {}", dir.display()))?;
     Ok(rendered.html_path)
@@ -378,5 +408,36 @@ mod tests {
         };
         let e = bad.settings().unwrap_err();
         assert!(e.to_string().contains("s3://"), "{e}");
+    }
+
+    #[test]
+    fn the_table_shows_a_buckets_escapes_escaped() {
+        assert_eq!(printable("pod-1"), "pod-1");
+        let shown = printable("\u{1b}[2J\u{1b}]0;owned\u{7}evil\u{202e}txt.exe\n");
+        assert!(
+            !shown.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{shown:?}"
+        );
+        assert_eq!(
+            shown,
+            "\\u{001b}[2J\\u{001b}]0;owned\\u{0007}evil\\u{202e}txt.exe\\u{000a}"
+        );
+        let run = upload::RemoteRun {
+            id: "r1".into(),
+            session_id: Some("s\u{1b}[31m".into()),
+            status: Some("finalized".into()),
+            started_at: None,
+            finalized_at: None,
+            failures: None,
+            host: Some("\u{1b}[2Jhost".into()),
+            records: None,
+            size_bytes: None,
+            truncated: false,
+            uploaded_at: None,
+            url: "s3://b/r1/".into(),
+        };
+        let table = remote_table(&[run]);
+        assert!(!table.contains('\u{1b}'), "{table:?}");
+        assert!(table.contains("\\u{001b}[2Jhost"), "{table}");
     }
 }

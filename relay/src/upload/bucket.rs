@@ -1,9 +1,13 @@
 //! Reading runs back from the bucket: listing them from their manifests (`cdp-relay runs
 //! --remote`) and fetching one whole (`cdp-relay report --remote`).
 //!
-//! The bucket is not trusted: a run id must pass the id rule, a file name must be `<name>` or
-//! `artifacts/<name>` with names passing the id rule, a fetched run is written only below the
-//! output directory, and its files must have the sizes its manifest lists.
+//! The bucket is not trusted: every pod of a fleet can write to it. A run id must pass the id
+//! rule, a file name must be `<name>` or `artifacts/<name>` with names passing the id rule, a
+//! fetched run is written only below the output directory (never through a symlink found
+//! there), its files must have the sizes its manifest lists, and what the report renderer
+//! derives (`report.html`, `summary.md`) is never taken from the bucket: the caller renders
+//! the fetched journal itself. A manifest that cannot be read is skipped and counted, not
+//! allowed to hide the rest of the fleet.
 
 use super::target::Target;
 use crate::Error;
@@ -13,6 +17,10 @@ use object_store::ObjectStoreExt;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// What the report renderer derives from the journal: never taken from the bucket, where any
+/// pod could have planted a page with a script in it.
+const DERIVED: [&str; 2] = [cdp_report::HTML_FILE, cdp_report::SUMMARY_FILE];
 
 /// Manifests fetched at once.
 const MANIFESTS_IN_FLIGHT: usize = 16;
@@ -59,6 +67,11 @@ pub struct RemoteListing {
     pub incomplete: usize,
     /// Runs not looked at because of the limit.
     pub not_shown: usize,
+    /// Runs whose manifest could not be read (refused, failing, too large): skipped, with
+    /// the first reason.
+    pub unreadable: usize,
+    /// Why the first unreadable manifest could not be read (one line).
+    pub unreadable_reason: Option<String>,
 }
 
 /// Lists up to `limit` runs, newest first (run ids start with their creation time), optionally
@@ -82,23 +95,38 @@ pub async fn list_runs(
         .collect();
     ids.sort_by(|a, b| b.cmp(a));
     let mut out = RemoteListing::default();
+    // Every folder looked at counts against the limit (manifest-less and unreadable ones too),
+    // so a bucket full of abandoned uploads costs `limit` requests, not one per folder. Only
+    // another session's runs do not count: they are what `--session` filters out.
     let mut fetched = futures_util::stream::iter(
         ids.iter()
             .map(|id| async move { (id, fetch_manifest(target, id).await) }),
     )
-    .buffered(MANIFESTS_IN_FLIGHT);
+    .buffered(MANIFESTS_IN_FLIGHT.min(limit.max(1)));
     let mut looked_at = 0usize;
-    while let Some((id, manifest)) = fetched.next().await {
-        if out.runs.len() >= limit {
+    let mut counted = 0usize;
+    while counted < limit {
+        let Some((id, manifest)) = fetched.next().await else {
             break;
-        }
+        };
         looked_at += 1;
-        match manifest? {
-            None => out.incomplete += 1,
-            Some(m) => {
+        match manifest {
+            Ok(None) => {
+                out.incomplete += 1;
+                counted += 1;
+            }
+            Ok(Some(m)) => {
                 let run = describe(target, id, &m);
                 if session.is_none_or(|s| run.session_id.as_deref() == Some(s)) {
                     out.runs.push(run);
+                    counted += 1;
+                }
+            }
+            Err(e) => {
+                out.unreadable += 1;
+                counted += 1;
+                if out.unreadable_reason.is_none() {
+                    out.unreadable_reason = Some(format!("{id}: {}", super::run::reason_of(&e)));
                 }
             }
         }
@@ -114,24 +142,32 @@ pub async fn list_runs(
 /// manifest in the bucket is not whole: refused.
 pub async fn fetch_run(target: &Target, run_id: &str, out_dir: &Path) -> Result<PathBuf, Error> {
     validate_id("run id", run_id).map_err(|e| Error::Usage(e.to_string()))?;
+    let about_run = |reason: &str| Error::Remote {
+        target: target.run_url(run_id),
+        reason: reason.to_owned(),
+    };
     let Some(manifest) = fetch_manifest_bytes(target, run_id).await? else {
-        return Err(Error::Upload {
-            target: target.run_url(run_id),
-            reason: "no such run in the bucket (or its upload is not complete: the manifest \
-                     arrives last); `cdp-relay runs --remote URL` lists the runs"
-                .into(),
-        });
+        return Err(about_run(
+            "no such run in the bucket (or its upload is not complete: the manifest arrives \
+             last); `cdp-relay runs --remote URL` lists the runs",
+        ));
     };
     let parsed: serde_json::Value =
-        serde_json::from_slice(&manifest).map_err(|_| Error::Upload {
-            target: target.run_url(run_id),
-            reason: "its manifest is not JSON".into(),
-        })?;
-    let files = listed_files(&parsed).ok_or_else(|| Error::Upload {
-        target: target.run_url(run_id),
-        reason: "its manifest lists no files (it was not uploaded by cdp-relay)".into(),
+        serde_json::from_slice(&manifest).map_err(|_| about_run("its manifest is not JSON"))?;
+    let files = listed_files(&parsed).ok_or_else(|| {
+        about_run("its manifest lists no files (it was not uploaded by cdp-relay)")
     })?;
     let dir = out_dir.join(run_id);
+    // A symlink planted at the run's place or its artifacts folder would carry the writes
+    // elsewhere: refused (the files inside are replaced by rename, which never follows one).
+    for place in [dir.clone(), dir.join(cdp_evidence::ARTIFACTS_DIR)] {
+        if place.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+            return Err(Error::Usage(format!(
+                "{} exists and is not a directory (a symlink?); remove it or pass another --out",
+                place.display()
+            )));
+        }
+    }
     let io = |what: &str, path: &Path, e: std::io::Error| Error::Io {
         context: if what == "create" {
             "cannot create"
@@ -144,6 +180,9 @@ pub async fn fetch_run(target: &Target, run_id: &str, out_dir: &Path) -> Result<
     std::fs::create_dir_all(dir.join(cdp_evidence::ARTIFACTS_DIR))
         .map_err(|e| io("create", &dir, e))?;
     for (rel, expected) in &files {
+        if DERIVED.contains(&rel.as_str()) {
+            continue;
+        }
         let path = dir.join(rel);
         let got = target
             .store()
@@ -164,18 +203,21 @@ pub async fn fetch_run(target: &Target, run_id: &str, out_dir: &Path) -> Result<
             file.write_all(&chunk).map_err(|e| io("write", &path, e))?;
         }
         if written != *expected {
-            return Err(Error::Upload {
-                target: target.run_url(run_id),
-                reason: format!(
-                    "{rel} in the bucket is {written} bytes, its manifest says {expected}"
-                ),
-            });
+            return Err(about_run(&format!(
+                "{rel} in the bucket is {written} bytes, its manifest says {expected}"
+            )));
         }
         tmp.persist(&path)
             .map_err(|e| io("write", &path, e.error))?;
     }
     let manifest_path = dir.join(MANIFEST_FILE);
-    std::fs::write(&manifest_path, &manifest).map_err(|e| io("write", &manifest_path, e))?;
+    let tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| io("create", &manifest_path, e))?;
+    tmp.as_file()
+        .write_all(&manifest)
+        .map_err(|e| io("write", &manifest_path, e))?;
+    // A rename replaces whatever is at the name (a planted symlink included) without following it.
+    tmp.persist(&manifest_path)
+        .map_err(|e| io("write", &manifest_path, e.error))?;
     Ok(dir)
 }
 
@@ -198,7 +240,7 @@ async fn fetch_manifest_bytes(target: &Target, run_id: &str) -> Result<Option<Ve
         Err(e) => return Err(target.error(&e)),
     };
     if got.meta.size > MANIFEST_LIMIT as u64 {
-        return Err(Error::Upload {
+        return Err(Error::Remote {
             target: target.run_url(run_id),
             reason: "its manifest is larger than any cdp-relay writes".into(),
         });

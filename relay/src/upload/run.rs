@@ -452,7 +452,7 @@ fn local(path: &Path, what: &str) -> Error {
 /// The one line a sidecar and the status API keep for a failure.
 pub(crate) fn reason_of(e: &Error) -> String {
     match e {
-        Error::Upload { reason, .. } => reason.clone(),
+        Error::Upload { reason, .. } | Error::Remote { reason, .. } => reason.clone(),
         other => one_line(other),
     }
 }

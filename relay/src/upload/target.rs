@@ -28,6 +28,8 @@ pub struct Target {
     /// The bucket name, for messages.
     bucket: String,
     check_timeout: Duration,
+    /// Built to read runs back (`--remote`): errors speak of reading, not uploading.
+    reading: bool,
 }
 
 impl std::fmt::Debug for Target {
@@ -39,9 +41,24 @@ impl std::fmt::Debug for Target {
 }
 
 impl Target {
-    /// Builds the store from the settings. Nothing is contacted yet.
+    /// Builds the store from the settings, to upload to. Nothing is contacted yet.
     pub fn new(settings: &UploadSettings) -> Result<Target, Error> {
-        let (bucket, prefix) = parse_url(&settings.url)?;
+        Target::build(settings, false)
+    }
+
+    /// Builds the store from the settings, to read runs back from (`runs --remote`, `report
+    /// --remote`): its errors say reading and name the read permissions.
+    pub fn for_reading(settings: &UploadSettings) -> Result<Target, Error> {
+        Target::build(settings, true)
+    }
+
+    fn build(settings: &UploadSettings, reading: bool) -> Result<Target, Error> {
+        let flag = if reading {
+            "--remote"
+        } else {
+            "--evidence-upload"
+        };
+        let (bucket, prefix) = parse_url(&settings.url, flag)?;
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(&bucket)
             .with_client_options(
@@ -69,9 +86,14 @@ impl Target {
                 builder = builder.with_config(k, value.expose());
             }
         }
-        let store = builder.build().map_err(|e| Error::Upload {
-            target: settings.url.clone(),
-            reason: format!("{} (check the AWS_* settings)", one_line(&e)),
+        let store = builder.build().map_err(|e| {
+            let reason = format!("{} (check the AWS_* settings)", one_line(&e));
+            let target = settings.url.clone();
+            if reading {
+                Error::Remote { target, reason }
+            } else {
+                Error::Upload { target, reason }
+            }
         })?;
         let display = if prefix.is_empty() {
             format!("s3://{bucket}")
@@ -84,6 +106,7 @@ impl Target {
             display,
             bucket,
             check_timeout: settings.check_timeout,
+            reading,
         })
     }
 
@@ -140,21 +163,25 @@ impl Target {
 
     /// A store error as this crate's error, explained.
     pub(crate) fn error(&self, e: &object_store::Error) -> Error {
-        Error::Upload {
-            target: self.display.clone(),
-            reason: self.explain(e),
+        self.failed(self.explain(e))
+    }
+
+    /// An error about this target: an upload's, or a read's for a reading target.
+    pub(crate) fn failed(&self, reason: String) -> Error {
+        let target = self.display.clone();
+        if self.reading {
+            Error::Remote { target, reason }
+        } else {
+            Error::Upload { target, reason }
         }
     }
 
     /// No answer in time.
     pub(crate) fn timed_out(&self, after: Duration) -> Error {
-        Error::Upload {
-            target: self.display.clone(),
-            reason: format!(
-                "no answer within {} s (is AWS_ENDPOINT_URL right, and the endpoint reachable?)",
-                after.as_secs()
-            ),
-        }
+        self.failed(format!(
+            "no answer within {} s (is AWS_ENDPOINT_URL right, and the endpoint reachable?)",
+            after.as_secs()
+        ))
     }
 
     /// One line saying what went wrong and what to do.
@@ -163,8 +190,13 @@ impl Target {
         match e {
             E::Unauthenticated { .. } | E::PermissionDenied { .. } => format!(
                 "access denied ({}); check the credentials (AWS_ACCESS_KEY_ID and \
-                 AWS_SECRET_ACCESS_KEY, or the role) and that they may s3:PutObject into {}",
+                 AWS_SECRET_ACCESS_KEY, or the role) and that they may {} {}",
                 status_word(e),
+                if self.reading {
+                    "s3:ListBucket and s3:GetObject in"
+                } else {
+                    "s3:PutObject into"
+                },
                 self.display
             ),
             E::NotFound { .. } => format!(
@@ -181,12 +213,13 @@ impl Target {
 }
 
 /// `s3://bucket/prefix` → (bucket, prefix without slashes at either end).
-pub(crate) fn parse_url(raw: &str) -> Result<(String, String), Error> {
+/// `flag` names the flag the URL came from, for the message.
+pub(crate) fn parse_url(raw: &str, flag: &str) -> Result<(String, String), Error> {
     let bad = |why: &str| {
         // The URL is echoed through the sanitizer: a pasted `s3://key:secret@…` stays unseen.
         let shown = cdp_sanitize::Sanitizer::new().text_capped(raw, 200);
         Error::Usage(format!(
-            "--evidence-upload {:?} {why}; expected s3://BUCKET or s3://BUCKET/PREFIX",
+            "{flag} {:?} {why}; expected s3://BUCKET or s3://BUCKET/PREFIX",
             shown.as_str()
         ))
     };
@@ -268,14 +301,14 @@ mod tests {
     #[test]
     fn urls() {
         assert_eq!(
-            parse_url("s3://evidence").unwrap(),
+            parse_url("s3://evidence", "--evidence-upload").unwrap(),
             ("evidence".into(), String::new())
         );
         assert_eq!(
-            parse_url("s3://my.bucket-1/fleet/prod/").unwrap(),
+            parse_url("s3://my.bucket-1/fleet/prod/", "--evidence-upload").unwrap(),
             ("my.bucket-1".into(), "fleet/prod".into())
         );
-        assert_eq!(parse_url("s3a://bkt/p").unwrap().1, "p");
+        assert_eq!(parse_url("s3a://bkt/p", "--remote").unwrap().1, "p");
         for bad in [
             "",
             "evidence",
@@ -289,7 +322,8 @@ mod tests {
             "s3://bucket:9000/p",
             "s3://bucket/sp ace",
         ] {
-            let e = parse_url(bad).unwrap_err();
+            let e = parse_url(bad, "--remote").unwrap_err();
+            assert!(e.to_string().starts_with("--remote "), "{e}");
             assert!(e.is_usage(), "{bad}: {e}");
             assert!(!e.to_string().contains("secret@"), "{e}");
         }
@@ -326,5 +360,36 @@ mod tests {
             "r1/manifest.json"
         );
         assert!(bare.root().is_none());
+    }
+
+    #[test]
+    fn reading_errors_say_reading_and_name_the_read_permissions() {
+        let denied = || object_store::Error::PermissionDenied {
+            path: "fleet/r1/manifest.json".into(),
+            source: "403 AccessDenied".into(),
+        };
+        let s = UploadSettings::new("s3://bkt/fleet");
+        let write = Target::new(&s).unwrap().error(&denied()).to_string();
+        assert!(
+            write.starts_with("evidence upload to s3://bkt/fleet"),
+            "{write}"
+        );
+        assert!(write.contains("s3:PutObject"), "{write}");
+        let read = Target::for_reading(&s)
+            .unwrap()
+            .error(&denied())
+            .to_string();
+        assert!(
+            read.starts_with("reading evidence from s3://bkt/fleet"),
+            "{read}"
+        );
+        assert!(
+            read.contains("s3:GetObject") && read.contains("s3:ListBucket"),
+            "{read}"
+        );
+        assert!(
+            !read.contains("upload") && !read.contains("PutObject"),
+            "{read}"
+        );
     }
 }
