@@ -77,7 +77,8 @@ pub use record::{
     Action, ActionOf, ArtifactRef, Console, ConsoleOf, CustomKind, DropReason, Form, Lifecycle,
     LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Repeat, Sanitized, Stored,
     StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork, StoredRepeat,
-    StoredVerification, Verification, VerificationOf, Verified, TARGET_FIELDS, TOOL_CALL_FIELD,
+    StoredVerification, Verification, VerificationOf, Verified, TARGET_FIELDS,
+    TOOL_CALL_CANDIDATES_FIELD, TOOL_CALL_FIELD,
 };
 pub use rejoin::{JoinAs, Rejoined, RunEnded};
 pub use retention::{PruneReport, RetentionHold, RunInfo};

@@ -135,6 +135,16 @@ impl StoredRecord {
             .and_then(Value::as_str)
     }
 
+    /// The tool calls this record may have happened during (`payload.toolCallCandidates`),
+    /// when more than one could have caused it; empty otherwise.
+    pub fn tool_call_candidates(&self) -> Vec<&str> {
+        self.payload
+            .get(crate::record::TOOL_CALL_CANDIDATES_FIELD)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
     /// The marker word (`runStarted`, `evidenceTruncated`, ...) when this is a marker record,
     /// whether or not its payload fits the marker.
     pub fn marker(&self) -> Option<Word<MarkerName, &str>> {

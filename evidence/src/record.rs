@@ -56,6 +56,9 @@ pub const TARGET_FIELDS: [&str; 15] = [
 
 /// The payload member naming the tool call a record happened during.
 pub const TOOL_CALL_FIELD: &str = "toolCall";
+/// The payload member naming the tool calls a record may have happened during, when more than
+/// one could have caused it (written instead of `toolCall`).
+pub const TOOL_CALL_CANDIDATES_FIELD: &str = "toolCallCandidates";
 
 /// A producer-defined kind (e.g. a device layer's `gesture`) with a sanitized JSON payload.
 #[derive(Clone, Debug)]
@@ -158,6 +161,8 @@ pub struct Record {
     action_id: Option<ActionId>,
     /// The tool call this record happened during (`payload.toolCall`).
     tool_call: Option<ActionId>,
+    /// The tool calls it may have happened during (`payload.toolCallCandidates`).
+    tool_call_candidates: Vec<ActionId>,
     source: Option<Source>,
     tool: SafeText,
     kind: RecordKind,
@@ -203,6 +208,7 @@ impl Record {
         Record {
             action_id: None,
             tool_call: None,
+            tool_call_candidates: Vec::new(),
             source: None,
             tool,
             status: kind.default_status(),
@@ -286,6 +292,18 @@ impl Record {
         self.tool_call = Some(call);
     }
 
+    /// Names the tool calls this record may have happened during when more than one could
+    /// have caused it, as `payload.toolCallCandidates` (instead of `toolCall`, which a reader
+    /// would take as certain). Same rules as [`Record::link_tool_call`].
+    pub fn link_tool_call_candidates(&mut self, calls: Vec<ActionId>) {
+        self.tool_call_candidates = calls;
+    }
+
+    /// The tool calls this record may have happened during (none when it names one, or none).
+    pub fn tool_call_candidates(&self) -> &[ActionId] {
+        &self.tool_call_candidates
+    }
+
     /// The record's kind.
     pub fn kind(&self) -> &RecordKind {
         &self.kind
@@ -312,6 +330,26 @@ impl Record {
     /// The tool call this record is linked to, if any.
     pub fn tool_call(&self) -> Option<&ActionId> {
         self.tool_call.as_ref()
+    }
+
+    /// The candidates to write when no single call is named: as [`Record::link`].
+    pub(crate) fn candidates(&self) -> Option<&[ActionId]> {
+        if self.tool_call.is_some() || self.tool_call_candidates.len() < 2 {
+            return None;
+        }
+        match &self.kind {
+            RecordKind::Marker(_) => None,
+            RecordKind::Custom(c) => match c.payload.as_value() {
+                Value::Object(m)
+                    if !m.contains_key(TOOL_CALL_FIELD)
+                        && !m.contains_key(TOOL_CALL_CANDIDATES_FIELD) =>
+                {
+                    Some(&self.tool_call_candidates)
+                }
+                _ => None,
+            },
+            _ => Some(&self.tool_call_candidates),
+        }
     }
 
     /// The link to write: none for markers and for custom payloads it cannot join.

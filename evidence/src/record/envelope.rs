@@ -3,7 +3,7 @@
 //! the documented order, payloads through the journal's JSON writer (`json.rs`); a record too
 //! big for its line is cut down from the tree of the line this writes.
 
-use super::{json, Record, RecordKind, TARGET_FIELDS, TOOL_CALL_FIELD};
+use super::{json, Record, RecordKind, TARGET_FIELDS, TOOL_CALL_CANDIDATES_FIELD, TOOL_CALL_FIELD};
 use crate::error::Error;
 use crate::ids::Source;
 use cdp_sanitize::SafeJson;
@@ -122,6 +122,8 @@ impl<'a> Envelope<'a> {
         .map_err(Error::Serialize)?;
         if let Some(call) = r.link() {
             link(out, payload, call.as_str())?;
+        } else if let Some(calls) = r.candidates() {
+            link_candidates(out, payload, calls)?;
         }
         out.push(b'}');
         Ok(())
@@ -153,6 +155,35 @@ fn push_time(out: &mut Vec<u8>, t: SystemTime) {
 /// `#[serde(flatten)]` of the payload beside a `toolCall` field would write, without its
 /// buffering. `Record::link` names a call only for payloads that are objects.
 pub(super) fn link(out: &mut Vec<u8>, start: usize, call: &str) -> Result<(), Error> {
+    reopen(out, start)?;
+    json::push_str(out, TOOL_CALL_FIELD);
+    out.push(b':');
+    json::push_str(out, call);
+    out.push(b'}');
+    Ok(())
+}
+
+/// Adds `toolCallCandidates` as [`link`] adds `toolCall`.
+pub(super) fn link_candidates(
+    out: &mut Vec<u8>,
+    start: usize,
+    calls: &[crate::ActionId],
+) -> Result<(), Error> {
+    reopen(out, start)?;
+    json::push_str(out, TOOL_CALL_CANDIDATES_FIELD);
+    out.extend_from_slice(b":[");
+    for (i, c) in calls.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        json::push_str(out, c.as_str());
+    }
+    out.extend_from_slice(b"]}");
+    Ok(())
+}
+
+/// Opens the payload object written from `start` again for one more member.
+fn reopen(out: &mut Vec<u8>, start: usize) -> Result<(), Error> {
     let object = out.len() >= start + 2 && out[start] == b'{' && out.last() == Some(&b'}');
     if !object {
         return Err(Error::Serialize(serde::ser::Error::custom(
@@ -163,10 +194,6 @@ pub(super) fn link(out: &mut Vec<u8>, start: usize, call: &str) -> Result<(), Er
     if out.len() > start + 1 {
         out.push(b',');
     }
-    json::push_str(out, TOOL_CALL_FIELD);
-    out.push(b':');
-    json::push_str(out, call);
-    out.push(b'}');
     Ok(())
 }
 

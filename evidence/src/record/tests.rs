@@ -501,3 +501,32 @@ fn runs_are_shareable_across_threads() {
     assert_send_sync::<crate::Store>();
     assert_send_sync::<Record>();
 }
+
+#[test]
+fn tool_call_candidates_are_written_instead_of_a_single_call() {
+    let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
+    let (a, b) = (ActionId::at(at), ActionId::at(at + Duration::from_millis(1)));
+    let mut r = Record::new(
+        SafeText::literal("cdp"),
+        RecordKind::Action(Action::new(Word::from_text(SafeText::literal(
+            "Runtime.evaluate",
+        )))),
+    );
+    r.link_tool_call_candidates(vec![a.clone(), b.clone()]);
+    let direct: Value = serde_json::from_slice(&line(&r, at)).unwrap();
+    assert_eq!(
+        direct["payload"][crate::TOOL_CALL_CANDIDATES_FIELD],
+        serde_json::json!([a.as_str(), b.as_str()]),
+        "{direct}"
+    );
+    assert!(direct["payload"].get(TOOL_CALL_FIELD).is_none());
+    let stored = crate::StoredRecord::from_value(direct).unwrap();
+    assert_eq!(stored.tool_call(), None, "an old reader sees no link");
+    assert_eq!(stored.tool_call_candidates(), [a.as_str(), b.as_str()]);
+    // A single call named wins; one candidate is no ambiguity.
+    r.link_tool_call(a.clone());
+    let direct: Value = serde_json::from_slice(&line(&r, at)).unwrap();
+    assert!(direct["payload"]
+        .get(crate::TOOL_CALL_CANDIDATES_FIELD)
+        .is_none());
+}

@@ -1,18 +1,24 @@
 //! Which agent tool call a record happened during: the one place that links CDP records to the
-//! MCP tool call that caused them (`payload.toolCall`).
+//! MCP tool call that caused them (`payload.toolCall`, or `payload.toolCallCandidates` when more
+//! than one could have).
 //!
 //! A producer of tool calls (the MCP gateway) says when each call begins and ends; the run
 //! writer, which sees every record of the run, asks [`ToolCalls::link`] about each record
 //! before appending it. Matching is by time and page, never by arrival order (a frame or a typing
 //! verdict reaches the writer seconds after the fact):
 //!
-//! - a client command (an `action`) belongs to a call that was in flight at its `startedAt`;
-//! - an effect (a failed request, a console entry, a frame) also belongs to a call that ended
-//!   at most [`AFTERMATH`] before it, unless a later call had started by then;
-//! - when several calls qualify, a call already seen acting on the record's page wins, then a
-//!   call not yet seen acting on any page, then the call that started last. A call is "seen
-//!   acting on" a page when one of its commands carried that page's handle, so overlapping
-//!   calls on different pages are told apart.
+//! - a client command (an `action`) may belong to a call that was in flight at its `startedAt`;
+//! - an effect (a failed request, a console entry, a frame) also to a call that ended at most
+//!   [`AFTERMATH`] before it, unless another call started between that end and the effect;
+//! - of those, a call seen acting on the record's page (or maybe acting on it), or not yet seen
+//!   acting on any page, could have caused it (a call seen acting only on other pages did not),
+//!   and when that leaves none, any of them could have. A call is "seen acting on" a page when
+//!   one of its commands carried that page's handle while it was the only call that could have
+//!   sent it, and "maybe" when another call could have sent that command too.
+//! - One call left: the record names it. Several: the record names them all as candidates and
+//!   binds no page, because the calls share one CDP connection and nothing in a command says
+//!   which of them sent it. Guessing linked page A's failure to the page-B call of two sent in
+//!   the same tick (issue 26): the record says what is known instead.
 //!
 //! Never looks at payloads beyond the kind and method, never persists anything itself, and is
 //! bounded ([`MAX_CALLS`] calls remembered, each for [`REMEMBER`] after it ended).
@@ -37,6 +43,23 @@ struct Call {
     end: Option<SystemTime>,
     /// Page handles its commands carried.
     pages: Vec<String>,
+    /// Page handles of commands it may have sent (another call could have).
+    maybe: Vec<String>,
+}
+
+impl Call {
+    /// Whether it could have caused a record on `page`: seen acting on it, or maybe, or seen
+    /// acting on no page at all.
+    fn could_act_on(&self, page: &str) -> bool {
+        let has = |pages: &[String]| pages.iter().any(|p| p == page);
+        (self.pages.is_empty() && self.maybe.is_empty()) || has(&self.pages) || has(&self.maybe)
+    }
+}
+
+fn remember(pages: &mut Vec<String>, page: &str) {
+    if !pages.iter().any(|p| p == page) && pages.len() < MAX_PAGES {
+        pages.push(page.to_owned());
+    }
 }
 
 /// The tool calls in flight and recently ended. Cheap to clone; clones share the table.
@@ -69,6 +92,7 @@ impl ToolCalls {
                 start: at,
                 end: None,
                 pages: Vec::new(),
+                maybe: Vec::new(),
             },
         );
     }
@@ -105,55 +129,70 @@ impl ToolCalls {
         let t = record.start_time().unwrap_or_else(SystemTime::now);
         let grace = if effect { AFTERMATH } else { Duration::ZERO };
         let page = record.target_handle();
-        let Some(index) = choose(&calls, t, grace, page) else {
-            return;
-        };
-        let call = &mut calls[index];
-        if let (Some(page), false) = (page, effect) {
-            if !call.pages.iter().any(|p| p == page) && call.pages.len() < MAX_PAGES {
-                call.pages.push(page.to_owned());
+        match choose(&calls, t, grace, page) {
+            Choice::None => {}
+            Choice::One(index) => {
+                let call = &mut calls[index];
+                if let (Some(page), false) = (page, effect) {
+                    remember(&mut call.pages, page);
+                }
+                record.link_tool_call(call.id.clone());
+            }
+            Choice::Several(indices) => {
+                if let (Some(page), false) = (page, effect) {
+                    for &i in &indices {
+                        remember(&mut calls[i].maybe, page);
+                    }
+                }
+                record.link_tool_call_candidates(
+                    indices.into_iter().map(|i| calls[i].id.clone()).collect(),
+                );
             }
         }
-        record.link_tool_call(call.id.clone());
     }
 }
 
-/// The index of the call a record at `t` on `page` belongs to.
-fn choose(
-    calls: &VecDeque<Call>,
-    t: SystemTime,
-    grace: Duration,
-    page: Option<&str>,
-) -> Option<usize> {
+/// Which calls a record may belong to.
+#[derive(Debug, PartialEq, Eq)]
+enum Choice {
+    None,
+    One(usize),
+    /// More than one, in start order.
+    Several(Vec<usize>),
+}
+
+/// The calls a record at `t` on `page` may belong to (see the module docs).
+fn choose(calls: &VecDeque<Call>, t: SystemTime, grace: Duration, page: Option<&str>) -> Choice {
     // Calls are in start order: those before `started` had started by `t`.
     let started = calls.partition_point(|c| c.start <= t);
-    let last_started = started.checked_sub(1)?;
-    // In flight at `t`; or ended, within the grace, and not superseded by a later call.
+    // In flight at `t`; or ended, within the grace, and no call started since it ended.
     let candidates: Vec<usize> = (0..started)
         .filter(|&i| match calls[i].end {
             None => true,
             Some(end) if t <= end => true,
-            Some(end) => i == last_started && t <= end + grace,
+            Some(end) => t <= end + grace && !calls.iter().any(|c| c.start > end && c.start <= t),
         })
         .collect();
-    let latest = |keep: &dyn Fn(&Call) -> bool| {
-        candidates
-            .iter()
-            .copied()
-            .filter(|&i| keep(&calls[i]))
-            .max_by_key(|&i| calls[i].start)
+    let possible: Vec<usize> = match page {
+        Some(page) if candidates.len() > 1 => {
+            let here: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&i| calls[i].could_act_on(page))
+                .collect();
+            if here.is_empty() {
+                candidates
+            } else {
+                here
+            }
+        }
+        _ => candidates,
     };
-    if let Some(page) = page {
-        let on_page = latest(&|c: &Call| c.pages.iter().any(|p| p == page));
-        if on_page.is_some() {
-            return on_page;
-        }
-        let unbound = latest(&|c: &Call| c.pages.is_empty());
-        if unbound.is_some() {
-            return unbound;
-        }
+    match possible.as_slice() {
+        [] => Choice::None,
+        [one] => Choice::One(*one),
+        _ => Choice::Several(possible),
     }
-    latest(&|_: &Call| true)
 }
 
 /// Forgets calls that ended long ago, and the oldest ended ones beyond [`MAX_CALLS`].
@@ -302,15 +341,68 @@ mod tests {
             linked(&calls, console(&s, 32, Some(PAGE_B))),
             Some(b.clone())
         );
-        // A record without a page goes to the call that started last.
-        assert_eq!(
-            linked(&calls, action(&s, "Target.getTargets", 33, None)),
-            Some(b.clone())
-        );
+        // A record without a page could be either's: it says so.
+        let mut r = action(&s, "Target.getTargets", 33, None);
+        calls.link(&mut r);
+        assert_eq!(r.tool_call(), None);
+        assert_eq!(r.tool_call_candidates(), [a.clone(), b.clone()]);
         // The ids a record names are sanitizer handles, as the record carries them.
         let mut r = action(&s, "Input.insertText", 40, Some(PAGE_A));
         calls.link(&mut r);
         assert_eq!(r.tool_call(), Some(&a));
+    }
+
+    fn candidates(calls: &ToolCalls, mut r: Record) -> Vec<ActionId> {
+        calls.link(&mut r);
+        r.tool_call_candidates().to_vec()
+    }
+
+    /// Issue 26: two calls sent in the same tick, on pages A and B, run one after the other by
+    /// the server. Nothing of A's may be linked to B, nor B's to A.
+    #[test]
+    fn calls_sent_in_the_same_tick_are_never_linked_to_each_others_records() {
+        let s = Sanitizer::new();
+        let calls = ToolCalls::default();
+        let a = ActionId::at(at(0));
+        let b = ActionId::at(at(1));
+        calls.begin(a.clone(), at(0));
+        calls.begin(b.clone(), at(1));
+        // The server runs A first: its command and its page's failures could be either call's.
+        let both = vec![a.clone(), b.clone()];
+        assert_eq!(
+            candidates(&calls, action(&s, "Runtime.evaluate", 5, Some(PAGE_A))),
+            both
+        );
+        assert_eq!(linked(&calls, console(&s, 6, Some(PAGE_A))), None);
+        assert_eq!(candidates(&calls, console(&s, 6, Some(PAGE_A))), both);
+        // A's answer arrives; B runs on page B: only B was in flight.
+        calls.end(&a, at(10));
+        assert_eq!(
+            linked(&calls, action(&s, "Runtime.evaluate", 12, Some(PAGE_B))),
+            Some(b.clone())
+        );
+        // A failure of page A after A ended: A's aftermath, or B's (it may have sent page A's
+        // command): both named. One of page B is B's: A was never seen near page B.
+        assert_eq!(candidates(&calls, console(&s, 13, Some(PAGE_A))), both);
+        assert_eq!(
+            linked(&calls, console(&s, 14, Some(PAGE_B))),
+            Some(b.clone())
+        );
+        calls.end(&b, at(20));
+        // After both: B's aftermath on page B (B started before A ended, so it did not
+        // supersede A's aftermath, but A was never near page B).
+        assert_eq!(
+            linked(&calls, console(&s, 30, Some(PAGE_B))),
+            Some(b.clone())
+        );
+        assert_eq!(candidates(&calls, console(&s, 31, Some(PAGE_A))), both);
+        // A call that starts later supersedes both for what follows.
+        let c = ActionId::at(at(40));
+        calls.begin(c.clone(), at(40));
+        assert_eq!(
+            linked(&calls, console(&s, 41, Some(PAGE_A))),
+            Some(c.clone())
+        );
     }
 
     #[test]
