@@ -1,15 +1,20 @@
-//! A client on non-flat sessions (issue 26, item 14), as pyppeteer 2.0.0 drives a page: it
-//! attaches with `flatten: false`, wraps every command in `Target.sendMessageToTarget` and hears
-//! answers and events in `Target.receivedMessageFromTarget`. Through the relay, against a real
-//! Chromium, its run must hold what a flat client's would: the navigation, the clicks, the
-//! screenshots, one typing step per field — and no typed character anywhere.
+//! Clients nobody here wrote, against a real Chromium through the relay (issue 26).
+//!
+//! - A client on non-flat sessions (item 14), as pyppeteer 2.0.0 drives a page: it attaches
+//!   with `flatten: false`, wraps every command in `Target.sendMessageToTarget` and hears
+//!   answers and events in `Target.receivedMessageFromTarget`. Its run must hold what a flat
+//!   client's would: the navigation, the clicks, the screenshots, one typing step per field —
+//!   and no typed character anywhere.
+//! - A second connection reading the page after every keystroke, as Chromium's DevTools
+//!   frontend does (item 15): the typing stays one step, and DevTools' fetch of its well-known
+//!   file is no failure of the page's.
 
 use cdp_evidence::{parse_journal, StoredRecord};
 use cdp_relay::EvidenceSettings;
-use cdp_relay_tests::cdp::{connect, Ws};
+use cdp_relay_tests::cdp::{connect, Cdp, Ws};
 use cdp_relay_tests::files::{all_files, leaks};
 use cdp_relay_tests::site::{Route, Site};
-use cdp_relay_tests::{browser_ws, within, Chromium, RelayFixture};
+use cdp_relay_tests::{browser_ws, page_ws, within, Chromium, RelayFixture};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -22,6 +27,12 @@ const SECOND: &str = "SecondNonFlatSecret2";
 /// Two text fields the page echoes into its console on every input, as a careless page does.
 fn form_routes() -> HashMap<&'static str, Route> {
     let mut r = HashMap::new();
+    r.insert(
+        "/.well-known/appspecific/com.chrome.devtools.json",
+        Route::ok("text/plain", "no").status(404),
+    );
+    r.insert("/missing", Route::ok("text/plain", "no").status(404));
+    r.insert("/favicon.ico", Route::ok("image/x-icon", ""));
     r.insert(
         "/form",
         Route::ok(
@@ -277,6 +288,126 @@ async fn a_non_flat_client_leaves_the_same_evidence_as_a_flat_one() {
             for planted in [&FIRST[..6], &SECOND[..6]] {
                 assert!(!leaks(&bytes, planted), "{planted} in {path}");
             }
+        }
+    })
+    .await;
+}
+
+/// Evaluates `expression` on `c` and returns its value.
+async fn value(c: &mut Cdp, expression: &str) -> Value {
+    let r = c
+        .call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        )
+        .await;
+    r["result"]["value"].clone()
+}
+
+#[tokio::test]
+async fn another_connections_reads_do_not_split_typing_nor_fail_the_page() {
+    within("a reader beside a typist", async {
+        let site = Site::start(form_routes()).await;
+        let chrome = Chromium::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let settings = EvidenceSettings {
+            root: dir.path().to_path_buf(),
+            observe: false,
+            ..EvidenceSettings::default()
+        };
+        let relay = RelayFixture::start_recording(&chrome.http(), settings).await;
+        let url = page_ws(&relay.authority()).await;
+        let mut typist = Cdp::connect(&url).await;
+        let mut reader = Cdp::connect(&url).await;
+        reader.call("Network.enable", json!({})).await;
+        typist
+            .call(
+                "Page.navigate",
+                json!({"url": format!("{}/form", site.origin)}),
+            )
+            .await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while value(
+            &mut typist,
+            "document.readyState === 'complete' && !!document.getElementById('b')",
+        )
+        .await
+            != json!(true)
+        {
+            assert!(tokio::time::Instant::now() < deadline, "the form never loaded");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // DevTools attaches: it fetches its well-known file from the page's origin (a 404
+        // here), from the page's own network stack.
+        let status = value(
+            &mut reader,
+            "fetch('/.well-known/appspecific/com.chrome.devtools.json').then(r => r.status)",
+        )
+        .await;
+        assert_eq!(status, json!(404));
+        value(&mut typist, "document.getElementById('a').focus(); true").await;
+        for (i, ch) in FIRST.chars().enumerate() {
+            let key = ch.to_string();
+            typist
+                .call(
+                    "Input.dispatchKeyEvent",
+                    json!({"type": "keyDown", "key": key, "text": key}),
+                )
+                .await;
+            typist
+                .call("Input.dispatchKeyEvent", json!({"type": "keyUp", "key": key}))
+                .await;
+            // The frontend's read after the keystroke, on its own connection.
+            value(
+                &mut reader,
+                &format!("(window.getNodeForIndex || (n => document.querySelectorAll('*')[n]))({i}) ? 1 : 0"),
+            )
+            .await;
+        }
+        let typed = value(&mut typist, "document.getElementById('a').value.length").await;
+        assert_eq!(typed, json!(FIRST.len()));
+        // The page's own failure is still one.
+        let status = value(&mut typist, "fetch('/missing').then(r => r.status)").await;
+        assert_eq!(status, json!(404));
+        // Its event may reach the relay after the fetch's answer: wait for its record (the
+        // well-known fetch's events, on the same connection before it, have been read then).
+        let journal = relay.run_dir().expect("recording").join("actions.jsonl");
+        let missing = format!("{}/missing", site.origin);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let bytes = std::fs::read(&journal).unwrap_or_default();
+            if parse_journal(&bytes)
+                .records
+                .iter()
+                .any(|r| r.kind == "network" && r.payload["url"] == missing.as_str())
+            {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the page's failure was never recorded"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        drop((typist, reader));
+
+        let summary = relay.stop().await.expect("pipeline summary");
+        let bytes = std::fs::read(summary.run_dir.join("actions.jsonl")).expect("journal");
+        let records = parse_journal(&bytes).records;
+        let typing = actions(&records, "type");
+        assert_eq!(typing.len(), 1, "{typing:#?}");
+        assert_eq!(typing[0].payload["input"]["chars"], FIRST.len());
+        let failures: Vec<&StoredRecord> =
+            records.iter().filter(|r| r.kind == "network").collect();
+        assert_eq!(failures.len(), 1, "{records:#?}");
+        assert_eq!(
+            failures[0].payload["url"],
+            format!("{}/missing", site.origin),
+            "{failures:#?}"
+        );
+        for (path, bytes) in all_files(dir.path()) {
+            assert!(!leaks(&bytes, FIRST), "{FIRST} in {path}");
+            assert!(!leaks(&bytes, "com.chrome.devtools"), "the well-known fetch in {path}");
         }
     })
     .await;
