@@ -173,11 +173,16 @@ macro_rules! html_attr_sep {
     };
 }
 
-/// One other HTML attribute: a name, and a value unless it is a boolean attribute.
+/// One other HTML attribute: a name, and a value unless it is a boolean attribute. What a rule
+/// puts in a token's place reads as the token did, or a tag would read differently once one of
+/// its attributes is redacted, and sanitizing twice would redact what sanitizing once kept: a
+/// name may start with a digit, as HTML allows (a CDP id `8E5B…` reads like its handle
+/// `target:…`), and a marker or placeholder stands for an attribute.
 macro_rules! html_attr {
     () => {
         concat!(
-            r#"[A-Za-z_:@][A-Za-z0-9_:.@-]{0,63}(?:[\x20\t]*=[\x20\t]*"#,
+            r#"(?:[A-Za-z0-9_:@][A-Za-z0-9_:.@-]{0,63}|\[redacted:[a-z-]{1,20}\]|\$\{[A-Z_][A-Z0-9_]{0,127}\})"#,
+            r#"(?:[\x20\t]*=[\x20\t]*"#,
             html_attr_value!(),
             r#")?"#
         )

@@ -24,7 +24,9 @@ use value::{
 enum Action {
     /// Not a secret after all: continue scanning at this byte offset.
     Skip(usize),
-    /// Replace `start..end` with `with`, count `rule`, continue at `resume`.
+    /// Replace `start..end` with `with`, count `rule`. `resume` is where the match ends as the
+    /// rule read it; the scan no longer jumps there (see [`rescan_from`]), the value guard
+    /// still uses it to step past a protected span.
     Replace {
         start: usize,
         end: usize,
@@ -72,19 +74,67 @@ pub(crate) fn replacements(text: &str, ctx: &Ctx<'_>) -> Vec<Replacement> {
                 end,
                 with,
                 rule,
-                resume,
+                ..
             } => {
-                out.push(Replacement {
-                    start,
-                    end,
-                    with,
-                    rule,
-                });
-                pos = next_boundary(text, resume.max(end).max(hit.start + 1));
+                // Kept sorted; a later match may replace text before an earlier one's value
+                // (an attribute between `name=` and `value=`).
+                let at = out.partition_point(|r: &Replacement| r.start < start);
+                let before = at.checked_sub(1).and_then(|i| out.get(i));
+                let taken = before
+                    .filter(|r| r.end > start)
+                    .or_else(|| out.get(at).filter(|r| r.start < end));
+                pos = match taken {
+                    // This value overlaps one already taken (`Bearer x` inside an
+                    // `Authorization:` value): that one decides. A match inside the taken
+                    // value may still hold the start of another that reaches past it (a
+                    // `key:"…` in a `'…'` value running over the next tag's `name=`): go on
+                    // from its own value, as if it had been taken. One that runs to the taken
+                    // value's end or past it holds nothing more: on from there, which also
+                    // keeps a value full of matches (`token=a_token=b_token=…`) linear.
+                    Some(t) if hit.end < t.end => rescan_from(&hit, start),
+                    Some(t) => t.end,
+                    None => {
+                        out.insert(
+                            at,
+                            Replacement {
+                                start,
+                                end,
+                                with,
+                                rule,
+                            },
+                        );
+                        rescan_from(&hit, start)
+                    }
+                };
+                pos = next_boundary(text, pos.max(hit.start + 1));
             }
         }
     }
     out
+}
+
+/// Where the scan goes on once `hit`'s replacement (starting at `start`) is taken: from the
+/// start of what it judged as the value, not from the end of the match. Only the replaced text
+/// is gone; the match may span the start of another (a quoted value run past its attribute's
+/// closing quote into the next tag's `name="csrf-token"`, attributes between `name=` and
+/// `value=`), and skipping to its end would leave that one's value in clear, for a second pass,
+/// seeing the marker, to find. Never from inside a name (a name's tail is not a name) nor
+/// inside a token replaced whole.
+fn rescan_from(hit: &Hit, start: usize) -> usize {
+    match hit.parts {
+        // `name=… <other attributes> value=…`: the attributes between are judged too.
+        Parts::NameValue {
+            name: (_, name_end),
+            value: (value_start, _),
+            form: Sibling::Html,
+        } if name_end <= value_start => name_end,
+        Parts::Whole | Parts::CdpCapability { .. } | Parts::Unresolved | Parts::NoMatch => hit.end,
+        Parts::Userinfo { .. }
+        | Parts::QueryParam { .. }
+        | Parts::KeyValue { .. }
+        | Parts::NameValue { .. }
+        | Parts::SchemeCredential { .. } => start,
+    }
 }
 
 /// Applies every text rule to `text` in one left-to-right pass (borrowed when nothing changed),
@@ -115,11 +165,29 @@ fn apply_rules_once<'a>(text: &'a str, ctx: &Ctx<'_>) -> (Cow<'a, str>, bool) {
 /// key block in `https://x-----BEGIN … KEY-----user@h` leaves `https://x[…]user@h`, which reads
 /// as userinfo; replacing a cookie header's value up to the end of its line cannot join anything.
 pub(crate) fn may_bridge(text: &str, start: usize, end: usize) -> bool {
+    let span = &text[start..end];
+    // An `=` right before a quote was maybe an attribute's (`token content="…"` reads as a
+    // scheme and its credential `content=`): with it gone, the tag reads differently.
+    let assignment = span.ends_with('=') && text[end..].starts_with(['"', '\'', '\\']);
+    if assignment || pairs_quotes(span) {
+        return true;
+    }
     let breaks =
         |c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '\\');
     let fence = |c: Option<char>| c.is_none_or(|c| c.is_whitespace() || matches!(c, '"' | '\''));
-    text[start..end].contains(breaks)
+    span.contains(breaks)
         && !(fence(text[..start].chars().next_back()) && fence(text[end..].chars().next()))
+}
+
+/// True when removing `span` may change how the quotes around it pair up: it holds a quote (in
+/// any spelling: `"`, `'`, `\"`, `&quot;`, `&#39;`…) or a line break, which end quoted values.
+/// Fences do not help then: a `"…"` value runs through blanks and `'`, so with a `'…'` value's
+/// inside gone, `name="csrf-x='` and `'_y" content=…` of the next tag read as one attribute.
+fn pairs_quotes(span: &str) -> bool {
+    span.contains(['"', '\'', '\\', '\r', '\n'])
+        || span
+            .match_indices('&')
+            .any(|(i, _)| span[i + 1..].starts_with(['q', 'a', '#', 'Q', 'A']))
 }
 
 /// Rounds of [`apply_rules_fixpoint`] after the first; real text settles in one.

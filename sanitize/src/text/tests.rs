@@ -265,3 +265,70 @@ fn html_attribute_values_lose_their_quotes_in_every_spelling() {
         assert_eq!(&text[s..e], inner, "{raw}");
     }
 }
+
+/// Issue 31: a quoted value that runs past its attribute's closing quote swallows the start of
+/// the next tag's `name="…"`. The scan went on after the value, so that tag's `content=` was
+/// left in clear; a second pass, seeing the marker, redacted it. One pass must do both.
+#[test]
+fn a_value_that_swallows_the_next_name_does_not_hide_its_value() {
+    let s = Sanitizer::new();
+    let cases = [
+        // The fuzzer's input (its binary prefix dropped), and its family.
+        (
+            r#""html":disablt<meta name="csrf-pAME='_aram"":disablt<meta name="csrf-pAME='_aram" contrf-token content=TOK4>"#,
+            r#""html":disablt<meta name="csrf-pAME='[redacted:csrf]'_aram" contrf-token content=[redacted:csrf]>"#,
+        ),
+        (
+            r#"<meta name="token='x"><meta name="csrf-token" content='TOK4'>"#,
+            r#"<meta name="token='[redacted:token]'[redacted:csrf]'>"#,
+        ),
+        (
+            r#"<meta name="token='x password=1"><meta name="csrf-token" content='TOK4'>"#,
+            r#"<meta name="token='[redacted:token]'[redacted:csrf]'>"#,
+        ),
+        // The quote that closes one value opens the next attribute.
+        (
+            "secret='abc'value=TOK4 name=csrf",
+            "secret='[redacted:secret]'value=[redacted:csrf] name=csrf",
+        ),
+        // The joined name only reads as sensitive once the first value is a marker.
+        (
+            r#"<meta name="csrf-pAME='_aram"":disablt<meta name="x-pAME='_aram" contrf-token content=TOK4>"#,
+            r#"<meta name="csrf-pAME='[redacted:csrf]'_aram" contrf-token content=[redacted:csrf]>"#,
+        ),
+        // An id between the attributes reads as one, as its handle does.
+        (
+            "<meta name=csrf 8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1 content=TOK4>",
+            "<meta name=csrf HANDLE content=[redacted:csrf]>",
+        ),
+        // What sits between `name=` and `value=` is judged too.
+        (
+            "<input name=csrf data-jwt=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl value=TOK4>",
+            "<input name=csrf data-jwt=[redacted:token] value=[redacted:csrf]>",
+        ),
+    ];
+    let handle = s.handle("8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1").into_string();
+    for (input, want) in cases {
+        let once = clean(&s, input);
+        assert_eq!(once, want.replace("HANDLE", &handle), "{input}");
+        assert!(!once.contains("TOK4"), "{once}");
+        assert_eq!(clean(&s, &once), once, "not a fixed point: {input}");
+    }
+}
+
+/// The rescan after a value never starts inside a name: `roxy-Authorization` is not a header.
+#[test]
+fn the_scan_after_a_value_never_reads_a_name_tail() {
+    let s = Sanitizer::new();
+    assert_eq!(
+        clean(
+            &s,
+            "Proxy-Authorization: Basic dXNlcjpwYXNz\r\nHost: example.com"
+        ),
+        "Proxy-Authorization: Basic [redacted:authorization]\r\nHost: example.com"
+    );
+    assert_eq!(
+        clean(&s, "x_session_token=abc next"),
+        "x_session_token=[redacted:session] next"
+    );
+}
