@@ -231,3 +231,40 @@ async fn the_browser_inherits_no_credentials() {
     relay.stop().await;
     scratch.assert_clean();
 }
+
+/// The README's fixed-port example: Chromium writes no `DevToolsActivePort` for a fixed
+/// `--remote-debugging-port`, and the launcher still finds the port at once (a free port picked
+/// here rather than 9222, so the test does not depend on what else runs).
+#[tokio::test]
+async fn a_fixed_remote_debugging_port_after_the_double_dash_works() {
+    let scratch = Scratch::new();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let switch = format!("--remote-debugging-port={port}");
+    let started = std::time::Instant::now();
+    let relay = RelayProcess::spawn(
+        &["launch", "--listen", "127.0.0.1:0", "--", &switch],
+        &[("TMPDIR", scratch.path().as_os_str())],
+    )
+    .await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the port was found by the timeout, not by the launcher: {:?}",
+        started.elapsed()
+    );
+    // The browser listens on the port asked for, and the relay relays it.
+    let direct = get(&format!("127.0.0.1:{port}"), "/json/version")
+        .await
+        .json();
+    assert!(direct["webSocketDebuggerUrl"].is_string(), "{direct}");
+    let page_ws = cdp_relay_tests::page_ws(&relay.authority()).await;
+    let mut page = Cdp::connect(&page_ws).await;
+    let r = page
+        .call("Runtime.evaluate", json!({"expression": "6 * 7"}))
+        .await;
+    assert_eq!(r["result"]["value"], 42);
+    relay.stop().await;
+    scratch.assert_clean();
+}

@@ -284,7 +284,9 @@ impl Browser {
     }
 
     /// Learns the port from the "DevTools listening on" stderr line, confirmed by a fresh
-    /// `DevToolsActivePort` file in the profile (a stale one survives a killed browser; ours is new).
+    /// `DevToolsActivePort` file in the profile (a stale one survives a killed browser; ours is
+    /// new). Chromium writes no such file for a fixed `--remote-debugging-port=N`: then the port
+    /// is the one the line announces, confirmed by `/json/version` naming the same browser.
     async fn wait_for_port(
         &mut self,
         stderr: Option<ChildStderr>,
@@ -293,6 +295,8 @@ impl Browser {
     ) -> Result<u16, String> {
         let mut lines = stderr.map(|s| BufReader::new(s).lines());
         let mut tail: Vec<String> = Vec::new();
+        // (port, browser websocket path) from our child's own announcement.
+        let mut announced: Option<(u16, String)> = None;
         let deadline = tokio::time::Instant::now() + START_TIMEOUT;
         let mut poll = tokio::time::interval(Duration::from_millis(50));
         loop {
@@ -307,8 +311,13 @@ impl Browser {
                         if line.contains("Cannot start http server for devtools") {
                             return Err("could not open its DevTools port (is the port given with --remote-debugging-port in use?)".into());
                         }
-                        if line.starts_with("DevTools listening on ") {
+                        if let Some(rest) = line.strip_prefix("DevTools listening on ") {
                             if let Some(port) = read_active_port(profile, started) {
+                                self.drain_stderr(lines.take());
+                                return Ok(port);
+                            }
+                            announced = parse_announcement(rest);
+                            if let Some(port) = confirm(announced.as_ref()).await {
                                 self.drain_stderr(lines.take());
                                 return Ok(port);
                             }
@@ -333,6 +342,10 @@ impl Browser {
                 }
                 _ = poll.tick() => {
                     if let Some(port) = read_active_port(profile, started) {
+                        self.drain_stderr(lines.take());
+                        return Ok(port);
+                    }
+                    if let Some(port) = confirm(announced.as_ref()).await {
                         self.drain_stderr(lines.take());
                         return Ok(port);
                     }
@@ -446,6 +459,33 @@ fn describe_line(line: &str) -> String {
     static SANITIZER: std::sync::LazyLock<cdp_sanitize::Sanitizer> =
         std::sync::LazyLock::new(cdp_sanitize::Sanitizer::new);
     SANITIZER.text_capped(line.trim(), 300).into_string()
+}
+
+/// `ws://127.0.0.1:9222/devtools/browser/<id>` (what follows "DevTools listening on ") as
+/// (port, `/devtools/browser/<id>`).
+fn parse_announcement(url: &str) -> Option<(u16, String)> {
+    let rest = url.trim().strip_prefix("ws://")?;
+    let (authority, path) = rest.split_at(rest.find('/')?);
+    let port: u16 = authority.rsplit_once(':')?.1.parse().ok()?;
+    (port != 0 && path.starts_with("/devtools/browser/")).then(|| (port, path.to_owned()))
+}
+
+/// The announced port once `/json/version` answers there with the same browser (another
+/// process holding the port would name another browser id).
+async fn confirm(announced: Option<&(u16, String)>) -> Option<u16> {
+    let (port, path) = announced?;
+    let up = Upstream {
+        host: "127.0.0.1".into(),
+        port: *port,
+    };
+    let v = tokio::time::timeout(
+        Duration::from_secs(2),
+        cdp_relay_proxy::upstream::version(&up),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    v.websocket_url.ends_with(path.as_str()).then_some(*port)
 }
 
 /// Reads `DevToolsActivePort` (`<port>\n/devtools/browser/<id>`) if it was written after `since`.
@@ -570,6 +610,27 @@ mod tests {
         assert_eq!(read_active_port(dir.path(), later), None);
         std::fs::write(&file, "garbage").unwrap();
         assert_eq!(read_active_port(dir.path(), now), None);
+    }
+
+    #[test]
+    fn the_announcement_names_port_and_browser() {
+        assert_eq!(
+            parse_announcement("ws://127.0.0.1:9222/devtools/browser/3c8f-9c3e\n"),
+            Some((9222, "/devtools/browser/3c8f-9c3e".into()))
+        );
+        assert_eq!(
+            parse_announcement("ws://[::1]:41000/devtools/browser/x"),
+            Some((41000, "/devtools/browser/x".into()))
+        );
+        for bad in [
+            "ws://127.0.0.1:0/devtools/browser/x",
+            "ws://127.0.0.1/devtools/browser/x",
+            "ws://127.0.0.1:9222/devtools/page/x",
+            "http://127.0.0.1:9222/devtools/browser/x",
+            "ws://127.0.0.1:99999/devtools/browser/x",
+        ] {
+            assert_eq!(parse_announcement(bad), None, "{bad}");
+        }
     }
 
     #[test]
