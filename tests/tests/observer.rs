@@ -970,3 +970,114 @@ async fn a_login_flow_through_launch() {
     })
     .await;
 }
+
+/// Issue 26, item 17: after a password, the frame the relay wanted after a click is withheld, and
+/// a record says so at once — also while a failure reported after the password waits on for a
+/// frame it may have (before, the click's frame silently became a frame of the next document,
+/// and nothing said it had been withheld). The failure is then illustrated by the next
+/// document's frame, and the password is nowhere.
+#[tokio::test]
+async fn a_frame_withheld_after_a_password_is_recorded_while_failures_wait() {
+    within("a withheld frame after a password", async {
+        let site = Site::start(cdp_relay_tests::pages::login_routes()).await;
+        let chrome = Chromium::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
+        observing(&relay, 1).await;
+        let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
+        c.call(
+            "Page.navigate",
+            json!({ "url": format!("{}/login", site.origin) }),
+        )
+        .await;
+        journal_until(&relay, "the frame after loading /login", |r| {
+            frames_after(r, "navigation")
+                .iter()
+                .any(|f| !f.artifacts.is_empty())
+        })
+        .await;
+        let password = "Zq7Withh3ld!";
+        c.call(
+            "Runtime.evaluate",
+            json!({"expression": "document.querySelector('#password').focus()"}),
+        )
+        .await;
+        for ch in password.chars() {
+            let ch = ch.to_string();
+            c.call(
+                "Input.dispatchKeyEvent",
+                json!({"type": "keyDown", "key": ch, "text": ch}),
+            )
+            .await;
+            c.call(
+                "Input.dispatchKeyEvent",
+                json!({"type": "keyUp", "key": ch}),
+            )
+            .await;
+        }
+        // A failure after the password: it waits for a frame it may have.
+        c.call(
+            "Runtime.evaluate",
+            json!({"expression": "console.error('checked after the password'); 1"}),
+        )
+        .await;
+        // A click beside the form (the field loses focus): its frame is withheld.
+        for kind in ["mousePressed", "mouseReleased"] {
+            c.call(
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": 400, "y": 300, "button": "left", "clickCount": 1}),
+            )
+            .await;
+        }
+        let records = journal_until(&relay, "the click's withheld frame record", |r| {
+            frames_after(r, "click")
+                .iter()
+                .any(|f| f.payload["detail"]["screenshotWithheld"].is_string())
+        })
+        .await;
+        let clicked = frames_after(&records, "click");
+        assert_eq!(clicked.len(), 1, "{clicked:#?}");
+        assert!(clicked[0].artifacts.is_empty(), "{:#?}", clicked[0]);
+        assert_eq!(clicked[0].status.as_deref(), Some("info"));
+        assert_eq!(
+            clicked[0].payload["detail"]["after"],
+            json!(["click"]),
+            "the failure still waits: {:#?}",
+            clicked[0]
+        );
+        // Sign in: the next document's frame illustrates the failure that waited.
+        c.call(
+            "Runtime.evaluate",
+            json!({"expression": "document.querySelector('#submit').click()"}),
+        )
+        .await;
+        let records = journal_until(&relay, "the failure written with the next frame", |r| {
+            r.iter().any(|x| {
+                x.kind == "console"
+                    && x.payload["text"] == "checked after the password"
+                    && !x.artifacts.is_empty()
+            })
+        })
+        .await;
+        let shown = records
+            .iter()
+            .find(|x| x.kind == "console" && x.payload["text"] == "checked after the password")
+            .expect("the failure");
+        let frame = records
+            .iter()
+            .find(|f| f.payload["method"] == "frame" && f.artifacts == shown.artifacts)
+            .expect("its frame");
+        assert!(
+            ms(frame) > ms(clicked[0]),
+            "the frame came after the withheld one: {frame:#?}"
+        );
+        drop(c);
+        let (run_dir, records) = finish(relay).await;
+        // The click's frame is recorded once: withheld, not again as a frame of /welcome.
+        assert_eq!(frames_after(&records, "click").len(), 1, "{records:#?}");
+        for (path, bytes) in all_files(&run_dir) {
+            assert!(!leaks(&bytes, password), "the password in {path}");
+        }
+    })
+    .await;
+}

@@ -222,11 +222,14 @@ impl Browser<'_> {
 
     /// A frame the policy withheld. Failures keep waiting for one they may have — after quiet,
     /// once the sensitive field loses focus, in the next document — for at most [`PARKED`];
-    /// anything else is written now, saying why.
+    /// anything else is written now, saying why: the frame a click or a navigation wanted is
+    /// recorded as withheld even while failures wait on (issue 26, item 17: after a password,
+    /// a click's frame vanished into a frame of the next document, and no record said it was
+    /// withheld).
     pub(super) async fn withheld(
         &mut self,
         target: &str,
-        want: Want,
+        mut want: Want,
         w: Withheld,
         started: SystemTime,
         took: Duration,
@@ -235,6 +238,14 @@ impl Browser<'_> {
         if !waits || w == Withheld::ScreenshotsOff {
             return self
                 .no_frame(target, want, NoFrame::Withheld(w), started, took)
+                .await;
+        }
+        if want.after.iter().any(|a| *a != After::Failure) {
+            let mut told = Want::new(Instant::now());
+            told.after = want.after.clone();
+            told.after.retain(|a| *a != After::Failure);
+            want.after.retain(|a| *a == After::Failure);
+            self.no_frame(target, told, NoFrame::Withheld(w), started, took)
                 .await;
         }
         let now = Instant::now();
