@@ -609,3 +609,87 @@ async fn cli_producers_upload_at_finalize_and_upload_sends_what_is_pending() {
     })
     .await;
 }
+
+/// A small tmpfs mounted for one test, unmounted on drop (even when the test fails).
+struct TinyDisk {
+    dir: tempfile::TempDir,
+}
+
+impl TinyDisk {
+    fn mount(size: &str) -> TinyDisk {
+        let dir = tempfile::tempdir().expect("mount point");
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .expect("run mount");
+        assert!(ok.success(), "mounting a tmpfs needs root");
+        TinyDisk { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes until the disk says it is full.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.path().join("filler")).expect("filler");
+        let chunk = vec![7u8; 4096];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.flush();
+        assert!(
+            std::fs::write(self.path().join("probe"), b"x").is_err(),
+            "the disk is full"
+        );
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// A full evidence disk does not stop uploads: runs whose upload failed while the bucket was
+/// down are uploaded once it is back, though no upload state can be written meanwhile.
+#[tokio::test]
+async fn a_full_evidence_disk_does_not_stop_uploads() {
+    within("uploads on a full disk", async {
+        let disk = TinyDisk::mount("2m");
+        let root = disk.path().join("evidence");
+        let runs: Vec<PathBuf> = (0..3)
+            .map(|i| make_run(&root, &format!("s{i}"), &[2000], true))
+            .collect();
+        let server = S3Server::start(&[BUCKET]);
+        server.stop();
+        disk.fill();
+        let uploader = Uploader::start(&server.settings(URL), &root).expect("uploader");
+        let status = uploader.handle();
+        uploader.scan();
+        // Every run fails at least once against the stopped server.
+        while status.status().failed_attempts < 3 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(runs.iter().all(|r| !manifest_in_bucket(&server, r)));
+        server.restart();
+        while !runs.iter().all(|r| manifest_in_bucket(&server, r)) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        for r in &runs {
+            assert_whole(&server, r);
+        }
+        assert!(
+            std::fs::write(disk.path().join("probe"), b"x").is_err(),
+            "the disk stayed full throughout"
+        );
+        let report = uploader
+            .finish(Instant::now() + Duration::from_secs(5))
+            .await;
+        assert!(report.left.is_empty(), "{:?}", report.left);
+    })
+    .await;
+}

@@ -497,10 +497,8 @@ impl Worker {
             }
             Err(e) => {
                 s.failed_attempts.fetch_add(1, Relaxed);
-                let attempts = state::read(&dir)
-                    .ok()
-                    .flatten()
-                    .map_or(1, |st| st.attempts.max(1));
+                // Counted in memory: the sidecar may not be writable (a full disk).
+                let attempts = s.runs().get(id).map_or(1, |r| r.attempts.max(1));
                 let reason = run::reason_of(&e);
                 let wait = backoff(attempts);
                 tracing::warn!(

@@ -97,14 +97,17 @@ pub async fn upload_run(
     st.target = target.run_url(&run_id);
     st.attempts = st.attempts.saturating_add(1);
     st.last_attempt_at = Some(now());
-    write_state(run_dir, &st)?;
+    // The state is kept in memory; the sidecar is a record of it, written when the disk lets
+    // it. An upload never waits for free disk: a full evidence disk is when uploads matter most
+    // (a run that is not uploaded is never pruned, so nothing else frees space).
+    let recorded = record_state(run_dir, &st, true);
 
     let failures = failures(run_dir);
     st.failures = failures;
     if opts.only_failed && failures == Some(0) {
         st.state = UploadState::Skipped;
         st.last_error = None;
-        write_state(run_dir, &st)?;
+        record_state(run_dir, &st, recorded);
         return Ok(Attempt::Done(st));
     }
     match upload_files(
@@ -124,7 +127,9 @@ pub async fn upload_run(
             st.uploaded_at = Some(now());
             st.files = Some(files);
             st.bytes = Some(bytes);
-            write_state(run_dir, &st)?;
+            // Unrecorded, the run is uploaded again (the same bytes, the manifest last) by a
+            // later scan, and retention keeps it until then.
+            record_state(run_dir, &st, recorded);
             Ok(Attempt::Done(st))
         }
         Err(e) => {
@@ -132,7 +137,7 @@ pub async fn upload_run(
             st.last_error = Some(reason_of(&e));
             // The failure is what the caller reports; a sidecar that cannot be written only
             // means the run is tried again from scratch.
-            let _ = write_state(run_dir, &st);
+            record_state(run_dir, &st, recorded);
             Err(e)
         }
     }
@@ -396,8 +401,9 @@ fn read_manifest(dir: &File, run_dir: &Path) -> Result<Option<Vec<u8>>, Error> {
     Ok(Some(bytes))
 }
 
-/// Holds the run's upload lock, or `None` when another uploader holds it.
-fn try_lock(run_dir: &Path) -> Result<Option<File>, Error> {
+/// Holds the run's upload lock, or `None` when another uploader holds it (`Some(None)`: no
+/// lock could be made for want of disk).
+fn try_lock(run_dir: &Path) -> Result<Option<Option<File>>, Error> {
     let path = run_dir.join(LOCK_FILE);
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -405,10 +411,21 @@ fn try_lock(run_dir: &Path) -> Result<Option<File>, Error> {
         .create(true)
         .truncate(false)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
-        .open(&path)
-        .map_err(|e| local(run_dir, &format!("cannot open {LOCK_FILE}: {e}")))?;
+        .open(&path);
+    let file = match file {
+        Ok(f) => f,
+        // No room for an empty lock file: upload unlocked rather than not at all (two
+        // uploaders at once send the same bytes, the manifest last, so the bucket stays whole).
+        Err(e)
+            if e.raw_os_error() == Some(nix::libc::ENOSPC)
+                || e.raw_os_error() == Some(nix::libc::EDQUOT) =>
+        {
+            return Ok(Some(None));
+        }
+        Err(e) => return Err(local(run_dir, &format!("cannot open {LOCK_FILE}: {e}"))),
+    };
     match file.try_lock() {
-        Ok(()) => Ok(Some(file)),
+        Ok(()) => Ok(Some(Some(file))),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
         Err(std::fs::TryLockError::Error(e)) => {
             Err(local(run_dir, &format!("cannot lock {LOCK_FILE}: {e}")))
@@ -437,9 +454,21 @@ fn failures(run_dir: &Path) -> Option<u64> {
         .map(|o| o.figures.failures as u64)
 }
 
-fn write_state(run_dir: &Path, st: &RunUpload) -> Result<(), Error> {
-    state::write(run_dir, st)
-        .map_err(|e| local(run_dir, &format!("cannot record its upload state: {e}")))
+/// Writes the sidecar if the disk lets it; says so once per attempt (`warn`) when it does not.
+/// Returns whether it was written.
+fn record_state(run_dir: &Path, st: &RunUpload, warn: bool) -> bool {
+    match state::write(run_dir, st) {
+        Ok(()) => true,
+        Err(e) => {
+            if warn {
+                tracing::warn!(
+                    "upload: cannot record the upload state of {} ({e}); uploading it anyway",
+                    run_dir.display()
+                );
+            }
+            false
+        }
+    }
 }
 
 fn local(path: &Path, what: &str) -> Error {
