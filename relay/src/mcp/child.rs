@@ -3,13 +3,15 @@
 //!
 //! The process is started in its own process group, told to die with the gateway
 //! (`PR_SET_PDEATHSIG`), with `{cdp_url}` and `{ws_url}` substituted in its arguments and
-//! `CDP_RELAY_URL` in its environment. Its stdout/stdin carry MCP (rmcp's client over the pipes);
-//! its stderr is read line by line and written to the gateway's stderr only after the run's
-//! sanitizer (its logs and snapshots carry page text). Stopping it follows the MCP stdio
-//! shutdown: close its stdin, wait, SIGTERM the group, wait, SIGKILL the group.
+//! `CDP_RELAY_URL` in its environment. Its stdout/stdin carry MCP (rmcp's client over the
+//! gateway's own transport, `transport.rs`); its stderr is read line by line, 8 KiB of a line at
+//! most, and written to the gateway's stderr only after the run's sanitizer (its logs and
+//! snapshots carry page text). Stopping it follows the MCP stdio shutdown: close its stdin,
+//! wait, SIGTERM the group, wait, SIGKILL the group.
 //!
-//! What the server sends on its own passes to the agent unchanged: progress (under the agent's
-//! own token), log messages, `list_changed` and resource updates.
+//! What the server sends on its own passes to the agent unchanged, in order, before the answer
+//! it preceded: progress (under the agent's own token), log messages, `list_changed` and
+//! resource updates — forwarded by the transport, not by rmcp's handler.
 
 // Log messages are deprecated by SEP-2577 but still what servers send; they pass through.
 #![allow(deprecated)]

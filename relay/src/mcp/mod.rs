@@ -21,6 +21,9 @@
 //!   that writes them; `args.rs` reduces arguments (typed text to length and input type).
 //! - `tools.rs`: the gateway's own tools; `resources.rs`: `evidence://` resources, confined to
 //!   the evidence root; `summary.rs`: `evidence_summary`.
+//! - `transport.rs`: the two pipes (agent, wrapped server) as the gateway reads them: the
+//!   server's notifications forwarded in order with backpressure, lines bounded and an
+//!   over-long one answered with an error, duplicate request ids of the agent refused.
 //!
 //! The gateway depends on the recording machinery through a [`PipelineHandle`] and the relay's
 //! endpoint only: starting and stopping the browser, relay and pipeline is the caller's (the
