@@ -268,3 +268,84 @@ async fn a_fixed_remote_debugging_port_after_the_double_dash_works() {
     relay.stop().await;
     scratch.assert_clean();
 }
+
+/// A stand-in browser: a shell script `body` in a directory anyone may use.
+fn fake_browser(body: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let exe = dir.path().join("chromium");
+    std::fs::write(&exe, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, exe)
+}
+
+/// Chromium's "No usable sandbox!" (a container refusing user namespaces) is one line saying
+/// what to do, not a bare exit status.
+#[tokio::test]
+async fn no_usable_sandbox_says_what_to_do_in_one_line() {
+    let (_dir, exe) = fake_browser(
+        "echo '[1:1:1203/101010.000:FATAL:zygote_host_impl_linux.cc(128)] No usable sandbox! If you are running on Ubuntu 23.10+ ...' >&2\nexit 1",
+    );
+    let scratch = Scratch::new();
+    let out = within(
+        "launch a browser without a sandbox",
+        tokio::process::Command::new(relay_binary())
+            .args(["launch", "--listen", "127.0.0.1:0", "--browser"])
+            .arg(&exe)
+            .env("TMPDIR", scratch.path())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("sandbox cannot start here"), "{stderr}");
+    assert!(stderr.contains("--browser-no-sandbox"), "{stderr}");
+    scratch.assert_clean();
+}
+
+/// As the image's non-root user, `--browser-no-sandbox` (or its variable, which the image sets)
+/// is what turns the sandbox off; without it the browser keeps its sandbox.
+#[tokio::test]
+async fn the_no_sandbox_switch_reaches_the_browser_as_a_non_root_user() {
+    let (dir, exe) = fake_browser("printf '%s\\n' \"$@\" > \"$(dirname \"$0\")/args\"\nexit 1");
+    let args_file = dir.path().join("args");
+    for (env, want) in [(None, false), (Some("true"), true)] {
+        let _ = std::fs::remove_file(&args_file);
+        let mut cmd = tokio::process::Command::new("setpriv");
+        cmd.args(["--reuid=10001", "--regid=10001", "--clear-groups"])
+            .arg(relay_binary())
+            .args([
+                "launch",
+                "--no-evidence",
+                "--listen",
+                "127.0.0.1:0",
+                "--browser",
+            ])
+            .arg(&exe)
+            .env("TMPDIR", dir.path())
+            .env_remove("CDP_RELAY_BROWSER_NO_SANDBOX")
+            .kill_on_drop(true);
+        if let Some(v) = env {
+            cmd.env("CDP_RELAY_BROWSER_NO_SANDBOX", v);
+        }
+        let out = within("launch as uid 10001", cmd.output())
+            .await
+            .expect("run");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let args = std::fs::read_to_string(&args_file).expect("the browser ran");
+        assert_eq!(
+            args.lines().any(|a| a == "--no-sandbox"),
+            want,
+            "{env:?}: {args}"
+        );
+    }
+}

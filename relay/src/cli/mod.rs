@@ -263,6 +263,12 @@ pub struct LaunchArgs {
     #[arg(long)]
     pub headed: bool,
 
+    /// Run Chromium without its sandbox (--no-sandbox), for containers that refuse the user
+    /// namespaces it needs (a runtime's default seccomp profile): the container is then the
+    /// boundary. As root it is always off (Chromium refuses it there).
+    #[arg(long, env = "CDP_RELAY_BROWSER_NO_SANDBOX")]
+    pub browser_no_sandbox: bool,
+
     #[command(flatten)]
     pub relay: RelayArgs,
 
@@ -363,10 +369,14 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Launch(args) => {
             let threads = args.relay.threads;
             let config = args.relay.into_config(None, true)?;
+            let mut extra_args = args.extra_args;
+            if args.browser_no_sandbox {
+                extra_args.insert(0, "--no-sandbox".into());
+            }
             let launch = LaunchConfig {
                 browser: args.browser,
                 headed: args.headed,
-                extra_args: args.extra_args,
+                extra_args,
                 browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
             };
             runtime(threads)?.block_on(relay::launch(config, launch))

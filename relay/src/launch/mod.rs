@@ -32,6 +32,12 @@ pub const BROWSER_NAMES: [&str; 4] = [
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a browser gets to exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
+/// What to do when Chromium says "No usable sandbox!": it needs unprivileged user namespaces
+/// (or a setuid helper), which containers under a default seccomp profile refuse.
+const NO_SANDBOX_ADVICE: &str = "Chromium's sandbox cannot start here (it needs user namespaces, \
+which this container's seccomp profile or kernel refuses); allow them, or run the browser \
+without its sandbox with --browser-no-sandbox (or CDP_RELAY_BROWSER_NO_SANDBOX=true; `cdp-relay \
+mcp`: --browser-arg=--no-sandbox) and let the container be the boundary";
 /// Stderr lines kept to explain a failed start.
 const STDERR_TAIL: usize = 8;
 
@@ -295,6 +301,7 @@ impl Browser {
     ) -> Result<u16, String> {
         let mut lines = stderr.map(|s| BufReader::new(s).lines());
         let mut tail: Vec<String> = Vec::new();
+        let mut no_usable_sandbox = false;
         // (port, browser websocket path) from our child's own announcement.
         let mut announced: Option<(u16, String)> = None;
         let deadline = tokio::time::Instant::now() + START_TIMEOUT;
@@ -322,6 +329,7 @@ impl Browser {
                                 return Ok(port);
                             }
                         } else {
+                            no_usable_sandbox |= line.contains("No usable sandbox");
                             if tail.len() == STDERR_TAIL {
                                 tail.remove(0);
                             }
@@ -333,6 +341,23 @@ impl Browser {
                 },
                 status = self.child.wait() => {
                     let status = status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                    // What it said last may still be in the pipe: read it (briefly: a helper
+                    // that outlived it could hold the pipe open).
+                    if let Some(mut rest) = lines.take() {
+                        let drain = async {
+                            while let Ok(Some(line)) = rest.next_line().await {
+                                no_usable_sandbox |= line.contains("No usable sandbox");
+                                if tail.len() == STDERR_TAIL {
+                                    tail.remove(0);
+                                }
+                                tail.push(describe_line(&line));
+                            }
+                        };
+                        let _ = tokio::time::timeout(Duration::from_millis(500), drain).await;
+                    }
+                    if no_usable_sandbox {
+                        return Err(format!("exited ({status}): {NO_SANDBOX_ADVICE}"));
+                    }
                     let why = if tail.is_empty() {
                         String::new()
                     } else {
