@@ -8,7 +8,7 @@
 use crate::limits::{JUMP_FIELD, JUMP_MESSAGE, JUMP_URL};
 use crate::model::{Report, RunState};
 use crate::notes::Level;
-use crate::text::{bytes, count, duration, offset};
+use crate::text::{bytes, count, duration, offset, rail_offset};
 use crate::timeline::{
     FailWhat, Failure, Frame, FrameState, Headline, Outcome, Page, Step, ToolCall, What,
 };
@@ -204,6 +204,14 @@ fn at(r: &Report, at_ms: Option<u64>, known: bool) -> String {
     }
 }
 
+/// A step's time on the rail, short enough to fit it ([`rail_offset`]).
+fn rail_time(r: &Report, at_ms: Option<u64>, known: bool) -> Markup {
+    match r.timeline.offset(at_ms) {
+        Some(o) if known => html! { span.step-time { (rail_offset(o)) } },
+        _ => html! { span.step-time { "no time" } },
+    }
+}
+
 fn headline(h: &Headline) -> Markup {
     html! {
         @if !h.verb.is_empty() { (h.verb) }
@@ -238,7 +246,7 @@ fn gap(r: &Report, s: &Step) -> Markup {
     };
     html! {
         li.step.noframe.gap id=(s.anchor()) {
-            div.rail { span.step-number { "…" } span.step-time { (at(r, s.at_ms, s.time_known)) } }
+            div.rail { span.step-number { "…" } (rail_time(r, s.at_ms, s.time_known)) }
             div.card {
                 div.step-head { h3.what { (headline(&s.what.headline(1))) } }
                 p.small {
@@ -276,7 +284,7 @@ fn step(r: &Report, s: &Step) -> Markup {
         li id=(s.anchor()) class=(class) {
             div.rail {
                 span.step-number { (s.label()) }
-                span.step-time { (at(r, s.at_ms, s.time_known)) }
+                (rail_time(r, s.at_ms, s.time_known))
             }
             div.card {
                 div.step-head {

@@ -112,6 +112,29 @@ pub(crate) fn offset(ms: i64) -> String {
     }
 }
 
+/// [`offset`] short enough for the filmstrip's rail (at most 7 characters, breaking only at
+/// a blank): minutes without tenths, `+1h02`, `+14 h`, then whole days and years. A foreign producer's record
+/// can be decades from the run start, or before it.
+pub(crate) fn rail_offset(ms: i64) -> String {
+    let sign = if ms < 0 { "−" } else { "+" };
+    let s = ms.unsigned_abs() / 1000;
+    let (hours, days) = (s / 3600, s / 86_400);
+    if s < 60 {
+        offset(ms)
+    } else if s < 3600 {
+        format!("{sign}{}:{:02}", s / 60, s % 60)
+    } else if hours < 10 {
+        format!("{sign}{hours}h{:02}", s / 60 % 60)
+    } else if hours < 100 {
+        format!("{sign}{hours} h")
+    } else if days < 1000 {
+        format!("{sign}{days} d")
+    } else {
+        // Julian years (365.25 days): right to the year over any span a timestamp can hold.
+        format!("{sign}{} y", days * 4 / 1461)
+    }
+}
+
 /// A UTC wall-clock time: `2026-11-29 21:43:01 UTC`. Never the local zone: the same run renders
 /// the same everywhere.
 pub(crate) fn utc(ms: u64) -> String {
@@ -222,6 +245,34 @@ mod tests {
         assert_eq!(offset(125_300), "+2:05.3");
         assert_eq!(offset(3_723_000), "+1:02:03");
         assert_eq!(offset(-400), "−0.4 s");
+        assert_eq!(rail_offset(12_345), "+12.3 s");
+        assert_eq!(rail_offset(125_300), "+2:05");
+        assert_eq!(rail_offset(3_723_000), "+1h02");
+        assert_eq!(rail_offset(-50_400_000), "−14 h");
+        assert_eq!(rail_offset(360_000_000), "+4 d");
+        // 9999-12-31 from a run in 2026, and 1970 from one in 2026.
+        assert_eq!(
+            rail_offset(253_402_300_799_999 - 1_773_480_413_000),
+            "+7973 y"
+        );
+        assert_eq!(rail_offset(-1_773_480_413_000), "−56 y");
+        for ms in [i64::MIN, i64::MAX, 0, -1, 359_999_999, 86_399_999_999] {
+            assert!(rail_offset(ms).chars().count() <= 22, "{ms}");
+        }
+        for ms in [
+            59_999,
+            3_599_999,
+            359_999_999,
+            86_399_999_999,
+            253_402_300_799_999,
+        ] {
+            assert!(rail_offset(ms).chars().count() <= 7, "{}", rail_offset(ms));
+            assert!(
+                rail_offset(-ms).chars().count() <= 7,
+                "{}",
+                rail_offset(-ms)
+            );
+        }
         assert_eq!(utc(1_764_452_581_123), "2025-11-29 21:43:01 UTC");
     }
 

@@ -567,3 +567,74 @@ async fn a_report_of_a_run_too_big_to_show_whole_opens_and_lays_out() {
     }
     drop(chromium);
 }
+
+/// Issue 26 item 19: a foreign producer's record with an unusual timestamp (years after the
+/// run start, decades before it, a non-UTC offset, no time at all) made the step time label
+/// overflow its rail by 19 px at 390 and 1280 px. Every label stays inside its rail, at both
+/// widths.
+#[tokio::test]
+async fn step_time_labels_stay_inside_their_rail_whatever_the_timestamp() {
+    let chromium = Chromium::start().await;
+    let ws = page_ws(&format!("127.0.0.1:{}", chromium.port())).await;
+    let mut s = Session::connect(&ws).await;
+    enable(&mut s).await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run_dir = tmp.path().join("odd-times");
+    let mut b = support::RunBuilder::new(&run_dir);
+    b.action(100, "Page.navigate", 20);
+    for (i, at) in [
+        "9999-12-31T23:59:59.999Z",
+        "1970-01-01T00:00:00Z",
+        "2026-03-14T09:26:53.000+14:00",
+        "2026-03-14T09:26:53.000-12:00",
+        "2031-07-01T00:00:00.5Z",
+        "yesterday",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let r = b.rec(200 + i as u64, "gesture", json!({ "swipe": i }));
+        r["source"] = json!("device");
+        r["startedAt"] = json!(at);
+    }
+    b.action(5_000, "Input.dispatchMouseEvent", 3);
+    b.finish();
+    b.finalized_manifest(
+        "20260314T092653000Z-00000000000000ab",
+        support::T0 + 6_000,
+        json!({}),
+    );
+    let rendered = cdp_report::render(&run_dir).expect("render");
+    let url = format!("file://{}", rendered.html_path.display());
+    let shots = Shots::new(&tmp.path().join("shots"));
+    for width in [1280, 390] {
+        set_view(&mut s, width, false).await;
+        let events = s.load(&url).await;
+        assert_eq!(complaints(&events), Vec::<Value>::new());
+        let checks = s
+            .eval(
+                r#"(() => {
+                const labels = [...document.querySelectorAll('.step-time')];
+                return {
+                    labels: labels.map(l => l.textContent),
+                    outside: labels.map(l => {
+                        const b = l.getBoundingClientRect(), r = l.closest('.rail').getBoundingClientRect();
+                        return Math.max(r.left - b.left, b.right - r.right);
+                    }).filter(px => px > 0.5),
+                    overflow: document.documentElement.scrollWidth - window.innerWidth,
+                };
+            })()"#,
+            )
+            .await;
+        shots.save(&format!("odd-times-{width}.png"), &s.screenshot(None).await);
+        let labels = checks["labels"].as_array().map_or(0, Vec::len);
+        assert!(labels >= 7, "every step has its label: {checks}");
+        assert_eq!(
+            checks["outside"],
+            json!([]),
+            "a time label sticks out of its rail at {width}px: {checks}"
+        );
+        assert!(checks["overflow"].as_i64().unwrap_or(1) <= 0, "{checks}");
+    }
+    drop(chromium);
+}
