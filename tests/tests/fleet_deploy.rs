@@ -59,11 +59,59 @@ fn reads(help: &str, name: &str) -> bool {
     help.contains(&format!("[env: {name}")) || help.contains(&format!("${name}"))
 }
 
+/// The relay's command line in the image, after the init that runs it as PID 1.
 fn image_command() -> Vec<String> {
     let cf = deploy("Containerfile");
     let mut cmd = exec_form(&cf, "ENTRYPOINT");
     cmd.extend(exec_form(&cf, "CMD"));
-    cmd
+    let relay = cmd
+        .iter()
+        .position(|a| a == "cdp-relay")
+        .expect("cdp-relay in the entrypoint");
+    cmd.split_off(relay)
+}
+
+/// PID 1 is an init that reaps orphans (Chromium's crashpad handlers end up reparented to it),
+/// not the relay.
+#[test]
+fn the_image_runs_the_relay_under_an_init() {
+    let cf = deploy("Containerfile");
+    let entry = exec_form(&cf, "ENTRYPOINT");
+    assert_eq!(entry[..2], ["/usr/bin/tini", "--"], "{entry:?}");
+    assert!(cf.contains(" tini"), "the init is installed");
+}
+
+/// The evidence volume holds what retention keeps at full budgets: 20 finalized runs and the
+/// one recording, each a full journal, full artifacts and a report with its frames embedded.
+#[test]
+fn the_evidence_volume_is_sized_from_the_budgets() {
+    let sts = deploy("kubernetes/statefulset.yaml");
+    let lines: Vec<&str> = sts.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim() == "- name: evidence" && !l.contains("mountPath"))
+        .and_then(|i| {
+            lines[i..]
+                .iter()
+                .find(|l| l.trim().starts_with("sizeLimit:"))
+                .copied()
+        })
+        .expect("the evidence volume's sizeLimit");
+    let limit = at.trim().trim_start_matches("sizeLimit:").trim();
+    let gib: u64 = limit
+        .strip_suffix("Gi")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("sizeLimit in Gi: {limit}"));
+    let report = cdp_report::Options::default().max_embedded_bytes * 4 / 3 + (4 << 20);
+    let run = cdp_evidence::DEFAULT_JOURNAL_BUDGET_BYTES
+        + cdp_evidence::DEFAULT_ARTIFACT_BUDGET_BYTES
+        + report;
+    let need = (cdp_evidence::DEFAULT_KEEP_FINALIZED_RUNS as u64 + 1) * run;
+    assert!(
+        gib << 30 >= need,
+        "{gib} GiB < {} MiB needed at full budgets",
+        need >> 20
+    );
 }
 
 #[test]
