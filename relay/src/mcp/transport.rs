@@ -83,7 +83,7 @@ impl<R: AsyncRead + Unpin> Lines<R> {
     }
 
     pub(crate) async fn next(&mut self) -> std::io::Result<Next> {
-        if self.buf.capacity() > KEEP_CAPACITY.max(self.max.min(KEEP_CAPACITY)) {
+        if self.buf.capacity() > KEEP_CAPACITY {
             self.buf = Vec::new();
         }
         self.buf.clear();
@@ -745,6 +745,14 @@ async fn read_agent<R, W>(
             Next::Over { bytes, scan } => {
                 let scan = scan.unwrap_or_default();
                 let (method, tool) = (scan.method(), scan.name());
+                let id = scan.id();
+                if id.is_none() && method.is_some() {
+                    // A notification: nothing to answer.
+                    tracing::warn!(
+                        "mcp: a notification of the agent was {bytes} bytes, over the limit of {max} bytes (--max-message-size); dropped"
+                    );
+                    continue;
+                }
                 let _ = answer(
                     ErrorData::invalid_request(
                         format!(
@@ -752,7 +760,7 @@ async fn read_agent<R, W>(
                         ),
                         None,
                     ),
-                    scan.id(),
+                    id,
                 )
                 .await;
                 on_refused(Refused::TooLarge {
