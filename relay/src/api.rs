@@ -57,6 +57,11 @@ impl Api for RelayApi {
             evidence.as_ref().map_or(0, |e| e.dropped).into(),
         );
         let json = |v: Result<Value, serde_json::Error>| v.unwrap_or_default();
+        // Why the ready probe says "not ready" for evidence (the probe itself says no reason).
+        let problem = evidence
+            .as_ref()
+            .and_then(|e| ops::probe::evidence_problem(&e.run_dir));
+        fields.insert("evidenceProblem".into(), problem.into());
         fields.insert("evidence".into(), json(serde_json::to_value(&evidence)));
         let uploads = self.uploads.as_ref().map(UploadsHandle::status);
         fields.insert("uploads".into(), json(serde_json::to_value(&uploads)));

@@ -1,8 +1,10 @@
 //! `GET /relay/v1/ready` and `GET /relay/v1/live`: what a kubelet probes, without the token.
 //!
 //! They say one word and nothing else — no versions, paths, run ids or reasons — because they
-//! answer anyone who can reach the port. Ready means the browser answers and, when evidence was
-//! asked for, the run directory can be written; live means the relay serves HTTP at all (a
+//! answer anyone who can reach the port (the reason is in the token-protected status, see
+//! [`evidence_problem`]). Ready means the browser answers and, when evidence was asked for, the
+//! run directory can be written: it is a writable directory on a disk with at least
+//! [`MIN_FREE_BYTES`] and an inode free (a full disk drops evidence); live means the relay serves HTTP at all (a
 //! dead browser is not a reason to restart the relay: `launch` exits by itself when its browser
 //! does).
 
@@ -65,9 +67,32 @@ fn ready(upstream_reachable: Option<bool>, evidence: EvidenceReadiness<'_>) -> b
 }
 
 fn writable(dir: &Path) -> bool {
+    evidence_problem(dir).is_none()
+}
+
+/// Free space below which evidence counts as unwritable: room for a frame and the finalize.
+pub const MIN_FREE_BYTES: u64 = 1 << 20;
+
+/// Why evidence cannot be written into `dir`, or `None` when it can.
+pub fn evidence_problem(dir: &Path) -> Option<&'static str> {
     use nix::unistd::{access, AccessFlags};
-    access(dir, AccessFlags::W_OK | AccessFlags::X_OK).is_ok()
-        && dir.symlink_metadata().is_ok_and(|m| m.is_dir())
+    if !(access(dir, AccessFlags::W_OK | AccessFlags::X_OK).is_ok()
+        && dir.symlink_metadata().is_ok_and(|m| m.is_dir()))
+    {
+        return Some("the run directory cannot be written");
+    }
+    let Ok(fs) = nix::sys::statvfs::statvfs(dir) else {
+        return Some("the evidence disk cannot be inspected");
+    };
+    let free = u64::from(fs.blocks_available()).saturating_mul(u64::from(fs.fragment_size()));
+    if free < MIN_FREE_BYTES {
+        return Some("the evidence disk is full (less than 1 MiB free)");
+    }
+    // Filesystems without an inode count (files() == 0) never run out of them.
+    if fs.files() > 0 && fs.files_available() == 0 {
+        return Some("the evidence disk has no free inodes");
+    }
+    None
 }
 
 #[cfg(test)]
@@ -120,5 +145,42 @@ mod tests {
         );
         assert_eq!(answer(LIVE_PATH, "POST", Some(true), rec).status, 405);
         assert!(is_probe("/relay/v1/live/") && !is_probe("/relay/v1/status"));
+    }
+
+    /// A full disk is not ready (evidence would be dropped), though the directory is writable.
+    #[test]
+    fn a_full_evidence_disk_is_not_ready() {
+        struct Mount(tempfile::TempDir);
+        impl Drop for Mount {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("umount")
+                    .arg("-l")
+                    .arg(self.0.path())
+                    .status();
+            }
+        }
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: mounting a small tmpfs needs root");
+            return;
+        }
+        let m = Mount(tempfile::tempdir().unwrap());
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+            .arg(m.0.path())
+            .status()
+            .unwrap();
+        assert!(mounted.success());
+        let dir = m.0.path();
+        let rec = EvidenceReadiness::Recording(dir);
+        assert_eq!(answer(READY_PATH, "GET", Some(true), rec).status, 200);
+        assert_eq!(evidence_problem(dir), None);
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(dir.join("filler")).unwrap();
+            while f.write_all(&[0u8; 4096]).is_ok() {}
+        }
+        let reply = answer(READY_PATH, "GET", Some(true), rec);
+        assert_eq!((reply.status, reply.body.as_str()), (503, "not ready\n"));
+        assert!(evidence_problem(dir).is_some_and(|p| p.contains("full")));
     }
 }
