@@ -84,7 +84,7 @@ pub fn evidence_problem(dir: &Path) -> Option<&'static str> {
     let Ok(fs) = nix::sys::statvfs::statvfs(dir) else {
         return Some("the evidence disk cannot be inspected");
     };
-    let free = u64::from(fs.blocks_available()).saturating_mul(u64::from(fs.fragment_size()));
+    let free = fs.blocks_available().saturating_mul(fs.fragment_size());
     if free < MIN_FREE_BYTES {
         return Some("the evidence disk is full (less than 1 MiB free)");
     }
