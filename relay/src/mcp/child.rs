@@ -458,6 +458,35 @@ mod tests {
         assert!(cmd.substituted(&no_ws).is_err());
     }
 
+    /// A secret cut in half at the line limit would no longer be the literal the sanitizer
+    /// masks (a typed password registered for the run): the head is cut back to a whitespace.
+    /// (Today's sanitizer also keeps only the first 4 KiB of a text, so the cut is not shown
+    /// anyway; this does not depend on that.)
+    #[tokio::test]
+    async fn an_over_long_stderr_line_never_shows_half_a_secret() {
+        const TYPED: &str = "Pl4nted-Stderr-Passw0rd-8KiB";
+        // The run's sanitizer masks the literal, and only whole.
+        let clean = |s: &str| s.replace(TYPED, "${TYPED_1}");
+        // The password straddles the limit: its first characters inside it.
+        let mut line = "word ".repeat((STDERR_LINE - 10) / 5);
+        line.push_str(TYPED);
+        line.push_str(" tail\n");
+        let mut lines = super::super::transport::Lines::new(line.as_bytes(), STDERR_LINE, true);
+        let bytes = match lines.next().await.unwrap() {
+            super::super::transport::Next::Over { bytes, .. } => bytes,
+            other => panic!("{other:?}"),
+        };
+        let head = lines.line().to_vec();
+        assert_eq!(head.len(), STDERR_LINE);
+        assert_eq!(bytes as usize, line.len() - 1);
+        // Masking the head as it is would show part of the password.
+        assert!(clean(&String::from_utf8_lossy(&head)).contains("Pl4nted"));
+        let out = over_long_stderr(&head, bytes, &clean);
+        assert!(!out.contains("Pl4n"), "{}", &out[out.len() - 100..]);
+        assert!(out.ends_with("more bytes of this line dropped)"), "{out}");
+        assert!(out.starts_with("word word"));
+    }
+
     #[test]
     fn exits_are_described_in_words() {
         use std::os::unix::process::ExitStatusExt;
