@@ -415,3 +415,53 @@ async fn token_flags_are_given_once_and_the_file_must_hold_one() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
 }
+
+/// Under `--log-format json` every stderr line is a JSON object, the fatal one included (a log
+/// collector files it as an error); a usage error is JSON too when the variable asks for it.
+#[tokio::test]
+async fn fatal_errors_are_json_under_the_json_log_format() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let upstream = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let runs: [(&[&str], Option<&str>, u8); 2] = [
+        (
+            &[
+                "--log-format",
+                "json",
+                "serve",
+                "--upstream",
+                &upstream,
+                "--listen",
+                "127.0.0.1:0",
+                "--no-evidence",
+            ],
+            None,
+            1,
+        ),
+        (&["serve", "--no-such-flag"], Some("json"), 64),
+    ];
+    for (args, env, code) in runs {
+        let mut cmd = tokio::process::Command::new(cdp_relay_tests::relay_binary());
+        cmd.args(args)
+            .kill_on_drop(true)
+            .env_remove("CDP_RELAY_LOG_FORMAT");
+        if let Some(v) = env {
+            cmd.env("CDP_RELAY_LOG_FORMAT", v);
+        }
+        let out = within("a failing command", cmd.output()).await.unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(i32::from(code)), "{stderr}");
+        let lines: Vec<serde_json::Value> = stderr
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {l}")))
+            .collect();
+        let last = lines.last().expect("a fatal line");
+        assert_eq!(last["level"], "ERROR", "{stderr}");
+        assert!(
+            last["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("cdp-relay: ")),
+            "{stderr}"
+        );
+    }
+}

@@ -12,8 +12,54 @@ pub enum LogFormat {
     Json,
 }
 
+/// The format [`init`] installed, for lines written outside `tracing` ([`fatal`]).
+static FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
+
+/// Writes the one line a failed command ends with (`line` is already one sanitized line):
+/// plain `cdp-relay: …` text, or under `--log-format json` one JSON object shaped like every
+/// other log line, so a log collector sees the fatal error as an error.
+pub fn fatal(line: &str) {
+    let json = match FORMAT.get() {
+        Some(f) => *f == LogFormat::Json,
+        // A usage error comes before logging is set up: the flag or variable may still say so.
+        None => json_requested(std::env::args(), std::env::var("CDP_RELAY_LOG_FORMAT").ok()),
+    };
+    eprintln!("{}", render_fatal(line, json));
+}
+
+fn render_fatal(line: &str, json: bool) -> String {
+    if !json {
+        return format!("cdp-relay: {line}");
+    }
+    serde_json::json!({
+        "timestamp": cdp_evidence::time::format_rfc3339_millis(std::time::SystemTime::now()),
+        "level": "ERROR",
+        "fields": {"message": format!("cdp-relay: {line}")},
+    })
+    .to_string()
+}
+
+/// `--log-format json` / `--log-format=json` among the arguments (the last one wins), else
+/// `CDP_RELAY_LOG_FORMAT=json`.
+fn json_requested(args: impl Iterator<Item = String>, env: Option<String>) -> bool {
+    let mut found: Option<bool> = None;
+    let mut args = args.peekable();
+    while let Some(a) = args.next() {
+        if a == "--" {
+            break;
+        }
+        if let Some(v) = a.strip_prefix("--log-format=") {
+            found = Some(v == "json");
+        } else if a == "--log-format" {
+            found = args.peek().map(|v| v == "json");
+        }
+    }
+    found.unwrap_or_else(|| env.as_deref() == Some("json"))
+}
+
 /// Installs the stderr subscriber. `RUST_LOG` wins over `-v`.
 pub fn init(verbose: u8, format: LogFormat) {
+    let _ = FORMAT.set(format);
     // rmcp is silent: its own logs print whole MCP messages (tool arguments, page text).
     let default = match verbose {
         0 => "cdp_relay=info,cdp_evidence=info,rmcp=off,warn",
@@ -32,4 +78,46 @@ pub fn init(verbose: u8, format: LogFormat) {
             .try_init(),
         LogFormat::Json => builder.json().with_ansi(false).try_init(),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fatal_lines_follow_the_log_format() {
+        assert_eq!(render_fatal("no browser", false), "cdp-relay: no browser");
+        let line = render_fatal("no \"browser\"\nfound", true);
+        assert_eq!(line.lines().count(), 1, "{line}");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["level"], "ERROR");
+        assert_eq!(v["fields"]["message"], "cdp-relay: no \"browser\"\nfound");
+        assert!(v["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')));
+        let args = |a: &[&str]| {
+            a.iter()
+                .map(|s| (*s).to_owned())
+                .collect::<Vec<_>>()
+                .into_iter()
+        };
+        assert!(json_requested(
+            args(&["cdp-relay", "--log-format", "json", "x"]),
+            None
+        ));
+        assert!(json_requested(
+            args(&["cdp-relay", "--log-format=json"]),
+            None
+        ));
+        assert!(!json_requested(
+            args(&["cdp-relay", "--log-format=text"]),
+            Some("json".into())
+        ));
+        assert!(json_requested(
+            args(&["cdp-relay", "serve"]),
+            Some("json".into())
+        ));
+        assert!(!json_requested(
+            args(&["cdp-relay", "launch", "--", "--log-format=json"]),
+            None
+        ));
+    }
 }

@@ -353,7 +353,7 @@ pub fn main() -> ExitCode {
         // A reader that closed stdout early (`| head`) got what it wanted.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("cdp-relay: {}", one_line(&e));
+            logging::fatal(&one_line(&e));
             ExitCode::from(if is_usage(&e) { EXIT_USAGE } else { 1 })
         }
     }
@@ -456,7 +456,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     let first = first.trim_start_matches("error: ");
     // clap quotes whatever was typed; a pasted capability URL or token must not be echoed as is.
     let first = cdp_sanitize::Sanitizer::new().text(first);
-    eprintln!("cdp-relay: {first} (see cdp-relay --help)");
+    logging::fatal(&format!("{first} (see cdp-relay --help)"));
     ExitCode::from(EXIT_USAGE)
 }
 
