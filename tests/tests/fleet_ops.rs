@@ -198,6 +198,20 @@ async fn bad_bodies_are_refused_with_the_right_status_and_nothing_is_written() {
             .status,
             400
         );
+        // A remote record cannot pass for the relay's own, nor report a trillion lost records.
+        for spoof in [
+            r#"{"tool":"t","kind":"action","payload":{"method":"refused-marker"},"source":"relay"}"#,
+            r#"{"tool":"refused-marker","kind":"marker","payload":{"marker":"evidenceDropped","count":999999999999}}"#,
+        ] {
+            let a = post(&addr, path, None, spoof.as_bytes()).await;
+            assert_eq!(a.status, 400, "{spoof}: {}", a.text());
+        }
+        assert_eq!(
+            post(&addr, "/relay/v1/evidence?source=relay", None, good.as_bytes())
+                .await
+                .status,
+            400
+        );
         assert_eq!(too_large(&addr).await, 413);
         // One good request, to show the door works and where records go.
         let ok = post(
@@ -219,6 +233,7 @@ async fn bad_bodies_are_refused_with_the_right_status_and_nothing_is_written() {
         }
         let journal = std::fs::read_to_string(summary.run_dir.join("actions.jsonl")).unwrap();
         assert_eq!(journal.matches("\"kind\":\"accepted\"").count(), 1);
+        assert!(!journal.contains("999999999999"), "a bogus count was recorded");
 
         // Evidence off: nothing to append to.
         let off = RelayFixture::start(&chrome.http()).await;

@@ -23,6 +23,15 @@ use std::time::Duration;
 
 /// Largest typed-length count accepted in `payload.input.chars`.
 const MAX_TYPED_CHARS: u64 = 1_000_000;
+/// Largest `evidenceDropped` count one marker may report: a producer that lost more than this
+/// in one go has a bug to report, and summary.md should not claim a trillion lost records.
+pub const MAX_DROPPED_COUNT: u64 = 1_000_000;
+
+/// Whether a producer may write records under `source`: `relay` is the relay's own, and
+/// another producer's record must not pass for one.
+pub fn source_allowed(source: &str) -> bool {
+    source != cdp_evidence::Source::RELAY.as_str()
+}
 
 type Obj = Map<String, Value>;
 
@@ -98,6 +107,11 @@ pub fn parse_line(line: &[u8], s: &Sanitizer) -> Result<Record, String> {
     if let Some(source) = f.opt_str("source")? {
         let source =
             Source::new(source).map_err(|_| "field `source` must be 1-128 of A-Z a-z 0-9 . _ -")?;
+        if !source_allowed(source.as_str()) {
+            return Err(
+                "field `source` may not be `relay`: that names the relay's own records".into(),
+            );
+        }
         record = record.source(source);
     }
     match obj.get("target") {
@@ -232,6 +246,11 @@ fn marker(f: Fields<'_>) -> Result<Marker, String> {
             let count = f
                 .opt_u64("count")?
                 .ok_or("field `payload.count` is required (a number)")?;
+            if count > MAX_DROPPED_COUNT {
+                return Err(format!(
+                    "field `payload.count` must be at most {MAX_DROPPED_COUNT}"
+                ));
+            }
             Ok(Marker::evidence_dropped(count))
         }
         _ => Err("producers may only write the `evidenceDropped` marker".to_owned()),

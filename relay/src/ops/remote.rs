@@ -75,6 +75,12 @@ pub fn check_request(
                 "cdp-relay: source must be 1-128 of A-Z a-z 0-9 . _ - (not starting with .)",
             ));
         }
+        if !input::source_allowed(value) {
+            return Err(Reply::text(
+                400,
+                "cdp-relay: source may not be relay: that names the relay's own records",
+            ));
+        }
         value.clone_into(&mut source);
     }
     Ok(source)
@@ -222,6 +228,12 @@ mod tests {
             400
         );
         assert_eq!(
+            check_request("POST", None, Some("source=relay"))
+                .unwrap_err()
+                .status,
+            400
+        );
+        assert_eq!(
             check_request("POST", None, Some("run=abc"))
                 .unwrap_err()
                 .status,
@@ -250,6 +262,17 @@ mod tests {
             2
         );
         assert_eq!(parse_body(b" \n\n", &s).unwrap_err().status, 400);
+        // A remote record cannot pass for the relay's own, nor claim a trillion lost records.
+        for spoof in [
+            r#"{"tool":"t","kind":"action","payload":{"method":"m"},"source":"relay"}"#,
+            r#"{"tool":"t","kind":"marker","payload":{"marker":"evidenceDropped","count":999999999999}}"#,
+        ] {
+            let r = parse_body(spoof.as_bytes(), &s).unwrap_err();
+            assert_eq!(r.status, 400, "{spoof}");
+            assert!(!r.body.contains("999999999999"), "{}", r.body);
+        }
+        let fine = r#"{"tool":"t","kind":"marker","payload":{"marker":"evidenceDropped","count":1000000}}"#;
+        assert!(parse_body(fine.as_bytes(), &s).is_ok());
         let many: String = (0..9).map(|_| "x\n").collect();
         let r = parse_body(many.as_bytes(), &s).unwrap_err();
         assert!(r.body.contains("and 4 more"), "{}", r.body);
