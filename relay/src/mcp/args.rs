@@ -56,6 +56,8 @@ const TYPING_TOOLS: &[&str] = &[
     "type_text",
     "press_key",
     "handle_dialog",
+    // `dialogAction`: "accept", "dismiss", or the answer to a prompt opened meanwhile.
+    "evaluate_script",
     "browser_type",
     "browser_fill_form",
     "browser_press_sequentially",
@@ -231,6 +233,8 @@ enum Class {
     Personal,
     Url,
     Key,
+    /// `dialogAction`: `accept` or `dismiss` are kept; anything else answers a prompt.
+    Dialog,
     Identifier,
     Other,
 }
@@ -456,6 +460,9 @@ fn classify(name: &str) -> Class {
     if is_key_name(&w) {
         return Class::Key;
     }
+    if has(&["dialog"]) && w.last().is_some_and(|l| l == "action") {
+        return Class::Dialog;
+    }
     // A sensitive name is never a handle, whatever other word it has.
     if cdp_sanitize::is_sensitive_name(name) || has(SECRET_WORDS) || has(&["key", "keys"]) {
         return Class::Secret;
@@ -530,6 +537,12 @@ fn collect_typed(obj: &Map<String, Value>, typed: bool, out: &mut Vec<String>) {
             collect_keys(value, out);
             continue;
         }
+        if let (false, Class::Dialog, Some(answer)) = (typed, class, value.as_str()) {
+            if !is_dialog_choice(answer) {
+                out.push(answer.to_owned());
+            }
+            continue;
+        }
         let typed_here = typed || class == Class::Typed;
         collect_value(value, typed_here && !toggle, out);
     }
@@ -554,6 +567,11 @@ fn collect_value(value: &Value, typed: bool, out: &mut Vec<String>) {
         Value::Object(m) => collect_typed(m, typed, out),
         _ => {}
     }
+}
+
+/// `accept` and `dismiss`: what a dialog action says when it is not a prompt's answer.
+fn is_dialog_choice(s: &str) -> bool {
+    s.eq_ignore_ascii_case("accept") || s.eq_ignore_ascii_case("dismiss")
 }
 
 /// What a key-pressing call (`press_key`, `browser_press_key`) types, if it types a character:
@@ -613,7 +631,7 @@ fn reduce_one(
         Value::Bool(_) => arg.value = Some(sanitizer.json(value)),
         Value::Number(n) => match class {
             // A code typed as a number is still typed text.
-            Class::Typed | Class::Key | Class::Secret => {
+            Class::Typed | Class::Key | Class::Dialog | Class::Secret => {
                 arg.input = Some(InputSummary::of(&n.to_string(), InputType::Unknown))
             }
             Class::Personal => arg.chars = Some(n.to_string().len() as u64),
@@ -627,13 +645,18 @@ fn reduce_one(
                     arg.value = Some(sanitizer.json(&Value::String(s.clone())))
                 }
             },
+            Class::Dialog if !is_dialog_choice(s) => {
+                arg.input = Some(InputSummary::of(s, InputType::Unknown))
+            }
             Class::Secret | Class::Personal => arg.chars = Some(s.chars().count() as u64),
             Class::Url => arg.url = Some(sanitizer.url(s)),
             _ if looks_like_url(s) => arg.url = Some(sanitizer.url(s)),
-            Class::Identifier if s.chars().count() <= MAX_IDENTIFIER_CHARS => {
+            Class::Identifier | Class::Dialog if s.chars().count() <= MAX_IDENTIFIER_CHARS => {
                 arg.value = Some(sanitizer.json(&Value::String(s.clone())))
             }
-            Class::Identifier | Class::Other => arg.chars = Some(s.chars().count() as u64),
+            Class::Identifier | Class::Dialog | Class::Other => {
+                arg.chars = Some(s.chars().count() as u64)
+            }
         },
         Value::Array(items) => {
             arg.count = Some(items.len() as u64);
@@ -1042,6 +1065,23 @@ mod tests {
         assert_eq!(v[0]["value"], "accept");
         assert_eq!(v[1]["input"], json!({"chars": 14, "inputType": "unknown"}));
         assert!(!v.to_string().contains("Pl4nted"));
+        // chrome-devtools-mcp's `evaluate_script {dialogAction}` answers a prompt the script
+        // opens with any string that is not `accept` or `dismiss`.
+        let script =
+            obj(json!({"function": "() => prompt('x')", "dialogAction": "Pl4nted-Answer"}));
+        assert_eq!(
+            typed_literals("evaluate_script", Some(&script)),
+            vec!["Pl4nted-Answer"]
+        );
+        let v = reduced_for("evaluate_script", Value::Object(script));
+        assert_eq!(v[1]["input"]["chars"], 14);
+        assert!(!v.to_string().contains("Pl4nted"));
+        let accept = obj(json!({"function": "() => 1", "dialogAction": "dismiss"}));
+        assert!(typed_literals("evaluate_script", Some(&accept)).is_empty());
+        assert_eq!(
+            reduced_for("evaluate_script", Value::Object(accept))[1]["value"],
+            "dismiss"
+        );
     }
 
     #[test]
