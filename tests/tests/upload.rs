@@ -689,6 +689,13 @@ async fn a_full_evidence_disk_does_not_stop_uploads() {
             std::fs::write(disk.path().join("probe"), b"x").is_err(),
             "the disk stayed full throughout"
         );
+        // Once there is room again, the uploader records what it did, so retention may prune.
+        std::fs::remove_file(disk.path().join("filler")).unwrap();
+        while !runs.iter().all(
+            |r| matches!(upload::read_state(r), Ok(Some(s)) if s.state == UploadState::Uploaded),
+        ) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let report = uploader
             .finish(Instant::now() + Duration::from_secs(5))
             .await;

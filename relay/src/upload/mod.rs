@@ -35,6 +35,8 @@ use tokio::sync::{mpsc, oneshot};
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 /// Retries are at most this far apart.
 const RETRY_MAX: Duration = Duration::from_secs(60);
+/// How often the sidecar of an uploaded run is written again while the disk refuses it.
+const RECORD_RETRY: Duration = Duration::from_secs(2);
 
 /// The host name recorded with uploads: a pod's name in Kubernetes.
 pub fn host_name() -> String {
@@ -209,6 +211,7 @@ impl Uploader {
             delayed: Vec::new(),
             current: None,
             done_while_finishing: 0,
+            unrecorded: Vec::new(),
         };
         let thread = std::thread::Builder::new()
             .name("cdp-relay-upload".into())
@@ -296,6 +299,9 @@ struct Worker {
     /// The run being uploaded now.
     current: Option<PathBuf>,
     done_while_finishing: usize,
+    /// Runs uploaded whose sidecar could not say so (a full disk): written again every
+    /// [`RECORD_RETRY`] until it can, so retention may then prune them.
+    unrecorded: Vec<(PathBuf, RunUpload)>,
 }
 
 impl Worker {
@@ -309,6 +315,12 @@ impl Worker {
             let deadline = finishing.as_ref().map(|(d, _)| *d);
             let Some(dir) = self.queue.pop_front() else {
                 let wake = self.delayed.iter().map(|(at, _)| *at).min();
+                let record_at =
+                    (!self.unrecorded.is_empty()).then(|| Instant::now() + RECORD_RETRY);
+                let wake = match (wake, record_at) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
                 tokio::select! {
                     msg = rx.recv() => match msg {
                         Some(m) => self.handle(m, &mut finishing).await,
@@ -446,7 +458,14 @@ impl Worker {
         }
     }
 
+    /// Writes the sidecars the disk refused before; keeps those it still refuses.
+    fn record_pending(&mut self) {
+        self.unrecorded
+            .retain(|(dir, st)| dir.is_dir() && state::write(dir, st).is_err());
+    }
+
     fn promote_due(&mut self, all: bool) {
+        self.record_pending();
         let now = Instant::now();
         let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.delayed)
             .into_iter()
@@ -461,6 +480,9 @@ impl Worker {
         match outcome {
             Ok(Attempt::Done(st)) => {
                 s.runs().remove(id);
+                if !matches!(state::read(&dir), Ok(Some(ref r)) if r.state == st.state) {
+                    self.unrecorded.push((dir.clone(), st.clone()));
+                }
                 if finishing {
                     self.done_while_finishing += 1;
                 }
