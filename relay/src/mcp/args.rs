@@ -20,7 +20,8 @@
 //! 5. **key names** — `key`, `keys`, `submitKey`: kept only when the key is named (`Enter`,
 //!    `Tab`, `ArrowLeft`, `F5`, see [`NAMED_KEYS`]) or a shortcut (a chord with `Control`,
 //!    `Meta` or `Alt`: `Control+A`); any other key types a character (`7`, `K`, `Shift+K`,
-//!    `KeyA`, `Digit7`) and is typed text, as in rule 1;
+//!    `KeyA`, `Digit7`) and is typed text, as in rule 1; likewise `dialogAction` is kept when
+//!    it says `accept` or `dismiss`, and is a prompt's answer (typed text) otherwise;
 //! 6. **handles** — names whose last word is a handle word (`uid`, `ref`, `target`, `element`,
 //!    `selector`, `id`, `name`, `type`, `mode`, `format`, …) and whose other words qualify it
 //!    (`from_uid`, `pageId`, `startElement`, `colorScheme`), up to [`MAX_IDENTIFIER_CHARS`]:

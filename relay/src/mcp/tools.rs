@@ -60,7 +60,7 @@ pub(crate) fn definitions() -> Vec<Tool> {
             schema(json!({
                 "type": "object",
                 "properties": {
-                    "name": {"type": "string", "pattern": "^[A-Z_][A-Z0-9_]*$", "description": "The placeholder name, e.g. ACCOUNT_PASSWORD"},
+                    "name": {"type": "string", "pattern": "^[A-Z_][A-Z0-9_]*$", "maxLength": 64, "description": "The placeholder name, e.g. ACCOUNT_PASSWORD (at most 64 characters; names starting with TYPED_ are the relay's own)"},
                     "value": {"type": "string", "minLength": 4, "description": "The literal to mask (at least 4 characters)"}
                 },
                 "required": ["name", "value"]
