@@ -362,6 +362,44 @@ mod tests {
     }
 
     #[test]
+    fn only_artifacts_the_journal_lists_are_served_and_only_with_one_link() {
+        use cdp_evidence::{Action, EvidenceConfig, Record, RecordKind};
+        use cdp_sanitize::SafeText;
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(EvidenceConfig::at(tmp.path().join("evidence"))).unwrap();
+        let run = store.join_session("s", "relay").unwrap();
+        let cdp_evidence::ArtifactOutcome::Stored(a) = run
+            .store_artifact("frame", "jpeg", b"\xff\xd8\xffjpeg")
+            .unwrap()
+        else {
+            panic!("not stored")
+        };
+        let frame = Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Action(Action::new(SafeText::literal("frame"))),
+        );
+        let relative = a.as_str().to_owned();
+        run.append(frame.artifact(a)).unwrap();
+        let evidence = Evidence {
+            store: &store,
+            current: Some(run.id().to_owned()),
+        };
+        let uri = |name: &str| format!("{PREFIX}/current/artifacts/{name}");
+        let listed = relative.strip_prefix("artifacts/").unwrap().to_owned();
+        assert!(evidence.read(&uri(&listed)).is_ok(), "a recorded frame");
+        // Planted beside it: a file no record names, and a hard link to a file outside.
+        std::fs::write(run.dir().join("artifacts/000777-frame.png"), b"planted").unwrap();
+        assert!(evidence.read(&uri("000777-frame.png")).is_err());
+        let outside = tmp.path().join("outside.png");
+        std::fs::write(&outside, b"outside the root").unwrap();
+        let path = run.dir().join(&relative);
+        std::fs::remove_file(&path).unwrap();
+        std::fs::hard_link(&outside, &path).unwrap();
+        let e = evidence.read(&uri(&listed)).unwrap_err();
+        assert!(e.message.contains("hard links"), "{e:?}");
+    }
+
+    #[test]
     fn artifacts_have_their_image_type() {
         assert_eq!(mime_of("000001-frame.jpeg"), "image/jpeg");
         assert_eq!(mime_of("x.PNG"), "image/png");
