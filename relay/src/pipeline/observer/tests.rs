@@ -760,6 +760,10 @@ fn fuzz_seeds_replay() {
         }
         obs.handle(TapEvent::Finish { at: t(3_600_000) });
         let _ = obs.take();
+        if path.ends_with("non_flat_session") {
+            let out = sanitizer.text("live Secr3tNonFlat");
+            assert_eq!(out.as_str(), "live ${TYPED_1}");
+        }
         if path.ends_with("typing_any_spelling") {
             for planted in [
                 "Secr3tParams",
@@ -1195,4 +1199,45 @@ fn a_non_flat_session_is_read_like_a_flat_one() {
     assert_eq!(reload[0].status.as_deref(), Some("error"));
     let text = h.journal_text();
     assert!(!text.contains("Field") && !text.contains("token"), "{text}");
+}
+
+/// Wrappers inside wrappers are read up to four deep, on the session the innermost names;
+/// deeper nesting, a wrapper naming no session and a message that is no JSON are ignored.
+#[test]
+fn nested_wrappers_are_read_within_bounds() {
+    let nest = |inner: serde_json::Value, levels: usize, id: u64| {
+        let mut m = inner.to_string();
+        for level in 0..levels {
+            m = json!({"id": id * 10 + level as u64, "method": "Target.sendMessageToTarget",
+                "params": {"sessionId": format!("S{level}"), "message": m}})
+            .to_string();
+        }
+        m
+    };
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/b", 0);
+    for (id, levels) in [(1u64, 2usize), (2, 4), (3, 5), (4, 9)] {
+        let inner = json!({"id": id, "method": "Page.navigate", "params": {"url": format!("https://a.test/{levels}")}});
+        h.frame(1, Direction::ToBrowser, 10 * id, &nest(inner, levels, id));
+        // The innermost wrapper, the first made, names S0.
+        let answer = json!({"id": id, "result": {"frameId": "F", "loaderId": format!("L{id}")}});
+        let wrapped = json!({"method": "Target.receivedMessageFromTarget",
+            "params": {"sessionId": "S0", "message": answer.to_string()}});
+        h.recv(1, 10 * id + 5, wrapped);
+    }
+    h.send(1, 100, json!({"id": 9, "method": "Target.sendMessageToTarget", "params": {"message": "{\"id\":1,\"method\":\"Page.reload\"}"}}));
+    h.send(1, 101, json!({"id": 10, "method": "Target.sendMessageToTarget", "params": {"sessionId": "S0", "message": "not json"}}));
+    h.recv(1, 102, json!({"method": "Target.receivedMessageFromTarget", "params": {"sessionId": "S0", "message": "[1,"}}));
+    h.close(1, SessionEnd::ClientClosed, 5000);
+    let urls: Vec<String> = h
+        .actions("Page.navigate")
+        .iter()
+        .map(|r| format!("{} {}", r.payload["url"], r.status.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        urls,
+        ["\"https://a.test/2\" ok", "\"https://a.test/4\" ok"],
+        "{urls:?}"
+    );
+    assert!(h.actions("Page.reload").is_empty());
 }
