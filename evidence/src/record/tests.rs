@@ -505,7 +505,10 @@ fn runs_are_shareable_across_threads() {
 #[test]
 fn tool_call_candidates_are_written_instead_of_a_single_call() {
     let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_000);
-    let (a, b) = (ActionId::at(at), ActionId::at(at + Duration::from_millis(1)));
+    let (a, b) = (
+        ActionId::at(at),
+        ActionId::at(at + Duration::from_millis(1)),
+    );
     let mut r = Record::new(
         SafeText::literal("cdp"),
         RecordKind::Action(Action::new(Word::from_text(SafeText::literal(
