@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every check CI runs, from a fresh machine: installs what is missing (Debian's chromium and nginx,
-# the npm test clients, kubernetes-validate in a venv under target/, the nightly toolchain and
+# the npm test clients, pyppeteer and kubernetes-validate in venvs under target/, the nightly toolchain and
 # cargo-fuzz), then formatting, lints, the Kubernetes manifests against the Kubernetes schemas,
 # the full test suite against a real headless Chromium and real Playwright/Puppeteer, a benchmark
 # smoke run, and a bounded fuzzing pass.
@@ -39,6 +39,21 @@ if [ ! -d tests/clients/node_modules/playwright-core ] || [ ! -d tests/clients/n
   step "installing the npm test clients (playwright-core, puppeteer-core, chrome-devtools-mcp, @playwright/mcp; no browser downloads)"
   PUPPETEER_SKIP_DOWNLOAD=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
     npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
+fi
+
+py=target/pyclients
+if [ ! -x "$py/bin/python" ] || [ tests/clients/requirements.txt -nt "$py/installed" ]; then
+  step "installing the Python test clients (tests/clients/requirements.txt: pyppeteer) into $py"
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv --help >/dev/null 2>&1; then
+    apt_install python3 python3-venv
+  fi
+  rm -rf "$py"
+  if ! python3 -m venv "$py" >/dev/null 2>&1; then
+    apt_install python3-venv
+    python3 -m venv "$py"
+  fi
+  "$py/bin/pip" install --quiet --disable-pip-version-check -r tests/clients/requirements.txt
+  touch "$py/installed"
 fi
 
 step "cargo fmt --check"

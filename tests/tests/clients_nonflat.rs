@@ -412,3 +412,97 @@ async fn another_connections_reads_do_not_split_typing_nor_fail_the_page() {
     })
     .await;
 }
+
+/// The Python interpreter of the venv `scripts/test.sh` installs `tests/clients/requirements.txt`
+/// into (`CDP_RELAY_TEST_PYTHON` overrides it).
+fn python_clients() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("CDP_RELAY_TEST_PYTHON") {
+        return p.into();
+    }
+    let python =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyclients/bin/python");
+    assert!(
+        python.is_file(),
+        "the Python test clients are not installed: run scripts/test.sh, or `python3 -m venv target/pyclients && target/pyclients/bin/pip install -r tests/clients/requirements.txt`"
+    );
+    python
+}
+
+/// pyppeteer 2.0.0 itself, where item 14 was seen: the same evidence as a flat client's.
+#[tokio::test]
+async fn pyppeteer_leaves_the_same_evidence_as_a_flat_client() {
+    within("pyppeteer through the relay", async {
+        let python = python_clients();
+        let site = Site::start(form_routes()).await;
+        let chrome = Chromium::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let settings = EvidenceSettings {
+            root: dir.path().to_path_buf(),
+            ..EvidenceSettings::default()
+        };
+        let relay = RelayFixture::start_recording(&chrome.http(), settings).await;
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/pyppeteer_flow.py");
+        let out = tokio::process::Command::new(&python)
+            .arg(&script)
+            .arg(relay.endpoint())
+            .arg(format!("{}/form?token=planted", site.origin))
+            .arg(FIRST)
+            .arg(SECOND)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("run pyppeteer");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "pyppeteer failed:\n{stderr}");
+        let report: Value = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| panic!("pyppeteer printed no report:\n{stderr}"));
+        assert_eq!(
+            report["lengths"],
+            json!([FIRST.len(), SECOND.len()]),
+            "{report}"
+        );
+        assert!(
+            report["ws"]
+                .as_str()
+                .is_some_and(|ws| ws.starts_with(&format!("ws://{}/", relay.authority()))),
+            "pyppeteer went around the relay: {report}"
+        );
+
+        let summary = relay.stop().await.expect("pipeline summary");
+        let bytes = std::fs::read(summary.run_dir.join("actions.jsonl")).expect("journal");
+        let records = parse_journal(&bytes).records;
+        let navs = actions(&records, "Page.navigate");
+        assert_eq!(navs.len(), 1, "{records:#?}");
+        assert_eq!(navs[0].payload["url"], format!("{}/form", site.origin));
+        assert_eq!(actions(&records, "click").len(), 2, "{records:#?}");
+        let shots = actions(&records, "Page.captureScreenshot");
+        assert_eq!(shots.len(), 2, "{records:#?}");
+        assert_eq!(shots[0].artifacts.len(), 1, "{:#?}", shots[0]);
+        assert!(
+            shots[1].payload["detail"]["screenshotWithheld"].is_string(),
+            "{:#?}",
+            shots[1]
+        );
+        let typing = actions(&records, "type");
+        let chars: Vec<&Value> = typing
+            .iter()
+            .map(|t| &t.payload["input"]["chars"])
+            .collect();
+        assert_eq!(
+            chars,
+            [&json!(FIRST.len()), &json!(SECOND.len())],
+            "one typing step per field: {typing:#?}"
+        );
+        for (path, bytes) in all_files(dir.path()) {
+            for planted in [FIRST, SECOND, "planted", &FIRST[..6], &SECOND[..6]] {
+                assert!(!leaks(&bytes, planted), "{planted} in {path}");
+            }
+        }
+    })
+    .await;
+}
