@@ -18,7 +18,7 @@
 //! 4. **URLs** — a name with `url`, `uri`, `href`, `link`, or a string that parses as an
 //!    absolute URL: origin and path (the sanitizer's URL reduction);
 //! 5. **key names** — `key`, `keys`, `submitKey`: kept only when the key is named (`Enter`,
-//!    `Tab`, `ArrowLeft`, `F5`, see [`NAMED_KEYS`]) or a shortcut (a chord with `Control`,
+//!    `Tab`, `ArrowLeft`, `F5`: the relay's one table of them) or a shortcut (a chord with `Control`,
 //!    `Meta` or `Alt`: `Control+A`); any other key types a character (`7`, `K`, `Shift+K`,
 //!    `KeyA`, `Digit7`) and is typed text, as in rule 1; likewise `dialogAction` is kept when
 //!    it says `accept` or `dismiss`, and is a prompt's answer (typed text) otherwise;
@@ -71,67 +71,9 @@ const TYPING_TOOLS: &[&str] = &[
 /// calls (see [`typed_key`]).
 const KEY_TOOLS: &[&str] = &["press_key", "browser_press_key"];
 
-/// Keys whose names say nothing about what was typed (compared ignoring case): the relay's own
-/// table for CDP key events (`pipeline::observer::commands::NAMED_KEYS`) and the other
-/// non-printing keys Puppeteer and Playwright know. Any other key types a character.
-pub const NAMED_KEYS: &[&str] = &[
-    "Enter",
-    "NumpadEnter",
-    "Tab",
-    "Escape",
-    "Esc",
-    "Backspace",
-    "Delete",
-    "ArrowUp",
-    "ArrowDown",
-    "ArrowLeft",
-    "ArrowRight",
-    "Home",
-    "End",
-    "PageUp",
-    "PageDown",
-    "Insert",
-    "F1",
-    "F2",
-    "F3",
-    "F4",
-    "F5",
-    "F6",
-    "F7",
-    "F8",
-    "F9",
-    "F10",
-    "F11",
-    "F12",
-    "F13",
-    "F14",
-    "F15",
-    "F16",
-    "F17",
-    "F18",
-    "F19",
-    "F20",
-    "F21",
-    "F22",
-    "F23",
-    "F24",
-    "CapsLock",
-    "NumLock",
-    "ScrollLock",
-    "Pause",
-    "PrintScreen",
-    "ContextMenu",
-    "Clear",
-    "Help",
-    "Cancel",
-    "AudioVolumeUp",
-    "AudioVolumeDown",
-    "AudioVolumeMute",
-    "MediaTrackNext",
-    "MediaTrackPrevious",
-    "MediaStop",
-    "MediaPlayPause",
-];
+/// Names of keys the relay's table (`pipeline::observer::commands::NAMED_KEYS`) spells
+/// otherwise, as agents write them (compared ignoring case like that table).
+const KEY_ALIASES: &[&str] = &["Esc"];
 
 /// Modifier keys: alone or in a chord they type nothing.
 const MODIFIERS: &[&str] = &[
@@ -192,7 +134,10 @@ pub fn key_press(key: &str) -> KeyPress {
         // Not a key: whatever it is, it is not kept.
         return KeyPress::Typed(key.to_owned());
     }
-    if is_one_of(NAMED_KEYS, last) || is_one_of(MODIFIERS, last) {
+    if is_one_of(crate::pipeline::observer::commands::NAMED_KEYS, last)
+        || is_one_of(KEY_ALIASES, last)
+        || is_one_of(MODIFIERS, last)
+    {
         return KeyPress::Named;
     }
     if mods

@@ -23,9 +23,11 @@ pub(crate) enum Command {
     Screenshot { action: Action, ext: &'static str },
 }
 
-/// Keys whose names say nothing about what was typed; any other key is part of typing.
-pub(crate) const NAMED_KEYS: [&str; 30] = [
+/// Keys whose names say nothing about what was typed; any other key is part of typing. The one
+/// table of them: the MCP gateway decides a `press_key` by it too (`mcp::args::key_press`).
+pub(crate) const NAMED_KEYS: &[&str] = &[
     "Enter",
+    "NumpadEnter",
     "Tab",
     "Escape",
     "Backspace",
@@ -51,9 +53,38 @@ pub(crate) const NAMED_KEYS: [&str; 30] = [
     "F10",
     "F11",
     "F12",
+    "F13",
+    "F14",
+    "F15",
+    "F16",
+    "F17",
+    "F18",
+    "F19",
+    "F20",
+    "F21",
+    "F22",
+    "F23",
+    "F24",
+    "CapsLock",
+    "NumLock",
+    "ScrollLock",
+    "Pause",
+    "PrintScreen",
+    "ContextMenu",
+    "Clear",
+    "Help",
+    "Cancel",
+    "AudioVolumeUp",
+    "AudioVolumeDown",
+    "AudioVolumeMute",
+    "MediaTrackNext",
+    "MediaTrackPrevious",
+    "MediaStop",
+    "MediaPlayPause",
     "Shift",
     "Control",
     "Alt",
+    "AltGraph",
     "Meta",
 ];
 

@@ -15,7 +15,7 @@
 //! a frame: anything unexpected is ignored.
 
 mod burst;
-mod commands;
+pub(crate) mod commands;
 mod correlate;
 mod screenshots;
 mod sessions;
