@@ -244,35 +244,7 @@ async fn a_non_flat_client_leaves_the_same_evidence_as_a_flat_one() {
         drop(c);
 
         let summary = relay.stop().await.expect("pipeline summary");
-        let bytes = std::fs::read(summary.run_dir.join("actions.jsonl")).expect("journal");
-        let records = parse_journal(&bytes).records;
-
-        let navs = actions(&records, "Page.navigate");
-        assert_eq!(navs.len(), 1, "{records:#?}");
-        assert_eq!(navs[0].payload["url"], format!("{}/form", site.origin));
-        assert_eq!(navs[0].status.as_deref(), Some("ok"));
-        assert_eq!(actions(&records, "click").len(), 2, "{records:#?}");
-        let shots = actions(&records, "Page.captureScreenshot");
-        assert_eq!(shots.len(), 2, "{records:#?}");
-        assert_eq!(shots[0].artifacts.len(), 1, "{:#?}", shots[0]);
-        assert!(
-            summary.run_dir.join(&shots[0].artifacts[0]).is_file(),
-            "{:#?}",
-            shots[0]
-        );
-        assert!(shots[1].artifacts.is_empty(), "{:#?}", shots[1]);
-        assert!(
-            shots[1].payload["detail"]["screenshotWithheld"].is_string(),
-            "{:#?}",
-            shots[1]
-        );
-        let typing = actions(&records, "type");
-        let chars: Vec<&Value> = typing.iter().map(|t| &t.payload["input"]["chars"]).collect();
-        assert_eq!(
-            chars,
-            [&json!(FIRST.len()), &json!(SECOND.len())],
-            "{typing:#?}"
-        );
+        let records = the_evidence_of_a_flat_client(&summary.run_dir, dir.path(), &site.origin);
         // The page's echoes came wrapped too, and are masked.
         let echoes: Vec<&StoredRecord> = records
             .iter()
@@ -280,17 +252,56 @@ async fn a_non_flat_client_leaves_the_same_evidence_as_a_flat_one() {
             .filter(|r| r.payload["text"].as_str().is_some_and(|t| t.starts_with("live")))
             .collect();
         assert!(!echoes.is_empty(), "{records:#?}");
-        for (path, bytes) in all_files(dir.path()) {
-            for planted in [FIRST, SECOND, "planted"] {
-                assert!(!leaks(&bytes, planted), "{planted} in {path}");
-            }
-            // No prefix of either value past what the echo rule allows either.
-            for planted in [&FIRST[..6], &SECOND[..6]] {
-                assert!(!leaks(&bytes, planted), "{planted} in {path}");
-            }
-        }
     })
     .await;
+}
+
+/// What a run driven by either non-flat client holds, as a flat client's would: the navigation
+/// (its query stripped), both clicks, a kept screenshot before typing and a withheld one after,
+/// one typing step per field — and, anywhere under `root`, no typed text, no prefix of it past
+/// what the echo rule allows, and no planted query token. Returns the run's records.
+fn the_evidence_of_a_flat_client(
+    run_dir: &std::path::Path,
+    root: &std::path::Path,
+    origin: &str,
+) -> Vec<StoredRecord> {
+    let bytes = std::fs::read(run_dir.join("actions.jsonl")).expect("journal");
+    let records = parse_journal(&bytes).records;
+    let navs = actions(&records, "Page.navigate");
+    assert_eq!(navs.len(), 1, "{records:#?}");
+    assert_eq!(navs[0].payload["url"], format!("{origin}/form"));
+    assert_eq!(navs[0].status.as_deref(), Some("ok"));
+    assert_eq!(actions(&records, "click").len(), 2, "{records:#?}");
+    let shots = actions(&records, "Page.captureScreenshot");
+    assert_eq!(shots.len(), 2, "{records:#?}");
+    assert_eq!(shots[0].artifacts.len(), 1, "{:#?}", shots[0]);
+    assert!(
+        run_dir.join(&shots[0].artifacts[0]).is_file(),
+        "{:#?}",
+        shots[0]
+    );
+    assert!(shots[1].artifacts.is_empty(), "{:#?}", shots[1]);
+    assert!(
+        shots[1].payload["detail"]["screenshotWithheld"].is_string(),
+        "{:#?}",
+        shots[1]
+    );
+    let typing = actions(&records, "type");
+    let chars: Vec<&Value> = typing
+        .iter()
+        .map(|t| &t.payload["input"]["chars"])
+        .collect();
+    assert_eq!(
+        chars,
+        [&json!(FIRST.len()), &json!(SECOND.len())],
+        "one typing step per field: {typing:#?}"
+    );
+    for (path, bytes) in all_files(root) {
+        for planted in [FIRST, SECOND, "planted", &FIRST[..6], &SECOND[..6]] {
+            assert!(!leaks(&bytes, planted), "{planted} in {path}");
+        }
+    }
+    records
 }
 
 /// Evaluates `expression` on `c` and returns its value.
@@ -474,35 +485,7 @@ async fn pyppeteer_leaves_the_same_evidence_as_a_flat_client() {
         );
 
         let summary = relay.stop().await.expect("pipeline summary");
-        let bytes = std::fs::read(summary.run_dir.join("actions.jsonl")).expect("journal");
-        let records = parse_journal(&bytes).records;
-        let navs = actions(&records, "Page.navigate");
-        assert_eq!(navs.len(), 1, "{records:#?}");
-        assert_eq!(navs[0].payload["url"], format!("{}/form", site.origin));
-        assert_eq!(actions(&records, "click").len(), 2, "{records:#?}");
-        let shots = actions(&records, "Page.captureScreenshot");
-        assert_eq!(shots.len(), 2, "{records:#?}");
-        assert_eq!(shots[0].artifacts.len(), 1, "{:#?}", shots[0]);
-        assert!(
-            shots[1].payload["detail"]["screenshotWithheld"].is_string(),
-            "{:#?}",
-            shots[1]
-        );
-        let typing = actions(&records, "type");
-        let chars: Vec<&Value> = typing
-            .iter()
-            .map(|t| &t.payload["input"]["chars"])
-            .collect();
-        assert_eq!(
-            chars,
-            [&json!(FIRST.len()), &json!(SECOND.len())],
-            "one typing step per field: {typing:#?}"
-        );
-        for (path, bytes) in all_files(dir.path()) {
-            for planted in [FIRST, SECOND, "planted", &FIRST[..6], &SECOND[..6]] {
-                assert!(!leaks(&bytes, planted), "{planted} in {path}");
-            }
-        }
+        the_evidence_of_a_flat_client(&summary.run_dir, dir.path(), &site.origin);
     })
     .await;
 }
