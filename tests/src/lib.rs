@@ -267,6 +267,30 @@ pub async fn run_node_client(script: &str, endpoint: &str) -> ClientRun {
     }
 }
 
+/// Reads a child's stderr into `sink` as it comes (so a failing test can print it), waking
+/// `seen`'s waiters after each read; ends with the pipe.
+pub fn collect_stderr(
+    mut pipe: tokio::process::ChildStderr,
+    sink: Arc<std::sync::Mutex<String>>,
+    seen: Option<Arc<tokio::sync::Notify>>,
+) -> JoinHandle<()> {
+    use tokio::io::AsyncReadExt;
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        while let Ok(n) = pipe.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+            if let Some(seen) = &seen {
+                seen.notify_waiters();
+            }
+        }
+    })
+}
+
 /// The `webSocketDebuggerUrl` of the first page target listed at `authority`.
 pub async fn page_ws(authority: &str) -> String {
     let list = http::get(authority, "/json/list").await.json();
@@ -351,7 +375,7 @@ impl RelayProcess {
         args: &[&str],
         env: &[(&str, &std::ffi::OsStr)],
     ) -> RelayProcess {
-        use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+        use tokio::io::AsyncBufReadExt;
         let evidence = tempfile::tempdir().expect("evidence tempdir");
         let mut cmd = match nofile {
             // The shell lowers its own limit, then becomes the relay.
@@ -377,20 +401,10 @@ impl RelayProcess {
         let stdout = child.stdout.take().expect("stdout");
         let stdout = tokio::io::BufReader::new(stdout).lines();
         let stderr = Arc::new(std::sync::Mutex::new(String::new()));
-        let stderr_task = child.stderr.take().map(|mut pipe| {
-            let sink = stderr.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                while let Ok(n) = pipe.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    sink.lock()
-                        .expect("stderr lock")
-                        .push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
-            })
-        });
+        let stderr_task = child
+            .stderr
+            .take()
+            .map(|pipe| collect_stderr(pipe, stderr.clone(), None));
         let mut relay = RelayProcess {
             child,
             endpoint: String::new(),

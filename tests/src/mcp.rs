@@ -18,7 +18,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 
 /// What the gateway sent the agent on its own.
@@ -93,22 +92,10 @@ impl McpGateway {
         let mut child = cmd.spawn().expect("spawn cdp-relay mcp");
         let stderr = Arc::new(Mutex::new(String::new()));
         let stderr_seen = Arc::new(Notify::new());
-        let stderr_task = child.stderr.take().map(|mut pipe| {
-            let sink = stderr.clone();
-            let seen = stderr_seen.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                while let Ok(n) = pipe.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    sink.lock()
-                        .expect("stderr lock")
-                        .push_str(&String::from_utf8_lossy(&buf[..n]));
-                    seen.notify_waiters();
-                }
-            })
-        });
+        let stderr_task = child
+            .stderr
+            .take()
+            .map(|pipe| crate::collect_stderr(pipe, stderr.clone(), Some(stderr_seen.clone())));
         let stdout = child.stdout.take().expect("stdout");
         let stdin = child.stdin.take().expect("stdin");
         let agent = Agent::default();

@@ -12,7 +12,7 @@ use cdp_relay_tests::{relay_binary, within};
 use serde_json::{json, Value};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const FAKE: &str = env!("CARGO_BIN_EXE_mcp-fake");
 
@@ -45,19 +45,7 @@ impl Raw {
             .kill_on_drop(true);
         let mut child = cmd.spawn().expect("spawn cdp-relay mcp");
         let stderr = Arc::new(Mutex::new(String::new()));
-        let mut pipe = child.stderr.take().expect("stderr");
-        let sink = stderr.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 8192];
-            while let Ok(n) = pipe.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .expect("lock")
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        cdp_relay_tests::collect_stderr(child.stderr.take().expect("stderr"), stderr.clone(), None);
         let mut raw = Raw {
             stdin: child.stdin.take(),
             out: BufReader::new(child.stdout.take().expect("stdout")).lines(),
