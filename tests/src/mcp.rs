@@ -346,3 +346,58 @@ pub fn playwright_mcp(output_dir: &Path) -> Vec<String> {
         output_dir.display().to_string(),
     ]
 }
+
+/// The records of the run in `run` (its `actions.jsonl`).
+pub fn journal(run: &Path) -> Vec<cdp_evidence::StoredRecord> {
+    let bytes = std::fs::read(run.join("actions.jsonl")).expect("journal");
+    cdp_evidence::parse_journal(&bytes).records
+}
+
+/// The gateway's records of tool calls (`source: "mcp"` actions).
+pub fn mcp_calls(records: &[cdp_evidence::StoredRecord]) -> Vec<&cdp_evidence::StoredRecord> {
+    records
+        .iter()
+        .filter(|r| r.source.as_deref() == Some("mcp") && r.kind == "action")
+        .collect()
+}
+
+/// The gateway's records of calls of `method`.
+pub fn calls<'a>(
+    records: &'a [cdp_evidence::StoredRecord],
+    method: &str,
+) -> Vec<&'a cdp_evidence::StoredRecord> {
+    mcp_calls(records)
+        .into_iter()
+        .filter(|r| r.payload["method"] == method)
+        .collect()
+}
+
+/// The text of a resource's first contents.
+pub fn resource_text(r: &rmcp::model::ReadResourceResult) -> String {
+    match &r.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("not a text resource: {other:?}"),
+    }
+}
+
+/// The uid (chrome-devtools-mcp: `uid=1_3 textbox "Email"`) or ref (@playwright/mcp:
+/// `textbox "Email" [ref=e3]`) of the element named `role "name"` in a snapshot.
+pub fn element(snapshot: &str, role_and_name: &str) -> String {
+    let line = snapshot
+        .lines()
+        .find(|l| l.contains(role_and_name))
+        .unwrap_or_else(|| panic!("no {role_and_name} in the snapshot:\n{snapshot}"));
+    if let Some(rest) = line.trim_start().strip_prefix("uid=") {
+        return rest
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+    }
+    let start = line.find("[ref=").expect("a ref") + 5;
+    line[start..]
+        .split(']')
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}

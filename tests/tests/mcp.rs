@@ -11,7 +11,10 @@
 
 use cdp_evidence::StoredRecord;
 use cdp_relay_tests::files::{all_files, leaks, Scratch};
-use cdp_relay_tests::mcp::{chrome_devtools_mcp, playwright_mcp, text_of, Closed, McpGateway};
+use cdp_relay_tests::mcp::{
+    chrome_devtools_mcp, element, journal, mcp_calls, playwright_mcp, resource_text, text_of,
+    Closed, McpGateway,
+};
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::within;
 use rmcp::model::ResourceContents;
@@ -82,40 +85,6 @@ document.getElementById('f').addEventListener('submit', async (e) => {{
     r
 }
 
-/// The uid (chrome-devtools-mcp: `uid=1_3 textbox "Email"`) or ref (@playwright/mcp:
-/// `textbox "Email" [ref=e3]`) of the element named `role "name"` in a snapshot.
-fn element(snapshot: &str, role_and_name: &str) -> String {
-    let line = snapshot
-        .lines()
-        .find(|l| l.contains(role_and_name))
-        .unwrap_or_else(|| panic!("no {role_and_name} in the snapshot:\n{snapshot}"));
-    if let Some(rest) = line.trim_start().strip_prefix("uid=") {
-        return rest
-            .split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-    }
-    let start = line.find("[ref=").expect("a ref") + 5;
-    line[start..]
-        .split(']')
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn journal(run: &std::path::Path) -> Vec<StoredRecord> {
-    let bytes = std::fs::read(run.join("actions.jsonl")).expect("journal");
-    cdp_evidence::parse_journal(&bytes).records
-}
-
-fn mcp_calls(records: &[StoredRecord]) -> Vec<&StoredRecord> {
-    records
-        .iter()
-        .filter(|r| r.source.as_deref() == Some("mcp") && r.kind == "action")
-        .collect()
-}
-
 fn call<'a>(records: &'a [StoredRecord], method: &str) -> &'a StoredRecord {
     mcp_calls(records)
         .into_iter()
@@ -129,13 +98,6 @@ fn linked<'a>(records: &'a [StoredRecord], of: &StoredRecord) -> Vec<&'a StoredR
         .iter()
         .filter(|r| r.tool_call() == Some(of.action_id.as_str()))
         .collect()
-}
-
-fn text(r: &rmcp::model::ReadResourceResult) -> String {
-    match &r.contents[0] {
-        ResourceContents::TextResourceContents { text, .. } => text.clone(),
-        other => panic!("{other:?}"),
-    }
 }
 
 /// What both sessions check once the gateway has exited: the run, the report, the sweep.
@@ -311,15 +273,15 @@ async fn check_evidence_tools(gw: &McpGateway, click: &str) {
         );
     }
 
-    let runs = text(&gw.read("evidence://runs").await.expect("runs"));
+    let runs = resource_text(&gw.read("evidence://runs").await.expect("runs"));
     assert!(runs.contains(s["runId"].as_str().expect("runId")));
-    let summary_md = text(
+    let summary_md = resource_text(
         &gw.read("evidence://runs/current/summary.md")
             .await
             .expect("summary"),
     );
     assert!(summary_md.contains(&format!("`{click}`")), "{summary_md}");
-    let journal = text(
+    let journal = resource_text(
         &gw.read("evidence://runs/current/actions.jsonl")
             .await
             .expect("journal"),

@@ -9,7 +9,7 @@
 
 use cdp_evidence::StoredRecord;
 use cdp_relay_tests::files::Scratch;
-use cdp_relay_tests::mcp::{text_of, McpGateway};
+use cdp_relay_tests::mcp::{calls, journal, text_of, McpGateway};
 use cdp_relay_tests::within;
 use rmcp::model::CallToolRequestParams;
 use rmcp::{ServiceError, ServiceExt};
@@ -41,20 +41,6 @@ fn tagged(scratch: &Scratch, relay: &[&str], fake_args: &[&str]) -> Vec<String> 
     a.push("--tag".into());
     a.push(scratch.path().display().to_string());
     a
-}
-
-/// The journal of the only run, as records.
-fn journal(run: &std::path::Path) -> Vec<StoredRecord> {
-    let bytes = std::fs::read(run.join("actions.jsonl")).expect("journal");
-    cdp_evidence::parse_journal(&bytes).records
-}
-
-fn calls<'a>(records: &'a [StoredRecord], method: &str) -> Vec<&'a StoredRecord> {
-    records
-        .iter()
-        .filter(|r| r.source.as_deref() == Some("mcp") && r.kind == "action")
-        .filter(|r| r.payload["method"] == method)
-        .collect()
 }
 
 fn lifecycle<'a>(records: &'a [StoredRecord], event: &str) -> Option<&'a StoredRecord> {

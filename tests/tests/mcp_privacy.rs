@@ -17,10 +17,13 @@
 
 use cdp_evidence::StoredRecord;
 use cdp_relay_tests::files::{all_files, leaks, Scratch};
-use cdp_relay_tests::mcp::{chrome_devtools_mcp, playwright_mcp, runs_in, text_of, McpGateway};
+use cdp_relay_tests::mcp::{
+    calls, chrome_devtools_mcp, element, journal, playwright_mcp, resource_text, runs_in, text_of,
+    McpGateway,
+};
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::within;
-use rmcp::model::{CallToolResult, ResourceContents};
+use rmcp::model::CallToolResult;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -72,47 +75,6 @@ document.getElementById('ask').addEventListener('click', () => {
 /// Opens a prompt while the script runs and echoes its answer.
 const SCRIPT_PROMPT: &str =
     "() => { const a = prompt('Again?'); console.error('script ' + a); return 1; }";
-
-/// The uid (`uid=1_3 textbox "PIN"`) or ref (`textbox "PIN" [ref=e3]`) of an element.
-fn element(snapshot: &str, role_and_name: &str) -> String {
-    let line = snapshot
-        .lines()
-        .find(|l| l.contains(role_and_name))
-        .unwrap_or_else(|| panic!("no {role_and_name} in the snapshot:\n{snapshot}"));
-    if let Some(rest) = line.trim_start().strip_prefix("uid=") {
-        return rest
-            .split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-    }
-    let start = line.find("[ref=").expect("a ref") + 5;
-    line[start..]
-        .split(']')
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn calls<'a>(records: &'a [StoredRecord], method: &str) -> Vec<&'a StoredRecord> {
-    records
-        .iter()
-        .filter(|r| r.source.as_deref() == Some("mcp") && r.kind == "action")
-        .filter(|r| r.payload["method"] == method)
-        .collect()
-}
-
-fn journal(run: &Path) -> Vec<StoredRecord> {
-    let bytes = std::fs::read(run.join("actions.jsonl")).expect("journal");
-    cdp_evidence::parse_journal(&bytes).records
-}
-
-fn resource_text(r: &rmcp::model::ReadResourceResult) -> String {
-    match &r.contents[0] {
-        ResourceContents::TextResourceContents { text, .. } => text.clone(),
-        other => panic!("{other:?}"),
-    }
-}
 
 /// Every planted value found in `bytes`, named by `place`.
 fn hits_in(place: &str, bytes: &[u8], out: &mut Vec<String>) {
