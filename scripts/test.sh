@@ -90,29 +90,12 @@ step "benchmark smoke run (tiny sizes: keeps relay-bench working; timings are no
 target/debug/relay-bench all --smoke >/dev/null
 
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
-  step "fuzzing each target for ${FUZZ_SECONDS}s"
-  if ! rustup toolchain list | grep -q '^nightly'; then
-    rustup toolchain install nightly --profile minimal
-  fi
-  if ! command -v cargo-fuzz >/dev/null 2>&1; then
-    cargo install cargo-fuzz --locked
-  fi
-  log=$(mktemp)
-  for target in $(cd fuzz && cargo +nightly fuzz list); do
-    step "fuzz $target"
-    mkdir -p "fuzz/corpus/$target"
-    # Committed seeds (fuzz/seeds/<target>) start the search from realistic inputs.
-    seeds=()
-    if [ -d "fuzz/seeds/$target" ]; then seeds=("seeds/$target"); fi
-    if ! (cd fuzz && cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
-          -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048) >"$log" 2>&1; then
-      tail -n 60 "$log" >&2
-      echo "fuzz target $target failed; the reproducer is in fuzz/artifacts/$target" >&2
-      exit 1
-    fi
-    grep -E '^Done [0-9]+ runs' "$log" | tail -n 1 >&2 || true
-  done
-  rm -f "$log"
+  # Two targets at a time from the kept corpus (fuzz/corpus-kept, where the last campaign
+  # ended) and the seeds; new inputs go to target/fuzz-campaign, the kept corpus is not
+  # touched (scripts/fuzz.sh without FUZZ_MERGE=0 merges it). Ten targets in five rounds of
+  # FUZZ_SECONDS: less time than seven targets one after another.
+  step "fuzzing each target for ${FUZZ_SECONDS}s, two at a time"
+  FUZZ_MERGE=0 scripts/fuzz.sh "$FUZZ_SECONDS"
 fi
 
 step "all checks passed"

@@ -41,6 +41,12 @@ mod transport;
 
 pub use child::ChildCommand;
 
+/// The argument reduction, for the fuzz targets (`fuzz/fuzz_targets/mcp_args.rs`) only.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use super::args::{key_press, reduce, typed_key, typed_literals, KeyPress};
+}
+
 use crate::pipeline::PipelineHandle;
 use crate::Error;
 use cdp_evidence::{LifecycleEvent, Status, ToolResult};

@@ -274,7 +274,7 @@ fn describe(target: &Target, id: &str, m: &serde_json::Value) -> RemoteRun {
 
 /// The files an uploaded manifest lists, each a safe relative path with its size; `None` when
 /// the list is missing or names anything else.
-fn listed_files(m: &serde_json::Value) -> Option<Vec<(String, u64)>> {
+pub fn listed_files(m: &serde_json::Value) -> Option<Vec<(String, u64)>> {
     let files = m["upload"]["files"].as_array()?;
     files
         .iter()

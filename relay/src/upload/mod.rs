@@ -21,6 +21,12 @@ pub use run::{upload_run, Attempt, RunOptions};
 pub use state::{read as read_state, RunUpload, UploadHold, UploadState, STATE_FILE};
 pub use target::Target;
 
+/// The bucket's manifest reader, for the fuzz targets (`fuzz/fuzz_targets/bucket_manifest.rs`) only.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use super::bucket::listed_files;
+}
+
 use crate::config::UploadSettings;
 use crate::Error;
 use serde::Serialize;
