@@ -161,8 +161,17 @@ pub fn parse_rfc3339_millis(s: &str) -> Option<u64> {
     let days = days_from_civil(y, mo, d);
     let secs = days * 86_400 + h * 3600 + mi * 60 + se - offset_secs;
     let total = secs.checked_mul(1000)?.checked_add(millis)?;
+    // An offset (or a leap second) can carry 9999-12-31 into year 10000, which RFC 3339's
+    // four-digit year cannot write back: such a time is refused, so every accepted one
+    // formats and parses again to itself.
+    if total > LAST_MILLIS {
+        return None;
+    }
     u64::try_from(total).ok()
 }
+
+/// 9999-12-31T23:59:59.999Z, the last instant RFC 3339 can write.
+const LAST_MILLIS: i64 = 253_402_300_799_999;
 
 /// Parses an RFC 3339 timestamp into a `SystemTime`.
 pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
@@ -316,5 +325,23 @@ mod tests {
         ] {
             assert_eq!(parse_rfc3339_millis(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_time_an_offset_carries_past_year_9999_is_refused() {
+        // Found by scripts/fuzz.sh (evidence_manifest): accepted, it could not round-trip.
+        assert_eq!(
+            parse_rfc3339_millis("9999-12-31T23:59:60.9999999999999-23:59"),
+            None
+        );
+        assert_eq!(parse_rfc3339_millis("9999-12-31T23:00:00-01:00"), None);
+        let last = parse_rfc3339_millis("9999-12-31T23:59:59.999Z").expect("the last instant");
+        assert_eq!(last as i64, LAST_MILLIS);
+        let t = UNIX_EPOCH + Duration::from_millis(last);
+        assert_eq!(format_rfc3339_millis(t), "9999-12-31T23:59:59.999Z");
+        assert_eq!(
+            parse_rfc3339_millis("9999-12-31T23:59:59.999+01:00"),
+            Some(last - 3_600_000)
+        );
     }
 }
