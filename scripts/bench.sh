@@ -27,7 +27,7 @@ if [ ! -d tests/clients/node_modules/http-proxy ]; then
     npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
 fi
 
-cargo build --release --locked -p cdp-relay --bin cdp-relay -p cdp-relay-tests --bins >&2
+cargo build --release --locked --bin cdp-relay -p cdp-relay-tests --bins >&2
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -12,9 +12,9 @@
 //! the runtime that forwards frames.
 
 use crate::ops::{self, Reply};
-use crate::pipeline::PipelineHandle;
 use crate::upload::UploadsHandle;
 use bytes::Bytes;
+use cdp_capture::PipelineHandle;
 use cdp_relay_proxy::{Api, ApiFuture, ApiRequest};
 use cdp_sanitize::SecretError;
 use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};

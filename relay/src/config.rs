@@ -1,6 +1,7 @@
-//! Validated configuration. Built from flags by `cli`, or directly by tests and embedders.
+//! Validated configuration. Built from flags by the binary, or directly by tests and embedders.
 
 use crate::Error;
+pub use cdp_capture::SecretValue;
 use cdp_relay_proxy::{ListenPolicy, ProxyConfig};
 use std::fmt;
 use std::path::PathBuf;
@@ -34,27 +35,6 @@ impl Config {
             evidence: EvidenceSettings::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         })
-    }
-}
-
-/// A secret literal. Its `Debug` never prints the value.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SecretValue(String);
-
-impl SecretValue {
-    /// Wraps a literal.
-    pub fn new(literal: String) -> SecretValue {
-        SecretValue(literal)
-    }
-
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for SecretValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SecretValue(..)")
     }
 }
 
@@ -144,6 +124,18 @@ impl Default for EvidenceSettings {
 }
 
 impl EvidenceSettings {
+    /// What the capture pipeline is started with.
+    pub fn capture(&self) -> cdp_capture::Settings {
+        cdp_capture::Settings {
+            root: self.root.clone(),
+            session: self.session.clone(),
+            screenshots: self.screenshots,
+            observe: self.observe,
+            secrets: self.secrets.clone(),
+            journal_budget_bytes: self.journal_budget_bytes,
+        }
+    }
+
     /// Evidence off: the relay only forwards.
     pub fn disabled() -> EvidenceSettings {
         EvidenceSettings {
@@ -173,7 +165,8 @@ impl EvidenceSettings {
             }
             Err(e) => return Err(Error::Usage(format!("--secret-env {name}: {e}"))),
         }
-        self.secrets.push((name.to_owned(), SecretValue(literal)));
+        self.secrets
+            .push((name.to_owned(), SecretValue::new(literal)));
         Ok(())
     }
 }

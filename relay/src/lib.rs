@@ -32,19 +32,19 @@
 //! # Ok(()) }
 //! ```
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod api;
 mod config;
 mod error;
 pub mod launch;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 pub mod ops;
-pub mod pipeline;
 mod recording;
 pub mod upload;
 
+/// The evidence pipeline (its own crate, `cdp-capture`, which knows no uploader or server).
+pub use cdp_capture as capture;
+pub use cdp_capture::{Pipeline, PipelineHandle, PipelineSummary};
 /// The proxy (its own crate, `cdp-relay-proxy`, which knows nothing of evidence).
 pub use cdp_relay_proxy as proxy;
 pub use cdp_relay_proxy::{
@@ -56,5 +56,4 @@ pub use config::{
 };
 pub use error::Error;
 pub use launch::Browser;
-pub use pipeline::{Pipeline, PipelineHandle, PipelineSummary};
 pub use recording::{EvidenceNeed, Recording, Stopped};

@@ -11,9 +11,9 @@
 use crate::api::RelayApi;
 use crate::config::{Config, EvidenceSettings, LaunchConfig};
 use crate::launch::Browser;
-use crate::pipeline::{Pipeline, PipelineHandle, PipelineSummary};
 use crate::upload::Uploader;
 use crate::Error;
+use cdp_capture::{Hooks, Pipeline, PipelineHandle, PipelineSummary};
 use cdp_relay_proxy::{Relay, Stats, Upstream};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -268,8 +268,23 @@ fn start_pipeline(
     settings: &EvidenceSettings,
     need: EvidenceNeed,
 ) -> Result<Option<Pipeline>, Error> {
-    match Pipeline::start(settings) {
-        Ok(Some(p)) => {
+    if !settings.enabled {
+        return match need {
+            EvidenceNeed::Required => Err(Error::EvidenceRequired {
+                reason: "evidence recording is off, but this command needs it".into(),
+            }),
+            EvidenceNeed::BestEffort => Ok(None),
+        };
+    }
+    let hooks = Hooks {
+        // Retention never prunes a run an uploader has not dealt with.
+        hold: Some(Arc::new(crate::upload::UploadHold {
+            uploads_on: settings.upload.is_some(),
+        })),
+        finalized: Some(Arc::new(render_report)),
+    };
+    match Pipeline::start(&settings.capture(), hooks) {
+        Ok(p) => {
             let status = p.handle().status();
             tracing::info!(
                 "evidence: recording run {} in {}",
@@ -278,18 +293,28 @@ fn start_pipeline(
             );
             Ok(Some(p))
         }
-        Ok(None) if need == EvidenceNeed::Required => Err(Error::EvidenceRequired {
-            reason: "evidence recording is off, but this command needs it".into(),
-        }),
-        Ok(None) => Ok(None),
-        Err(e) if e.is_usage() => Err(e),
-        Err(Error::Evidence { reason }) if need == EvidenceNeed::Required => {
-            Err(Error::EvidenceRequired { reason })
-        }
-        Err(e) if need == EvidenceNeed::Required => Err(e),
+        Err(e @ cdp_capture::Error::Secret { .. }) => Err(Error::Usage(e.to_string())),
         Err(e) => {
-            tracing::warn!("{e}");
+            let reason = e.to_string();
+            if need == EvidenceNeed::Required {
+                return Err(Error::EvidenceRequired { reason });
+            }
+            tracing::warn!("{}", Error::Evidence { reason });
             Ok(None)
         }
+    }
+}
+
+/// Renders `report.html` and `summary.md` once a run's journal is complete. A report that
+/// cannot be written costs nothing but itself: the run stays finalized.
+fn render_report(run_dir: &std::path::Path) {
+    match cdp_report::render(run_dir) {
+        Ok(r) => tracing::info!(
+            "evidence: report {} ({} steps, {} failures)",
+            r.html_path.display(),
+            r.figures.steps,
+            r.figures.failures
+        ),
+        Err(e) => tracing::warn!("evidence: could not render the report: {e}"),
     }
 }

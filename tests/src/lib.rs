@@ -210,7 +210,7 @@ pub fn relay_binary() -> PathBuf {
         .cloned()
         .unwrap_or_else(|| {
             panic!(
-                "cdp-relay binary not found at {candidates:?}: build it first (`cargo build -p cdp-relay`, with --release for the benchmark)"
+                "cdp-relay binary not found at {candidates:?}: build it first (`cargo build --bin cdp-relay`, with --release for the benchmark)"
             )
         })
 }

@@ -110,7 +110,7 @@ impl McpGateway {
         };
         match within(
             "the MCP handshake",
-            agent.serve(cdp_relay::mcp::transport(stdout, stdin)),
+            agent.serve(cdp_relay_mcp::transport(stdout, stdin)),
         )
         .await
         {

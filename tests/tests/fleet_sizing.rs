@@ -4,7 +4,7 @@
 //! — the numbers are the machine's, not pass/fail — run it on the build you ship:
 //!
 //! ```text
-//! cargo build --release -p cdp-relay --bin cdp-relay
+//! cargo build --release --bin cdp-relay
 //! CDP_RELAY_TEST_BINARY=target/release/cdp-relay \
 //!   cargo test -p cdp-relay-tests --test fleet_sizing -- --ignored --nocapture
 //! ```

@@ -490,7 +490,7 @@ async fn the_wrapped_servers_tools_list_is_the_servers_own_plus_the_gateways() {
         let mut child = cmd.spawn().expect("node");
         use rmcp::ServiceExt;
         let direct = ()
-            .serve(cdp_relay::mcp::transport(
+            .serve(cdp_relay_mcp::transport(
                 child.stdout.take().expect("stdout"),
                 child.stdin.take().expect("stdin"),
             ))

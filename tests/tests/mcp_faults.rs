@@ -59,7 +59,7 @@ async fn tools_and_results_pass_through_unchanged_and_each_call_is_recorded() {
             .stdout(std::process::Stdio::piped());
         let mut direct_child = cmd.spawn().expect("spawn the fake");
         let direct = ()
-            .serve(cdp_relay::mcp::transport(
+            .serve(cdp_relay_mcp::transport(
                 direct_child.stdout.take().expect("stdout"),
                 direct_child.stdin.take().expect("stdin"),
             ))

@@ -200,7 +200,9 @@ impl Browser {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        die_with_parent(&mut command);
+        // The browser dies with the thread that starts it: `launch` runs on the main thread of
+        // the CLI, and a test's browser belongs to the test's thread.
+        cdp_relay_sys::die_with_parent(&mut command);
         let child = command.spawn().map_err(|e| start_err(e.to_string()))?;
         let pgid = match child.id() {
             Some(id) => Pid::from_raw(id as i32),
@@ -416,29 +418,6 @@ impl Drop for Browser {
             }
             self.remove_profile();
         }
-    }
-}
-
-/// Asks the kernel to kill the browser when the thread that starts it dies, so even a relay
-/// killed with SIGKILL takes its browser along (no orphan with an open DevTools port and no
-/// policy in front of it). The signal fires when the *spawning thread* exits: `launch` runs on the
-/// main thread of the CLI, and a test's browser belongs to the test's thread.
-#[allow(unsafe_code)]
-pub(crate) fn die_with_parent(command: &mut Command) {
-    let parent = nix::unistd::getpid();
-    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // calls are allowed: prctl(2) and getppid(2) are plain system calls; nothing allocates
-    // (the error is built from a raw OS error code) and no lock is taken.
-    unsafe {
-        command.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
-                .map_err(|e| std::io::Error::from_raw_os_error(e as i32))?;
-            // The parent may have died between fork and prctl: then nobody would signal us.
-            if nix::unistd::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
-            }
-            Ok(())
-        });
     }
 }
 

@@ -5,9 +5,9 @@
 //! Every metric is `cdp_relay_*`. Values only: no run ids, paths or hosts as labels.
 
 use super::Reply;
-use crate::pipeline::EvidenceStatus;
 use crate::upload::UploadStatus;
 use crate::StatsSnapshot;
+use cdp_capture::EvidenceStatus;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;

@@ -12,7 +12,7 @@
 
 use super::input;
 use super::Reply;
-use crate::pipeline::PipelineHandle;
+use cdp_capture::PipelineHandle;
 use cdp_evidence::{EvidenceConfig, Record, Store};
 use cdp_sanitize::Sanitizer;
 

@@ -14,8 +14,8 @@
 //! workload is paced so the queue never fills).
 
 use bytes::Bytes;
-use cdp_relay::proxy::tap::{Direction, Payload, SessionEnd};
-use cdp_relay::{EvidenceSettings, Pipeline};
+use cdp_capture::{Hooks, Pipeline, Settings};
+use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -162,17 +162,12 @@ fn main() {
     };
     let messages = workload(&args);
     let dir = tempfile::tempdir().expect("a temporary evidence directory");
-    let settings = EvidenceSettings {
-        root: dir.path().to_path_buf(),
-        ..EvidenceSettings::default()
-    };
+    let settings = Settings::at(dir.path());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let pipeline = Pipeline::start(&settings)
-        .expect("start the pipeline")
-        .expect("evidence on");
+    let pipeline = Pipeline::start(&settings, Hooks::default()).expect("start the pipeline");
     let tap = pipeline.handle().tap().clone();
     let run_dir = pipeline.handle().status().run_dir;
     tap.opened(1, "/devtools/page/8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1".into());

@@ -102,7 +102,7 @@ fn preflight(args: &Args, clients: &Path) -> Result<(), String> {
     if relay.is_none() {
         return Err(
             "the cdp-relay binary is not built next to relay-bench: run \
-             `cargo build --release -p cdp-relay --bin cdp-relay` first"
+             `cargo build --release --bin cdp-relay` first"
                 .into(),
         );
     }

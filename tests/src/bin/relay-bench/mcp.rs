@@ -61,7 +61,7 @@ pub async fn run(rounds: usize, calls: usize, shots: usize, extra: &[&str]) -> S
         .spawn()
         .expect("spawn mcp-fake");
     let direct = ()
-        .serve(cdp_relay::mcp::transport(
+        .serve(cdp_relay_mcp::transport(
             direct_child.stdout.take().expect("stdout"),
             direct_child.stdin.take().expect("stdin"),
         ))

@@ -1,0 +1,233 @@
+//! The active observer: the relay's own eyes on the browser.
+//!
+//! Owns a CDP connection of the relay's own, dialled upstream to the browser endpoint (never
+//! through the relay's listener): it auto-attaches (flattened) to every page, enables on its own
+//! sessions what evidence needs (`Page`, `Runtime`, `Network`, `Log`), installs a page agent in an
+//! isolated world (`agent.js`), and then
+//!
+//! - records what pages report — console errors, exceptions, `Log` errors, failed requests — once
+//!   per page: for the pages it covers, the passive observer leaves them out;
+//! - takes frames after navigations, clicks and failures (debounced, scaled down, within the
+//!   capture policy) and links failure records to the frame taken after them;
+//! - keeps the capture policy's "which field has focus" current;
+//! - verifies, inside the page, whether a typing burst's text landed (`verify.rs`).
+//!
+//! What it reads on its connection is a synchronous state machine (`sessions.rs`) feeding the
+//! page model both observers share ([`Pages`]), through the same handler as the passive
+//! observer; the page model decides what is recorded and which failures wait for a frame. It is
+//! a second producer of the run: it writes through the pipeline's [`RunWriter`].
+//!
+//! It must never touch a client's connection or frames (it has its own socket and ids), never
+//! make the browser wait for it (`waitForDebuggerOnStart: false`, no `runIfWaitingForDebugger`,
+//! no dialog handling), never retype or change a page, never let typed text leave the relay
+//! except as an argument back into the page it was typed into, and never hang: every command has
+//! a timeout, every table a bound. A lost browser (closed, crashed, restarted on the same port)
+//! is reconnected with backoff; meanwhile the passive observer records page events again.
+
+mod browser;
+mod conn;
+mod frames;
+pub(crate) mod sessions;
+pub(crate) mod verify;
+
+use crate::pages::Pages;
+use crate::{Emit, RunWriter};
+use cdp_relay_proxy::Upstream;
+use cdp_sanitize::Sanitizer;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use verify::{VerifyReply, VerifyRequest};
+
+/// The tool name on the active observer's records.
+const TOOL: &str = "observer";
+/// The isolated world the page agent runs in.
+const WORLD: &str = "cdp-relay-observer";
+/// The binding the agent reports through; it exists only in [`WORLD`].
+const BINDING: &str = "__cdpRelayObserve";
+/// The page agent.
+const AGENT_SOURCE: &str = include_str!("agent.js");
+
+/// Active observer knobs. Tests build it directly.
+#[derive(Debug, Clone)]
+pub struct ActiveOptions {
+    /// Every command the observer sends gets an answer within this, or is given up. By
+    /// default, 5 s.
+    pub command_timeout: Duration,
+    /// A reading of a typed field gets this long. By default, 3 s.
+    pub verify_timeout: Duration,
+    /// Failures within this window share one frame. By default, 250 ms.
+    pub failure_debounce: Duration,
+    /// A frame after a click waits this long for the page to react. By default, 300 ms.
+    pub after_click: Duration,
+    /// A frame after a navigation is taken this long after its load event. By default, 100 ms.
+    pub after_load: Duration,
+    /// A navigation whose load never fires gets its frame after this. By default, 3 s.
+    pub load_wait: Duration,
+    /// At most one frame per page per this interval. By default, 1 s.
+    pub frame_cooldown: Duration,
+    /// Frame size and quality. By default, at most 640 CSS pixels wide, JPEG quality 60.
+    pub max_frame_width: u32,
+    /// JPEG quality of frames, 1–100. By default, 60.
+    pub jpeg_quality: u8,
+    /// Pages watched at once. By default, 256.
+    pub max_pages: usize,
+    /// At stop, how long frames in flight may still take. By default, 2 s.
+    pub stop_grace: Duration,
+    /// Reconnection backoff ceiling. By default, 5 s.
+    pub max_backoff: Duration,
+}
+
+impl Default for ActiveOptions {
+    fn default() -> Self {
+        ActiveOptions {
+            command_timeout: Duration::from_secs(5),
+            verify_timeout: Duration::from_secs(3),
+            failure_debounce: Duration::from_millis(250),
+            after_click: Duration::from_millis(300),
+            after_load: Duration::from_millis(100),
+            load_wait: Duration::from_secs(3),
+            frame_cooldown: Duration::from_secs(1),
+            max_frame_width: 640,
+            jpeg_quality: 60,
+            max_pages: 256,
+            stop_grace: Duration::from_secs(2),
+            max_backoff: Duration::from_secs(5),
+        }
+    }
+}
+
+impl ActiveOptions {
+    fn frame_size(&self) -> frames::FrameSize {
+        frames::FrameSize {
+            max_width: self.max_frame_width.max(16),
+            quality: self.jpeg_quality.clamp(1, 100),
+        }
+    }
+}
+
+/// What the observer shares with the rest of the pipeline.
+pub(crate) struct Ctx {
+    pub(crate) sanitizer: Arc<Sanitizer>,
+    pub(crate) writer: RunWriter,
+    /// The page model both observers feed.
+    pub(crate) pages: Arc<Pages>,
+    pub(crate) verify_rx: mpsc::Receiver<VerifyRequest>,
+    pub(crate) verify_tx: mpsc::Sender<VerifyReply>,
+    pub(crate) dropped: Arc<AtomicU64>,
+    /// Events are handled only once the typing forwarded before them is registered.
+    pub(crate) order: Arc<cdp_relay_proxy::order::Order>,
+}
+
+impl Ctx {
+    fn dropped_one(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Nothing is covered any more (the connection is gone): failures still waiting for a
+    /// frame are written without one.
+    async fn let_go_of_all(&self) {
+        let batch: Vec<Emit> = self
+            .pages
+            .unobserve_all()
+            .into_iter()
+            .flat_map(|w| w.group)
+            .map(Emit::Record)
+            .collect();
+        if !batch.is_empty() {
+            self.writer.send(batch).await;
+        }
+    }
+}
+
+/// A running active observer. Stop it with [`Active::stop`].
+pub(crate) struct Active {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Active {
+    /// Starts observing the browser at `upstream` (needs a tokio runtime).
+    pub(crate) fn spawn(ctx: Ctx, upstream: Upstream, opts: ActiveOptions) -> Active {
+        let (stop, stopped) = watch::channel(false);
+        let dropped = ctx.dropped.clone();
+        let task = tokio::spawn(supervise(ctx, upstream, opts, stopped));
+        Active {
+            stop,
+            task,
+            dropped,
+        }
+    }
+
+    /// Stops: frames in flight get a short grace, held failures are written. Returns the
+    /// evidence the observer had to drop.
+    pub(crate) async fn stop(self) -> u64 {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// Connects, observes until the connection ends, reconnects with backoff — until stopped.
+async fn supervise(
+    mut ctx: Ctx,
+    upstream: Upstream,
+    opts: ActiveOptions,
+    mut stop: watch::Receiver<bool>,
+) {
+    let first = Duration::from_millis(250);
+    let mut backoff = first;
+    let mut warned = false;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let connected = match conn::browser_path(&upstream).await {
+            Ok(path) => conn::Cdp::connect(&upstream, &path, ctx.dropped.clone()).await,
+            Err(e) => Err(e),
+        };
+        match connected {
+            Ok((cdp, events)) => {
+                backoff = first;
+                warned = false;
+                let ended = browser::Browser::new(&mut ctx, &opts, cdp, events)
+                    .run(&mut stop)
+                    .await;
+                ctx.let_go_of_all().await;
+                if ended == browser::Ended::Stopped {
+                    return;
+                }
+                tracing::info!("observer: lost the browser connection; reconnecting");
+            }
+            Err(e) => {
+                if !warned {
+                    warned = true;
+                    tracing::warn!(
+                        "observer: cannot connect to the browser ({}); retrying",
+                        ctx.sanitizer.error(&e)
+                    );
+                }
+            }
+        }
+        // Wait before the next try; readings asked for meanwhile are answered at once.
+        let until = tokio::time::Instant::now() + backoff;
+        loop {
+            tokio::select! {
+                _ = stop.changed() => return,
+                _ = tokio::time::sleep_until(until) => break,
+                Some(req) = ctx.verify_rx.recv() => {
+                    let chars = req.chars;
+                    let _ = ctx.verify_tx.try_send(VerifyReply {
+                        burst: req.burst,
+                        verification: verify::unread(chars, "the observer is not connected to the browser"),
+                        kind: None,
+                        needs_literal: false,
+                    });
+                }
+            }
+        }
+        backoff = (backoff * 2).min(opts.max_backoff);
+    }
+}

@@ -1,0 +1,328 @@
+//! The observer's sessions on its own connection, one per page, and what it reads on them.
+//!
+//! A synchronous state machine, like the passive observer: the browser's messages in, each
+//! named from the one method table, the events both observers read handed to the page model's
+//! one handler (`pages/events.rs`); and work out ([`Work`]): sessions to set up or let go,
+//! records to write, readings to answer. The async side (`browser/`) does the work. What is kept
+//! per page here is the observer's own: the page agent's world, requests in flight (for failure
+//! joining), dialog and crash state, a navigation waiting for its load, verifications queued.
+//! Target ids are raw here, in memory only.
+
+use super::verify::{self, field_kind, VerifyReply, VerifyRequest};
+use super::{BINDING, TOOL, WORLD};
+use crate::cdp::frame::{leading, Frame, Leading};
+use crate::cdp::methods::{Event, ObserverEvent};
+use crate::cdp::params as cdp;
+use crate::pages::events::{self, Effect, Source};
+use crate::pages::reports::{console_record, By};
+use crate::pages::requests::Requests;
+use crate::pages::{After, Pages};
+use crate::Emit;
+use cdp_evidence::{Console, ConsoleLevel};
+use cdp_sanitize::SafeText;
+use serde::Deserialize;
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Requests tracked per page for failure joining.
+const MAX_REQUESTS: usize = 8192;
+
+/// One page the observer is attached to.
+pub(crate) struct Page {
+    /// Raw target id (memory only).
+    pub(crate) target_id: String,
+    /// Domains enabled: the page's events are the observer's to record.
+    pub(crate) ready: bool,
+    /// The page agent's execution context in the main frame.
+    pub(crate) world: Option<i64>,
+    requests: Requests,
+    pub(crate) dialog: bool,
+    pub(crate) crashed: bool,
+    /// A main-frame navigation committed and its load has not fired yet.
+    pub(crate) loading_since: Option<Instant>,
+    pub(crate) verifying: bool,
+    pub(crate) verify_queue: VecDeque<VerifyRequest>,
+}
+
+impl Page {
+    fn new(target_id: String) -> Page {
+        Page {
+            target_id,
+            ready: false,
+            world: None,
+            requests: Requests::new(MAX_REQUESTS),
+            dialog: false,
+            crashed: false,
+            loading_since: None,
+            verifying: false,
+            verify_queue: VecDeque::new(),
+        }
+    }
+}
+
+/// What the async side does next.
+#[derive(Default)]
+pub(crate) struct Work {
+    /// Sessions attached to pages: set them up.
+    pub(crate) setup: Vec<String>,
+    /// Sessions that are no pages of ours (or one too many): detach from them.
+    pub(crate) let_go: Vec<String>,
+    /// Records to write now.
+    pub(crate) emits: Vec<Emit>,
+    /// Readings answered without running.
+    pub(crate) replies: Vec<VerifyReply>,
+    /// Evidence dropped (a request table full).
+    pub(crate) dropped: u64,
+}
+
+/// A message from the page agent (`agent.js`).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct AgentMessage {
+    t: String,
+    kind: String,
+}
+
+/// The observer's pages, by its session on each.
+pub(crate) struct Sessions {
+    pub(crate) pages: HashMap<String, Page>,
+    pub(crate) by_target: HashMap<String, String>,
+    max_pages: usize,
+    /// A frame after a navigation is taken this long after its load event.
+    after_load: Duration,
+    out: Work,
+}
+
+impl Sessions {
+    pub(crate) fn new(max_pages: usize, after_load: Duration) -> Sessions {
+        Sessions {
+            pages: HashMap::new(),
+            by_target: HashMap::new(),
+            max_pages,
+            after_load,
+            out: Work::default(),
+        }
+    }
+
+    /// Everything to do since the last call.
+    pub(crate) fn take(&mut self) -> Work {
+        std::mem::take(&mut self.out)
+    }
+
+    /// One message from the browser (an event), received at `at`. Target events count on the
+    /// browser's own session; a page's events on the observer's session on it.
+    pub(crate) fn event(&mut self, pages: &Pages, text: &str, at: SystemTime) {
+        let Some(frame) = Frame::parse(text) else {
+            return;
+        };
+        let Some(event) = frame.method().and_then(Event::parse) else {
+            return;
+        };
+        match (frame.session(), event) {
+            (None, Event::Target(e)) => match events::target_event(pages, e, &frame) {
+                Effect::Attached {
+                    session,
+                    target: Some(target),
+                    page: true,
+                } if self.pages.len() < self.max_pages => self.attach(pages, session, target),
+                // Not ours to watch (or too many pages): let it go.
+                Effect::Attached { session, .. } => self.out.let_go.push(session),
+                Effect::Detached { session } => self.detached(pages, &session),
+                _ => {}
+            },
+            (None, _) => {}
+            (Some(session), event) => {
+                let session = session.to_owned();
+                self.page_event(pages, &session, event, &frame, at);
+            }
+        }
+    }
+
+    fn attach(&mut self, pages: &Pages, session: String, target: String) {
+        pages.observe(&target);
+        self.by_target.insert(target.clone(), session.clone());
+        self.pages.insert(session.clone(), Page::new(target));
+        self.out.setup.push(session);
+    }
+
+    /// The observer's setup on `session` is done: it records the page's events now.
+    pub(crate) fn ready(&mut self, pages: &Pages, session: &str) {
+        if let Some(page) = self.pages.get_mut(session) {
+            page.ready = true;
+            pages.cover(&page.target_id);
+        }
+    }
+
+    /// The page behind `session` is gone (or the connection): readings queued for it are
+    /// answered, failures waiting for its frame written.
+    pub(crate) fn detached(&mut self, pages: &Pages, session: &str) {
+        let Some(mut page) = self.pages.remove(session) else {
+            return;
+        };
+        self.by_target.remove(&page.target_id);
+        for req in page.verify_queue.drain(..) {
+            let chars = req.chars;
+            self.out.replies.push(VerifyReply {
+                burst: req.burst,
+                verification: verify::unread(chars, "the page closed before the reading"),
+                kind: None,
+                needs_literal: false,
+            });
+        }
+        if let Some(want) = pages.unobserve(&page.target_id) {
+            self.out
+                .emits
+                .extend(want.group.into_iter().map(Emit::Record));
+        }
+    }
+
+    /// The connection is gone: every page with it.
+    pub(crate) fn lost(&mut self, pages: &Pages) {
+        let sessions: Vec<String> = self.pages.keys().cloned().collect();
+        for s in sessions {
+            self.detached(pages, &s);
+        }
+    }
+
+    /// The page agent's world and its focus reports, taken as soon as they arrive
+    /// (`browser::received`): they carry no page text (a focus report is a kind word), so they
+    /// need not wait for the keystrokes before them to be registered — and the passive observer
+    /// types a burst by the focus reported before it. `false`: not one of them, or not on a page
+    /// this observer watches (the event then takes the ordinary way).
+    pub(crate) fn bookkeeping(&mut self, pages: &Pages, text: &str, at: SystemTime) -> bool {
+        let Leading::Method(method) = leading(text) else {
+            return false;
+        };
+        let Some(Event::Observer(e)) = Event::parse(method) else {
+            return false;
+        };
+        let Some(frame) = Frame::parse(text) else {
+            return false;
+        };
+        let Some(page) = frame.session().and_then(|s| self.pages.get_mut(s)) else {
+            return false;
+        };
+        agent_event(page, pages, e, &frame, at)
+    }
+
+    fn page_event(
+        &mut self,
+        pages: &Pages,
+        session: &str,
+        event: Event,
+        frame: &Frame<'_>,
+        at: SystemTime,
+    ) {
+        let Some(page) = self.pages.get_mut(session) else {
+            return;
+        };
+        let e = match event {
+            Event::Page(e) => {
+                let src = Source {
+                    by: By::Observer,
+                    page: &page.target_id,
+                    target: Some(&page.target_id),
+                    requests: &mut page.requests,
+                    // Requests are kept per page: one session, no session key.
+                    session: None,
+                };
+                match events::page_event(pages, src, e, frame, at) {
+                    Effect::Record(r) => self.out.emits.push(Emit::Record(r)),
+                    Effect::Committed => page.loading_since = Some(Instant::now()),
+                    Effect::Dropped => self.out.dropped += 1,
+                    Effect::None | Effect::Attached { .. } | Effect::Detached { .. } => {}
+                }
+                return;
+            }
+            // Targets are followed on the browser's session; screencasts are a client's.
+            Event::Target(_) | Event::Passive(_) => return,
+            Event::Observer(e) => e,
+        };
+        let target = page.target_id.as_str();
+        use ObserverEvent as O;
+        match e {
+            O::RuntimeExecutionContextCreated
+            | O::RuntimeExecutionContextDestroyed
+            | O::RuntimeExecutionContextsCleared
+            | O::RuntimeBindingCalled => {
+                agent_event(page, pages, e, frame, at);
+            }
+            O::PageLoadEventFired => {
+                if page.loading_since.take().is_some() {
+                    pages.want_frame(target, After::Navigation, self.after_load);
+                }
+            }
+            O::PageJavascriptDialogOpening => page.dialog = true,
+            O::PageJavascriptDialogClosed => page.dialog = false,
+            O::InspectorTargetCrashed => {
+                page.crashed = true;
+                page.world = None;
+                let console = Console::new(
+                    ConsoleLevel::Error,
+                    SafeText::literal("the page crashed (its renderer process is gone)"),
+                );
+                let r = console_record(TOOL, console, at).target(pages.target(target));
+                self.out.emits.push(Emit::Record(r));
+            }
+            O::InspectorTargetReloadedAfterCrash => page.crashed = false,
+        }
+    }
+}
+
+/// The page agent's world coming and going, and what it reports: which kind of field has focus.
+/// `false`: not one of the agent's events (nothing done).
+fn agent_event(
+    page: &mut Page,
+    pages: &Pages,
+    e: ObserverEvent,
+    frame: &Frame<'_>,
+    at: SystemTime,
+) -> bool {
+    use ObserverEvent as O;
+    let target = page.target_id.as_str();
+    match e {
+        O::RuntimeExecutionContextCreated => {
+            if let Some(p) = frame.params::<cdp::ContextCreated>() {
+                if p.context.name == WORLD && p.context.aux_data.frame_id == target {
+                    tracing::trace!("observer: page agent world {}", p.context.id);
+                    page.world = Some(p.context.id);
+                }
+            }
+        }
+        O::RuntimeExecutionContextDestroyed => {
+            if let Some(p) = frame.params::<cdp::ContextDestroyed>() {
+                if page.world == Some(p.execution_context_id) {
+                    page.world = None;
+                }
+            }
+        }
+        O::RuntimeExecutionContextsCleared => page.world = None,
+        O::RuntimeBindingCalled => {
+            let Some(p) = frame.params::<cdp::BindingCalled>() else {
+                return true;
+            };
+            if p.name != BINDING || page.world != Some(p.execution_context_id) {
+                tracing::trace!(
+                    "observer: a binding call from context {} (the agent's world: {:?}) ignored",
+                    p.execution_context_id,
+                    page.world
+                );
+                return true;
+            }
+            let Ok(m) = serde_json::from_str::<AgentMessage>(&p.payload) else {
+                return true;
+            };
+            if m.t == "focus" {
+                let kind = field_kind(&m.kind);
+                tracing::trace!("observer: focus {}", kind.map_or("?", |_| m.kind.as_str()));
+                pages.focused_at(target, kind, at);
+            }
+        }
+        O::PageLoadEventFired
+        | O::PageJavascriptDialogOpening
+        | O::PageJavascriptDialogClosed
+        | O::InspectorTargetCrashed
+        | O::InspectorTargetReloadedAfterCrash => return false,
+    }
+    true
+}

@@ -1,0 +1,528 @@
+//! Typed-text verification: did the text of a typing burst land in the field the burst started
+//! in?
+//!
+//! The passive observer owns the burst and its text (memory only). When the burst ends it hands
+//! a [`VerifyRequest`] to the active observer over an in-memory channel; the text is wrapped in a
+//! [`Literal`] that cannot be printed, serialized or logged. The active observer passes it as a
+//! call argument into the page agent's isolated world — back into the page it was typed into, and
+//! nowhere else — where it is compared with what the page's input events and the field say. The
+//! agent answers with a reason word and counts only; this module turns that into a
+//! [`Verification`] whose note is written here, from literals and numbers. Nothing the page
+//! controls reaches the record except integers and a word checked against a closed list.
+//!
+//! Never a false `true`: every case that fits more than one story is `indeterminate`.
+
+use crate::capture::FieldKind;
+use cdp_evidence::{VerdictReason, Verification, Verified};
+use cdp_sanitize::{InputType, SafeText};
+use serde::Deserialize;
+use std::time::SystemTime;
+
+/// Typed text, in memory only. No `Debug` of the characters, no `Display`, no `Serialize`.
+pub(crate) struct Literal(String);
+
+impl Literal {
+    pub(crate) fn new(text: String) -> Literal {
+        Literal(text)
+    }
+
+    /// The text, to pass as an argument into the page it was typed into — nowhere else.
+    pub(crate) fn expose_to_page(&self) -> &str {
+        &self.0
+    }
+
+    /// Characters typed.
+    pub(crate) fn chars(&self) -> u64 {
+        self.0.chars().count() as u64
+    }
+}
+
+impl std::fmt::Debug for Literal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Literal({} chars)", self.chars())
+    }
+}
+
+/// A burst to verify.
+#[derive(Debug)]
+pub(crate) struct VerifyRequest {
+    /// The burst's number (the passive observer holds its step under it).
+    pub(crate) burst: u64,
+    /// The page typed into (raw target id, memory only).
+    pub(crate) target_id: String,
+    /// What was typed; `None` when the field was taken for a sensitive one (a credential is
+    /// never sent back, only its length).
+    pub(crate) literal: Option<Literal>,
+    /// Characters typed.
+    pub(crate) chars: u64,
+    /// When the burst's first keystroke was seen.
+    pub(crate) started_at: SystemTime,
+    /// When its last keystroke was answered (everything it typed had reached the page).
+    pub(crate) ended_at: SystemTime,
+}
+
+/// The verdict for a burst, and the field kind the agent found where the burst landed.
+#[derive(Debug)]
+pub(crate) struct VerifyReply {
+    pub(crate) burst: u64,
+    pub(crate) verification: Verification,
+    pub(crate) kind: Option<FieldKind>,
+    /// Asked by length only, the field turned out not to be sensitive: ask again with the text.
+    pub(crate) needs_literal: bool,
+}
+
+/// What the page agent answers (`agent.js`, `verify`). Strings are checked against closed
+/// lists; unknown words make the answer unreadable, never a verdict.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AgentAnswer {
+    reason: String,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    expected: Option<u64>,
+    #[serde(default)]
+    grew: Option<i64>,
+    #[serde(default)]
+    fields: Option<u64>,
+    #[serde(default)]
+    received: Option<u64>,
+}
+
+/// The agent's field kinds.
+pub(crate) fn field_kind(word: &str) -> Option<FieldKind> {
+    // The agent names input fields with the journal's own words.
+    if let Some(t) = InputType::parse(word) {
+        return Some(FieldKind::Input(t));
+    }
+    Some(match word {
+        "marked" => FieldKind::Marked,
+        "frame" => FieldKind::Unreadable,
+        "none" => FieldKind::NotEditable,
+        _ => return None,
+    })
+}
+
+fn text(s: String) -> SafeText {
+    // Built here from literals and integers only; the sanitizer pass is a formality that keeps
+    // the type honest.
+    cdp_sanitize::Sanitizer::new().text(&s)
+}
+
+fn verdict(
+    verified: Verified,
+    reason: VerdictReason,
+    note: String,
+    expected: u64,
+    grew: Option<i64>,
+    fields: Option<u64>,
+) -> Verification {
+    let mut v = Verification::new(verified, reason, text(note));
+    v.expected = Some(expected);
+    v.grew = grew;
+    v.fields = fields;
+    v
+}
+
+/// The agent's answer as a verdict; `None` when it is not one the relay knows.
+pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, Option<FieldKind>)> {
+    use Verified::{False, Indeterminate, True};
+    let n = a.expected.unwrap_or(typed);
+    let kind = a.kind.as_deref().and_then(field_kind);
+    let g = a.grew;
+    let grew = g.unwrap_or(0);
+    let v = match a.reason.as_str() {
+        "landed" => verdict(
+            True,
+            VerdictReason::Landed,
+            format!("the field changed exactly as typing {n} characters would"),
+            n,
+            g,
+            None,
+        ),
+        "dropped-characters" => verdict(
+            False,
+            VerdictReason::DroppedCharacters,
+            format!("expected {n} characters; the field grew by {grew}"),
+            n,
+            g,
+            None,
+        ),
+        "no-input" => verdict(
+            False,
+            VerdictReason::NoInput,
+            format!(
+                "the page received {} of {n} typed characters as input",
+                a.received.unwrap_or(0)
+            ),
+            n,
+            g,
+            None,
+        ),
+        "already-held" => verdict(
+            Indeterminate,
+            VerdictReason::AlreadyHeld,
+            format!("the field already held this text and did not change ({n} characters typed)"),
+            n,
+            g,
+            None,
+        ),
+        "same-text" => verdict(
+            Indeterminate,
+            VerdictReason::SameText,
+            format!("the selected value was replaced by the same {n} characters"),
+            n,
+            g,
+            None,
+        ),
+        "rewritten" => verdict(
+            Indeterminate,
+            VerdictReason::Rewritten,
+            format!("the page rewrote the value (a mask or formatter): {n} characters typed, the field changed by {grew}"),
+            n,
+            g,
+            None,
+        ),
+        "focus-moved" => {
+            let k = a.fields.unwrap_or(2);
+            verdict(
+                Indeterminate,
+                VerdictReason::FocusMoved,
+                format!("focus moved to another field mid-burst: {n} characters went to {k} fields"),
+                n,
+                g,
+                Some(k),
+            )
+        }
+        "bounced" => verdict(
+            Indeterminate,
+            VerdictReason::FocusMoved,
+            format!("the field focused for typing handed focus to another as it got it: {n} characters went there"),
+            n,
+            g,
+            Some(2),
+        ),
+        "rich-text" => verdict(
+            Indeterminate,
+            VerdictReason::RichText,
+            format!("editable content changed by {grew} characters for {n} typed, but not as plain insertion"),
+            n,
+            g,
+            None,
+        ),
+        "sensitive-field" => sensitive(n),
+        "frame" => verdict(
+            Indeterminate,
+            VerdictReason::Frame,
+            "the field is inside a frame the relay cannot read".into(),
+            n,
+            None,
+            None,
+        ),
+        "not-installed" => verdict(
+            Indeterminate,
+            VerdictReason::NotRead,
+            "not read: the relay's page agent started after the typing".into(),
+            n,
+            None,
+            None,
+        ),
+        "not-compared" => verdict(
+            Indeterminate,
+            VerdictReason::NotRead,
+            "not read: the field was taken for a sensitive one when typing started".into(),
+            n,
+            None,
+            None,
+        ),
+        "detached" => verdict(
+            Indeterminate,
+            VerdictReason::Detached,
+            "the field left the document before it could be read".into(),
+            n,
+            None,
+            None,
+        ),
+        "ambiguous" => verdict(
+            Indeterminate,
+            VerdictReason::Ambiguous,
+            format!("the same {n} characters reached the page more than once around this step"),
+            n,
+            None,
+            None,
+        ),
+        "interleaved" => verdict(
+            Indeterminate,
+            VerdictReason::Interleaved,
+            format!("other input reached the page with this step's {n} characters"),
+            n,
+            None,
+            None,
+        ),
+        _ => return None,
+    };
+    Some((v, kind))
+}
+
+/// Not read back: a password, one-time-code, payment or page-marked field.
+pub(crate) fn sensitive(chars: u64) -> Verification {
+    verdict(
+        Verified::Indeterminate,
+        VerdictReason::SensitiveField,
+        "not read back: a password, one-time-code, payment or page-marked field".into(),
+        chars,
+        None,
+        None,
+    )
+}
+
+/// Set as a `value` attribute, which does not change what a dirty field shows.
+pub(crate) fn attribute(chars: u64) -> Verification {
+    verdict(
+        Verified::Indeterminate,
+        VerdictReason::Attribute,
+        "set as a value attribute (DOM.setAttributeValue), not typed".into(),
+        chars,
+        None,
+        None,
+    )
+}
+
+/// Longer than the relay keeps in memory.
+pub(crate) fn too_long(chars: u64) -> Verification {
+    verdict(
+        Verified::Indeterminate,
+        VerdictReason::TooLong,
+        format!("{chars} characters is more than the relay keeps to verify"),
+        chars,
+        None,
+        None,
+    )
+}
+
+/// The reading did not run (target closed, evaluation refused, timeout, …): a note, not a
+/// failure.
+pub(crate) fn unread(chars: u64, why: &'static str) -> Verification {
+    verdict(
+        Verified::Indeterminate,
+        VerdictReason::NotRead,
+        format!("not read: {why}"),
+        chars,
+        None,
+        None,
+    )
+}
+
+/// The verdict when the reading could not run: a burst taken for a sensitive field when typing
+/// started keeps that verdict (the reading only confirms it); any other is not read.
+fn no_reading(taken_for_sensitive: bool, chars: u64, why: &'static str) -> Verification {
+    if taken_for_sensitive {
+        sensitive(chars)
+    } else {
+        unread(chars, why)
+    }
+}
+
+/// Milliseconds since the Unix epoch, with their fraction.
+fn epoch_ms(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+        * 1000.0
+}
+
+/// The burst's time window for the agent, on the wall clock: the agent keeps only the
+/// insertions that fell in it, so text that reached the page before or after the burst (another
+/// client, another step into the same field) is not taken for it. `now` lets the agent tell a
+/// browser on another clock.
+fn window(req: &VerifyRequest, now: SystemTime) -> serde_json::Value {
+    serde_json::json!({
+        "start": epoch_ms(req.started_at),
+        "end": epoch_ms(req.ended_at.max(req.started_at)),
+        "now": epoch_ms(now),
+    })
+}
+
+/// Asks the page agent in `world` of `session` whether `req`'s text landed. Every way this can
+/// fail is a note on the verdict, never an error.
+pub(crate) async fn run(
+    cdp: &super::conn::Cdp,
+    session: &str,
+    world: i64,
+    req: VerifyRequest,
+    timeout: std::time::Duration,
+) -> VerifyReply {
+    use super::conn::CallError;
+    let chars = req.chars;
+    let window = window(&req, SystemTime::now());
+    let params = match &req.literal {
+        Some(literal) => serde_json::json!({
+            "functionDeclaration": "function (literal, win) { return globalThis.__cdpRelayAgent.verify(literal, win); }",
+            "executionContextId": world,
+            "arguments": [{ "value": literal.expose_to_page() }, { "value": window }],
+            "awaitPromise": true,
+            "returnByValue": true,
+            "silent": true,
+        }),
+        None => serde_json::json!({
+            "functionDeclaration": "function (n, win) { return globalThis.__cdpRelayAgent.uncompared(n, win); }",
+            "executionContextId": world,
+            "arguments": [{ "value": chars }, { "value": window }],
+            "returnByValue": true,
+            "silent": true,
+        }),
+    };
+    let outcome = cdp
+        .call(
+            crate::cdp::methods::CommandMethod::RuntimeCallFunctionOn.name(),
+            params,
+            Some(session),
+            timeout,
+        )
+        .await;
+    // Without the literal the field was taken for a sensitive one when typing started, and
+    // the reading only confirms it: when it cannot run, that is still the verdict.
+    let taken_for_sensitive = req.literal.is_none();
+    drop(req.literal);
+    let unread = |chars, why| no_reading(taken_for_sensitive, chars, why);
+    let needs_literal = matches!(
+        &outcome,
+        Ok(v) if v.pointer("/result/value/reason").and_then(serde_json::Value::as_str) == Some("not-compared")
+    );
+    let (verification, kind) = match outcome {
+        Ok(v) if v.get("exceptionDetails").is_some() => (
+            unread(chars, "the page agent could not read the field"),
+            None,
+        ),
+        Ok(v) => match v
+            .pointer("/result/value")
+            .cloned()
+            .and_then(|a| serde_json::from_value::<AgentAnswer>(a).ok())
+            .and_then(|a| from_agent(&a, chars))
+        {
+            Some((v, kind)) => (v, kind),
+            None => (
+                unread(chars, "the page agent's answer was not understood"),
+                None,
+            ),
+        },
+        Err(CallError::Timeout) => (unread(chars, "the page did not answer in time"), None),
+        Err(CallError::Closed) => (
+            unread(chars, "the observer's browser connection closed"),
+            None,
+        ),
+        Err(CallError::Refused(_)) => (
+            unread(chars, "the page navigated or closed before the reading"),
+            None,
+        ),
+    };
+    VerifyReply {
+        burst: req.burst,
+        verification,
+        kind,
+        needs_literal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(json: serde_json::Value) -> AgentAnswer {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_reading_that_cannot_run_keeps_a_sensitive_verdict_and_is_a_note_otherwise() {
+        let why = "the page navigated or closed before the reading";
+        let v = no_reading(true, 14, why);
+        assert_eq!(
+            (v.verified, v.reason.as_str()),
+            (Verified::Indeterminate, "sensitive-field")
+        );
+        let v = no_reading(false, 14, why);
+        assert_eq!(
+            (v.verified, v.reason.as_str()),
+            (Verified::Indeterminate, "not-read")
+        );
+        assert!(v.note.as_str().contains("navigated"), "{}", v.note.as_str());
+    }
+
+    #[test]
+    fn agent_words_map_to_verdicts() {
+        let (v, kind) = from_agent(
+            &answer(
+                serde_json::json!({"reason": "landed", "kind": "email", "expected": 5, "grew": 5}),
+            ),
+            5,
+        )
+        .unwrap();
+        assert_eq!(v.verified, Verified::True);
+        assert_eq!(kind, Some(FieldKind::Input(InputType::Email)));
+        let (v, _) = from_agent(
+            &answer(serde_json::json!({"reason": "dropped-characters", "expected": 6, "grew": 5})),
+            6,
+        )
+        .unwrap();
+        assert_eq!((v.verified, v.grew), (Verified::False, Some(5)));
+        assert_eq!(
+            v.note.as_str(),
+            "expected 6 characters; the field grew by 5"
+        );
+        for word in [
+            "already-held",
+            "same-text",
+            "rewritten",
+            "focus-moved",
+            "rich-text",
+            "frame",
+            "detached",
+            "sensitive-field",
+            "ambiguous",
+            "interleaved",
+            "bounced",
+        ] {
+            let (v, _) = from_agent(&answer(serde_json::json!({"reason": word})), 3).unwrap();
+            assert_eq!(v.verified, Verified::Indeterminate, "{word}");
+        }
+        assert!(from_agent(&answer(serde_json::json!({"reason": "<script>"})), 3).is_none());
+    }
+
+    #[test]
+    fn literals_do_not_print() {
+        let l = Literal::new("hunter2".into());
+        assert_eq!(format!("{l:?}"), "Literal(7 chars)");
+        let r = VerifyRequest {
+            burst: 1,
+            target_id: "T".into(),
+            literal: Some(l),
+            chars: 7,
+            started_at: SystemTime::UNIX_EPOCH,
+            ended_at: SystemTime::UNIX_EPOCH,
+        };
+        assert!(!format!("{r:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn the_window_is_the_burst_on_the_wall_clock() {
+        let at = |ms| SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(ms);
+        let r = VerifyRequest {
+            burst: 1,
+            target_id: "T".into(),
+            literal: None,
+            chars: 3,
+            started_at: at(1_700_000_000_000_500),
+            ended_at: at(1_700_000_000_250_000),
+        };
+        let w = window(&r, at(1_700_000_001_000_000));
+        assert_eq!(w["start"], 1_700_000_000_000.5);
+        assert_eq!(w["end"], 1_700_000_000_250.0);
+        assert_eq!(w["now"], 1_700_000_001_000.0);
+        // An end before the start (a clock step) is no window at all: the start stands for it.
+        let r = VerifyRequest {
+            ended_at: at(0),
+            ..r
+        };
+        assert_eq!(window(&r, at(0))["end"], 1_700_000_000_000.5);
+    }
+}

@@ -1,0 +1,495 @@
+//! The evidence pipeline: tap → observer → run writer → journal, and the relay's own eyes.
+//!
+//! Owns everything the relay does with copies of the traffic, off the hot path: the consumer end
+//! of the proxy's tap, the passive observer and its thread (`observer/`, `passive.rs`), the one
+//! table of CDP methods and shapes both observers read (`cdp/`), the one page model both feed
+//! and the decisions made there for both — the screenshot veto, each page event once, a
+//! failure's way to a frame (`pages/`, `capture.rs`, `once.rs`) —, the one thread that writes
+//! the evidence run (`writer.rs`) and, when asked, the active observer (`active/`): a CDP
+//! connection of the relay's own, a second producer of the same run. It never touches a socket
+//! the client uses, never delays or alters a frame, and persists only what went through the
+//! run's sanitizer.
+//!
+//! `serve` and `launch` start it the same way ([`Pipeline::start`], then [`Pipeline::observe`]
+//! once the browser is known) and stop it the same way ([`Pipeline::finish`]: drain the passive
+//! observer → stop the active one → finalize → the owner's step (render) → prune).
+
+#![forbid(unsafe_code)]
+
+pub(crate) mod active;
+pub mod calls;
+pub mod capture;
+pub(crate) mod cdp;
+pub mod observer;
+pub(crate) mod once;
+pub mod pages;
+mod passive;
+mod priority;
+mod trim;
+pub mod writer;
+
+use active::{Active, ActiveOptions};
+use cdp_relay_proxy::Upstream;
+
+pub use active::ActiveOptions as ObserveOptions;
+use calls::ToolCalls;
+use cdp_evidence::{EvidenceConfig, RetentionHold, Store};
+use cdp_relay_proxy::order::Order;
+use cdp_relay_proxy::tap::Tap;
+use cdp_sanitize::{Sanitizer, SecretError};
+pub use observer::commands::NAMED_KEYS;
+use observer::{Observer, ObserverOptions};
+use pages::Pages;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::mpsc;
+pub use writer::{Emit, NewArtifact, RunWriter, WriterSummary};
+
+/// What a pipeline records and where (the relay's evidence settings, less what only the relay
+/// does with them).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The evidence root.
+    pub root: PathBuf,
+    /// Join this session's active run (shared with other producers); `None`: a new session.
+    pub session: Option<String>,
+    /// Keep screenshots as artifacts (the active reader's own frames too).
+    pub screenshots: bool,
+    /// Run the active reader: the relay's own CDP connection to the browser.
+    pub observe: bool,
+    /// Explicit secrets, by name, registered before anything is recorded.
+    pub secrets: Vec<(String, SecretValue)>,
+    /// Journal bytes a new run may hold (fixed in its manifest).
+    pub journal_budget_bytes: u64,
+}
+
+impl Settings {
+    /// Defaults under `root`: a new session, screenshots kept, no active reader, no explicit
+    /// secrets, the default journal budget.
+    pub fn at(root: impl Into<PathBuf>) -> Settings {
+        Settings {
+            root: root.into(),
+            session: None,
+            screenshots: true,
+            observe: false,
+            secrets: Vec::new(),
+            journal_budget_bytes: cdp_evidence::DEFAULT_JOURNAL_BUDGET_BYTES,
+        }
+    }
+}
+
+/// A secret literal. Its `Debug` never prints the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretValue(String);
+
+impl SecretValue {
+    /// Wraps a literal.
+    pub fn new(literal: String) -> SecretValue {
+        SecretValue(literal)
+    }
+
+    /// The literal, for the sanitizer that registers it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretValue(..)")
+    }
+}
+
+/// The owner's step after a run is finalized, with the run's directory.
+pub type Finalized = Arc<dyn Fn(&Path) + Send + Sync>;
+
+/// What the pipeline's owner decides about a run's end, which the pipeline cannot know: which
+/// runs retention must keep (an uploader that has not dealt with them) and what follows a
+/// finalized run (its report rendered). Called on the writer thread, after everything was
+/// written.
+#[derive(Clone, Default)]
+pub struct Hooks {
+    /// Runs retention must not prune.
+    pub hold: Option<Arc<dyn RetentionHold>>,
+    /// Called with a run's directory once it is finalized, before retention prunes.
+    pub finalized: Option<Finalized>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("hold", &self.hold)
+            .field("finalized", &self.finalized.is_some())
+            .finish()
+    }
+}
+
+/// Why a pipeline could not start. One line each; the relay forwards without evidence.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An explicit secret was refused (its name is said, never its value).
+    #[error("--secret-env {name}: {source}")]
+    Secret {
+        /// The secret's name.
+        name: String,
+        /// Why.
+        source: SecretError,
+    },
+    /// The evidence directory cannot be used or a thread cannot start.
+    #[error("{0}")]
+    Evidence(String),
+}
+
+/// A table keyed by ids no outsider picks: connection numbers, CDP command ids and session ids,
+/// target ids and request ids (chosen by the relay, the client or the browser, never by a web
+/// page). Hashed with foldhash, seeded per process: a lookup per relayed message cost ~7% of
+/// the observer in SipHash. Tables keyed by what a page writes (`once.rs`: hashes of console
+/// text) keep std's SipHash.
+pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Tap events buffered between the hot path and the observer thread. Beyond this, evidence is
+/// dropped (and counted), never traffic.
+pub const QUEUE_CAPACITY: usize = 16 * 1024;
+
+/// What the relay's HTTP side and producers inside the relay use while the pipeline runs.
+/// Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct PipelineHandle {
+    tap: Tap,
+    sanitizer: Arc<Sanitizer>,
+    writer: RunWriter,
+    /// The page model both observers feed (the screenshot veto among its decisions).
+    pages: Arc<Pages>,
+    session: String,
+    /// The evidence root, for producers that append through the journal protocol (remote
+    /// producers over HTTP).
+    root: PathBuf,
+    /// The active observer is configured.
+    observing: bool,
+    /// The evidence order typed text is registered in.
+    order: Arc<Order>,
+    /// Agent tool calls in flight, for linking records to them.
+    calls: ToolCalls,
+}
+
+/// The evidence run as `/relay/v1/status` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceStatus {
+    /// The run being written (changes if another producer finalizes it).
+    pub run_id: String,
+    /// Its directory.
+    pub run_dir: PathBuf,
+    /// The session it belongs to.
+    pub session: String,
+    /// Evidence lost so far: queue overflow plus failed writes.
+    pub dropped: u64,
+    /// Set while evidence cannot be written (a full disk, an unwritable or deleted directory):
+    /// what the last write failed with. Forwarding is not affected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failing: Option<String>,
+    /// One line about the last evidence lost (writes that failed, a run deleted while
+    /// recording), once it is known; the run's journal says it too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_loss: Option<String>,
+    /// With the active observer on: the pages it is attached to and records events of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_pages: Option<usize>,
+}
+
+impl PipelineHandle {
+    /// The tap the splices offer copies to.
+    pub fn tap(&self) -> &Tap {
+        &self.tap
+    }
+
+    /// The run's sanitizer (secrets registered here are masked in all of the run's evidence).
+    pub fn sanitizer(&self) -> &Arc<Sanitizer> {
+        &self.sanitizer
+    }
+
+    /// Registers an explicit secret for the rest of the run: everything sanitized after this
+    /// returns is masked. A producer that types on a client's behalf (an MCP tool call)
+    /// registers before it forwards the call.
+    pub fn register_secret(&self, name: &str, literal: &str) -> Result<bool, SecretError> {
+        self.sanitizer.register_secret(name, literal)
+    }
+
+    /// The evidence order: a producer inside the relay that records page text it received
+    /// from the browser on a connection of its own awaits [`Order::caught_up`] before
+    /// sanitizing it, so typing forwarded before it is registered first.
+    pub fn order(&self) -> &Arc<Order> {
+        &self.order
+    }
+
+    /// Appends records from another producer inside the relay.
+    pub fn writer(&self) -> &RunWriter {
+        &self.writer
+    }
+
+    /// The page model both observers feed: what each page is, and the decisions about it (the
+    /// screenshot veto among them).
+    pub fn pages(&self) -> &Arc<Pages> {
+        &self.pages
+    }
+
+    /// The agent tool calls records are linked to (`payload.toolCall`): a producer of tool calls
+    /// says when each begins and ends.
+    pub fn calls(&self) -> &ToolCalls {
+        &self.calls
+    }
+
+    /// The evidence root the run lives under.
+    pub fn evidence_root(&self) -> &std::path::Path {
+        &self.root
+    }
+
+    /// The session whose run this pipeline writes.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// Resolves once the relay's own observer records the events of at least `n` pages (field
+    /// types, typed-text verdicts and frames need it there before the typing); at once when it
+    /// is not configured.
+    pub async fn observing(&self, n: usize) {
+        if self.observing {
+            self.pages.covering(n).await;
+        }
+    }
+
+    /// Where evidence goes now, and what was lost.
+    pub fn status(&self) -> EvidenceStatus {
+        let current = self.writer.current();
+        EvidenceStatus {
+            run_id: current.id,
+            run_dir: current.dir,
+            session: self.session.clone(),
+            dropped: self.tap.dropped() + self.writer.failures(),
+            failing: self.writer.failing(),
+            last_loss: self.writer.last_loss(),
+            observed_pages: self.observing.then(|| self.pages.covered_count()),
+        }
+    }
+}
+
+/// What [`Pipeline::finish`] reports.
+#[derive(Debug, Clone)]
+pub struct PipelineSummary {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Evidence dropped (queue overflow, observer limits, failed writes).
+    pub dropped: u64,
+    /// The run was finalized; false when it could not be (it stays `running`, and the log says
+    /// how to finalize it later) or its directory was deleted.
+    pub finalized: bool,
+}
+
+/// How long a typing step waits for its verdict before it is written without one.
+const VERIFY_WAIT: Duration = Duration::from_secs(4);
+
+/// The parts the active observer is started with, once the browser is known.
+struct ActiveParts {
+    verify_rx: mpsc::Receiver<active::verify::VerifyRequest>,
+    verify_tx: mpsc::Sender<active::verify::VerifyReply>,
+}
+
+/// A running pipeline. Stop it with [`Pipeline::finish`].
+pub struct Pipeline {
+    handle: PipelineHandle,
+    observer: Option<std::thread::JoinHandle<u64>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+    /// Set when observing is on, until [`Pipeline::observe`] starts the active observer.
+    parts: Option<ActiveParts>,
+    active: Option<Active>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("observing", &self.active.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pipeline {
+    /// Opens (or joins) the session's run and starts the reader and writer threads. An evidence
+    /// directory that cannot be written is an [`Error::Evidence`]; the caller keeps forwarding
+    /// without evidence.
+    pub fn start(settings: &Settings, hooks: Hooks) -> Result<Pipeline, Error> {
+        let off = |e: &dyn std::fmt::Display| Error::Evidence(e.to_string());
+        let sanitizer = Arc::new(Sanitizer::new());
+        for (name, secret) in &settings.secrets {
+            sanitizer
+                .register_secret(name, secret.expose())
+                .map_err(|source| Error::Secret {
+                    name: name.clone(),
+                    source,
+                })?;
+        }
+        let config = EvidenceConfig {
+            journal_budget_bytes: settings.journal_budget_bytes,
+            ..EvidenceConfig::at(&settings.root)
+        };
+        let mut store = Store::open(config).map_err(|e| off(&e))?;
+        if let Some(hold) = hooks.hold {
+            store = store.with_retention_hold(hold);
+        }
+        let session = settings
+            .session
+            .clone()
+            .unwrap_or_else(default_session_name);
+        let run = store.join_session(&session, "relay").map_err(|e| off(&e))?;
+        let pages = Arc::new(Pages::new(sanitizer.clone(), settings.screenshots));
+        let calls = ToolCalls::default();
+        let (writer, writer_thread) = writer::start(
+            store,
+            session.clone(),
+            run,
+            sanitizer.clone(),
+            pages.clone(),
+            calls.clone(),
+            hooks.finalized,
+        )
+        .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
+        let (tap, rx) = Tap::channel(QUEUE_CAPACITY);
+        let mut observer = Observer::new(pages.clone(), ObserverOptions::default());
+        let parts = if settings.observe {
+            let (requests, verify_rx) = mpsc::channel(256);
+            let (verify_tx, replies) = mpsc::channel(256);
+            observer = observer.with_verifier(observer::Verifier {
+                requests,
+                replies,
+                wait: VERIFY_WAIT,
+            });
+            Some(ActiveParts {
+                verify_rx,
+                verify_tx,
+            })
+        } else {
+            None
+        };
+        let order = rx.order.clone();
+        let thread = {
+            let writer = writer.clone();
+            let sanitizer = sanitizer.clone();
+            std::thread::Builder::new()
+                .name("cdp-relay-observer".into())
+                .spawn(move || passive::run(rx, observer, writer, sanitizer))
+                .map_err(|e| off(&format!("cannot start the observer thread: {e}")))?
+        };
+        Ok(Pipeline {
+            handle: PipelineHandle {
+                tap,
+                sanitizer,
+                writer,
+                pages,
+                session,
+                root: settings.root.clone(),
+                observing: settings.observe,
+                order,
+                calls,
+            },
+            observer: Some(thread),
+            writer: Some(writer_thread),
+            parts,
+            active: None,
+        })
+    }
+
+    /// Starts the active observer on the browser at `upstream`, if observing is on (call from
+    /// within a tokio runtime, once). It connects in the background: an unreachable browser is
+    /// retried, never an error here.
+    pub fn observe(&mut self, upstream: &Upstream) {
+        self.observe_with(upstream, ActiveOptions::default());
+    }
+
+    /// [`Pipeline::observe`] with other knobs.
+    pub fn observe_with(&mut self, upstream: &Upstream, opts: ActiveOptions) {
+        let Some(parts) = self.parts.take() else {
+            return;
+        };
+        let ctx = active::Ctx {
+            sanitizer: self.handle.sanitizer.clone(),
+            writer: self.handle.writer.clone(),
+            pages: self.handle.pages.clone(),
+            verify_rx: parts.verify_rx,
+            verify_tx: parts.verify_tx,
+            dropped: Arc::new(AtomicU64::new(0)),
+            order: self.handle.order.clone(),
+        };
+        self.active = Some(Active::spawn(ctx, upstream.clone(), opts));
+    }
+
+    /// True when the active observer runs.
+    pub fn observing(&self) -> bool {
+        self.active.is_some()
+    }
+
+    /// The handle the relay serves the status and secrets API with, and producers append
+    /// through.
+    pub fn handle(&self) -> &PipelineHandle {
+        &self.handle
+    }
+
+    /// Stops recording: the observer drains the tap (pending commands become interrupted), the
+    /// writer writes everything, finalizes the run with its totals, renders and prunes.
+    pub async fn finish(mut self) -> Option<PipelineSummary> {
+        let observer = self.observer.take()?;
+        let writer_thread = self.writer.take();
+        let active = self.active.take();
+        let handle = self.handle.clone();
+        // The passive observer drains first: its last typing steps still get their verdicts
+        // from the active observer, which stops after it.
+        let passive = {
+            let handle = handle.clone();
+            tokio::task::spawn_blocking(move || {
+                handle.tap.finish();
+                observer.join().unwrap_or(0)
+            })
+            .await
+            .unwrap_or(0)
+        };
+        let active_dropped = match active {
+            Some(a) => a.stop().await,
+            None => 0,
+        };
+        tokio::task::spawn_blocking(move || {
+            let dropped = handle.tap.dropped() + passive + active_dropped;
+            let summary = handle.writer.finish_blocking(dropped);
+            if let Some(t) = writer_thread {
+                let _ = t.join();
+            }
+            summary.map(|s| PipelineSummary {
+                run_dir: s.run_dir,
+                dropped: dropped + s.failed_writes,
+                finalized: s.finalized,
+            })
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        // Not finished explicitly (an error path): the threads still drain and finalize on their
+        // own, without anyone waiting for them.
+        if self.observer.is_some() {
+            self.handle.tap.finish();
+        }
+    }
+}
+
+/// `relay-<unix ms>-<pid>`: unique per relay start, sortable, a valid session id.
+fn default_session_name() -> String {
+    let ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    format!("relay-{ms}-{}", std::process::id())
+}

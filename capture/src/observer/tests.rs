@@ -1,0 +1,1243 @@
+//! Observer unit tests: scripted frames in, journal records out (through a real evidence run, so
+//! what is asserted is what a reader would see).
+
+use super::*;
+use crate::{Emit, NewArtifact};
+use cdp_evidence::{EvidenceConfig, Run, Store, StoredRecord};
+use cdp_relay_proxy::tap::Payload;
+use serde_json::json;
+use std::time::UNIX_EPOCH;
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    store: Store,
+    run: Run,
+    run_id: String,
+    observer: Observer,
+    sanitizer: Arc<Sanitizer>,
+}
+
+const PAGE: &str = "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1";
+
+/// The relay's own observer is on `page` (its frames as the defaults time them).
+fn observed(pages: &Pages, page: &str) {
+    pages.start_observing(crate::pages::FrameTiming {
+        failure_debounce: Duration::from_millis(250),
+        after_click: Duration::from_millis(300),
+        cooldown: Duration::from_secs(1),
+    });
+    pages.observe(page);
+}
+
+fn t(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms)
+}
+
+impl Harness {
+    fn new(opts: ObserverOptions) -> Harness {
+        Harness::with_screenshots(opts, true)
+    }
+
+    fn with_screenshots(opts: ObserverOptions, screenshots: bool) -> Harness {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(EvidenceConfig::at(dir.path())).expect("store");
+        let run = store.join_session("unit", "relay").expect("run");
+        let run_id = run.id().to_owned();
+        let sanitizer = Arc::new(Sanitizer::new());
+        let pages = Arc::new(Pages::new(sanitizer.clone(), screenshots));
+        let observer = Observer::new(pages, opts);
+        Harness {
+            _dir: dir,
+            store,
+            run,
+            run_id,
+            observer,
+            sanitizer,
+        }
+    }
+
+    /// Feeds one event and writes what it produced, as the run writer would.
+    fn handle(&mut self, event: TapEvent) {
+        self.observer.handle(event);
+        for emit in self.observer.take().emits {
+            let record = match emit {
+                Emit::Record(r) => r,
+                Emit::WithArtifact {
+                    record,
+                    artifact: NewArtifact { stem, ext, bytes },
+                } => match self
+                    .run
+                    .store_artifact(stem, ext, &bytes)
+                    .expect("artifact")
+                {
+                    cdp_evidence::ArtifactOutcome::Stored(a) => record.artifact(a),
+                    _ => record,
+                },
+                Emit::Shared { .. } => panic!("the passive observer shares no artifacts"),
+            };
+            self.run.append(record).expect("append");
+        }
+    }
+
+    fn open(&mut self, conn: u64, path: &str, ms: u64) {
+        self.handle(TapEvent::Opened {
+            conn,
+            path: path.to_owned(),
+            at: t(ms),
+        });
+    }
+
+    fn send(&mut self, conn: u64, ms: u64, json: serde_json::Value) {
+        self.frame(conn, Direction::ToBrowser, ms, &json.to_string());
+    }
+
+    fn recv(&mut self, conn: u64, ms: u64, json: serde_json::Value) {
+        self.frame(conn, Direction::ToClient, ms, &json.to_string());
+    }
+
+    fn frame(&mut self, conn: u64, dir: Direction, ms: u64, text: &str) {
+        self.handle(TapEvent::Frame {
+            conn,
+            dir,
+            at: t(ms),
+            payload: Payload::text(text.to_owned()),
+        });
+    }
+
+    fn close(&mut self, conn: u64, how: SessionEnd, ms: u64) {
+        self.handle(TapEvent::Closed {
+            conn,
+            how,
+            at: t(ms),
+        });
+    }
+
+    /// The journal so far; repeats folded so far are written first, as the run writer does
+    /// when a fold closes.
+    fn records(&self) -> Vec<StoredRecord> {
+        for repeat in self.observer.pages.take_all() {
+            self.run.append(repeat).expect("append a repeat");
+        }
+        self.store
+            .read_journal(&self.run_id)
+            .expect("journal")
+            .records
+    }
+
+    fn of_kind(&self, kind: &str) -> Vec<StoredRecord> {
+        self.records()
+            .into_iter()
+            .filter(|r| r.kind == kind)
+            .collect()
+    }
+
+    fn actions(&self, method: &str) -> Vec<StoredRecord> {
+        self.of_kind("action")
+            .into_iter()
+            .filter(|r| r.payload["method"] == method)
+            .collect()
+    }
+
+    fn journal_text(&self) -> String {
+        let path = self
+            .store
+            .run_dir(&self.run_id)
+            .expect("dir")
+            .join("actions.jsonl");
+        std::fs::read_to_string(path).expect("journal text")
+    }
+}
+
+#[test]
+fn same_ids_on_two_sessions_correlate_separately() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(
+        1,
+        "/devtools/browser/3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a44",
+        0,
+    );
+    for (sid, target) in [
+        ("SA", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+        ("SB", "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"),
+    ] {
+        h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": sid, "targetInfo": {"targetId": target, "type": "page", "url": "https://example.com/a?token=x", "title": "t"}, "waitingForDebugger": false}}));
+    }
+    h.send(1, 10, json!({"id": 1, "method": "Page.navigate", "sessionId": "SA", "params": {"url": "https://a.example/x?q=1"}}));
+    h.send(1, 20, json!({"id": 1, "method": "Page.navigate", "sessionId": "SB", "params": {"url": "https://b.example/y"}}));
+    h.recv(
+        1,
+        50,
+        json!({"id": 1, "sessionId": "SB", "result": {"frameId": "F"}}),
+    );
+    h.recv(1, 110, json!({"id": 1, "sessionId": "SA", "error": {"code": -32000, "message": "Cannot navigate to invalid URL"}}));
+    let navs = h.actions("Page.navigate");
+    assert_eq!(navs.len(), 2);
+    let b = navs
+        .iter()
+        .find(|r| r.payload["url"] == "https://b.example/y")
+        .expect("b");
+    assert_eq!(b.status.as_deref(), Some("ok"));
+    assert_eq!(b.duration_ms, Some(30));
+    let a = navs
+        .iter()
+        .find(|r| r.payload["url"] == "https://a.example/x")
+        .expect("a, without its query");
+    assert_eq!(a.status.as_deref(), Some("error"));
+    assert_eq!(a.duration_ms, Some(100));
+    assert!(a
+        .error
+        .as_deref()
+        .unwrap_or_default()
+        .contains("Cannot navigate"));
+    // Targets are described by handle, never by raw id.
+    let text = h.journal_text();
+    assert!(
+        !text.contains("AAAAAAAAAAAAAAAA") && !text.contains("3c8f9c3e"),
+        "{text}"
+    );
+    assert!(
+        a.target
+            .as_ref()
+            .is_some_and(|t| t.to_string().contains("target:")),
+        "{:?}",
+        a.target
+    );
+}
+
+#[test]
+fn error_reply_without_session_falls_back_to_the_id() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/x", 0);
+    h.send(
+        1,
+        10,
+        json!({"id": 7, "method": "Page.reload", "sessionId": "GONE"}),
+    );
+    h.recv(
+        1,
+        15,
+        json!({"id": 7, "error": {"code": -32001, "message": "Session with given id not found."}}),
+    );
+    let r = h.actions("Page.reload");
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].status.as_deref(), Some("error"));
+}
+
+#[test]
+fn typing_is_one_step_with_length_only_and_echoes_are_masked() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let typed = "s3cr3t-Pass!";
+    let mut id = 1;
+    for (i, ch) in typed.chars().enumerate() {
+        let ms = 100 + i as u64 * 50;
+        h.send(1, ms, json!({"id": id, "method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", "key": ch.to_string(), "text": ch.to_string()}}));
+        h.recv(1, ms + 2, json!({"id": id, "result": {}}));
+        id += 1;
+        h.send(1, ms + 5, json!({"id": id, "method": "Input.dispatchKeyEvent", "params": {"type": "keyUp", "key": ch.to_string()}}));
+        h.recv(1, ms + 6, json!({"id": id, "result": {}}));
+        id += 1;
+    }
+    h.send(1, 2000, json!({"id": id, "method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", "key": "Enter", "text": "\r"}}));
+    h.recv(1, 2001, json!({"id": id, "result": {}}));
+    h.recv(1, 2100, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": format!("login failed for {typed}")}], "executionContextId": 1, "timestamp": 1.0}}));
+
+    let typing = h.actions("type");
+    assert_eq!(typing.len(), 1, "{typing:?}");
+    assert_eq!(typing[0].payload["input"]["chars"], typed.chars().count());
+    assert_eq!(typing[0].payload["input"]["inputType"], "unknown");
+    assert_eq!(typing[0].status.as_deref(), Some("ok"));
+    let press = h.actions("press");
+    assert_eq!(press.len(), 1);
+    assert_eq!(press[0].payload["detail"]["key"], "Enter");
+    let console = h.of_kind("console");
+    assert_eq!(console.len(), 1);
+    let text = console[0].payload["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("login failed for ${TYPED_"), "{text}");
+    assert!(!h.journal_text().contains(typed));
+}
+
+#[test]
+fn insert_text_and_set_value_count_as_typing() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(
+        1,
+        10,
+        json!({"id": 1, "method": "Input.insertText", "params": {"text": "hello wörld"}}),
+    );
+    h.recv(1, 11, json!({"id": 1, "result": {}}));
+    h.send(1, 5000, json!({"id": 2, "method": "DOM.setAttributeValue", "params": {"nodeId": 4, "name": "value", "value": "0tp-123456"}}));
+    h.recv(1, 5001, json!({"id": 2, "result": {}}));
+    h.close(1, SessionEnd::ClientClosed, 6000);
+    let typing = h.actions("type");
+    assert_eq!(
+        typing.len(),
+        2,
+        "a gap longer than typing_gap splits bursts"
+    );
+    assert_eq!(typing[0].payload["input"]["chars"], 11);
+    assert_eq!(typing[1].payload["input"]["chars"], 10);
+    let text = h.journal_text();
+    assert!(
+        !text.contains("hello") && !text.contains("0tp-123456"),
+        "{text}"
+    );
+}
+
+#[test]
+fn network_failures_join_url_method_and_type() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.recv(1, 10, json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R1", "request": {"url": "https://api.example/v1/data?access_token=abc123", "method": "POST", "headers": {"Authorization": "Bearer zzz"}}, "type": "Fetch", "timestamp": 100.0, "wallTime": 1.0}}));
+    h.recv(1, 20, json!({"method": "Network.loadingFailed", "params": {"requestId": "R1", "timestamp": 100.25, "type": "Fetch", "errorText": "net::ERR_CONNECTION_REFUSED", "canceled": false}}));
+    h.recv(1, 30, json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R2", "request": {"url": "https://example.com/missing#frag", "method": "GET"}, "type": "Document", "timestamp": 101.0}}));
+    h.recv(1, 40, json!({"method": "Network.responseReceived", "params": {"requestId": "R2", "timestamp": 101.5, "type": "Document", "response": {"url": "https://example.com/missing", "status": 404, "statusText": "Not Found", "headers": {"Set-Cookie": "sid=1"}}}}));
+    h.recv(1, 41, json!({"method": "Network.loadingFinished", "params": {"requestId": "R2", "timestamp": 101.6}}));
+    // A request that succeeds and one that is canceled.
+    h.recv(1, 50, json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R3", "request": {"url": "https://example.com/ok", "method": "GET"}, "type": "Script", "timestamp": 102.0}}));
+    h.recv(1, 51, json!({"method": "Network.responseReceived", "params": {"requestId": "R3", "timestamp": 102.1, "response": {"url": "https://example.com/ok", "status": 200, "statusText": "OK"}}}));
+    h.recv(1, 60, json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R4", "request": {"url": "https://example.com/slow", "method": "GET"}, "type": "XHR", "timestamp": 103.0}}));
+    h.recv(1, 70, json!({"method": "Network.loadingFailed", "params": {"requestId": "R4", "timestamp": 103.01, "errorText": "net::ERR_ABORTED", "canceled": true}}));
+
+    let net = h.of_kind("network");
+    assert_eq!(net.len(), 3, "{net:?}");
+    let refused = &net[0].payload;
+    assert_eq!(refused["method"], "POST");
+    assert_eq!(refused["url"], "https://api.example/v1/data");
+    assert_eq!(refused["resourceType"], "Fetch");
+    assert_eq!(refused["durationMs"], 250);
+    assert!(refused["errorText"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("ERR_CONNECTION_REFUSED"));
+    let missing = &net[1].payload;
+    assert_eq!(missing["status"], 404);
+    assert_eq!(missing["url"], "https://example.com/missing");
+    assert_eq!(missing["method"], "GET");
+    assert_eq!(net[2].payload["url"], "https://example.com/slow");
+    let text = h.journal_text();
+    for leak in ["abc123", "Bearer", "zzz", "sid=1", "frag"] {
+        assert!(!text.contains(leak), "{leak} leaked: {text}");
+    }
+}
+
+#[test]
+fn console_errors_exceptions_and_log_entries() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+    h.recv(1, 10, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "token"}, {"type": "string", "value": jwt}, {"type": "number", "value": 42}], "stackTrace": {"callFrames": [{"url": "https://app.example/main.js?v=1", "lineNumber": 9, "columnNumber": 4, "functionName": "f", "scriptId": "1"}]}}}));
+    h.recv(1, 11, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "log", "args": [{"type": "string", "value": "not evidence"}]}}));
+    h.recv(1, 12, json!({"method": "Runtime.exceptionThrown", "params": {"timestamp": 1.0, "exceptionDetails": {"exceptionId": 1, "text": "Uncaught", "lineNumber": 0, "columnNumber": 7, "url": "https://app.example/boom.js", "exception": {"type": "object", "description": "Error: session=abcdef0123456789 expired\n    at boom.js:1:8"}}}}));
+    h.recv(1, 13, json!({"method": "Log.entryAdded", "params": {"entry": {"source": "network", "level": "error", "text": "Failed to load resource: 500", "url": "https://app.example/api?key=1", "timestamp": 1.0}}}));
+    h.recv(1, 14, json!({"method": "Log.entryAdded", "params": {"entry": {"source": "other", "level": "verbose", "text": "x", "timestamp": 1.0}}}));
+    let c = h.of_kind("console");
+    assert_eq!(c.len(), 3, "{c:?}");
+    assert_eq!(c[0].payload["level"], "error");
+    assert_eq!(c[0].payload["url"], "https://app.example/main.js");
+    assert_eq!(c[0].payload["line"], 10);
+    assert_eq!(c[0].payload["column"], 5);
+    assert!(c[0].payload["text"]
+        .as_str()
+        .unwrap_or_default()
+        .ends_with("42"));
+    assert_eq!(c[1].payload["level"], "exception");
+    assert_eq!(c[2].payload["url"], "https://app.example/api");
+    let text = h.journal_text();
+    assert!(
+        !text.contains(jwt) && !text.contains("abcdef0123456789"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_large_reply_is_judged_by_its_head_and_read_whole_only_when_awaited() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let big = "x".repeat(2 * HEAD);
+    // Awaited: a refused navigation whose error message pushes the reply past the head.
+    h.send(
+        1,
+        10,
+        json!({"id": 5, "method": "Page.navigate", "params": {"url": "https://a.example/"}}),
+    );
+    h.recv(
+        1,
+        20,
+        json!({"id": 5, "error": {"code": -32000, "message": format!("Cannot navigate {big}")}}),
+    );
+    // Not awaited (a command the observer does not record): skipped from the head alone.
+    h.send(1, 30, json!({"id": 6, "method": "DOM.getDocument"}));
+    h.recv(1, 40, json!({"id": 6, "result": {"root": big}}));
+    // An event whose method name ends past the head is read whole, and recorded.
+    let padded = format!(
+        "{{\"method\":\"Runtime.exceptionThrown\",\"pad\":\"{big}\",\"params\":{{\"timestamp\":1,\"exceptionDetails\":{{\"text\":\"Uncaught boom\"}}}}}}"
+    );
+    h.frame(1, Direction::ToClient, 50, &padded);
+    let navs = h.actions("Page.navigate");
+    assert_eq!(navs.len(), 1);
+    assert_eq!(navs[0].status.as_deref(), Some("error"), "{:?}", navs[0]);
+    assert!(h.actions("DOM.getDocument").is_empty());
+    let console = h.of_kind("console");
+    assert!(
+        console.iter().any(|r| r.payload["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("boom"))),
+        "{console:?}"
+    );
+}
+
+#[test]
+fn unanswered_commands_are_interrupted_at_close() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(
+        1,
+        10,
+        json!({"id": 1, "method": "Page.navigate", "params": {"url": "https://slow.example/"}}),
+    );
+    h.send(
+        1,
+        20,
+        json!({"id": 2, "method": "Input.insertText", "params": {"text": "abcd"}}),
+    );
+    h.close(1, SessionEnd::BrowserLost, 500);
+    let navs = h.actions("Page.navigate");
+    assert_eq!(navs[0].status.as_deref(), Some("interrupted"));
+    assert_eq!(navs[0].duration_ms, Some(490));
+    assert_eq!(h.actions("type")[0].status.as_deref(), Some("interrupted"));
+    let life: Vec<_> = h
+        .of_kind("lifecycle")
+        .iter()
+        .map(|r| r.payload["event"].clone())
+        .collect();
+    assert_eq!(life, vec![json!("clientConnected"), json!("upstreamLost")]);
+}
+
+#[test]
+fn pending_timeout_interrupts() {
+    let mut h = Harness::new(ObserverOptions {
+        pending_timeout: Duration::from_secs(30),
+        ..ObserverOptions::default()
+    });
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(1, 0, json!({"id": 1, "method": "Page.reload"}));
+    h.recv(
+        1,
+        60_000,
+        json!({"method": "Page.loadEventFired", "params": {}}),
+    );
+    assert_eq!(
+        h.actions("Page.reload")[0].status.as_deref(),
+        Some("interrupted")
+    );
+    // A late answer finds nothing and records nothing twice.
+    h.recv(1, 61_000, json!({"id": 1, "result": {}}));
+    assert_eq!(h.actions("Page.reload").len(), 1);
+}
+
+const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+#[test]
+fn screenshots_are_withheld_after_typing_until_navigation() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(
+        1,
+        10,
+        json!({"id": 1, "method": "Page.captureScreenshot", "params": {}}),
+    );
+    h.recv(1, 20, json!({"id": 1, "result": {"data": PNG_1X1}}));
+    h.send(
+        1,
+        30,
+        json!({"id": 2, "method": "Input.insertText", "params": {"text": "secret"}}),
+    );
+    h.recv(1, 31, json!({"id": 2, "result": {}}));
+    h.send(
+        1,
+        40,
+        json!({"id": 3, "method": "Page.captureScreenshot", "params": {"format": "jpeg"}}),
+    );
+    h.recv(1, 50, json!({"id": 3, "result": {"data": PNG_1X1}}));
+    // As Chromium reports a fresh navigation: how it started, then its commit.
+    h.recv(1, 59, json!({"method": "Page.frameStartedNavigating", "params": {"frameId": PAGE, "url": "https://x/", "loaderId": "L", "navigationType": "differentDocument"}}));
+    h.recv(1, 60, json!({"method": "Page.frameNavigated", "params": {"frame": {"id": PAGE, "url": "https://x/", "loaderId": "L"}, "type": "Navigation"}}));
+    h.send(
+        1,
+        70,
+        json!({"id": 4, "method": "Page.captureScreenshot", "params": {}}),
+    );
+    h.recv(1, 80, json!({"id": 4, "result": {"data": PNG_1X1}}));
+    let shots = h.actions("Page.captureScreenshot");
+    assert_eq!(shots.len(), 3);
+    assert_eq!(shots[0].artifacts.len(), 1);
+    assert!(shots[1].artifacts.is_empty(), "withheld after typing");
+    assert_eq!(
+        shots[1].payload["detail"]["screenshotWithheld"],
+        "typing into a sensitive or unidentified field since the last navigation"
+    );
+    assert_eq!(
+        shots[2].artifacts.len(),
+        1,
+        "allowed again after navigation"
+    );
+    let path = h
+        .store
+        .artifact_path(&h.run_id, &shots[0].artifacts[0])
+        .expect("confined");
+    assert_eq!(std::fs::read(path).expect("artifact")[1..4], *b"PNG");
+}
+
+#[test]
+fn screencast_frames_are_sampled_and_can_be_switched_off() {
+    for screenshots in [true, false] {
+        let mut h = Harness::with_screenshots(ObserverOptions::default(), screenshots);
+        h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+        for i in 0..10u64 {
+            h.recv(1, i * 500, json!({"method": "Page.screencastFrame", "params": {"data": PNG_1X1, "sessionId": i, "metadata": {}}}));
+        }
+        let frames = h.actions("Page.screencastFrame");
+        // 0 .. 4.5 s at one frame per 2 s: 0, 2, 4 s.
+        assert_eq!(frames.len(), if screenshots { 3 } else { 0 });
+    }
+}
+
+#[test]
+fn malformed_and_hostile_frames_are_ignored() {
+    let mut h = Harness::new(ObserverOptions {
+        max_pending: 8,
+        ..ObserverOptions::default()
+    });
+    h.open(1, "/devtools/page/P", 0);
+    for bad in [
+        "",
+        "{",
+        "[]",
+        "null",
+        "{\"id\":1e999}",
+        "{\"id\":-5,\"method\":\"Page.reload\"}",
+        "{\"id\":1,\"method\":\"Page.navigate\",\"params\":{\"url\":7}}",
+        "{\"method\":\"Network.loadingFailed\",\"params\":[]}",
+        "{\"method\":\"Runtime.consoleAPICalled\",\"params\":{\"type\":\"error\",\"args\":\"x\"}}",
+    ] {
+        h.frame(1, Direction::ToBrowser, 1, bad);
+        h.frame(1, Direction::ToClient, 1, bad);
+    }
+    // Frames for unknown connections are ignored too.
+    h.send(99, 2, json!({"id": 1, "method": "Page.reload"}));
+    // The pending table is bounded.
+    for id in 0..20 {
+        h.send(1, 3, json!({"id": id, "method": "Page.reload"}));
+    }
+    assert_eq!(h.observer.dropped(), 12);
+    h.handle(TapEvent::Finish { at: t(10) });
+    assert_eq!(h.actions("Page.reload").len(), 8);
+    let _ = &h.sanitizer;
+}
+
+/// A page seen by two sessions of one connection and by a second connection (an agent's own
+/// DevTools model, a second client): each console message and each failed request is recorded
+/// once.
+#[test]
+fn page_events_are_recorded_once_per_page() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/b", 0);
+    for sid in ["S1", "S2"] {
+        h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": sid, "targetInfo": {"targetId": PAGE, "type": "page", "url": "https://a.test/", "title": "t"}}}));
+    }
+    h.open(2, &format!("/devtools/page/{PAGE}"), 2);
+    let console = |sid: Option<&str>| {
+        let mut m = json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "boom"}], "timestamp": 1700000000123.5, "executionContextId": 1}});
+        if let Some(s) = sid {
+            m["sessionId"] = json!(s);
+        }
+        m
+    };
+    h.recv(1, 10, console(Some("S1")));
+    h.recv(1, 11, console(Some("S2")));
+    h.recv(2, 12, console(None));
+    // The same text at another moment is another message.
+    let mut later = console(None);
+    later["params"]["timestamp"] = json!(1700000000999.0);
+    h.recv(2, 13, later);
+    for (conn, sid) in [(1, Some("S1")), (1, Some("S2")), (2, None)] {
+        let mut sent = json!({"method": "Network.requestWillBeSent", "params": {"requestId": "42.7", "request": {"url": "https://a.test/missing?token=1", "method": "GET"}, "type": "Fetch", "timestamp": 1.0}});
+        let mut resp = json!({"method": "Network.responseReceived", "params": {"requestId": "42.7", "type": "Fetch", "timestamp": 1.2, "response": {"status": 404, "statusText": "Not Found", "url": "https://a.test/missing?token=1"}}});
+        if let Some(s) = sid {
+            sent["sessionId"] = json!(s);
+            resp["sessionId"] = json!(s);
+        }
+        h.recv(conn, 20, sent);
+        h.recv(conn, 21, resp);
+    }
+    assert_eq!(h.of_kind("console").len(), 2);
+    assert_eq!(h.of_kind("network").len(), 1);
+}
+
+/// A noisy page: thousands of the same console error and the same failed request are recorded
+/// ten times each, plus one record with the count and the first and last time of the rest; a
+/// repeat triggers no frame (it does not join the failures waiting for the relay's own
+/// observer's frame of the page).
+#[test]
+fn repeated_console_errors_and_failures_fold_into_a_count() {
+    let mut h = Harness::new(ObserverOptions::default());
+    observed(&h.observer.pages, PAGE);
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    for i in 0..3000u64 {
+        h.recv(1, 10 + i, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "noisy ?token=abc"}], "timestamp": 1700000000000.0 + i as f64, "executionContextId": 1}}));
+        let id = format!("9.{i}");
+        h.recv(1, 10 + i, json!({"method": "Network.requestWillBeSent", "params": {"requestId": id, "request": {"url": format!("https://a.test/poll?n={i}"), "method": "GET"}, "type": "XHR", "timestamp": 1.0}}));
+        h.recv(1, 10 + i, json!({"method": "Network.loadingFailed", "params": {"requestId": id, "type": "XHR", "timestamp": 1.1, "errorText": "net::ERR_FAILED"}}));
+    }
+    // The failures that waited for the observer's frame, written as a frame would carry them.
+    let held = h.observer.pages.unobserve(PAGE).expect("a frame wanted");
+    let triggers = held.group.len();
+    for r in held.group {
+        h.run.append(r).expect("append a held failure");
+    }
+    // A different message is its own event.
+    h.recv(1, 5000, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "other"}], "timestamp": 1.0, "executionContextId": 1}}));
+    let console = h.of_kind("console");
+    let texts: Vec<&str> = console
+        .iter()
+        .map(|r| r.payload["text"].as_str().unwrap())
+        .collect();
+    let kept = crate::once::RECORDED_BEFORE_FOLDING as usize;
+    assert_eq!(texts.len(), kept + 2, "{texts:?}");
+    let first = &console[0];
+    assert!(first.repeat.is_none());
+    let repeat = console.iter().find(|r| r.repeat.is_some()).unwrap();
+    assert_eq!(repeat.payload["text"], first.payload["text"]);
+    let rep = repeat.repeat.as_ref().unwrap();
+    assert_eq!(rep.count, 3000 - kept as u64);
+    assert_eq!(
+        rep.first_at.as_deref(),
+        Some(repeat.started_at.as_deref().unwrap())
+    );
+    assert_eq!(repeat.duration_ms, Some(3000 - kept as u64 - 1));
+    let network = h.of_kind("network");
+    assert_eq!(network.len(), kept + 1);
+    let folded = network[kept].repeat.as_ref().unwrap();
+    assert_eq!(folded.count, 3000 - kept as u64);
+    assert_eq!(network[kept].payload["url"], "https://a.test/poll");
+    assert!(!h.journal_text().contains("token=abc"));
+    assert!(
+        triggers <= 2 * kept,
+        "a repeat triggers no frame: {triggers}"
+    );
+}
+
+/// When the active observer covers a page, the passive observer leaves its page events to it.
+#[test]
+fn covered_pages_leave_page_events_to_the_active_observer() {
+    let mut h = Harness::new(ObserverOptions::default());
+    let pages = h.observer.pages.clone();
+    pages.cover(PAGE);
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.recv(1, 10, json!({"method": "Runtime.exceptionThrown", "params": {"timestamp": 5.0, "exceptionDetails": {"text": "Uncaught", "lineNumber": 0, "columnNumber": 0}}}));
+    assert!(h.of_kind("console").is_empty());
+    pages.unobserve(PAGE);
+    h.recv(1, 11, json!({"method": "Runtime.exceptionThrown", "params": {"timestamp": 6.0, "exceptionDetails": {"text": "Uncaught", "lineNumber": 0, "columnNumber": 0}}}));
+    assert_eq!(h.of_kind("console").len(), 1);
+}
+
+/// Issue 15, item 6: typing the observer used to miss. Each spelling is registered before the
+/// next frame is handled (the echo after it is masked) and becomes a typing step.
+#[test]
+fn typing_in_any_spelling_is_registered_and_recorded() {
+    let nested =
+        json!({"id": 70, "method": "Input.insertText", "params": {"text": "Secr3tNested"}});
+    let cases = [
+        r#"{"params":{"text":"Secr3tParams"},"id":1,"method":"Input.insertText"}"#.to_owned(),
+        r#"{"sessionId":"UNSEEN","id":1,"method":"Input.insertText","params":{"text":"Secr3tSession"}}"#.to_owned(),
+        r#"{"id":1,"method":"Input.insert\u0054ext","params":{"text":"Secr3tEscape"}}"#.to_owned(),
+        r#"{"id":1,"method":"DOM.setAttributeValue","params":{"nodeId":1,"name":"VALUE","value":"Secr3tUpper"}}"#.to_owned(),
+        r#"{"id":1,"method":"DOM.setAttributesAsText","params":{"nodeId":1,"text":"value=\"Secr3tAsText\""}}"#.to_owned(),
+        r#"{"id":1,"method":"Page.enable","method":"Input.insertText","params":{"text":"Secr3tDuplicate"}}"#.to_owned(),
+        json!({"id": 1, "method": "Target.sendMessageToTarget",
+            "params": {"sessionId": "NONFLAT", "message": nested.to_string()}})
+        .to_string(),
+    ];
+    for raw in &cases {
+        let mut h = Harness::new(ObserverOptions::default());
+        h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+        h.frame(1, Direction::ToBrowser, 10, raw);
+        let typed = raw
+            .split("Secr3t")
+            .nth(1)
+            .and_then(|rest| rest.split(['"', '\\']).next())
+            .map(|tail| format!("Secr3t{tail}"))
+            .expect("a planted literal");
+        h.recv(1, 12, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": format!("live {typed}")}], "executionContextId": 1, "timestamp": 1.0}}));
+        h.recv(1, 14, json!({"id": 1, "result": {}}));
+        h.close(1, SessionEnd::ClientClosed, 5000);
+        let console = h.of_kind("console");
+        assert_eq!(console.len(), 1, "{raw}");
+        assert_eq!(console[0].payload["text"], "live ${TYPED_1}", "{raw}");
+        let typing = h.actions("type");
+        assert_eq!(typing.len(), 1, "{raw}: {typing:?}");
+        assert_eq!(
+            typing[0].payload["input"]["chars"],
+            typed.chars().count(),
+            "{raw}"
+        );
+        assert!(!h.journal_text().contains("Secr3t"), "{raw}");
+    }
+}
+
+/// A named key is a press, not typing, in any spelling; an IME composition is protected but
+/// not counted (the insertion that commits it is).
+#[test]
+fn presses_and_compositions() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(1, 10, json!({"params": {"type": "keyDown", "key": "Enter", "text": "\r"}, "method": "Input.dispatchKeyEvent", "id": 1}));
+    h.recv(1, 11, json!({"id": 1, "result": {}}));
+    h.send(1, 20, json!({"id": 2, "method": "Input.imeSetComposition", "params": {"text": "かなかな漢字", "selectionStart": 6, "selectionEnd": 6}}));
+    h.recv(1, 21, json!({"id": 2, "result": {}}));
+    h.recv(1, 22, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "composing かなかな漢字"}], "executionContextId": 1, "timestamp": 2.0}}));
+    h.close(1, SessionEnd::ClientClosed, 5000);
+    assert_eq!(h.actions("press").len(), 1);
+    assert!(h.actions("type").is_empty());
+    let console = h.of_kind("console");
+    assert_eq!(console[0].payload["text"], "composing ${TYPED_1}");
+}
+
+/// The fuzz target's seeds, replayed the way `fuzz/fuzz_targets/observer_frames.rs` reads them:
+/// none may panic, and the typing seed's literals are registered (so the seeds keep exercising
+/// what they were written for).
+#[test]
+fn fuzz_seeds_replay() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/observer_frames");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("seeds") {
+        let path = entry.expect("entry").path();
+        let data = std::fs::read(&path).expect("seed");
+        let sanitizer = Arc::new(Sanitizer::new());
+        let mut obs = Observer::new(
+            Arc::new(Pages::new(sanitizer.clone(), true)),
+            ObserverOptions::default(),
+        );
+        for (i, chunk) in data.split(|b| *b == 0xFF).enumerate() {
+            let Some((&ctl, body)) = chunk.split_first() else {
+                continue;
+            };
+            let conn = u64::from(ctl & 0x03);
+            let at = t(i as u64 * 37);
+            match ctl >> 5 {
+                0 => obs.handle(TapEvent::Opened {
+                    conn,
+                    path: String::from_utf8_lossy(body).into_owned(),
+                    at,
+                }),
+                1 => obs.handle(TapEvent::Closed {
+                    conn,
+                    how: SessionEnd::BrowserLost,
+                    at,
+                }),
+                _ => {
+                    let dir = if ctl & 0x04 == 0 {
+                        Direction::ToBrowser
+                    } else {
+                        Direction::ToClient
+                    };
+                    let payload = if ctl & 0x08 == 0 {
+                        Payload::text(body.to_vec())
+                    } else {
+                        Payload::binary(body.to_vec())
+                    };
+                    obs.handle(TapEvent::Frame {
+                        conn,
+                        dir,
+                        at,
+                        payload,
+                    });
+                }
+            }
+        }
+        obs.handle(TapEvent::Finish { at: t(3_600_000) });
+        let _ = obs.take();
+        if path.ends_with("non_flat_session") {
+            let out = sanitizer.text("live Secr3tNonFlat");
+            assert_eq!(out.as_str(), "live ${TYPED_1}");
+        }
+        if path.ends_with("typing_any_spelling") {
+            for planted in [
+                "Secr3tParams",
+                "Secr3tEscape",
+                "Secr3tNested",
+                "Secr3tUpper",
+                "Secr3tNode",
+            ] {
+                let out = sanitizer.text(&format!("live {planted}"));
+                assert!(
+                    !out.as_str().contains("Secr3t"),
+                    "{planted}: {}",
+                    out.as_str()
+                );
+            }
+        }
+        seen += 1;
+    }
+    assert!(seen >= 4, "{seen} seeds in {}", dir.display());
+}
+
+/// Typing into a page through a non-flat session, emptied between values by commands on a flat
+/// session to the same page: each value is a burst of its own (a burst's echo protection holds
+/// for continuations of what it typed, not for text typed after the field changed).
+#[test]
+fn a_command_to_the_page_ends_bursts_typing_into_it_through_other_sessions() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/b", 0);
+    for sid in ["FLAT", "NONFLAT"] {
+        h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": sid, "targetInfo": {"targetId": PAGE, "type": "page", "url": "https://a.test/", "title": "t"}, "waitingForDebugger": false}}));
+    }
+    let mut id = 10;
+    for (i, value) in ["FirstVal1", "SecondVal2", "ThirdVal3"].iter().enumerate() {
+        let ms = 100 + i as u64 * 100;
+        h.send(1, ms, json!({"id": id, "sessionId": "FLAT", "method": "Runtime.evaluate", "params": {"expression": "f.value = ''"}}));
+        h.recv(
+            1,
+            ms + 1,
+            json!({"id": id, "sessionId": "FLAT", "result": {}}),
+        );
+        id += 1;
+        let inner = json!({"id": 900 + i, "method": "Input.insertText", "params": {"text": value}});
+        h.send(1, ms + 2, json!({"id": id, "method": "Target.sendMessageToTarget", "params": {"sessionId": "NONFLAT", "message": inner.to_string()}}));
+        h.recv(1, ms + 3, json!({"id": id, "result": {}}));
+        id += 1;
+        h.recv(1, ms + 4, json!({"method": "Runtime.consoleAPICalled", "sessionId": "FLAT", "params": {"type": "error", "args": [{"type": "string", "value": format!("live {value}")}], "executionContextId": 1, "timestamp": 1.0 + i as f64}}));
+    }
+    h.send(1, 900, json!({"id": 99, "sessionId": "FLAT", "method": "Runtime.evaluate", "params": {"expression": "1"}}));
+    h.recv(1, 901, json!({"id": 99, "sessionId": "FLAT", "result": {}}));
+    h.close(1, SessionEnd::ClientClosed, 5000);
+    let typing = h.actions("type");
+    assert_eq!(typing.len(), 3, "{typing:?}");
+    assert!(
+        typing.iter().all(|t| t.status.as_deref() == Some("ok")),
+        "{typing:?}"
+    );
+    let text = h.journal_text();
+    assert!(!text.contains("Val"), "{text}");
+}
+
+/// Two clients on one page (issue 26, item 15: DevTools reads the page after every keystroke).
+/// Another client's reads do not split the burst one client types: its screenshots, its
+/// evaluations (which may have emptied the field: what is typed after one is protected from
+/// there on), and side-effect-free evaluations from the typist itself. Another client's input
+/// ends it, however many connections are open.
+#[test]
+fn another_clients_reads_do_not_split_a_burst_but_its_input_does() {
+    let mut h = Harness::new(ObserverOptions::default());
+    let page = format!("/devtools/page/{PAGE}");
+    for conn in 1..=40 {
+        h.open(conn, &page, 0);
+    }
+    let (typist, reader) = (7, 30);
+    let mut id = 10;
+    let mut ms = 100;
+    let mut next = |step: u64| {
+        id += 1;
+        ms += step;
+        (id, ms)
+    };
+    for value in ["FirstVal1", "SecondVal2"] {
+        let (i, t) = next(10);
+        h.send(
+            typist,
+            t,
+            json!({"id": i, "method": "Input.insertText", "params": {"text": value}}),
+        );
+        h.recv(typist, t + 1, json!({"id": i, "result": {}}));
+        // The page echoes what the field holds after the other client's evaluation, which
+        // emptied it (or only read it: nobody can tell).
+        h.recv(reader, t + 2, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": format!("live {value}")}], "executionContextId": 1, "timestamp": t as f64}}));
+        let (i, t) = next(10);
+        h.send(reader, t, json!({"id": i, "method": "Runtime.evaluate", "params": {"expression": "f.value = ''"}}));
+        h.recv(reader, t + 1, json!({"id": i, "result": {}}));
+        let (i, t) = next(10);
+        h.send(
+            reader,
+            t,
+            json!({"id": i, "method": "Page.captureScreenshot", "params": {}}),
+        );
+        h.recv(
+            reader,
+            t + 1,
+            json!({"id": i, "result": {"data": "aGVsbG8="}}),
+        );
+        let (i, t) = next(10);
+        h.send(typist, t, json!({"id": i, "method": "Runtime.evaluate", "params": {"expression": "window.getNodeForIndex(3)", "throwOnSideEffect": true}}));
+        h.recv(typist, t + 1, json!({"id": i, "result": {}}));
+    }
+    // Input from the other client ends the burst; the next value is a step of its own.
+    let (i, t) = next(10);
+    h.send(reader, t, json!({"id": i, "method": "Input.dispatchMouseEvent", "params": {"type": "mousePressed", "x": 5, "y": 5, "button": "left", "clickCount": 1}}));
+    h.recv(reader, t + 1, json!({"id": i, "result": {}}));
+    let (i, t) = next(10);
+    h.send(
+        typist,
+        t,
+        json!({"id": i, "method": "Input.insertText", "params": {"text": "ThirdVal3"}}),
+    );
+    h.recv(typist, t + 1, json!({"id": i, "result": {}}));
+    for conn in 1..=40 {
+        h.close(conn, SessionEnd::ClientClosed, 5000);
+    }
+    let typing = h.actions("type");
+    let chars: Vec<&serde_json::Value> = typing
+        .iter()
+        .map(|t| &t.payload["input"]["chars"])
+        .collect();
+    assert_eq!(chars, [&json!(19), &json!(9)], "{typing:?}");
+    let console = h.of_kind("console");
+    assert_eq!(console.len(), 2, "{console:?}");
+    for c in &console {
+        let text = c.payload["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with("live ${TYPED_"), "{text}");
+    }
+    assert_eq!(h.actions("Runtime.evaluate").len(), 4);
+    let text = h.journal_text();
+    assert!(!text.contains("Val"), "{text}");
+}
+
+/// What the client's own traffic tells the veto without the relay's observer: a `Page.navigate`
+/// reply naming a loader is a fresh document; one without (a `#hash`) or with an error (a 204,
+/// a download) commits none, and neither does a history step or a reload command by itself.
+#[test]
+fn only_a_fresh_document_lifts_the_veto_without_the_observer() {
+    struct Client {
+        h: Harness,
+        id: u64,
+        now: u64,
+    }
+    impl Client {
+        fn step(&mut self, method: &str, params: serde_json::Value, result: serde_json::Value) {
+            self.id += 1;
+            self.now += 10;
+            let (id, now) = (self.id, self.now);
+            self.h.send(
+                1,
+                now,
+                json!({"id": id, "method": method, "params": params}),
+            );
+            self.h.recv(1, now + 5, json!({"id": id, "result": result}));
+        }
+        fn shot_kept(&mut self) -> bool {
+            self.step(
+                "Page.captureScreenshot",
+                json!({}),
+                json!({"data": PNG_1X1}),
+            );
+            let shots = self.h.actions("Page.captureScreenshot");
+            !shots
+                .last()
+                .expect("a screenshot step")
+                .artifacts
+                .is_empty()
+        }
+    }
+    let mut c = Client {
+        h: Harness::new(ObserverOptions::default()),
+        id: 0,
+        now: 0,
+    };
+    c.h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    c.step(
+        "Input.insertText",
+        json!({"text": "4111111111111111"}),
+        json!({}),
+    );
+    assert!(!c.shot_kept(), "typed into an unidentified field");
+    let page = |extra: serde_json::Value| {
+        let mut v = json!({"frameId": PAGE, "isDownload": false});
+        v.as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        v
+    };
+    c.step(
+        "Page.navigate",
+        json!({"url": "https://x/pay#receipt"}),
+        page(json!({})),
+    );
+    assert!(!c.shot_kept(), "a #hash is the same document");
+    c.step(
+        "Page.navigate",
+        json!({"url": "https://x/204"}),
+        page(json!({"loaderId": "L1", "errorText": "net::ERR_ABORTED"})),
+    );
+    assert!(!c.shot_kept(), "a 204 commits nothing");
+    c.step(
+        "Page.navigate",
+        json!({"url": "https://x/dl"}),
+        page(json!({"loaderId": "L2", "errorText": "net::ERR_ABORTED", "isDownload": true})),
+    );
+    assert!(!c.shot_kept(), "a download commits nothing");
+    c.step(
+        "Page.navigateToHistoryEntry",
+        json!({"entryId": 3}),
+        json!({}),
+    );
+    assert!(!c.shot_kept(), "a history step says nothing by itself");
+    c.step("Page.reload", json!({}), json!({}));
+    assert!(!c.shot_kept(), "nor does a reload command");
+    c.step(
+        "Page.navigate",
+        json!({"url": "https://x/next"}),
+        page(json!({"loaderId": "L3"})),
+    );
+    assert!(c.shot_kept(), "a fresh document");
+}
+
+/// Types "abc" into PAGE at 100–120 ms (`before` reported and registered at 0 ms) and ends the
+/// burst with another command at 500 ms; `late` (a kind and when it was reported) is registered
+/// only after the first keystroke, as a focus report that lost its race would be. The step's
+/// `input` member.
+fn typed_with_focus(
+    before: Option<cdp_sanitize::InputType>,
+    late: Option<(cdp_sanitize::InputType, u64)>,
+) -> serde_json::Value {
+    use crate::capture::FieldKind;
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let pages = h.observer.pages.clone();
+    if let Some(kind) = before {
+        pages.focused_at(PAGE, Some(FieldKind::Input(kind)), t(0));
+    }
+    for (i, ch) in "abc".chars().enumerate() {
+        let id = i as u64 + 1;
+        let ms = 100 + i as u64 * 10;
+        h.send(
+            1,
+            ms,
+            json!({"id": id, "method": "Input.insertText", "params": {"text": ch.to_string()}}),
+        );
+        h.recv(1, ms + 2, json!({"id": id, "result": {}}));
+        if let (0, Some((kind, at))) = (i, late) {
+            pages.focused_at(PAGE, Some(FieldKind::Input(kind)), t(at));
+        }
+    }
+    h.send(
+        1,
+        500,
+        json!({"id": 9, "method": "Runtime.evaluate", "params": {"expression": "1"}}),
+    );
+    h.recv(
+        1,
+        501,
+        json!({"id": 9, "result": {"result": {"type": "number", "value": 1}}}),
+    );
+    h.observer.tick(t(10_000));
+    let typing = h.actions("type");
+    assert_eq!(typing.len(), 1, "{typing:?}");
+    assert_eq!(typing[0].payload["input"]["chars"], 3);
+    typing[0].payload["input"].clone()
+}
+
+#[test]
+fn a_focus_report_registered_after_the_first_keystroke_still_types_the_burst() {
+    use cdp_sanitize::InputType::{Email, Password, Text};
+    let kind = |before, late| typed_with_focus(before, late)["inputType"].clone();
+    // Reported (by arrival) before the typing, registered after its first keystroke.
+    assert_eq!(kind(None, Some((Email, 95))), "email");
+    // No report at all: unidentified, as before.
+    assert_eq!(kind(None, None), "unknown");
+    // A focus reported after the burst started is another field's: not this burst's type.
+    assert_eq!(kind(None, Some((Email, 300))), "unknown");
+    // Typed by a stale report: the late one may make it more sensitive, never less.
+    assert_eq!(kind(Some(Text), Some((Password, 98))), "password");
+    assert_eq!(kind(Some(Password), Some((Text, 98))), "password");
+    // On time: nothing to refine.
+    assert_eq!(kind(Some(Email), None), "email");
+}
+
+/// Issue 26, item 14 (pyppeteer 2.0.0): a client on a non-flat session wraps every command in
+/// `Target.sendMessageToTarget` and hears answers and events in
+/// `Target.receivedMessageFromTarget`. Its navigation, clicks, screenshot, two fields' typing
+/// and what the page reports are recorded as for a flat client; a wrapper the browser refuses
+/// answers the command it carried.
+#[test]
+fn a_non_flat_session_is_read_like_a_flat_one() {
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/b", 0);
+    h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": "NF", "targetInfo": {"targetId": PAGE, "type": "page", "url": "about:blank", "title": ""}, "waitingForDebugger": false}}));
+    let mut outer = 100;
+    let mut send = |h: &mut Harness, ms: u64, inner: serde_json::Value| {
+        outer += 1;
+        h.send(1, ms, json!({"id": outer, "method": "Target.sendMessageToTarget", "params": {"sessionId": "NF", "message": inner.to_string()}}));
+        h.recv(1, ms + 1, json!({"id": outer, "result": {}}));
+    };
+    let answer = |h: &mut Harness, ms: u64, inner: serde_json::Value| {
+        h.recv(1, ms, json!({"method": "Target.receivedMessageFromTarget", "params": {"sessionId": "NF", "message": inner.to_string(), "targetId": PAGE}}));
+    };
+    send(
+        &mut h,
+        10,
+        json!({"id": 1, "method": "Page.navigate", "params": {"url": "https://a.test/form?token=x"}}),
+    );
+    answer(
+        &mut h,
+        40,
+        json!({"id": 1, "result": {"frameId": PAGE, "loaderId": "L1"}}),
+    );
+    answer(
+        &mut h,
+        41,
+        json!({"method": "Page.frameNavigated", "params": {"frame": {"id": PAGE, "loaderId": "L1", "url": "https://a.test/form"}, "type": "Navigation"}}),
+    );
+    // Before any typing: the screenshot is kept.
+    send(
+        &mut h,
+        50,
+        json!({"id": 2, "method": "Page.captureScreenshot", "params": {}}),
+    );
+    answer(
+        &mut h,
+        60,
+        json!({"id": 2, "result": {"data": "aGVsbG8gd29ybGQ="}}),
+    );
+    let mut inner = 10;
+    for (i, (x, value)) in [(20, "AlphaField1"), (80, "BetaField2")].iter().enumerate() {
+        let ms = 100 + i as u64 * 300;
+        for (k, kind) in ["mousePressed", "mouseReleased"].iter().enumerate() {
+            inner += 1;
+            send(
+                &mut h,
+                ms + k as u64,
+                json!({"id": inner, "method": "Input.dispatchMouseEvent", "params": {"type": kind, "x": x, "y": 20, "button": "left", "clickCount": 1}}),
+            );
+            answer(
+                &mut h,
+                ms + 5 + k as u64,
+                json!({"id": inner, "result": {}}),
+            );
+        }
+        for (j, ch) in value.chars().enumerate() {
+            let at = ms + 10 + j as u64 * 5;
+            inner += 1;
+            send(
+                &mut h,
+                at,
+                json!({"id": inner, "method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", "key": ch.to_string(), "text": ch.to_string()}}),
+            );
+            answer(&mut h, at + 2, json!({"id": inner, "result": {}}));
+            inner += 1;
+            send(
+                &mut h,
+                at + 3,
+                json!({"id": inner, "method": "Input.dispatchKeyEvent", "params": {"type": "keyUp", "key": ch.to_string()}}),
+            );
+            answer(&mut h, at + 4, json!({"id": inner, "result": {}}));
+        }
+        answer(
+            &mut h,
+            ms + 200,
+            json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": format!("live {value}")}], "executionContextId": 1, "timestamp": 1.0 + i as f64}}),
+        );
+    }
+    // After typing: the screenshot is withheld, and says so.
+    send(
+        &mut h,
+        900,
+        json!({"id": 90, "method": "Page.captureScreenshot", "params": {}}),
+    );
+    answer(
+        &mut h,
+        910,
+        json!({"id": 90, "result": {"data": "aGVsbG8gd29ybGQ="}}),
+    );
+    // A failed request the page reports through the wrapper.
+    answer(
+        &mut h,
+        920,
+        json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R1", "request": {"url": "https://a.test/api?token=x", "method": "POST"}, "type": "Fetch", "timestamp": 1.0}}),
+    );
+    answer(
+        &mut h,
+        930,
+        json!({"method": "Network.loadingFailed", "params": {"requestId": "R1", "errorText": "net::ERR_CONNECTION_REFUSED", "type": "Fetch", "timestamp": 1.1}}),
+    );
+    // The browser refuses a wrapper (the session is gone): the command it carried has failed.
+    h.send(1, 950, json!({"id": 500, "method": "Target.sendMessageToTarget", "params": {"sessionId": "NF", "message": json!({"id": 91, "method": "Page.reload", "params": {}}).to_string()}}));
+    h.recv(
+        1,
+        951,
+        json!({"id": 500, "error": {"code": -32602, "message": "No session with given id"}}),
+    );
+    h.close(1, SessionEnd::ClientClosed, 5000);
+
+    let navs = h.actions("Page.navigate");
+    assert_eq!(navs.len(), 1, "{navs:?}");
+    assert_eq!(navs[0].payload["url"], "https://a.test/form");
+    assert_eq!(navs[0].duration_ms, Some(30));
+    assert!(navs[0].target.is_some());
+    assert_eq!(h.actions("click").len(), 2);
+    let shots = h.actions("Page.captureScreenshot");
+    assert_eq!(shots.len(), 2, "{shots:?}");
+    assert_eq!(shots[0].artifacts.len(), 1, "{shots:?}");
+    assert!(shots[1].artifacts.is_empty());
+    assert!(shots[1].payload["detail"]["screenshotWithheld"].is_string());
+    let typing = h.actions("type");
+    let chars: Vec<&serde_json::Value> = typing
+        .iter()
+        .map(|t| &t.payload["input"]["chars"])
+        .collect();
+    assert_eq!(chars, [&json!(11), &json!(10)], "{typing:?}");
+    let console = h.of_kind("console");
+    assert_eq!(console.len(), 2, "{console:?}");
+    assert!(console.iter().all(|c| c.payload["text"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("live ${TYPED_"))));
+    let failed = h.of_kind("network");
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    let reload = h.actions("Page.reload");
+    assert_eq!(reload.len(), 1);
+    assert_eq!(reload[0].status.as_deref(), Some("error"));
+    let text = h.journal_text();
+    assert!(!text.contains("Field") && !text.contains("token"), "{text}");
+}
+
+/// Wrappers inside wrappers are read up to four deep, on the session the innermost names;
+/// deeper nesting, a wrapper naming no session and a message that is no JSON are ignored.
+#[test]
+fn nested_wrappers_are_read_within_bounds() {
+    let nest = |inner: serde_json::Value, levels: usize, id: u64| {
+        let mut m = inner.to_string();
+        for level in 0..levels {
+            m = json!({"id": id * 10 + level as u64, "method": "Target.sendMessageToTarget",
+                "params": {"sessionId": format!("S{level}"), "message": m}})
+            .to_string();
+        }
+        m
+    };
+    let mut h = Harness::new(ObserverOptions::default());
+    h.open(1, "/devtools/browser/b", 0);
+    for (id, levels) in [(1u64, 2usize), (2, 4), (3, 5), (4, 9)] {
+        let inner = json!({"id": id, "method": "Page.navigate", "params": {"url": format!("https://a.test/{levels}")}});
+        h.frame(1, Direction::ToBrowser, 10 * id, &nest(inner, levels, id));
+        // The innermost wrapper, the first made, names S0.
+        let answer = json!({"id": id, "result": {"frameId": "F", "loaderId": format!("L{id}")}});
+        let wrapped = json!({"method": "Target.receivedMessageFromTarget",
+            "params": {"sessionId": "S0", "message": answer.to_string()}});
+        h.recv(1, 10 * id + 5, wrapped);
+    }
+    h.send(1, 100, json!({"id": 9, "method": "Target.sendMessageToTarget", "params": {"message": "{\"id\":1,\"method\":\"Page.reload\"}"}}));
+    h.send(1, 101, json!({"id": 10, "method": "Target.sendMessageToTarget", "params": {"sessionId": "S0", "message": "not json"}}));
+    h.recv(1, 102, json!({"method": "Target.receivedMessageFromTarget", "params": {"sessionId": "S0", "message": "[1,"}}));
+    h.close(1, SessionEnd::ClientClosed, 5000);
+    let urls: Vec<String> = h
+        .actions("Page.navigate")
+        .iter()
+        .map(|r| format!("{} {}", r.payload["url"], r.status.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        urls,
+        ["\"https://a.test/2\" ok", "\"https://a.test/4\" ok"],
+        "{urls:?}"
+    );
+    assert!(h.actions("Page.reload").is_empty());
+}

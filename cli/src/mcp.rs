@@ -1,0 +1,282 @@
+//! `cdp-relay mcp [RELAY FLAGS] [-- COMMAND [ARGS...]]`: an MCP server on stdio for an agent.
+//!
+//! Starts a browser behind the relay exactly like `launch` (or relays `--upstream`), with the
+//! evidence pipeline and the observer on, then the MCP gateway (`cdp_relay::mcp`) wrapping
+//! COMMAND, and serves the agent until it closes stdin or a signal arrives. On the way out:
+//! the gateway stops the wrapped server, the run is finalized and rendered, the browser stops.
+//!
+//! Starting and stopping the browser, relay and pipeline happens here and only here
+//! ([`Relayed`]), through the library's [`Recording`], as `launch` and `serve` do.
+//!
+//! stdout is the MCP session: nothing else is ever written to it. Logs go to stderr.
+
+use super::signals::Shutdown;
+use super::RelayArgs;
+use cdp_relay::{Browser, EvidenceNeed, LaunchConfig, Recording};
+use cdp_relay_mcp::{ChildCommand, Endpoints, Gateway, GatewayConfig, StopReason};
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Where `mcp` listens by default: any free port (each agent gets its own relay).
+const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
+/// Flags of `cdp-relay mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Relay this running Chromium's DevTools endpoint instead of launching one
+    /// (e.g. http://127.0.0.1:9222).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["browser", "headed", "browser_arg"])]
+    pub upstream: Option<String>,
+
+    /// Chromium executable. Default: $CDP_RELAY_BROWSER, then chromium, chromium-browser,
+    /// google-chrome, google-chrome-stable on PATH.
+    #[arg(long, value_name = "PATH")]
+    pub browser: Option<PathBuf>,
+
+    /// Show the browser window instead of running headless.
+    #[arg(long)]
+    pub headed: bool,
+
+    /// An extra argument for Chromium (repeatable; `--browser-arg=--lang=fr`).
+    #[arg(long = "browser-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub browser_arg: Vec<String>,
+
+    /// Seconds the wrapped MCP server gets to answer `initialize`.
+    #[arg(long, value_name = "SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub init_timeout: u64,
+
+    #[command(flatten)]
+    pub relay: RelayArgs,
+
+    /// The MCP server to wrap and its arguments, after `--`. `{cdp_url}` (the relay's
+    /// http endpoint) and `{ws_url}` (the browser's websocket URL through the relay) are
+    /// substituted; CDP_RELAY_URL is set in its environment. Without it, only the evidence
+    /// tools, relay_endpoint and the evidence resources are served.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Runs the command: stdio is the agent's MCP session.
+pub(crate) fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
+    let rt = super::runtime(args.relay.threads)?;
+    let out = rt.block_on(serve(args));
+    // A read of stdin may still be parked in a blocking thread: do not wait for it.
+    rt.shutdown_timeout(Duration::from_millis(200));
+    out
+}
+
+/// The browser (when launched) and the [`Recording`] in front of it: started and stopped here.
+struct Relayed {
+    browser: Option<Browser>,
+    recording: Recording,
+    /// The evidence root, when evidence is on.
+    evidence_root: Option<PathBuf>,
+}
+
+impl Relayed {
+    /// Starts them as `launch` does (or as `serve` does, with `--upstream`). Call on the
+    /// command's own thread: the browser is told to die with it.
+    async fn start(
+        relay: RelayArgs,
+        upstream: Option<String>,
+        launch: LaunchConfig,
+    ) -> anyhow::Result<Relayed> {
+        // As `launch`: the observer is on by default for a browser we start; as `serve`, off
+        // for a browser someone else runs.
+        let observe = upstream.is_none();
+        let config = relay.into_config_listening(upstream, observe, DEFAULT_LISTEN)?;
+        let evidence_root = config
+            .evidence
+            .enabled
+            .then(|| config.evidence.root.clone());
+        let (browser, recording) = match config.proxy.upstream.clone() {
+            Some(up) => {
+                cdp_relay::proxy::upstream::probe(&up).await?;
+                (
+                    None,
+                    Recording::start(config, EvidenceNeed::BestEffort).await?,
+                )
+            }
+            None => {
+                let path = std::env::var_os("PATH");
+                let (browser, recording) =
+                    Recording::launch(config, &launch, path, EvidenceNeed::BestEffort).await?;
+                (Some(browser), recording)
+            }
+        };
+        Ok(Relayed {
+            browser,
+            recording,
+            evidence_root,
+        })
+    }
+
+    /// Finalizes the run (render, prune, upload), stops the relay and the browser.
+    async fn stop(self) {
+        let stopped = self.recording.stop_recording().await;
+        let browser = async {
+            if let Some(browser) = self.browser {
+                browser.shutdown().await;
+            }
+        };
+        let (summary, ()) = tokio::join!(stopped.finish_uploads(), browser);
+        if let Some(summary) = summary {
+            tracing::info!(
+                "mcp: report {}",
+                summary.run_dir.join(cdp_report::HTML_FILE).display()
+            );
+        }
+    }
+}
+
+async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
+    let mut shutdown = Shutdown::listen();
+    let McpArgs {
+        upstream,
+        browser,
+        headed,
+        browser_arg,
+        init_timeout,
+        relay,
+        command,
+    } = args;
+    let command = command.split_first().map(|(program, rest)| ChildCommand {
+        program: program.into(),
+        args: rest.to_vec(),
+    });
+    let launch = LaunchConfig {
+        browser,
+        headed,
+        extra_args: browser_arg,
+        browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
+    };
+    // The relay's limit bounds MCP messages too (a full-page screenshot is one).
+    let max_message_bytes = relay.max_message_size;
+    let mut relayed = Relayed::start(relay, upstream, launch).await?;
+    let cdp_url = relayed.recording.endpoint().to_owned();
+    let endpoints = Endpoints {
+        ws_url: cdp_relay_mcp::browser_ws_url(&cdp_url).await,
+        cdp_url,
+    };
+    let handle = relayed.recording.evidence().cloned();
+    let config = GatewayConfig {
+        command,
+        init_timeout: Duration::from_secs(init_timeout),
+        evidence_root: handle.as_ref().and(relayed.evidence_root.clone()),
+        max_message_bytes,
+    };
+    let gateway = match Gateway::start(config, endpoints, handle).await {
+        Ok(g) => g,
+        Err(e) => {
+            relayed.stop().await;
+            return Err(e.into());
+        }
+    };
+    let mut session = match gateway.serve_stdio().await {
+        Ok(s) => s,
+        Err(e) => {
+            gateway.stop(StopReason::AgentLeft).await;
+            relayed.stop().await;
+            return Err(e.into());
+        }
+    };
+    tracing::info!(
+        "mcp: serving on stdio; relay {} (evidence: {})",
+        relayed.recording.endpoint(),
+        if relayed.recording.evidence().is_some() {
+            "on"
+        } else {
+            "off"
+        }
+    );
+    let why = loop {
+        tokio::select! {
+            () = session.closed() => break StopReason::AgentLeft,
+            name = shutdown.recv() => {
+                tracing::info!("{name} received; shutting down");
+                break StopReason::Signal(name);
+            }
+            status = async {
+                match relayed.browser.as_mut() {
+                    Some(b) => b.wait().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let how = match status {
+                    Ok(s) => s.to_string(),
+                    Err(e) => format!("lost track of it: {e}"),
+                };
+                tracing::warn!("mcp: the browser exited ({how}); the evidence tools still work");
+                gateway.browser_exited(&how, false);
+                // Keep serving: the agent can still read and finalize the evidence.
+                if let Some(b) = relayed.browser.take() {
+                    b.shutdown().await;
+                }
+            }
+        }
+    };
+    gateway.stop(why).await;
+    session.close().await;
+    relayed.stop().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<super::McpArgs, String> {
+        match Cli::try_parse_from(args)
+            .map_err(|e| e.to_string())?
+            .command
+        {
+            Command::Mcp(a) => Ok(a),
+            _ => unreachable!("mcp"),
+        }
+    }
+
+    #[test]
+    fn the_wrapped_command_follows_the_double_dash_with_its_own_flags() {
+        let a = parse(&[
+            "cdp-relay",
+            "mcp",
+            "--no-screenshots",
+            "--browser-arg=--lang=fr",
+            "--",
+            "npx",
+            "chrome-devtools-mcp@latest",
+            "--browserUrl",
+            "{cdp_url}",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.command,
+            [
+                "npx",
+                "chrome-devtools-mcp@latest",
+                "--browserUrl",
+                "{cdp_url}"
+            ]
+        );
+        assert!(a.relay.evidence.no_screenshots);
+        assert_eq!(a.browser_arg, ["--lang=fr"]);
+        assert_eq!(a.relay.listen, None, "mcp picks a free port unless told");
+        let bare = parse(&["cdp-relay", "mcp"]).unwrap();
+        assert!(bare.command.is_empty());
+        assert!(parse(&[
+            "cdp-relay",
+            "mcp",
+            "--upstream",
+            "http://127.0.0.1:9222",
+            "--headed"
+        ])
+        .is_err());
+        assert!(parse(&["cdp-relay", "mcp", "--init-timeout", "0"]).is_err());
+    }
+}
