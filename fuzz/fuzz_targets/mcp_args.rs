@@ -8,7 +8,7 @@
 
 #![no_main]
 
-use cdp_relay::mcp::fuzzing::{key_press, reduce, typed_key, typed_literals, KeyPress};
+use cdp_relay_mcp::fuzzing::{key_press, reduce, typed_key, typed_literals, KeyPress};
 use cdp_sanitize::Sanitizer;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

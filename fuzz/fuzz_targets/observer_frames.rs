@@ -2,8 +2,8 @@
 //! observer in both directions, across connection open/close: it must never panic.
 #![no_main]
 
-use cdp_relay::pipeline::observer::{Observer, ObserverOptions};
-use cdp_relay::pipeline::pages::Pages;
+use cdp_capture::observer::{Observer, ObserverOptions};
+use cdp_capture::pages::Pages;
 use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd, TapEvent};
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
