@@ -1,50 +1,60 @@
-//! The evidence pipeline: tap → observer → run writer → journal, and the relay's own eyes.
+//! cdp-capture: the evidence pipeline. Everything the relay does with copies of the traffic,
+//! off the hot path: it never touches a socket a client uses, never delays or alters a frame,
+//! and persists only what went through the run's sanitizer.
 //!
-//! Owns everything the relay does with copies of the traffic, off the hot path: the consumer end
-//! of the proxy's tap, the passive observer and its thread (`observer/`, `passive.rs`), the one
-//! table of CDP methods and shapes both observers read (`cdp/`), the one page model both feed
-//! and the decisions made there for both — the screenshot veto, each page event once, a
-//! failure's way to a frame (`pages/`, `capture.rs`, `once.rs`) —, the one thread that writes
-//! the evidence run (`writer.rs`) and, when asked, the active observer (`active/`): a CDP
-//! connection of the relay's own, a second producer of the same run. It never touches a socket
-//! the client uses, never delays or alters a frame, and persists only what went through the
-//! run's sanitizer.
+//! ```text
+//! proxy tap ─▶ traffic/ (the traffic reader and its thread) ─┐
+//!                                                            ├─▶ pages/ ─▶ writer/ ─▶ journal
+//! browser  ◀─▶ direct/  (the direct reader: a CDP connection ┘    (the page model: veto.rs,
+//!              of the relay's own, `--observe`)                    dedup.rs)
+//! ```
 //!
-//! `serve` and `launch` start it the same way ([`Pipeline::start`], then [`Pipeline::observe`]
-//! once the browser is known) and stop it the same way ([`Pipeline::finish`]: drain the passive
-//! observer → stop the active one → finalize → the owner's step (render) → prune).
+//! - `traffic/`: reads the tap's copies of what clients and the browser said (commands, typing,
+//!   failures, screenshots); `traffic/thread.rs` is its thread, in the idle scheduling class.
+//! - `direct/`: the relay's own connection, a second producer of the same run: page events for
+//!   clients that enable nothing, frames around failures, input types, typed-text verdicts.
+//! - `cdp/`: the one table of CDP methods and shapes both readers read.
+//! - `pages/`: the one page model both readers feed, and the decisions made there for both:
+//!   the screenshot veto (`veto.rs`), each page event once (`dedup.rs`), a failure's way to a
+//!   frame.
+//! - `writer/`: the one thread that writes the run; `calls.rs`: agent tool calls records link to.
+//!
+//! The owner (the `cdp-relay` crate) starts it ([`Pipeline::start`] with [`Settings`] and
+//! [`Hooks`], then [`Pipeline::observe`] once the browser is known) and stops it
+//! ([`Pipeline::finish`]: drain the traffic reader → stop the direct one → finalize → the
+//! owner's step, rendering the report → prune). This crate names no uploader, report renderer,
+//! HTTP server or MCP type: what happens around a run's end is the owner's, through [`Hooks`].
 
 #![forbid(unsafe_code)]
 
-pub(crate) mod active;
 pub mod calls;
-pub mod capture;
 pub(crate) mod cdp;
-pub mod observer;
-pub(crate) mod once;
+pub(crate) mod dedup;
+pub(crate) mod direct;
 pub mod pages;
-mod passive;
 mod priority;
+pub mod traffic;
 mod trim;
+pub mod veto;
 pub mod writer;
 
-use active::{Active, ActiveOptions};
 use cdp_relay_proxy::Upstream;
+use direct::{Direct, DirectOptions};
 
-pub use active::ActiveOptions as ObserveOptions;
 use calls::ToolCalls;
 use cdp_evidence::{EvidenceConfig, RetentionHold, Store};
 use cdp_relay_proxy::order::Order;
 use cdp_relay_proxy::tap::Tap;
 use cdp_sanitize::{Sanitizer, SecretError};
-pub use observer::commands::NAMED_KEYS;
-use observer::{Observer, ObserverOptions};
+pub use direct::DirectOptions as ObserveOptions;
 use pages::Pages;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
+pub use traffic::commands::NAMED_KEYS;
+use traffic::{TrafficOptions, TrafficReader};
 pub use writer::{Emit, NewArtifact, RunWriter, WriterSummary};
 
 /// What a pipeline records and where (the relay's evidence settings, less what only the relay
@@ -55,9 +65,9 @@ pub struct Settings {
     pub root: PathBuf,
     /// Join this session's active run (shared with other producers); `None`: a new session.
     pub session: Option<String>,
-    /// Keep screenshots as artifacts (the active reader's own frames too).
+    /// Keep screenshots as artifacts (the direct reader's own frames too).
     pub screenshots: bool,
-    /// Run the active reader: the relay's own CDP connection to the browser.
+    /// Run the direct reader: the relay's own CDP connection to the browser.
     pub observe: bool,
     /// Explicit secrets, by name, registered before anything is recorded.
     pub secrets: Vec<(String, SecretValue)>,
@@ -66,7 +76,7 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Defaults under `root`: a new session, screenshots kept, no active reader, no explicit
+    /// Defaults under `root`: a new session, screenshots kept, no direct reader, no explicit
     /// secrets, the default journal budget.
     pub fn at(root: impl Into<PathBuf>) -> Settings {
         Settings {
@@ -167,7 +177,7 @@ pub struct PipelineHandle {
     /// The evidence root, for producers that append through the journal protocol (remote
     /// producers over HTTP).
     root: PathBuf,
-    /// The active observer is configured.
+    /// The direct reader is configured.
     observing: bool,
     /// The evidence order typed text is registered in.
     order: Arc<Order>,
@@ -195,7 +205,7 @@ pub struct EvidenceStatus {
     /// recording), once it is known; the run's journal says it too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_loss: Option<String>,
-    /// With the active observer on: the pages it is attached to and records events of.
+    /// With the direct reader on: the pages it is attached to and records events of.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_pages: Option<usize>,
 }
@@ -291,10 +301,10 @@ pub struct PipelineSummary {
 /// How long a typing step waits for its verdict before it is written without one.
 const VERIFY_WAIT: Duration = Duration::from_secs(4);
 
-/// The parts the active observer is started with, once the browser is known.
-struct ActiveParts {
-    verify_rx: mpsc::Receiver<active::verify::VerifyRequest>,
-    verify_tx: mpsc::Sender<active::verify::VerifyReply>,
+/// The parts the direct reader is started with, once the browser is known.
+struct DirectParts {
+    verify_rx: mpsc::Receiver<direct::verify::VerifyRequest>,
+    verify_tx: mpsc::Sender<direct::verify::VerifyReply>,
 }
 
 /// A running pipeline. Stop it with [`Pipeline::finish`].
@@ -302,15 +312,15 @@ pub struct Pipeline {
     handle: PipelineHandle,
     observer: Option<std::thread::JoinHandle<u64>>,
     writer: Option<std::thread::JoinHandle<()>>,
-    /// Set when observing is on, until [`Pipeline::observe`] starts the active observer.
-    parts: Option<ActiveParts>,
-    active: Option<Active>,
+    /// Set when observing is on, until [`Pipeline::observe`] starts the direct reader.
+    parts: Option<DirectParts>,
+    direct: Option<Direct>,
 }
 
 impl std::fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pipeline")
-            .field("observing", &self.active.is_some())
+            .field("observing", &self.direct.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -356,16 +366,16 @@ impl Pipeline {
         )
         .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
         let (tap, rx) = Tap::channel(QUEUE_CAPACITY);
-        let mut observer = Observer::new(pages.clone(), ObserverOptions::default());
+        let mut observer = TrafficReader::new(pages.clone(), TrafficOptions::default());
         let parts = if settings.observe {
             let (requests, verify_rx) = mpsc::channel(256);
             let (verify_tx, replies) = mpsc::channel(256);
-            observer = observer.with_verifier(observer::Verifier {
+            observer = observer.with_verifier(traffic::Verifier {
                 requests,
                 replies,
                 wait: VERIFY_WAIT,
             });
-            Some(ActiveParts {
+            Some(DirectParts {
                 verify_rx,
                 verify_tx,
             })
@@ -378,7 +388,7 @@ impl Pipeline {
             let sanitizer = sanitizer.clone();
             std::thread::Builder::new()
                 .name("cdp-relay-observer".into())
-                .spawn(move || passive::run(rx, observer, writer, sanitizer))
+                .spawn(move || traffic::thread::run(rx, observer, writer, sanitizer))
                 .map_err(|e| off(&format!("cannot start the observer thread: {e}")))?
         };
         Ok(Pipeline {
@@ -396,23 +406,23 @@ impl Pipeline {
             observer: Some(thread),
             writer: Some(writer_thread),
             parts,
-            active: None,
+            direct: None,
         })
     }
 
-    /// Starts the active observer on the browser at `upstream`, if observing is on (call from
+    /// Starts the direct reader on the browser at `upstream`, if observing is on (call from
     /// within a tokio runtime, once). It connects in the background: an unreachable browser is
     /// retried, never an error here.
     pub fn observe(&mut self, upstream: &Upstream) {
-        self.observe_with(upstream, ActiveOptions::default());
+        self.observe_with(upstream, DirectOptions::default());
     }
 
     /// [`Pipeline::observe`] with other knobs.
-    pub fn observe_with(&mut self, upstream: &Upstream, opts: ActiveOptions) {
+    pub fn observe_with(&mut self, upstream: &Upstream, opts: DirectOptions) {
         let Some(parts) = self.parts.take() else {
             return;
         };
-        let ctx = active::Ctx {
+        let ctx = direct::Ctx {
             sanitizer: self.handle.sanitizer.clone(),
             writer: self.handle.writer.clone(),
             pages: self.handle.pages.clone(),
@@ -421,12 +431,12 @@ impl Pipeline {
             dropped: Arc::new(AtomicU64::new(0)),
             order: self.handle.order.clone(),
         };
-        self.active = Some(Active::spawn(ctx, upstream.clone(), opts));
+        self.direct = Some(Direct::spawn(ctx, upstream.clone(), opts));
     }
 
-    /// True when the active observer runs.
+    /// True when the direct reader runs.
     pub fn observing(&self) -> bool {
-        self.active.is_some()
+        self.direct.is_some()
     }
 
     /// The handle the relay serves the status and secrets API with, and producers append
@@ -440,10 +450,10 @@ impl Pipeline {
     pub async fn finish(mut self) -> Option<PipelineSummary> {
         let observer = self.observer.take()?;
         let writer_thread = self.writer.take();
-        let active = self.active.take();
+        let direct = self.direct.take();
         let handle = self.handle.clone();
-        // The passive observer drains first: its last typing steps still get their verdicts
-        // from the active observer, which stops after it.
+        // The traffic reader drains first: its last typing steps still get their verdicts
+        // from the direct reader, which stops after it.
         let passive = {
             let handle = handle.clone();
             tokio::task::spawn_blocking(move || {
@@ -453,12 +463,12 @@ impl Pipeline {
             .await
             .unwrap_or(0)
         };
-        let active_dropped = match active {
+        let direct_dropped = match direct {
             Some(a) => a.stop().await,
             None => 0,
         };
         tokio::task::spawn_blocking(move || {
-            let dropped = handle.tap.dropped() + passive + active_dropped;
+            let dropped = handle.tap.dropped() + passive + direct_dropped;
             let summary = handle.writer.finish_blocking(dropped);
             if let Some(t) = writer_thread {
                 let _ = t.join();

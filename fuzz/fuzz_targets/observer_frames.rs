@@ -2,7 +2,7 @@
 //! observer in both directions, across connection open/close: it must never panic.
 #![no_main]
 
-use cdp_capture::observer::{Observer, ObserverOptions};
+use cdp_capture::traffic::{TrafficReader, TrafficOptions};
 use cdp_capture::pages::Pages;
 use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd, TapEvent};
 use libfuzzer_sys::fuzz_target;
@@ -11,12 +11,12 @@ use std::time::{Duration, SystemTime};
 
 fuzz_target!(|data: &[u8]| {
     let sanitizer = Arc::new(cdp_sanitize::Sanitizer::new());
-    let opts = ObserverOptions {
+    let opts = TrafficOptions {
         max_pending: 64,
         max_requests: 64,
-        ..ObserverOptions::default()
+        ..TrafficOptions::default()
     };
-    let mut obs = Observer::new(Arc::new(Pages::new(sanitizer, true)), opts);
+    let mut obs = TrafficReader::new(Arc::new(Pages::new(sanitizer, true)), opts);
     let mut records = 0usize;
     let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     // A sequence of events separated by 0xFF; the first byte of each picks the connection,

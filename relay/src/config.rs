@@ -50,7 +50,7 @@ pub struct EvidenceSettings {
     /// Keep screenshots as artifacts. By default, true; `--no-screenshots` turns them off (the
     /// observer's own frames too).
     pub screenshots: bool,
-    /// Run the active observer: the relay's own CDP connection to the browser (page events for
+    /// Run the direct reader: the relay's own CDP connection to the browser (page events for
     /// clients that enable nothing, frames around failures, input types, typed-text
     /// verification). By default, false here; the CLI turns it on for `launch` and `demo`
     /// (`--no-observe` turns it off) and leaves it off for `serve` (`--observe` turns it on).

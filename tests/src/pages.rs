@@ -1,4 +1,4 @@
-//! Pages built for the active observer's tests: one field per typed-text verification case, a
+//! Pages built for the direct reader's tests: one field per typed-text verification case, a
 //! failing request, a console error, and buttons that keep or move focus.
 
 use crate::site::Route;

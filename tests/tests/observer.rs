@@ -1,4 +1,4 @@
-//! The active observer (`--observe`) against a real Chromium: page events for a client that
+//! The direct reader (`--observe`) against a real Chromium: page events for a client that
 //! enables nothing, recorded once per page however many sessions watch; frames around failures,
 //! linked from the failure records; never a frame right after typing or while a sensitive field
 //! has focus; honest typed-text verdicts per case and per client; nothing typed in any byte of
@@ -237,7 +237,7 @@ async fn a_client_that_enables_nothing_still_leaves_failures_with_frames() {
             let missing: Vec<&StoredRecord> = records.iter().filter(|r| is_missing(r)).collect();
             let errors: Vec<&StoredRecord> = records.iter().filter(|r| noisy_error(r)).collect();
             if !observe {
-                // The second connection enabled the domains: the passive observer still sees
+                // The second connection enabled the domains: the traffic reader still sees
                 // them, once.
                 assert_eq!(missing.len(), 1, "{records:#?}");
                 assert_eq!(errors.len(), 1, "{records:#?}");

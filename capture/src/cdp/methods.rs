@@ -6,13 +6,13 @@
 //! generates the enums both observers match on (without `_` arms, so a method added here is a
 //! compile error until every reader of its kind handles it):
 //!
-//! - [`CommandMethod`]: client commands the passive observer records (the relay's own observer
+//! - [`CommandMethod`]: client commands the traffic reader records (the relay's own observer
 //!   also sends a few of them);
 //! - [`Call`]: the other commands the relay's own observer sends on its connection;
 //! - [`Event`]: browser events, by who reads them. [`TargetEvent`]s (targets appear, change,
 //!   attach, go) and [`PageEvent`]s (what a page reports: navigations, console, network) are
 //!   read by both observers, through one handler (`pages/events.rs`); [`PassiveEvent`]s only
-//!   by the passive observer, [`ObserverEvent`]s only by the relay's own.
+//!   by the traffic reader, [`ObserverEvent`]s only by the relay's own.
 //!
 //! Variants are named domain first, then method (`NetworkLoadingFailed`), except
 //! [`TargetEvent`]'s, which are all of the `Target` domain.
@@ -42,7 +42,7 @@ macro_rules! cdp_methods {
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub(crate) enum PageEvent { $($page,)* }
 
-        /// An event only the passive observer reads.
+        /// An event only the traffic reader reads.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub(crate) enum PassiveEvent { $($passive,)* }
 
@@ -56,7 +56,7 @@ macro_rules! cdp_methods {
             Target(TargetEvent),
             Page(PageEvent),
             Passive(PassiveEvent),
-            Observer(ObserverEvent),
+            TrafficReader(ObserverEvent),
         }
 
         impl CommandMethod {
@@ -99,7 +99,7 @@ macro_rules! cdp_methods {
                 $(Event::Target(TargetEvent::$target),)*
                 $(Event::Page(PageEvent::$page),)*
                 $(Event::Passive(PassiveEvent::$passive),)*
-                $(Event::Observer(ObserverEvent::$observer),)*
+                $(Event::TrafficReader(ObserverEvent::$observer),)*
             ];
 
             /// One match over every name: a name listed twice is an unreachable pattern.
@@ -108,7 +108,7 @@ macro_rules! cdp_methods {
                     $($target_name => Event::Target(TargetEvent::$target),)*
                     $($page_name => Event::Page(PageEvent::$page),)*
                     $($passive_name => Event::Passive(PassiveEvent::$passive),)*
-                    $($observer_name => Event::Observer(ObserverEvent::$observer),)*
+                    $($observer_name => Event::TrafficReader(ObserverEvent::$observer),)*
                     _ => return None,
                 })
             }
@@ -120,7 +120,7 @@ macro_rules! cdp_methods {
                     $(Event::Target(TargetEvent::$target) => $target_name,)*
                     $(Event::Page(PageEvent::$page) => $page_name,)*
                     $(Event::Passive(PassiveEvent::$passive) => $passive_name,)*
-                    $(Event::Observer(ObserverEvent::$observer) => $observer_name,)*
+                    $(Event::TrafficReader(ObserverEvent::$observer) => $observer_name,)*
                 }
             }
         }
@@ -128,9 +128,9 @@ macro_rules! cdp_methods {
 }
 
 impl Event {
-    /// Does the passive observer read it? (It skips the rest unparsed.)
+    /// Does the traffic reader read it? (It skips the rest unparsed.)
     pub(crate) fn passive(self) -> bool {
-        !matches!(self, Event::Observer(_))
+        !matches!(self, Event::TrafficReader(_))
     }
 }
 

@@ -302,14 +302,14 @@ pub(crate) struct FrameNavigated<'a> {
 
 impl FrameNavigated<'_> {
     /// The main frame committed a document (what the capture policy needs to know of it).
-    pub(crate) fn main_frame_commit(&self) -> Option<(&str, crate::capture::Commit)> {
+    pub(crate) fn main_frame_commit(&self) -> Option<(&str, crate::veto::Commit)> {
         if self.frame.parent_id.is_some() || self.frame.loader_id.is_empty() {
             return None;
         }
         let bfcache = self.kind == "BackForwardCacheRestore";
         Some((
             &self.frame.loader_id,
-            crate::capture::Commit::FrameNavigated { bfcache },
+            crate::veto::Commit::FrameNavigated { bfcache },
         ))
     }
 }

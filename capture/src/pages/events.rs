@@ -8,11 +8,11 @@
 use super::reports::{from_api, from_exception, from_log, By, Reported};
 use super::requests::{Failure, Requests};
 use super::Pages;
-use crate::capture::NavigationKind;
 use crate::cdp::frame::Frame;
 use crate::cdp::methods::{PageEvent, TargetEvent};
 use crate::cdp::params as cdp;
-use crate::once::EventKey;
+use crate::dedup::EventKey;
+use crate::veto::NavigationKind;
 use cdp_evidence::Record;
 use serde_json::Value;
 use std::time::SystemTime;
@@ -20,7 +20,7 @@ use std::time::SystemTime;
 /// Where a page event came from, as the observer that read it knows.
 pub(crate) struct Source<'a> {
     pub(crate) by: By,
-    /// What the page is kept under: its raw target id or, for the passive observer, a key for
+    /// What the page is kept under: its raw target id or, for the traffic reader, a key for
     /// a session it cannot tie to a target.
     pub(crate) page: &'a str,
     /// The raw target id, when known.
@@ -169,9 +169,9 @@ pub(crate) fn page_event(
             let Some(p) = frame.params::<cdp::EntryAdded>() else {
                 return Effect::None;
             };
-            // The relay's own observer always has Network on; the passive observer knows the
+            // The relay's own observer always has Network on; the traffic reader knows the
             // client does once a request went by.
-            let network_seen = src.by == By::Observer || src.requests.seen_any();
+            let network_seen = src.by == By::Direct || src.requests.seen_any();
             let Some((console, key)) = from_log(s, src.page, &p, network_seen) else {
                 return Effect::None;
             };

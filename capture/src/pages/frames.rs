@@ -5,13 +5,13 @@
 //! frame). A failure either observer records on such a page waits here, in the page's [`Want`],
 //! for the frame the observer takes next (bounded: [`MAX_GROUP`] per frame); on any other page
 //! it is written at once. Once the observer's setup on the page is done it *covers* the page:
-//! the page's events are its to record, and the passive observer leaves them out.
+//! the page's events are its to record, and the traffic reader leaves them out.
 //!
 //! The observer reads the wants (when due, what the veto says) and takes the frames on its own
-//! connection; the passive observer only adds to them, and wakes it.
+//! connection; the traffic reader only adds to them, and wakes it.
 
 use super::{Pages, Table};
-use crate::capture::Withheld;
+use crate::veto::Withheld;
 use cdp_evidence::{FrameAfter, Record, Word};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -164,7 +164,7 @@ impl Pages {
         self.table().timing = Some(timing);
     }
 
-    /// Wakes the relay's own observer when the passive observer wants one of its frames.
+    /// Wakes the relay's own observer when the traffic reader wants one of its frames.
     pub(crate) fn wanted(&self) -> &tokio::sync::Notify {
         &self.wanted
     }

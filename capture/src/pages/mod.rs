@@ -15,7 +15,7 @@
 //! observer as it takes the tap's copies in the evidence order, the relay's own observer as it
 //! reads its connection, once the typing forwarded before is registered.
 //!
-//! Pages are keyed by raw CDP target id (or, for the passive observer, by a connection and
+//! Pages are keyed by raw CDP target id (or, for the traffic reader, by a connection and
 //! session key when it cannot tell the target), in memory only: records get the sanitized
 //! summary. One lock, held for one decision at a time; nothing here waits, does I/O or touches
 //! a socket.
@@ -26,8 +26,8 @@ mod info;
 pub(crate) mod reports;
 pub(crate) mod requests;
 
-use crate::capture::Veto;
-use crate::once::Once;
+use crate::dedup::Dedup;
+use crate::veto::Veto;
 use crate::IdMap;
 use cdp_sanitize::{SafeJson, Sanitizer};
 pub(crate) use frames::{instant_of, After, Due, FrameTiming, Want};
@@ -50,7 +50,7 @@ pub struct Pages {
     /// No picture this long after typing.
     quiet: Duration,
     table: Mutex<Table>,
-    /// Wakes the relay's own observer when the passive observer wants one of its frames.
+    /// Wakes the relay's own observer when the traffic reader wants one of its frames.
     wanted: tokio::sync::Notify,
     /// Wakes whoever waits for the relay's own observer to cover a page.
     covering: tokio::sync::Notify,
@@ -68,7 +68,7 @@ impl std::fmt::Debug for Pages {
 pub(crate) struct Table {
     pages: IdMap<String, Page>,
     /// Page events already recorded, and repeats being counted.
-    pub(crate) once: Once,
+    pub(crate) once: Dedup,
     /// How the relay's own observer times its frames, once it runs.
     timing: Option<FrameTiming>,
     /// The summaries of pages nothing is known of, by target, with the sanitizer generation
@@ -206,7 +206,7 @@ pub(crate) struct PageState {
     /// The main frame's document (loader id) and whether it is known to be fresh.
     pub(crate) document: Option<(String, bool)>,
     /// The veto on a frame taken at the moment asked about.
-    pub(crate) veto: Result<(), crate::capture::Withheld>,
+    pub(crate) veto: Result<(), crate::veto::Withheld>,
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! What a page reports — console errors, warnings and failed assertions, uncaught exceptions,
 //! `Log` errors, and failed requests (joined in `requests.rs`) — read the same way whichever
 //! observer reads it, and recorded once: by the relay's own observer when it covers the page
-//! (the passive observer then leaves it out), each event the first time only, repeats counted
+//! (the traffic reader then leaves it out), each event the first time only, repeats counted
 //! rather than recorded (`once.rs`). An error or a failed request is a failure: it waits for the
 //! relay's own observer's next frame of the page when the observer is on it (`frames.rs`).
 //!
@@ -10,26 +10,26 @@
 use super::requests::Failure;
 use super::Pages;
 use crate::cdp::params as cdp;
-use crate::once::{EventKey, FoldKey};
+use crate::dedup::{EventKey, FoldKey};
 use cdp_evidence::{Console, ConsoleLevel, Record, RecordKind, Status};
 use cdp_sanitize::{SafeText, Sanitizer};
 use std::time::{Duration, SystemTime};
 
-/// Which observer read an event; its records name it (`tool`).
+/// Which reader read an event; its records name it (`tool`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum By {
-    /// The passive observer, from the tap's copies of a client's traffic.
-    Passive,
-    /// The relay's own observer, from its own connection.
-    Observer,
+    /// The traffic reader, from the tap's copies of a client's traffic.
+    Traffic,
+    /// The direct reader, from the relay's own connection to the browser.
+    Direct,
 }
 
 impl By {
     /// The tool name on the records it writes.
     pub(crate) fn tool(self) -> &'static str {
         match self {
-            By::Passive => "cdp",
-            By::Observer => "observer",
+            By::Traffic => "cdp",
+            By::Direct => "observer",
         }
     }
 }
@@ -41,10 +41,10 @@ pub(crate) enum Reported {
 }
 
 impl Pages {
-    /// Does `by` record `page`'s events? The passive observer leaves a page the relay's own
+    /// Does `by` record `page`'s events? The traffic reader leaves a page the relay's own
     /// observer covers to it.
     pub(crate) fn records(&self, by: By, page: &str) -> bool {
-        by == By::Observer || !self.covered(page)
+        by == By::Direct || !self.covered(page)
     }
 
     /// What `page` (target `target`, when known) reported, read by `by` at `at`: recorded the
@@ -94,7 +94,7 @@ impl Pages {
             by.tool(),
             now.is_none()
         );
-        if now.is_none() && by == By::Passive {
+        if now.is_none() && by == By::Traffic {
             self.wanted.notify_one();
         }
         now

@@ -1,7 +1,7 @@
 //! Joins `Network.requestWillBeSent` (URL, method, resource type) with `Network.loadingFailed`
 //! (which carries no URL) and with `Network.responseReceived` statuses ≥ 400.
 //!
-//! Each observer keeps one table per stream of events it reads (the passive observer per
+//! Each observer keeps one table per stream of events it reads (the traffic reader per
 //! connection, keyed by session; the relay's own per page), and both join through here, so a
 //! failed request reads the same whoever saw it. The table is bounded; raw URLs live here in
 //! memory only until the request ends.

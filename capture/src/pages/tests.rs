@@ -3,9 +3,9 @@
 //! frame — are made once.
 
 use super::*;
-use crate::active::sessions::Sessions;
-use crate::capture::{FieldKind, Withheld};
-use crate::observer::{Observer, ObserverOptions};
+use crate::direct::sessions::Sessions;
+use crate::traffic::{TrafficOptions, TrafficReader};
+use crate::veto::{FieldKind, Withheld};
 use crate::Emit;
 use cdp_evidence::{EvidenceConfig, Record, RecordKind, Store};
 use cdp_relay_proxy::tap::{Direction, Payload, TapEvent};
@@ -29,7 +29,7 @@ fn timing() -> FrameTiming {
 }
 
 /// What a browser says on a flattened connection, as both a client (through the relay, to the
-/// passive observer) and the relay's own observer receive it: a page attaches, is renamed,
+/// traffic reader) and the relay's own observer receive it: a page attaches, is renamed,
 /// navigates to a fresh document, and reports failures, a warning and an exception.
 fn browser_says() -> Vec<(u64, Value)> {
     let s = |mut m: Value| {
@@ -157,7 +157,7 @@ fn records_of(emits: Vec<Emit>) -> impl Iterator<Item = Record> {
     })
 }
 
-/// Issue 16, item 2: the passive observer fed the browser's messages as tap copies, and the
+/// Issue 16, item 2: the traffic reader fed the browser's messages as tap copies, and the
 /// relay's own observer's event handling fed the same messages as if from its own connection,
 /// leave the same page: title, URL, main-frame document, veto, and the failures recorded.
 #[test]
@@ -165,14 +165,14 @@ fn both_observers_fed_the_same_events_leave_the_same_page() {
     let sanitizer = Arc::new(Sanitizer::new());
     let model = || {
         let pages = Arc::new(Pages::new(sanitizer.clone(), true));
-        // Typed into before the navigation (the passive observer reports typing, whoever
+        // Typed into before the navigation (the traffic reader reports typing, whoever
         // observes the page): only a fresh document lifts the veto.
         pages.typed_into(PAGE, 1, UNKNOWN, t(5));
         pages
     };
 
     let passive_pages = model();
-    let mut passive = Observer::new(passive_pages.clone(), ObserverOptions::default());
+    let mut passive = TrafficReader::new(passive_pages.clone(), TrafficOptions::default());
     passive.handle(TapEvent::Opened {
         conn: 1,
         path: "/devtools/browser/3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a44".into(),
@@ -244,7 +244,7 @@ fn both_observers_fed_the_same_events_leave_the_same_page() {
 }
 
 /// The observers disagreed about a navigation of a page they had no target info for: the
-/// passive observer recorded it, the relay's own dropped it. The model records it (the safe
+/// traffic reader recorded it, the relay's own dropped it. The model records it (the safe
 /// side: records then name the URL the page shows rather than nothing but its handle); the
 /// page is tracked like any other, within the table's bound.
 #[test]
@@ -268,10 +268,10 @@ fn a_navigation_of_a_page_nothing_was_known_of_names_its_url() {
         Some("https://shop.test/pay?card=4111")
     );
 
-    // Through the passive observer, on a client connected to the page's own endpoint (which
+    // Through the traffic reader, on a client connected to the page's own endpoint (which
     // never sees the page's target info): the failure after the commit names the page's URL.
     let pages = Arc::new(Pages::new(Arc::new(Sanitizer::new()), true));
-    let mut passive = Observer::new(pages.clone(), ObserverOptions::default());
+    let mut passive = TrafficReader::new(pages.clone(), TrafficOptions::default());
     passive.handle(TapEvent::Opened {
         conn: 1,
         path: format!("/devtools/page/{PAGE}"),
@@ -314,16 +314,16 @@ fn covering_is_per_page() {
     assert!(!pages.covered("T2"));
 }
 
-fn console_error(text: &str) -> (cdp_evidence::Console, crate::once::EventKey) {
+fn console_error(text: &str) -> (cdp_evidence::Console, crate::dedup::EventKey) {
     let s = Sanitizer::new();
     let console = cdp_evidence::Console::new(cdp_evidence::ConsoleLevel::Error, s.text(text));
-    let key = crate::once::EventKey::console(PAGE, "error", 1.0, text);
+    let key = crate::dedup::EventKey::console(PAGE, "error", 1.0, text);
     (console, key)
 }
 
 /// A failure waits for the relay's own observer's next frame of its page when the observer is
 /// on the page, whichever observer recorded it; on any other page it is written at once. The
-/// passive observer's failure wakes the relay's observer.
+/// traffic reader's failure wakes the relay's observer.
 #[test]
 fn a_failure_waits_for_the_frame_of_an_observed_page_only() {
     use reports::{By, Reported};
@@ -331,7 +331,7 @@ fn a_failure_waits_for_the_frame_of_an_observed_page_only() {
     let (console, key) = console_error("boom");
     // Nobody takes frames: written now.
     let now = pages.report(
-        By::Passive,
+        By::Traffic,
         PAGE,
         Some(PAGE),
         Reported::Console(console, key),
@@ -344,7 +344,7 @@ fn a_failure_waits_for_the_frame_of_an_observed_page_only() {
     let (console, key) = console_error("boom again");
     let woken = pages.wanted().notified();
     let now = pages.report(
-        By::Passive,
+        By::Traffic,
         PAGE,
         Some(PAGE),
         Reported::Console(console, key),
@@ -360,12 +360,12 @@ fn a_failure_waits_for_the_frame_of_an_observed_page_only() {
             .await
             .expect("the relay's observer is woken");
     });
-    // A page the observer is not on (or a session the passive observer cannot tie to a
+    // A page the observer is not on (or a session the traffic reader cannot tie to a
     // page): written now.
     let (console, key) = console_error("elsewhere");
     assert!(pages
         .report(
-            By::Passive,
+            By::Traffic,
             "1/S9",
             None,
             Reported::Console(console, key),
@@ -392,7 +392,7 @@ fn a_destroyed_target_keeps_its_waiting_failures_until_the_session_goes() {
     let (console, key) = console_error("boom");
     assert!(pages
         .report(
-            By::Observer,
+            By::Direct,
             PAGE,
             Some(PAGE),
             Reported::Console(console, key),

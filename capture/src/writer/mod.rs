@@ -1,5 +1,5 @@
 //! The run writer: one thread that alone owns the evidence [`Run`]. Every producer inside the
-//! relay (the passive observer, the relay's own capture) appends through a cloneable
+//! relay (the traffic reader, the relay's own capture) appends through a cloneable
 //! [`RunWriter`]; the thread writes in batches, stores artifacts, writes the repeats folded in
 //! the page model as their folds close, follows the session into its next run when
 //! another producer finalizes this one (or its directory is deleted), and at the end

@@ -1,6 +1,6 @@
 //! What evidence costs per relayed message, on its own: a fixed workload of tap copies (round
 //! trips, `Network.*` events, console errors, large replies) offered to a real evidence pipeline
-//! (the passive observer thread and the run writer thread, writing a real run), with no sockets
+//! (the traffic reader thread and the run writer thread, writing a real run), with no sockets
 //! and no browser, so the numbers are the pipeline's alone and repeat from run to run.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! The passive observer: turns copies of forwarded messages into evidence records.
+//! The traffic reader: turns copies of forwarded messages into evidence records.
 //!
 //! A synchronous state machine (no sockets, no files), run on the pipeline's observer thread,
 //! tested with scripted frames and fuzzed. It parses only what it needs, correlates commands
@@ -11,7 +11,7 @@
 //! command is handled — before any later copy is (the pipeline hands copies over in the
 //! evidence order, `order.rs`) — and is reduced to its length before anything else sees it.
 //!
-//! It never writes: [`Observer::take`] hands its records to the run writer. It never panics on
+//! It never writes: [`TrafficReader::take`] hands its records to the run writer. It never panics on
 //! a frame: anything unexpected is ignored.
 
 mod burst;
@@ -19,6 +19,7 @@ pub(crate) mod commands;
 mod correlate;
 mod screenshots;
 mod sessions;
+pub(crate) mod thread;
 mod typed;
 mod typing;
 mod wrapped;
@@ -42,9 +43,9 @@ use std::time::{Duration, SystemTime};
 use typing::Held;
 pub(crate) use typing::Verifier;
 
-/// Observer knobs. Tests build it directly.
+/// TrafficReader knobs. Tests build it directly.
 #[derive(Debug, Clone)]
-pub struct ObserverOptions {
+pub struct TrafficOptions {
     /// At most one screencast frame per session per this interval. By default, 2 s.
     pub screencast_every: Duration,
     /// Key events closer together than this make one typing step. By default, 1.5 s.
@@ -57,9 +58,9 @@ pub struct ObserverOptions {
     pub max_requests: usize,
 }
 
-impl Default for ObserverOptions {
+impl Default for TrafficOptions {
     fn default() -> Self {
-        ObserverOptions {
+        TrafficOptions {
             screencast_every: Duration::from_secs(2),
             typing_gap: Duration::from_millis(1500),
             pending_timeout: Duration::from_secs(300),
@@ -69,14 +70,14 @@ impl Default for ObserverOptions {
     }
 }
 
-/// What the observer produced since the last [`Observer::take`].
+/// What the observer produced since the last [`TrafficReader::take`].
 #[derive(Debug, Default)]
 pub struct Output {
     /// Records (with artifacts to store) for the run writer, in order.
     pub emits: Vec<Emit>,
 }
 
-/// The tool name on every record the passive observer writes.
+/// The tool name on every record the traffic reader writes.
 const TOOL: &str = "cdp";
 
 /// A CDP session key on a connection: its `sessionId`, `None` for the root session. Shared
@@ -118,9 +119,9 @@ struct Conn {
 }
 
 /// Turns [`TapEvent`]s into records.
-pub struct Observer {
+pub struct TrafficReader {
     sanitizer: Arc<Sanitizer>,
-    opts: ObserverOptions,
+    opts: TrafficOptions,
     /// The page model, shared with the relay's own observer.
     pages: Arc<Pages>,
     conns: IdMap<u64, Conn>,
@@ -128,7 +129,7 @@ pub struct Observer {
     dropped: u64,
     last_sweep: Option<SystemTime>,
     out: Output,
-    /// The active observer's verification, when it runs.
+    /// The direct reader's verification, when it runs.
     verifier: Option<Verifier>,
     /// Typing steps waiting for their verdict, by burst number.
     held: IdMap<u64, Held>,
@@ -146,10 +147,10 @@ pub struct Observer {
 /// leading `"id"` and `"method"` whole, else it answers `Unknown` and the message is read in full).
 const HEAD: usize = 512;
 
-impl Observer {
+impl TrafficReader {
     /// An observer feeding `pages` (and sanitizing with its sanitizer).
-    pub fn new(pages: Arc<Pages>, opts: ObserverOptions) -> Observer {
-        Observer {
+    pub fn new(pages: Arc<Pages>, opts: TrafficOptions) -> TrafficReader {
+        TrafficReader {
             sanitizer: pages.sanitizer().clone(),
             opts,
             pages,
@@ -166,8 +167,8 @@ impl Observer {
         }
     }
 
-    /// Hands typing bursts to the active observer for verification.
-    pub(crate) fn with_verifier(mut self, verifier: Verifier) -> Observer {
+    /// Hands typing bursts to the direct reader for verification.
+    pub(crate) fn with_verifier(mut self, verifier: Verifier) -> TrafficReader {
         self.verifier = Some(verifier);
         self
     }
@@ -420,7 +421,7 @@ impl Observer {
                     None => Cow::Owned(sessions::unknown_page(conn, &key)),
                 };
                 let src = Source {
-                    by: By::Passive,
+                    by: By::Traffic,
                     page: &page,
                     target,
                     requests,
@@ -437,7 +438,7 @@ impl Observer {
                 return;
             }
             // The relay's own observer reads these on its own sessions.
-            Event::Observer(_) => return,
+            Event::TrafficReader(_) => return,
         };
         match effect {
             Effect::None | Effect::Committed => {}

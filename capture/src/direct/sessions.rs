@@ -1,6 +1,6 @@
 //! The observer's sessions on its own connection, one per page, and what it reads on them.
 //!
-//! A synchronous state machine, like the passive observer: the browser's messages in, each
+//! A synchronous state machine, like the traffic reader: the browser's messages in, each
 //! named from the one method table, the events both observers read handed to the page model's
 //! one handler (`pages/events.rs`); and work out ([`Work`]): sessions to set up or let go,
 //! records to write, readings to answer. The async side (`browser/`) does the work. What is kept
@@ -186,14 +186,14 @@ impl Sessions {
 
     /// The page agent's world and its focus reports, taken as soon as they arrive
     /// (`browser::received`): they carry no page text (a focus report is a kind word), so they
-    /// need not wait for the keystrokes before them to be registered — and the passive observer
+    /// need not wait for the keystrokes before them to be registered — and the traffic reader
     /// types a burst by the focus reported before it. `false`: not one of them, or not on a page
     /// this observer watches (the event then takes the ordinary way).
     pub(crate) fn bookkeeping(&mut self, pages: &Pages, text: &str, at: SystemTime) -> bool {
         let Leading::Method(method) = leading(text) else {
             return false;
         };
-        let Some(Event::Observer(e)) = Event::parse(method) else {
+        let Some(Event::TrafficReader(e)) = Event::parse(method) else {
             return false;
         };
         let Some(frame) = Frame::parse(text) else {
@@ -219,7 +219,7 @@ impl Sessions {
         let e = match event {
             Event::Page(e) => {
                 let src = Source {
-                    by: By::Observer,
+                    by: By::Direct,
                     page: &page.target_id,
                     target: Some(&page.target_id),
                     requests: &mut page.requests,
@@ -236,7 +236,7 @@ impl Sessions {
             }
             // Targets are followed on the browser's session; screencasts are a client's.
             Event::Target(_) | Event::Passive(_) => return,
-            Event::Observer(e) => e,
+            Event::TrafficReader(e) => e,
         };
         let target = page.target_id.as_str();
         use ObserverEvent as O;

@@ -3,7 +3,7 @@
 //! (`pages/info.rs`), shared with the relay's own observer. Raw target ids live here in memory
 //! only; records get the sanitized summary.
 
-use super::{Key, Observer};
+use super::{Key, TrafficReader};
 use crate::IdMap;
 use cdp_sanitize::SafeJson;
 
@@ -93,7 +93,7 @@ pub(super) fn unknown_page(conn: u64, key: &Key) -> String {
     page
 }
 
-impl Observer {
+impl TrafficReader {
     /// The raw target id behind (connection, session), in memory only.
     pub(super) fn raw_target(&self, conn: u64, key: &Key) -> Option<String> {
         let c = self.conns.get(&conn)?;

@@ -1,4 +1,4 @@
-//! Observer unit tests: scripted frames in, journal records out (through a real evidence run, so
+//! TrafficReader unit tests: scripted frames in, journal records out (through a real evidence run, so
 //! what is asserted is what a reader would see).
 
 use super::*;
@@ -13,7 +13,7 @@ struct Harness {
     store: Store,
     run: Run,
     run_id: String,
-    observer: Observer,
+    observer: TrafficReader,
     sanitizer: Arc<Sanitizer>,
 }
 
@@ -34,18 +34,18 @@ fn t(ms: u64) -> SystemTime {
 }
 
 impl Harness {
-    fn new(opts: ObserverOptions) -> Harness {
+    fn new(opts: TrafficOptions) -> Harness {
         Harness::with_screenshots(opts, true)
     }
 
-    fn with_screenshots(opts: ObserverOptions, screenshots: bool) -> Harness {
+    fn with_screenshots(opts: TrafficOptions, screenshots: bool) -> Harness {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(EvidenceConfig::at(dir.path())).expect("store");
         let run = store.join_session("unit", "relay").expect("run");
         let run_id = run.id().to_owned();
         let sanitizer = Arc::new(Sanitizer::new());
         let pages = Arc::new(Pages::new(sanitizer.clone(), screenshots));
-        let observer = Observer::new(pages, opts);
+        let observer = TrafficReader::new(pages, opts);
         Harness {
             _dir: dir,
             store,
@@ -73,7 +73,7 @@ impl Harness {
                     cdp_evidence::ArtifactOutcome::Stored(a) => record.artifact(a),
                     _ => record,
                 },
-                Emit::Shared { .. } => panic!("the passive observer shares no artifacts"),
+                Emit::Shared { .. } => panic!("the traffic reader shares no artifacts"),
             };
             self.run.append(record).expect("append");
         }
@@ -150,7 +150,7 @@ impl Harness {
 
 #[test]
 fn same_ids_on_two_sessions_correlate_separately() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(
         1,
         "/devtools/browser/3c8f9c3e-8a6b-4b5e-9f21-2d5b7f0e1a44",
@@ -206,7 +206,7 @@ fn same_ids_on_two_sessions_correlate_separately() {
 
 #[test]
 fn error_reply_without_session_falls_back_to_the_id() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, "/devtools/browser/x", 0);
     h.send(
         1,
@@ -225,7 +225,7 @@ fn error_reply_without_session_falls_back_to_the_id() {
 
 #[test]
 fn typing_is_one_step_with_length_only_and_echoes_are_masked() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     let typed = "s3cr3t-Pass!";
     let mut id = 1;
@@ -259,7 +259,7 @@ fn typing_is_one_step_with_length_only_and_echoes_are_masked() {
 
 #[test]
 fn insert_text_and_set_value_count_as_typing() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     h.send(
         1,
@@ -287,7 +287,7 @@ fn insert_text_and_set_value_count_as_typing() {
 
 #[test]
 fn network_failures_join_url_method_and_type() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     h.recv(1, 10, json!({"method": "Network.requestWillBeSent", "params": {"requestId": "R1", "request": {"url": "https://api.example/v1/data?access_token=abc123", "method": "POST", "headers": {"Authorization": "Bearer zzz"}}, "type": "Fetch", "timestamp": 100.0, "wallTime": 1.0}}));
     h.recv(1, 20, json!({"method": "Network.loadingFailed", "params": {"requestId": "R1", "timestamp": 100.25, "type": "Fetch", "errorText": "net::ERR_CONNECTION_REFUSED", "canceled": false}}));
@@ -324,7 +324,7 @@ fn network_failures_join_url_method_and_type() {
 
 #[test]
 fn console_errors_exceptions_and_log_entries() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
     h.recv(1, 10, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "token"}, {"type": "string", "value": jwt}, {"type": "number", "value": 42}], "stackTrace": {"callFrames": [{"url": "https://app.example/main.js?v=1", "lineNumber": 9, "columnNumber": 4, "functionName": "f", "scriptId": "1"}]}}}));
@@ -353,7 +353,7 @@ fn console_errors_exceptions_and_log_entries() {
 
 #[test]
 fn a_large_reply_is_judged_by_its_head_and_read_whole_only_when_awaited() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     let big = "x".repeat(2 * HEAD);
     // Awaited: a refused navigation whose error message pushes the reply past the head.
@@ -390,7 +390,7 @@ fn a_large_reply_is_judged_by_its_head_and_read_whole_only_when_awaited() {
 
 #[test]
 fn unanswered_commands_are_interrupted_at_close() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     h.send(
         1,
@@ -417,9 +417,9 @@ fn unanswered_commands_are_interrupted_at_close() {
 
 #[test]
 fn pending_timeout_interrupts() {
-    let mut h = Harness::new(ObserverOptions {
+    let mut h = Harness::new(TrafficOptions {
         pending_timeout: Duration::from_secs(30),
-        ..ObserverOptions::default()
+        ..TrafficOptions::default()
     });
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     h.send(1, 0, json!({"id": 1, "method": "Page.reload"}));
@@ -441,7 +441,7 @@ const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42
 
 #[test]
 fn screenshots_are_withheld_after_typing_until_navigation() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     h.send(
         1,
@@ -493,7 +493,7 @@ fn screenshots_are_withheld_after_typing_until_navigation() {
 #[test]
 fn screencast_frames_are_sampled_and_can_be_switched_off() {
     for screenshots in [true, false] {
-        let mut h = Harness::with_screenshots(ObserverOptions::default(), screenshots);
+        let mut h = Harness::with_screenshots(TrafficOptions::default(), screenshots);
         h.open(1, &format!("/devtools/page/{PAGE}"), 0);
         for i in 0..10u64 {
             h.recv(1, i * 500, json!({"method": "Page.screencastFrame", "params": {"data": PNG_1X1, "sessionId": i, "metadata": {}}}));
@@ -506,9 +506,9 @@ fn screencast_frames_are_sampled_and_can_be_switched_off() {
 
 #[test]
 fn malformed_and_hostile_frames_are_ignored() {
-    let mut h = Harness::new(ObserverOptions {
+    let mut h = Harness::new(TrafficOptions {
         max_pending: 8,
-        ..ObserverOptions::default()
+        ..TrafficOptions::default()
     });
     h.open(1, "/devtools/page/P", 0);
     for bad in [
@@ -542,7 +542,7 @@ fn malformed_and_hostile_frames_are_ignored() {
 /// once.
 #[test]
 fn page_events_are_recorded_once_per_page() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, "/devtools/browser/b", 0);
     for sid in ["S1", "S2"] {
         h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": sid, "targetInfo": {"targetId": PAGE, "type": "page", "url": "https://a.test/", "title": "t"}}}));
@@ -582,7 +582,7 @@ fn page_events_are_recorded_once_per_page() {
 /// observer's frame of the page).
 #[test]
 fn repeated_console_errors_and_failures_fold_into_a_count() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     observed(&h.observer.pages, PAGE);
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     for i in 0..3000u64 {
@@ -604,7 +604,7 @@ fn repeated_console_errors_and_failures_fold_into_a_count() {
         .iter()
         .map(|r| r.payload["text"].as_str().unwrap())
         .collect();
-    let kept = crate::once::RECORDED_BEFORE_FOLDING as usize;
+    let kept = crate::dedup::RECORDED_BEFORE_FOLDING as usize;
     assert_eq!(texts.len(), kept + 2, "{texts:?}");
     let first = &console[0];
     assert!(first.repeat.is_none());
@@ -629,10 +629,10 @@ fn repeated_console_errors_and_failures_fold_into_a_count() {
     );
 }
 
-/// When the active observer covers a page, the passive observer leaves its page events to it.
+/// When the direct reader covers a page, the traffic reader leaves its page events to it.
 #[test]
 fn covered_pages_leave_page_events_to_the_active_observer() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     let pages = h.observer.pages.clone();
     pages.cover(PAGE);
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
@@ -661,7 +661,7 @@ fn typing_in_any_spelling_is_registered_and_recorded() {
         .to_string(),
     ];
     for raw in &cases {
-        let mut h = Harness::new(ObserverOptions::default());
+        let mut h = Harness::new(TrafficOptions::default());
         h.open(1, &format!("/devtools/page/{PAGE}"), 0);
         h.frame(1, Direction::ToBrowser, 10, raw);
         let typed = raw
@@ -691,7 +691,7 @@ fn typing_in_any_spelling_is_registered_and_recorded() {
 /// not counted (the insertion that commits it is).
 #[test]
 fn presses_and_compositions() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     h.send(1, 10, json!({"params": {"type": "keyDown", "key": "Enter", "text": "\r"}, "method": "Input.dispatchKeyEvent", "id": 1}));
     h.recv(1, 11, json!({"id": 1, "result": {}}));
@@ -717,9 +717,9 @@ fn fuzz_seeds_replay() {
         let path = entry.expect("entry").path();
         let data = std::fs::read(&path).expect("seed");
         let sanitizer = Arc::new(Sanitizer::new());
-        let mut obs = Observer::new(
+        let mut obs = TrafficReader::new(
             Arc::new(Pages::new(sanitizer.clone(), true)),
-            ObserverOptions::default(),
+            TrafficOptions::default(),
         );
         for (i, chunk) in data.split(|b| *b == 0xFF).enumerate() {
             let Some((&ctl, body)) = chunk.split_first() else {
@@ -790,7 +790,7 @@ fn fuzz_seeds_replay() {
 /// for continuations of what it typed, not for text typed after the field changed).
 #[test]
 fn a_command_to_the_page_ends_bursts_typing_into_it_through_other_sessions() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, "/devtools/browser/b", 0);
     for sid in ["FLAT", "NONFLAT"] {
         h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": sid, "targetInfo": {"targetId": PAGE, "type": "page", "url": "https://a.test/", "title": "t"}, "waitingForDebugger": false}}));
@@ -831,7 +831,7 @@ fn a_command_to_the_page_ends_bursts_typing_into_it_through_other_sessions() {
 /// ends it, however many connections are open.
 #[test]
 fn another_clients_reads_do_not_split_a_burst_but_its_input_does() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     let page = format!("/devtools/page/{PAGE}");
     for conn in 1..=40 {
         h.open(conn, &page, 0);
@@ -941,7 +941,7 @@ fn only_a_fresh_document_lifts_the_veto_without_the_observer() {
         }
     }
     let mut c = Client {
-        h: Harness::new(ObserverOptions::default()),
+        h: Harness::new(TrafficOptions::default()),
         id: 0,
         now: 0,
     };
@@ -1001,8 +1001,8 @@ fn typed_with_focus(
     before: Option<cdp_sanitize::InputType>,
     late: Option<(cdp_sanitize::InputType, u64)>,
 ) -> serde_json::Value {
-    use crate::capture::FieldKind;
-    let mut h = Harness::new(ObserverOptions::default());
+    use crate::veto::FieldKind;
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     let pages = h.observer.pages.clone();
     if let Some(kind) = before {
@@ -1062,7 +1062,7 @@ fn a_focus_report_registered_after_the_first_keystroke_still_types_the_burst() {
 /// answers the command it carried.
 #[test]
 fn a_non_flat_session_is_read_like_a_flat_one() {
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, "/devtools/browser/b", 0);
     h.recv(1, 1, json!({"method": "Target.attachedToTarget", "params": {"sessionId": "NF", "targetInfo": {"targetId": PAGE, "type": "page", "url": "about:blank", "title": ""}, "waitingForDebugger": false}}));
     let mut outer = 100;
@@ -1214,7 +1214,7 @@ fn nested_wrappers_are_read_within_bounds() {
         }
         m
     };
-    let mut h = Harness::new(ObserverOptions::default());
+    let mut h = Harness::new(TrafficOptions::default());
     h.open(1, "/devtools/browser/b", 0);
     for (id, levels) in [(1u64, 2usize), (2, 4), (3, 5), (4, 9)] {
         let inner = json!({"id": id, "method": "Page.navigate", "params": {"url": format!("https://a.test/{levels}")}});

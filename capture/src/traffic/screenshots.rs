@@ -1,16 +1,16 @@
 //! A client's own pictures of the page: `Page.captureScreenshot` results and sampled
 //! `Page.screencastFrame`s, kept as artifacts unless the capture policy withholds them.
 
-use super::{Key, Observer, TOOL};
-use crate::capture::Withheld;
+use super::{Key, TrafficReader, TOOL};
 use crate::cdp::frame::Frame;
 use crate::cdp::params as cdp;
+use crate::veto::Withheld;
 use crate::{Emit, NewArtifact};
 use cdp_evidence::{Action, ActionDetail, ActionMethod, Record, RecordKind, Status};
 use cdp_sanitize::{SafeJson, SafeText, Sanitizer};
 use std::time::SystemTime;
 
-impl Observer {
+impl TrafficReader {
     /// The image of a successful `Page.captureScreenshot` response, to keep as an artifact;
     /// `None` when it is withheld (the action then says why) or malformed.
     pub(super) fn screenshot_bytes(

@@ -12,7 +12,7 @@
 //! awaited only to pass on an error (no such session), which then answers the wrapped command.
 
 use super::correlate::{Pending, Waiting};
-use super::{Key, Observer};
+use super::{Key, TrafficReader};
 use crate::cdp::frame::Frame;
 use crate::cdp::params as cdp;
 use std::borrow::Cow;
@@ -22,7 +22,7 @@ use std::time::SystemTime;
 /// level doubles the escaping, so real ones stop at two).
 const MAX_DEPTH: u8 = 4;
 
-impl Observer {
+impl TrafficReader {
     /// A client's `Target.sendMessageToTarget`: the command it carries, on the session it
     /// names. Returns the pending key of what now waits for an answer.
     pub(super) fn wrapped_command(

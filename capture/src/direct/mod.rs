@@ -1,4 +1,4 @@
-//! The active observer: the relay's own eyes on the browser.
+//! The direct reader: the relay's own eyes on the browser.
 //!
 //! Owns a CDP connection of the relay's own, dialled upstream to the browser endpoint (never
 //! through the relay's listener): it auto-attaches (flattened) to every page, enables on its own
@@ -6,7 +6,7 @@
 //! isolated world (`agent.js`), and then
 //!
 //! - records what pages report — console errors, exceptions, `Log` errors, failed requests — once
-//!   per page: for the pages it covers, the passive observer leaves them out;
+//!   per page: for the pages it covers, the traffic reader leaves them out;
 //! - takes frames after navigations, clicks and failures (debounced, scaled down, within the
 //!   capture policy) and links failure records to the frame taken after them;
 //! - keeps the capture policy's "which field has focus" current;
@@ -22,7 +22,7 @@
 //! no dialog handling), never retype or change a page, never let typed text leave the relay
 //! except as an argument back into the page it was typed into, and never hang: every command has
 //! a timeout, every table a bound. A lost browser (closed, crashed, restarted on the same port)
-//! is reconnected with backoff; meanwhile the passive observer records page events again.
+//! is reconnected with backoff; meanwhile the traffic reader records page events again.
 
 mod browser;
 mod conn;
@@ -40,7 +40,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use verify::{VerifyReply, VerifyRequest};
 
-/// The tool name on the active observer's records.
+/// The tool name on the direct reader's records.
 const TOOL: &str = "observer";
 /// The isolated world the page agent runs in.
 const WORLD: &str = "cdp-relay-observer";
@@ -49,9 +49,9 @@ const BINDING: &str = "__cdpRelayObserve";
 /// The page agent.
 const AGENT_SOURCE: &str = include_str!("agent.js");
 
-/// Active observer knobs. Tests build it directly.
+/// Direct reader knobs. Tests build it directly.
 #[derive(Debug, Clone)]
-pub struct ActiveOptions {
+pub struct DirectOptions {
     /// Every command the observer sends gets an answer within this, or is given up. By
     /// default, 5 s.
     pub command_timeout: Duration,
@@ -79,9 +79,9 @@ pub struct ActiveOptions {
     pub max_backoff: Duration,
 }
 
-impl Default for ActiveOptions {
+impl Default for DirectOptions {
     fn default() -> Self {
-        ActiveOptions {
+        DirectOptions {
             command_timeout: Duration::from_secs(5),
             verify_timeout: Duration::from_secs(3),
             failure_debounce: Duration::from_millis(250),
@@ -98,7 +98,7 @@ impl Default for ActiveOptions {
     }
 }
 
-impl ActiveOptions {
+impl DirectOptions {
     fn frame_size(&self) -> frames::FrameSize {
         frames::FrameSize {
             max_width: self.max_frame_width.max(16),
@@ -141,20 +141,20 @@ impl Ctx {
     }
 }
 
-/// A running active observer. Stop it with [`Active::stop`].
-pub(crate) struct Active {
+/// A running direct reader. Stop it with [`Direct::stop`].
+pub(crate) struct Direct {
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
     dropped: Arc<AtomicU64>,
 }
 
-impl Active {
+impl Direct {
     /// Starts observing the browser at `upstream` (needs a tokio runtime).
-    pub(crate) fn spawn(ctx: Ctx, upstream: Upstream, opts: ActiveOptions) -> Active {
+    pub(crate) fn spawn(ctx: Ctx, upstream: Upstream, opts: DirectOptions) -> Direct {
         let (stop, stopped) = watch::channel(false);
         let dropped = ctx.dropped.clone();
         let task = tokio::spawn(supervise(ctx, upstream, opts, stopped));
-        Active {
+        Direct {
             stop,
             task,
             dropped,
@@ -174,7 +174,7 @@ impl Active {
 async fn supervise(
     mut ctx: Ctx,
     upstream: Upstream,
-    opts: ActiveOptions,
+    opts: DirectOptions,
     mut stop: watch::Receiver<bool>,
 ) {
     let first = Duration::from_millis(250);

@@ -4,10 +4,10 @@
 //! they may have, bounded in time.
 
 use super::{Browser, Done};
-use crate::active::frames::{self, NoFrame, Shot};
-use crate::active::TOOL;
-use crate::capture::Withheld;
+use crate::direct::frames::{self, NoFrame, Shot};
+use crate::direct::TOOL;
 use crate::pages::{instant_of, After, Due, Want};
+use crate::veto::Withheld;
 use crate::{Emit, NewArtifact};
 use cdp_evidence::{Action, ActionDetail, ActionMethod, Record, RecordKind, Status};
 use cdp_sanitize::SafeText;

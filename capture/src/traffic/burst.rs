@@ -3,8 +3,8 @@
 //! protection), and the step it becomes. `typing.rs` decides when a burst starts and ends.
 
 use super::TOOL;
-use crate::capture::FieldKind;
 use crate::pages::Pages;
+use crate::veto::FieldKind;
 use cdp_evidence::{Action, ActionMethod, Record, RecordKind, Status, Verification};
 use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer, TypedEcho};
 use std::time::SystemTime;
@@ -46,7 +46,7 @@ pub(crate) struct Burst {
     pub(super) error: Option<SafeText>,
     pub(super) target: Option<SafeJson>,
     pub(super) target_id: Option<String>,
-    /// What the page model tracks the typing under (`Observer::typing_key`).
+    /// What the page model tracks the typing under (`TrafficReader::typing_key`).
     pub(super) page: Option<String>,
     pub(super) verification: Option<Verification>,
 }

@@ -1,5 +1,5 @@
-//! The passive observer's thread: takes the tap's copies in the evidence order (`order.rs`),
-//! runs the [`Observer`] and hands its records to the run writer in batches.
+//! The traffic reader's thread: takes the tap's copies in the evidence order (`order.rs`),
+//! runs the [`TrafficReader`] and hands its records to the run writer in batches.
 //!
 //! Copies are handled in stamp order, not in the order they reached the queues: the splice
 //! offers a keystroke after writing it, so the browser's echo of it can be queued first. Each
@@ -14,10 +14,10 @@
 //! hot path's CPU class while it keeps up, and a reader that waits for it lifts it
 //! (`priority.rs`).
 
-use super::observer::Observer;
-use super::priority::{self, Lifter, Priority};
-use super::trim::Trim;
-use super::writer::RunWriter;
+use super::TrafficReader;
+use crate::priority::{self, Lifter, Priority};
+use crate::trim::Trim;
+use crate::writer::RunWriter;
 use cdp_relay_proxy::order::Order;
 use cdp_relay_proxy::tap::{Stamped, TapEvent, TapReceiver};
 use cdp_sanitize::Sanitizer;
@@ -99,9 +99,9 @@ impl Drop for CloseOnExit {
 }
 
 /// Runs until a `Finish` event (or until every tap is gone); returns the observer's own drops.
-pub(super) fn run(
+pub(crate) fn run(
     mut rx: TapReceiver,
-    mut observer: Observer,
+    mut observer: TrafficReader,
     writer: RunWriter,
     sanitizer: Arc<Sanitizer>,
 ) -> u64 {
@@ -109,7 +109,7 @@ pub(super) fn run(
     order.set_passive(std::thread::current());
     let _close = CloseOnExit(order.clone());
     let mut queue = Queue::default();
-    let hand_over = |observer: &mut Observer| {
+    let hand_over = |observer: &mut TrafficReader| {
         writer.send_blocking(observer.take().emits);
     };
     let mut stuck: Option<Instant> = None;
@@ -224,7 +224,11 @@ fn take_copies(rx: &mut TapReceiver, queue: &mut Queue) -> bool {
 
 /// The pipeline stops: open bursts end, their steps wait a little for verdicts, then every open
 /// connection ends.
-fn finish(observer: &mut Observer, at: SystemTime, hand_over: &impl Fn(&mut Observer)) -> u64 {
+fn finish(
+    observer: &mut TrafficReader,
+    at: SystemTime,
+    hand_over: &impl Fn(&mut TrafficReader),
+) -> u64 {
     observer.finish_typing(at);
     // Typing steps waiting for a verdict get a little longer.
     let deadline = Instant::now() + FINISH_WAIT;
@@ -245,8 +249,8 @@ mod tests {
     //! reaches the relay's own observer connection, or the client's connection, first.
 
     use super::*;
-    use crate::observer::ObserverOptions;
     use crate::pages::Pages;
+    use crate::traffic::TrafficOptions;
     use crate::writer;
     use cdp_evidence::{EvidenceConfig, Store};
     use cdp_relay_proxy::tap::{Direction, Payload, Tap};
@@ -300,9 +304,9 @@ mod tests {
         }
 
         fn start(&mut self) {
-            let observer = Observer::new(
+            let observer = TrafficReader::new(
                 Arc::new(Pages::new(self.sanitizer.clone(), true)),
-                ObserverOptions::default(),
+                TrafficOptions::default(),
             );
             let (rx, writer, sanitizer) = (
                 self.rx.take().expect("not started"),

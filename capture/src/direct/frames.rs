@@ -8,8 +8,8 @@
 
 use super::conn::{CallError, Cdp};
 use super::verify::field_kind;
-use crate::capture::Withheld;
 use crate::cdp::methods::{Call, CommandMethod};
+use crate::veto::Withheld;
 use serde_json::{json, Value};
 use std::time::Duration;
 

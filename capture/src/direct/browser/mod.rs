@@ -11,7 +11,7 @@ use super::conn::{CallError, Cdp, Incoming};
 use super::frames::{NoFrame, Shot};
 use super::sessions::Sessions;
 use super::verify::VerifyReply;
-use super::{ActiveOptions, Ctx, AGENT_SOURCE, BINDING, WORLD};
+use super::{Ctx, DirectOptions, AGENT_SOURCE, BINDING, WORLD};
 use crate::cdp::methods::Call;
 use crate::pages::{FrameTiming, Want};
 use crate::Emit;
@@ -52,7 +52,7 @@ pub(super) enum Done {
 
 pub(super) struct Browser<'a> {
     ctx: &'a mut Ctx,
-    opts: &'a ActiveOptions,
+    opts: &'a DirectOptions,
     cdp: Cdp,
     events: mpsc::Receiver<Incoming>,
     /// The observer's pages, by session: events in, work out.
@@ -69,7 +69,7 @@ pub(super) struct Browser<'a> {
 impl<'a> Browser<'a> {
     pub(super) fn new(
         ctx: &'a mut Ctx,
-        opts: &'a ActiveOptions,
+        opts: &'a DirectOptions,
         cdp: Cdp,
         events: mpsc::Receiver<Incoming>,
     ) -> Browser<'a> {
@@ -141,7 +141,7 @@ impl<'a> Browser<'a> {
                         return Ended::Lost;
                     }
                 },
-                // The passive observer wants a frame (a failure, a click): look again.
+                // The traffic reader wants a frame (a failure, a click): look again.
                 _ = self.ctx.pages.wanted().notified() => {}
                 Some(req) = self.ctx.verify_rx.recv() => {
                     self.verify(req);
@@ -156,7 +156,7 @@ impl<'a> Browser<'a> {
     /// Events as they arrive, with those queued behind `first`: handled (and sanitized) only
     /// once every keystroke forwarded before they arrived is registered (`pipeline/order.rs`),
     /// since the page may be echoing it. What carries no page text — the page agent's world and
-    /// its focus reports — is taken at once, also while waiting: the passive observer types a
+    /// its focus reports — is taken at once, also while waiting: the traffic reader types a
     /// keystroke's burst by the focus reported before it, and that report must not queue behind
     /// the very keystrokes it describes. Other events that arrive during the wait may echo
     /// keystrokes forwarded after it began: they wait for a turn of their own.

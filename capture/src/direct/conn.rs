@@ -1,4 +1,4 @@
-//! The active observer's own CDP connection: one websocket to the browser endpoint (dialled
+//! The direct reader's own CDP connection: one websocket to the browser endpoint (dialled
 //! upstream directly, never through the relay's listener), its own command ids, a timeout on
 //! every command, and events handed out on a bounded channel, each stamped with when it arrived.
 //!

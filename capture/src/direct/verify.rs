@@ -1,9 +1,9 @@
 //! Typed-text verification: did the text of a typing burst land in the field the burst started
 //! in?
 //!
-//! The passive observer owns the burst and its text (memory only). When the burst ends it hands
-//! a [`VerifyRequest`] to the active observer over an in-memory channel; the text is wrapped in a
-//! [`Literal`] that cannot be printed, serialized or logged. The active observer passes it as a
+//! The traffic reader owns the burst and its text (memory only). When the burst ends it hands
+//! a [`VerifyRequest`] to the direct reader over an in-memory channel; the text is wrapped in a
+//! [`Literal`] that cannot be printed, serialized or logged. The direct reader passes it as a
 //! call argument into the page agent's isolated world — back into the page it was typed into, and
 //! nowhere else — where it is compared with what the page's input events and the field say. The
 //! agent answers with a reason word and counts only; this module turns that into a
@@ -12,7 +12,7 @@
 //!
 //! Never a false `true`: every case that fits more than one story is `indeterminate`.
 
-use crate::capture::FieldKind;
+use crate::veto::FieldKind;
 use cdp_evidence::{VerdictReason, Verification, Verified};
 use cdp_sanitize::{InputType, SafeText};
 use serde::Deserialize;
@@ -46,7 +46,7 @@ impl std::fmt::Debug for Literal {
 /// A burst to verify.
 #[derive(Debug)]
 pub(crate) struct VerifyRequest {
-    /// The burst's number (the passive observer holds its step under it).
+    /// The burst's number (the traffic reader holds its step under it).
     pub(crate) burst: u64,
     /// The page typed into (raw target id, memory only).
     pub(crate) target_id: String,

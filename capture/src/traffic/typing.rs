@@ -1,7 +1,7 @@
 //! Typing bursts: consecutive keystrokes and insertions on one session, recorded as one step
 //! with the length and the input type only. The typed text never leaves memory: from the first
 //! keystroke it is registered with the run's sanitizer (a growing `${TYPED_n}`, so a page echoing
-//! it — even partially, while typing goes on — is masked), and when the active observer runs it
+//! it — even partially, while typing goes on — is masked), and when the direct reader runs it
 //! is handed over (in memory) for verification in the page it was typed into. A step waiting for
 //! its verdict is held here, bounded in time.
 
@@ -9,9 +9,9 @@ use super::burst::Burst;
 use super::correlate::{Pending, Waiting};
 use super::sessions::Session;
 use super::typed::{How, Typing};
-use super::{Key, Observer};
-use crate::active::verify::{self, Literal, VerifyReply, VerifyRequest};
-use crate::capture::FieldKind;
+use super::{Key, TrafficReader};
+use crate::direct::verify::{self, Literal, VerifyReply, VerifyRequest};
+use crate::veto::FieldKind;
 use cdp_sanitize::{InputType, SafeText};
 use std::time::{Duration, SystemTime};
 
@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 const MAX_HELD: usize = 1024;
 
 /// How far a command other than typing may reach into a field being typed into on its page,
-/// for the typing bursts there (`Observer::end_typing`).
+/// for the typing bursts there (`TrafficReader::end_typing`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reach {
     /// It cannot change the page (an evaluation V8 runs refusing side effects): no burst ends.
@@ -44,7 +44,7 @@ pub(crate) struct Held {
     kept: Option<String>,
 }
 
-/// The way to the active observer's verification, when it runs.
+/// The way to the direct reader's verification, when it runs.
 pub(crate) struct Verifier {
     pub(crate) requests: tokio::sync::mpsc::Sender<VerifyRequest>,
     pub(crate) replies: tokio::sync::mpsc::Receiver<VerifyReply>,
@@ -52,7 +52,7 @@ pub(crate) struct Verifier {
     pub(crate) wait: Duration,
 }
 
-impl Observer {
+impl TrafficReader {
     /// A client command that types (`typed.rs` read it): its text joins the burst of the
     /// session it went to, registered with the sanitizer before anything else is handled, and
     /// the command waits for its response. Text that duplicate keys or other nested messages
@@ -278,7 +278,7 @@ impl Observer {
         }
     }
 
-    /// The focus report a burst is typed by travels on the active observer's own connection and
+    /// The focus report a burst is typed by travels on the direct reader's own connection and
     /// can be registered after the burst's first keystroke: asked again when the burst ends, it
     /// may name the field. An unidentified burst takes what it says; an identified one only ever
     /// becomes more sensitive (the reading after the burst has the last word on the type).

@@ -224,7 +224,7 @@ fn sensitive_focus_withholds_while_it_lasts() {
 
 #[test]
 fn a_late_question_gets_the_focus_of_its_moment_and_a_report_just_after_counts() {
-    // The passive observer asks about a screenshot at t(0) after focus moved on at t(50).
+    // The traffic reader asks about a screenshot at t(0) after focus moved on at t(50).
     let p = policy(true);
     p.focused_at("T1", Some(FieldKind::NotEditable), t(0));
     p.focused_at("T1", Some(PASSWORD), t(50));

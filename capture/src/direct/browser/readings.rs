@@ -2,11 +2,11 @@
 //! reading cannot run is answered at once as a note.
 
 use super::{Browser, Done};
-use crate::active::verify::{self, VerifyReply, VerifyRequest};
+use crate::direct::verify::{self, VerifyReply, VerifyRequest};
 
 impl Browser<'_> {
     pub(super) fn reply(&self, reply: VerifyReply) {
-        // The passive observer stops waiting on its own if this is lost.
+        // The traffic reader stops waiting on its own if this is lost.
         let _ = self.ctx.verify_tx.try_send(reply);
     }
 

@@ -2,7 +2,7 @@
 //! pixels cannot be redacted*).
 //!
 //! One policy per pipeline, part of the page model ([`Pages`]) and asked by every producer that
-//! can keep a frame (the passive observer keeping a client's screenshot, the active observer's
+//! can keep a frame (the traffic reader keeping a client's screenshot, the direct reader's
 //! own frames). Both observers feed it through the same handler (`pages/events.rs`). Per page
 //! ([`Veto`]) it knows:
 //!
@@ -17,9 +17,9 @@
 //!   cache, or a history navigation whose form fields the browser refills) comes back with what
 //!   was typed into it;
 //! - when the page was last typed into — never a frame right after typing;
-//! - which kind of field had focus when (reported by the active observer's page agent) — never a
+//! - which kind of field had focus when (reported by the direct reader's page agent) — never a
 //!   frame while a sensitive field has focus. Focus is kept as a short history because the
-//!   passive observer decides about a client's screenshot or typing some milliseconds after the
+//!   traffic reader decides about a client's screenshot or typing some milliseconds after the
 //!   fact, by when focus may have moved on: it asks about the moment of the command.
 //!
 //! and the switch `--no-screenshots`. Target keys are raw CDP target ids (or a connection/session
@@ -153,7 +153,7 @@ const MAX_LEFT: usize = 16;
 /// Navigation starts remembered per page until their commit.
 const MAX_STARTED: usize = 16;
 
-/// Focus reports kept per page (the passive observer lags by milliseconds, not by dozens of
+/// Focus reports kept per page (the traffic reader lags by milliseconds, not by dozens of
 /// focus changes).
 const FOCUS_HISTORY: usize = 32;
 /// A focus report arrives a moment after the focus moved (the agent's binding call crosses the
@@ -197,7 +197,7 @@ pub(crate) struct Veto {
     /// More bursts than [`MAX_BURSTS`]: which document a burst went to is no longer known.
     typed_overflowed: bool,
     /// The latest main-frame commit reported. Producers report it at different moments (the
-    /// passive observer from the client's traffic, the active one from its own session):
+    /// traffic reader from the client's traffic, the active one from its own session):
     /// typing stamped before it went to the document it replaced.
     navigated_at: Option<SystemTime>,
     doc: Option<Doc>,

@@ -140,12 +140,12 @@ struct Seen {
 
 /// Page events recorded, and repeats counted: part of the page model, behind its lock.
 #[derive(Default)]
-pub(crate) struct Once {
+pub(crate) struct Dedup {
     seen: Seen,
     folds: Folds,
 }
 
-impl Once {
+impl Dedup {
     /// True the first time `key` is offered: the caller records the event.
     pub(crate) fn first(&mut self, key: EventKey) -> bool {
         let seen = &mut self.seen;
@@ -162,7 +162,7 @@ impl Once {
     }
 
     /// Whether to record `record` (an event first seen at `at`, already known to be new by
-    /// [`Once::first`]): true for the first event with this `key`, false for a repeat,
+    /// [`Dedup::first`]): true for the first event with this `key`, false for a repeat,
     /// which is counted instead.
     pub(crate) fn fold(&mut self, key: FoldKey, record: &Record, at: SystemTime) -> bool {
         let folds = &mut self.folds;
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn an_event_is_first_once() {
-        let mut once = Once::default();
+        let mut once = Dedup::default();
         let k = EventKey::console("T1", "error", 1.5, "boom");
         assert!(once.first(k));
         assert!(!once.first(k));
@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn repeats_are_counted_and_written_once_with_their_times() {
-        let mut once = Once::default();
+        let mut once = Dedup::default();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         // The first ones are recorded, then repeats are counted.
         for i in 0..RECORDED_BEFORE_FOLDING {
@@ -338,7 +338,7 @@ mod tests {
 
     #[test]
     fn a_long_fold_is_written_every_window_and_a_full_table_lets_the_oldest_go() {
-        let mut once = Once::default();
+        let mut once = Dedup::default();
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let (c, r) = console_record("tick", t0);
         let k = FoldKey::console("T1", &c);

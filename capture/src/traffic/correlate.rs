@@ -4,11 +4,11 @@
 
 use super::commands::{self, Command};
 use super::typing::Reach;
-use super::{Key, Observer, TOOL};
-use crate::capture::{Commit, Withheld};
+use super::{Key, TrafficReader, TOOL};
 use crate::cdp::frame::Frame;
 use crate::cdp::methods::CommandMethod;
 use crate::cdp::params as cdp;
+use crate::veto::{Commit, Withheld};
 use crate::{Emit, IdMap, NewArtifact};
 use cdp_evidence::{Action, ActionMethod, Record, RecordKind, Status};
 use cdp_sanitize::{SafeJson, SafeText};
@@ -119,7 +119,7 @@ pub(super) enum StepKind {
 /// How often unanswered commands are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
-impl Observer {
+impl TrafficReader {
     /// A client → browser message. Returns the (session, id) it now waits under, if any.
     pub(super) fn command(
         &mut self,
