@@ -3,7 +3,7 @@
 //! 1280 px and 390 px in light and dark. Screenshots go to the test's temp directory and, with
 //! `CDP_REPORT_SHOTS` set, to `/tmp/report-shots/` for a person to look at.
 
-#[path = "../../report/tests/support/mod.rs"]
+#[path = "../../../report/tests/support/mod.rs"]
 mod support;
 
 use base64::Engine as _;

@@ -6,7 +6,7 @@
 //! ```text
 //! cargo build --release --bin cdp-relay
 //! CDP_RELAY_TEST_BINARY=target/release/cdp-relay \
-//!   cargo test -p cdp-relay-tests --test fleet_sizing -- --ignored --nocapture
+//!   cargo test -p cdp-relay-tests --test e2e fleet_sizing:: -- --ignored --nocapture
 //! ```
 //!
 //! `docs/deploy.md`'s sizing table and the StatefulSet's requests come from its output.
