@@ -43,8 +43,8 @@ use direct::{Direct, DirectOptions};
 
 use calls::ToolCalls;
 use cdp_evidence::{EvidenceConfig, RetentionHold, Store};
-use cdp_relay_proxy::order::Order;
-use cdp_relay_proxy::tap::Tap;
+use cdp_relay_tap::order::Order;
+use cdp_relay_tap::tap::Tap;
 use cdp_sanitize::{Sanitizer, SecretError};
 pub use direct::DirectOptions as ObserveOptions;
 use pages::Pages;

@@ -35,14 +35,16 @@ mod error;
 pub mod frames;
 mod health;
 mod http;
-pub mod order;
 mod policy;
 mod relay;
 mod splice;
 mod stats;
-pub mod tap;
 mod upgrade;
 pub mod upstream;
+
+/// The tap and the evidence order (their own crate, `cdp-relay-tap`, which the pipeline names
+/// instead of this one).
+pub use cdp_relay_tap::{order, tap};
 
 pub use api::{Api, ApiFuture, ApiRequest, ProxyView, DEFAULT_MAX_BODY};
 pub use config::{

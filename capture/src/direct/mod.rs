@@ -117,7 +117,7 @@ pub(crate) struct Ctx {
     pub(crate) verify_tx: mpsc::Sender<VerifyReply>,
     pub(crate) dropped: Arc<AtomicU64>,
     /// Events are handled only once the typing forwarded before them is registered.
-    pub(crate) order: Arc<cdp_relay_proxy::order::Order>,
+    pub(crate) order: Arc<cdp_relay_tap::order::Order>,
 }
 
 impl Ctx {

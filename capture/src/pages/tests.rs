@@ -8,7 +8,7 @@ use crate::traffic::{TrafficOptions, TrafficReader};
 use crate::veto::{FieldKind, Withheld};
 use crate::Emit;
 use cdp_evidence::{EvidenceConfig, Record, RecordKind, Store};
-use cdp_relay_proxy::tap::{Direction, Payload, TapEvent};
+use cdp_relay_tap::tap::{Direction, Payload, TapEvent};
 use cdp_sanitize::InputType;
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

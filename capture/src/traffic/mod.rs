@@ -33,7 +33,7 @@ use crate::pages::Pages;
 use crate::{Emit, IdMap};
 use burst::Burst;
 use cdp_evidence::{Lifecycle, LifecycleEvent, Record, RecordKind, Status};
-use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd, TapEvent};
+use cdp_relay_tap::tap::{Direction, Payload, SessionEnd, TapEvent};
 use cdp_sanitize::{SafeText, Sanitizer};
 use correlate::{Pending, PendingTable};
 use sessions::{Endpoint, Session};

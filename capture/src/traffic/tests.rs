@@ -4,7 +4,7 @@
 use super::*;
 use crate::{Emit, NewArtifact};
 use cdp_evidence::{EvidenceConfig, Run, Store, StoredRecord};
-use cdp_relay_proxy::tap::Payload;
+use cdp_relay_tap::tap::Payload;
 use serde_json::json;
 use std::time::UNIX_EPOCH;
 

@@ -5,7 +5,7 @@
 //! offers a keystroke after writing it, so the browser's echo of it can be queued first. Each
 //! round runs a gate (every client → browser chunk stamped below its mark has offered its
 //! copies), pulls the queues, and handles everything stamped below the mark, lowest first; then
-//! it tells readers waiting in [`Order::caught_up`](cdp_relay_proxy::order::Order::caught_up). A connection's
+//! it tells readers waiting in [`Order::caught_up`](cdp_relay_tap::order::Order::caught_up). A connection's
 //! `Opened` is stamped before its first chunk and its `Closed` after its last, so they fall in
 //! place too.
 //!
@@ -18,8 +18,8 @@ use super::TrafficReader;
 use crate::priority::{self, Lifter, Priority};
 use crate::trim::Trim;
 use crate::writer::RunWriter;
-use cdp_relay_proxy::order::Order;
-use cdp_relay_proxy::tap::{Stamped, TapEvent, TapReceiver};
+use cdp_relay_tap::order::Order;
+use cdp_relay_tap::tap::{Stamped, TapEvent, TapReceiver};
 use cdp_sanitize::Sanitizer;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -253,7 +253,7 @@ mod tests {
     use crate::traffic::TrafficOptions;
     use crate::writer;
     use cdp_evidence::{EvidenceConfig, Store};
-    use cdp_relay_proxy::tap::{Direction, Payload, Tap};
+    use cdp_relay_tap::tap::{Direction, Payload, Tap};
     use serde_json::json;
 
     const PAGE: &str = "8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1";
