@@ -6,7 +6,7 @@
 //! (`url`), typed text as length and input type (`input`), any other string as its length
 //! (`chars`), or the reduced members of an object or items of an array (`items`, `count`).
 //! Which form an argument gets is the producer's decision (the relay's is in
-//! `relay/src/mcp/args.rs`); this module only says what may be written. Like every payload here
+//! `mcp/src/args.rs`); this module only says what may be written. Like every payload here
 //! it is generic over a [`Form`]: the write side holds only `cdp_sanitize` types.
 
 use crate::record::{Form, Sanitized, Stored};

@@ -23,8 +23,8 @@ use rmcp::model::{
     ServerConfig, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceError};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RequestContext};
+use rmcp::{ErrorData, RoleClient, RoleServer, ServerHandler, ServiceError};
 use std::borrow::Cow;
 
 /// The server-side error for a failure of our session with the wrapped server.
@@ -42,12 +42,42 @@ fn child_error(gw: &Gateway, e: ServiceError) -> ErrorData {
     }
 }
 
+/// Whether the wrapped server offers what a request needs.
+type Needs = fn(&ServerCapabilities) -> bool;
+
+fn has_resources(c: &ServerCapabilities) -> bool {
+    c.resources.is_some()
+}
+
+fn not_running_resource() -> ErrorData {
+    ErrorData::resource_not_found("the MCP server is not running", None)
+}
+
 impl Gateway {
     fn child_alive(&self) -> Option<&super::Child> {
         self.shared
             .child
             .as_deref()
             .filter(|c| c.exited().is_none())
+    }
+
+    /// Sends one request to the wrapped server when it runs and, if the request needs a
+    /// capability, said in `initialize` that it offers it; `None` otherwise, for the caller's
+    /// default answer. The server's own errors pass through ([`child_error`]).
+    async fn ask<T, F, Fut>(&self, needs: Option<Needs>, request: F) -> Option<Result<T, ErrorData>>
+    where
+        F: FnOnce(Peer<RoleClient>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ServiceError>>,
+    {
+        let child = self.child_alive().filter(|c| match needs {
+            None => true,
+            Some(offers) => c.info().is_some_and(|i| offers(&i.capabilities)),
+        })?;
+        Some(
+            request(child.peer().clone())
+                .await
+                .map_err(|e| child_error(self, e)),
+        )
     }
 
     fn dead_server_result(&self) -> CallToolResult {
@@ -242,14 +272,11 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
-        let mut result = match self.child_alive() {
-            Some(child) => child
-                .peer()
-                .list_tools(request)
-                .await
-                .map_err(|e| child_error(self, e))?,
-            None => ListToolsResult::default(),
-        };
+        let mut result = self
+            .ask(None, |peer| async move { peer.list_tools(request).await })
+            .await
+            .transpose()?
+            .unwrap_or_default();
         self.hide_borrowed(&mut result.tools);
         if first_page {
             result.tools.extend(self.shared.own_tools.iter().cloned());
@@ -326,17 +353,13 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
-        let theirs = self
-            .child_alive()
-            .filter(|c| c.info().is_some_and(|i| i.capabilities.resources.is_some()));
-        let mut result = match theirs {
-            Some(child) => child
-                .peer()
-                .list_resources(request)
-                .await
-                .map_err(|e| child_error(self, e))?,
-            None => ListResourcesResult::default(),
-        };
+        let mut result = self
+            .ask(Some(has_resources), |peer| async move {
+                peer.list_resources(request).await
+            })
+            .await
+            .transpose()?
+            .unwrap_or_default();
         if first_page {
             let ours = resources::list(self.shared.recorder.handle().is_some());
             result.resources.extend(ours.resources);
@@ -350,17 +373,13 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
-        let theirs = self
-            .child_alive()
-            .filter(|c| c.info().is_some_and(|i| i.capabilities.resources.is_some()));
-        let mut result = match theirs {
-            Some(child) => child
-                .peer()
-                .list_resource_templates(request)
-                .await
-                .map_err(|e| child_error(self, e))?,
-            None => ListResourceTemplatesResult::default(),
-        };
+        let mut result = self
+            .ask(Some(has_resources), |peer| async move {
+                peer.list_resource_templates(request).await
+            })
+            .await
+            .transpose()?
+            .unwrap_or_default();
         if first_page {
             result
                 .resource_templates
@@ -398,17 +417,11 @@ impl ServerHandler for Gateway {
             .map_err(|_| ErrorData::internal_error("the evidence reader failed", None))?
             .map(Into::into);
         }
-        match self.child_alive() {
-            Some(child) => child
-                .peer()
-                .read_resource_once(request)
-                .await
-                .map_err(|e| child_error(self, e)),
-            None => Err(ErrorData::resource_not_found(
-                "the MCP server is not running",
-                None,
-            )),
-        }
+        self.ask(None, |peer| async move {
+            peer.read_resource_once(request).await
+        })
+        .await
+        .unwrap_or_else(|| Err(not_running_resource()))
     }
 
     async fn subscribe(
@@ -422,14 +435,9 @@ impl ServerHandler for Gateway {
                 None,
             ));
         }
-        let child = self
-            .child_alive()
-            .ok_or_else(|| ErrorData::resource_not_found("the MCP server is not running", None))?;
-        child
-            .peer()
-            .subscribe(request)
+        self.ask(None, |peer| async move { peer.subscribe(request).await })
             .await
-            .map_err(|e| child_error(self, e))
+            .unwrap_or_else(|| Err(not_running_resource()))
     }
 
     async fn unsubscribe(
@@ -440,14 +448,9 @@ impl ServerHandler for Gateway {
         if resources::is_ours(&request.uri) {
             return Ok(());
         }
-        let child = self
-            .child_alive()
-            .ok_or_else(|| ErrorData::resource_not_found("the MCP server is not running", None))?;
-        child
-            .peer()
-            .unsubscribe(request)
+        self.ask(None, |peer| async move { peer.unsubscribe(request).await })
             .await
-            .map_err(|e| child_error(self, e))
+            .unwrap_or_else(|| Err(not_running_resource()))
     }
 
     async fn list_prompts(
@@ -455,20 +458,11 @@ impl ServerHandler for Gateway {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        match self.child_alive() {
-            Some(child)
-                if child
-                    .info()
-                    .is_some_and(|i| i.capabilities.prompts.is_some()) =>
-            {
-                child
-                    .peer()
-                    .list_prompts(request)
-                    .await
-                    .map_err(|e| child_error(self, e))
-            }
-            _ => Ok(ListPromptsResult::default()),
-        }
+        self.ask(Some(|c| c.prompts.is_some()), |peer| async move {
+            peer.list_prompts(request).await
+        })
+        .await
+        .unwrap_or_else(|| Ok(ListPromptsResult::default()))
     }
 
     async fn get_prompt(
@@ -476,17 +470,17 @@ impl ServerHandler for Gateway {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        match self.child_alive() {
-            Some(child) => child
-                .peer()
-                .get_prompt_once(request)
-                .await
-                .map_err(|e| child_error(self, e)),
-            None => Err(ErrorData::invalid_params(
+        self.ask(
+            None,
+            |peer| async move { peer.get_prompt_once(request).await },
+        )
+        .await
+        .unwrap_or_else(|| {
+            Err(ErrorData::invalid_params(
                 "the MCP server is not running",
                 None,
-            )),
-        }
+            ))
+        })
     }
 
     async fn complete(
@@ -494,20 +488,11 @@ impl ServerHandler for Gateway {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        match self.child_alive() {
-            Some(child)
-                if child
-                    .info()
-                    .is_some_and(|i| i.capabilities.completions.is_some()) =>
-            {
-                child
-                    .peer()
-                    .complete(request)
-                    .await
-                    .map_err(|e| child_error(self, e))
-            }
-            _ => Ok(CompleteResult::default()),
-        }
+        self.ask(Some(|c| c.completions.is_some()), |peer| async move {
+            peer.complete(request).await
+        })
+        .await
+        .unwrap_or_else(|| Ok(CompleteResult::default()))
     }
 
     async fn set_level(
@@ -515,19 +500,10 @@ impl ServerHandler for Gateway {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        match self.child_alive() {
-            Some(child)
-                if child
-                    .info()
-                    .is_some_and(|i| i.capabilities.logging.is_some()) =>
-            {
-                child
-                    .peer()
-                    .set_level(request)
-                    .await
-                    .map_err(|e| child_error(self, e))
-            }
-            _ => Ok(()),
-        }
+        self.ask(Some(|c| c.logging.is_some()), |peer| async move {
+            peer.set_level(request).await
+        })
+        .await
+        .unwrap_or(Ok(()))
     }
 }

@@ -10,7 +10,7 @@ use cdp_relay_tests::{relay_binary, within};
 use serde_json::Value;
 use std::path::PathBuf;
 
-// The demo's planted secrets: the same literals as in relay/src/cli/demo/mod.rs.
+// The demo's planted secrets: the same literals as in cli/src/demo/mod.rs.
 const USERNAME: &str = "alex.morgan@ledgerly.test";
 const PASSWORD: &str = "demo-Passw0rd!";
 const OTP: &str = "824913";
