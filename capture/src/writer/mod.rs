@@ -1,6 +1,6 @@
-//! The run writer: one thread that alone owns the evidence [`Run`]. Every producer inside the
-//! relay (the traffic reader, the relay's own capture) appends through a cloneable
-//! [`RunWriter`]; the thread writes in batches, stores artifacts, writes the repeats folded in
+//! The run writer: one thread that alone owns the evidence [`Run`]. Every producer in the
+//! relay's process (the traffic reader, the relay's own capture, remote producers posting to
+//! the relay's API) appends through a cloneable [`RunWriter`]; the thread writes in batches, stores artifacts, writes the repeats folded in
 //! the page model as their folds close, follows the session into its next run when
 //! another producer finalizes this one (or its directory is deleted), and at the end
 //! finalizes, renders and prunes.
@@ -17,7 +17,7 @@ mod thread;
 use super::calls::ToolCalls;
 use super::pages::Pages;
 use super::priority::Lifter;
-use cdp_evidence::{Record, Run, Store};
+use cdp_evidence::{Record, Run, RunEnded, Store};
 use cdp_sanitize::Sanitizer;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -69,12 +69,41 @@ enum Msg {
         dropped: u64,
         reply: std::sync::mpsc::Sender<WriterSummary>,
     },
+    /// A producer's records from outside the pipeline, written as one batch; where they went
+    /// goes back.
+    External {
+        records: Vec<Record>,
+        reply: tokio::sync::oneshot::Sender<Result<Appended, cdp_evidence::Error>>,
+    },
     /// Everything sent before is written: reply (after finalizing, rendering and moving on to
     /// the session's next run, when `rotate`).
     Sync {
         rotate: bool,
         reply: tokio::sync::oneshot::Sender<Option<WriterSummary>>,
     },
+}
+
+/// Where a producer's records went ([`RunWriter::append_records_blocking`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The run that holds them (the writer's run from then on).
+    pub run_id: String,
+    /// `Some` when the run they were sent to had ended under the writer (finalized by another
+    /// producer, or deleted): they are in the session's next run.
+    pub rejoined: Option<RunEnded>,
+}
+
+/// Why a producer's records were not written (none of them was).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppendError {
+    /// The writer has stopped: the pipeline is finishing.
+    #[error("the run writer has stopped")]
+    Stopped,
+    /// The journal refused the write (a full disk, permissions), or the run ended under the
+    /// writer twice in a row. Names paths and OS errors, never a record.
+    #[error(transparent)]
+    Write(#[from] cdp_evidence::Error),
 }
 
 /// The run being written, as the status API shows it.
@@ -179,6 +208,25 @@ impl RunWriter {
             self.failures.fetch_add(n, Ordering::Relaxed);
         }
         ok
+    }
+
+    /// Appends a producer's records from outside the pipeline (a remote producer's request) as
+    /// one write, all or nothing: never interleaved with other records, never half-written, in
+    /// order with what was sent before. If the run ended under the writer (another producer
+    /// finalized it, or its directory was deleted), they go to the session's next run, where
+    /// the writer continues too: the policy of `evidence/src/rejoin.rs`, so a run that ends
+    /// again at once is an error. A failure is the caller's to report; the writer does not
+    /// count it as the relay's loss. Records that name no source are the relay's: set the
+    /// producer's first. Blocks; call from a blocking context.
+    pub fn append_records_blocking(&self, records: Vec<Record>) -> Result<Appended, AppendError> {
+        let (reply, done) = tokio::sync::oneshot::channel();
+        self.lifter.lift();
+        self.tx
+            .blocking_send(Msg::External { records, reply })
+            .map_err(|_| AppendError::Stopped)?;
+        done.blocking_recv()
+            .map_err(|_| AppendError::Stopped)?
+            .map_err(AppendError::Write)
     }
 
     pub(crate) fn current(&self) -> CurrentRun {
@@ -294,3 +342,6 @@ pub(crate) fn start(
         .spawn(move || state.run(rx, &lifter))?;
     Ok((writer, thread))
 }
+
+#[cfg(test)]
+mod tests;

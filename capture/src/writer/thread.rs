@@ -2,7 +2,7 @@
 //! stored first), says losses in the journal once a write succeeds again, follows the session
 //! into its next run when this one ends under it, and finalizes, renders and prunes at the end.
 
-use super::{CurrentRun, Emit, Health, Msg, NewArtifact, WriterSummary};
+use super::{Appended, CurrentRun, Emit, Health, Msg, NewArtifact, WriterSummary};
 use crate::calls::ToolCalls;
 use crate::pages::Pages;
 use crate::priority::{Lifter, Priority};
@@ -52,28 +52,32 @@ pub(super) struct Writer {
     pub(super) outage: bool,
 }
 
-/// How an append attempt ended.
-enum Outcome {
-    Written,
-    Retry,
-    Failed(cdp_evidence::Error),
-}
-
 impl Writer {
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Msg>, lifter: &Lifter) {
         let mut priority = Priority::start(rx.max_capacity());
         lifter.know(&priority);
+        // It takes the page table's lock at every batch (the folds that closed).
+        self.pages.held_by(&priority);
         while let Some(msg) = rx.blocking_recv() {
             // A sync or a finish has someone waiting for it.
             let awaited = !matches!(msg, Msg::Batch(_));
             priority.adapt(rx.len(), || awaited);
             match msg {
                 Msg::Batch(batch) => self.write(batch),
+                Msg::External { records, reply } => {
+                    let _ = reply.send(self.write_external(records));
+                }
                 Msg::Finish { dropped, reply } => {
                     priority.stay_normal();
                     // Producers finished before asking; anything still queued is theirs too.
-                    while let Ok(Msg::Batch(batch)) = rx.try_recv() {
-                        self.write(batch);
+                    while let Ok(msg) = rx.try_recv() {
+                        match msg {
+                            Msg::Batch(batch) => self.write(batch),
+                            Msg::External { records, reply } => {
+                                let _ = reply.send(self.write_external(records));
+                            }
+                            Msg::Sync { .. } | Msg::Finish { .. } => {}
+                        }
                     }
                     let _ = reply.send(self.finish(dropped));
                     return;
@@ -130,9 +134,21 @@ impl Writer {
         if records.is_empty() {
             return;
         }
-        let mut attempts = 0;
+        if let Err(e) = self.try_append(records) {
+            self.failed("append to the journal", &e, records.len() as u64);
+        }
+        records.clear();
+    }
+
+    /// One write of `records`, with any loss not yet said before them; once more in the
+    /// session's next run if this one ended under the writer (then says why it moved).
+    /// `records` is left as it was.
+    fn try_append(
+        &mut self,
+        records: &mut Vec<Record>,
+    ) -> Result<Option<RunEnded>, cdp_evidence::Error> {
+        let mut moved = None;
         loop {
-            attempts += 1;
             let markers = self.unsaid_markers();
             let said: u64 = self.unsaid.iter().map(|(n, _)| n).sum();
             let n_markers = markers.len();
@@ -149,32 +165,40 @@ impl Writer {
                 records.extend(batch.drain(n_markers..));
                 appended
             };
-            let outcome = match appended {
+            match appended {
                 Ok(n) => {
                     self.appended += n as u64;
-                    Outcome::Written
-                }
-                Err(e) => match e.run_ended() {
-                    Some(ended) if attempts == 1 && self.rejoin(ended) => Outcome::Retry,
-                    _ => Outcome::Failed(e),
-                },
-            };
-            match outcome {
-                Outcome::Retry => continue,
-                Outcome::Written => {
                     if n_markers > 0 {
                         self.said += said;
                         self.unsaid.clear();
                     }
                     self.recovered(said);
+                    return Ok(moved);
                 }
-                Outcome::Failed(e) => {
-                    self.failed("append to the journal", &e, records.len() as u64)
-                }
+                Err(e) => match e.run_ended() {
+                    Some(ended) if moved.is_none() && self.rejoin(ended) => moved = Some(ended),
+                    _ => return Err(e),
+                },
             }
-            records.clear();
-            return;
         }
+    }
+
+    /// A batch from a producer outside the pipeline: one write, in order with what was queued
+    /// before it. The outcome goes back to the producer, so a failure is not counted as the
+    /// relay's loss.
+    fn write_external(
+        &mut self,
+        mut records: Vec<Record>,
+    ) -> Result<Appended, cdp_evidence::Error> {
+        let rejoined = if records.is_empty() {
+            None
+        } else {
+            self.try_append(&mut records)?
+        };
+        Ok(Appended {
+            run_id: self.run.id().to_owned(),
+            rejoined,
+        })
     }
 
     /// `evidenceDropped` markers for the losses not said yet.
