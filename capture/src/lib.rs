@@ -29,6 +29,7 @@
 
 pub mod calls;
 pub(crate) mod cdp;
+pub use cdp::client;
 pub(crate) mod dedup;
 pub(crate) mod direct;
 pub mod pages;

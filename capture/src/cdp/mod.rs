@@ -3,8 +3,10 @@
 //! params and results read (`params.rs`; the ones nearly every message of a busy page needs by
 //! `quick.rs`), borrowed from the message text.
 //!
-//! Pure: no state, no I/O. Nothing here keeps a string past the message it came from.
+//! Pure: no state, no I/O. Nothing here keeps a string past the message it came from. The one
+//! exception is `client.rs`: the CDP client the direct reader, the demo and the tests share.
 
+pub mod client;
 pub(crate) mod frame;
 pub(crate) mod methods;
 pub(crate) mod params;

@@ -7,7 +7,7 @@
 mod readings;
 mod shots;
 
-use super::conn::{CallError, Cdp, Incoming};
+use super::conn::{CallError, Cdp, Events, Incoming};
 use super::frames::{NoFrame, Shot};
 use super::sessions::Sessions;
 use super::verify::VerifyReply;
@@ -54,7 +54,7 @@ pub(super) struct Browser<'a> {
     ctx: &'a mut Ctx,
     opts: &'a DirectOptions,
     cdp: Cdp,
-    events: mpsc::Receiver<Incoming>,
+    events: Events,
     /// The observer's pages, by session: events in, work out.
     sessions: Sessions,
     done_tx: mpsc::Sender<Done>,
@@ -71,7 +71,7 @@ impl<'a> Browser<'a> {
         ctx: &'a mut Ctx,
         opts: &'a DirectOptions,
         cdp: Cdp,
-        events: mpsc::Receiver<Incoming>,
+        events: Events,
     ) -> Browser<'a> {
         let (done_tx, done_rx) = mpsc::channel(256);
         ctx.pages.start_observing(FrameTiming {
@@ -165,8 +165,8 @@ impl<'a> Browser<'a> {
         self.arrived(first, &mut batch);
         while batch.len() < EVENT_BATCH {
             match self.events.try_recv() {
-                Ok(event) => self.arrived(event, &mut batch),
-                Err(_) => break,
+                Some(event) => self.arrived(event, &mut batch),
+                None => break,
             }
         }
         while !batch.is_empty() {
@@ -184,8 +184,9 @@ impl<'a> Browser<'a> {
                     }
                 }
             }
-            for (text, at) in batch {
-                self.sessions.event(&self.ctx.pages, &text, at);
+            for event in batch {
+                self.sessions
+                    .event(&self.ctx.pages, event.text(), event.at());
             }
             self.flush().await;
             batch = next;
@@ -193,9 +194,12 @@ impl<'a> Browser<'a> {
     }
 
     /// Takes `event` now if it is page-agent bookkeeping, else queues it in `batch`.
-    fn arrived(&mut self, (text, at): Incoming, batch: &mut Vec<Incoming>) {
-        if !self.sessions.bookkeeping(&self.ctx.pages, &text, at) {
-            batch.push((text, at));
+    fn arrived(&mut self, event: Incoming, batch: &mut Vec<Incoming>) {
+        if !self
+            .sessions
+            .bookkeeping(&self.ctx.pages, event.text(), event.at())
+        {
+            batch.push(event);
         }
     }
 
@@ -330,7 +334,7 @@ impl<'a> Browser<'a> {
                 _ = &mut sync => break,
             }
         }
-        while let Ok(text) = self.events.try_recv() {
+        while let Some(text) = self.events.try_recv() {
             self.received(text).await;
         }
     }
