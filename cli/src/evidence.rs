@@ -353,7 +353,7 @@ fn status_word(store: &Store, r: &RunInfo) -> String {
     let mut s = if r.legacy {
         format!("legacy:{}", r.status)
     } else {
-        r.status.clone()
+        r.status.to_string()
     };
     if r.active {
         s.push_str(",active");

@@ -105,7 +105,7 @@ pub fn run_upload(args: UploadCmdArgs) -> anyhow::Result<ExitCode> {
             .list_runs()
             .context("cannot list the runs")?
             .into_iter()
-            .filter(|r| !r.legacy && r.status == "finalized")
+            .filter(|r| !r.legacy && r.status == cdp_evidence::RunStatus::Finalized)
             .filter_map(|r| store.run_dir(&r.id).ok())
             .filter(|d| !matches!(upload::read_state(d), Ok(Some(s)) if s.state.is_done()))
             .collect()
@@ -324,7 +324,7 @@ fn remote_table(runs: &[upload::RemoteRun]) -> String {
         .map(|r| {
             [
                 r.id.clone(),
-                dash(r.status.clone()),
+                dash(r.status.as_ref().map(ToString::to_string)),
                 dash(r.started_at.clone()),
                 dash(r.failures.map(|n| n.to_string())),
                 dash(r.records.map(|n| n.to_string())),
@@ -425,7 +425,7 @@ mod tests {
         let run = upload::RemoteRun {
             id: "r1".into(),
             session_id: Some("s\u{1b}[31m".into()),
-            status: Some("finalized".into()),
+            status: Some(cdp_evidence::RunStatus::Finalized.into()),
             started_at: None,
             finalized_at: None,
             failures: None,

@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::ids::validate_id;
 use crate::paths::{read_small, write_atomic, JOURNAL_FILE};
 use crate::vocab::RunStatus;
+use cdp_sanitize::Word;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -293,12 +294,18 @@ impl Manifest {
         self.evidence_version.is_none()
     }
 
+    /// `status` as a word: a [`RunStatus`], or another writer's (a legacy or newer one) as
+    /// written.
+    pub fn status_word(&self) -> Option<Word<RunStatus, &str>> {
+        self.status.as_deref().map(Word::from_text)
+    }
+
     /// The status, when it is one this format defines and the manifest is not legacy.
     pub fn run_status(&self) -> Option<RunStatus> {
         if self.is_legacy() {
             return None;
         }
-        RunStatus::parse(self.status.as_deref()?)
+        self.status_word()?.known()
     }
 
     /// The journal's file name inside the run directory: `actionLog` when it is a safe plain
@@ -380,6 +387,29 @@ mod tests {
         assert_eq!(m.journal_file(), "actions.jsonl", "never a path");
         let m = Manifest::parse(br#"{"evidenceVersion":1,"actionLog":"log.jsonl"}"#).unwrap();
         assert_eq!(m.journal_file(), "log.jsonl");
+    }
+
+    #[test]
+    fn every_run_status_reads_back_as_written_and_another_word_is_kept() {
+        for &status in RunStatus::ALL {
+            let json = serde_json::json!({"evidenceVersion": 1, "status": status});
+            assert_eq!(json["status"], status.as_str());
+            let m = Manifest::parse(json.to_string().as_bytes()).unwrap();
+            assert_eq!(m.status_word(), Some(Word::Known(status)));
+            assert_eq!(m.run_status(), Some(status));
+        }
+        // A newer writer's word: read, kept as written, and neither running nor finalized.
+        let m = Manifest::parse(br#"{"evidenceVersion":1,"status":"archived"}"#).unwrap();
+        assert_eq!(m.status_word(), Some(Word::Other("archived")));
+        assert_eq!(m.run_status(), None);
+        assert!(!crate::store::is_finished(&m));
+        // A legacy producer's word for a finished run counts only in a legacy manifest.
+        let legacy = Manifest::parse(br#"{"status":"completed"}"#).unwrap();
+        assert!(crate::store::is_finished(&legacy));
+        let current = Manifest::parse(br#"{"evidenceVersion":1,"status":"completed"}"#).unwrap();
+        assert!(!crate::store::is_finished(&current));
+        let m = Manifest::parse(br#"{"evidenceVersion":1}"#).unwrap();
+        assert_eq!(m.status_word(), None);
     }
 
     #[test]

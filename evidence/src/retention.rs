@@ -16,11 +16,15 @@ use crate::paths::{dir_size, real_dir_exists, MANIFEST_FILE, POINTER_SUFFIX, TRA
 use crate::pointer::{self, PointerState};
 use crate::store::{is_finished, Store};
 use crate::vocab::RunStatus;
+use cdp_sanitize::Word;
 use serde::Serialize;
 use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::Path;
+
+/// A listed run's status when its manifest has none (or cannot be read).
+const NO_STATUS: &str = "unknown";
 
 /// One run, as listed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -30,8 +34,9 @@ pub struct RunInfo {
     pub id: String,
     /// `sessionId` from the manifest.
     pub session_id: Option<String>,
-    /// `status` from the manifest as written; `unknown` when missing or unreadable.
-    pub status: String,
+    /// `status` from the manifest: a [`RunStatus`], or another writer's word as written
+    /// ([`Word::Other`]); `unknown` when missing or unreadable.
+    pub status: Word<RunStatus>,
     /// True when the manifest lacks `evidenceVersion` (or is missing/unreadable).
     pub legacy: bool,
     /// True when a session pointer names this run.
@@ -171,7 +176,10 @@ fn describe(dir: &Path, id: String, active: &HashSet<String>) -> RunInfo {
     RunInfo {
         active: active.contains(&id),
         session_id: m.session_id.clone(),
-        status: m.status.clone().unwrap_or_else(|| "unknown".to_owned()),
+        status: m
+            .status
+            .clone()
+            .map_or_else(|| Word::Other(NO_STATUS.to_owned()), Word::from_text),
         legacy: m.is_legacy(),
         started_ms: m
             .started_at

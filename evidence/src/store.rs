@@ -33,6 +33,7 @@ use crate::reader::{read_journal_from, JournalRead};
 use crate::record::MarkerKind;
 use crate::run::{Run, RunInner};
 use crate::vocab::RunStatus;
+use cdp_sanitize::Word;
 use std::fs::{File, OpenOptions};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -431,11 +432,25 @@ impl Store {
     }
 }
 
+cdp_sanitize::words! {
+    /// The words legacy producers (no `evidenceVersion`) used for a finished run.
+    enum LegacyFinished {
+        /// `completed`.
+        Completed = "completed",
+        /// `complete`.
+        Complete = "complete",
+        /// `done`.
+        Done = "done",
+        /// `closed`.
+        Closed = "closed",
+    }
+}
+
 /// Finalized by this format, or by a legacy producer that used another word for it.
 pub(crate) fn is_finished(m: &Manifest) -> bool {
-    match m.status.as_deref() {
-        Some(w) if RunStatus::parse(w) == Some(RunStatus::Finalized) => true,
-        Some("completed" | "complete" | "done" | "closed") => m.is_legacy(),
+    match m.status_word() {
+        Some(Word::Known(RunStatus::Finalized)) => true,
+        Some(Word::Other(w)) => m.is_legacy() && LegacyFinished::parse(w).is_some(),
         _ => false,
     }
 }

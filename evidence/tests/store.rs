@@ -5,7 +5,7 @@ mod common;
 
 use cdp_evidence::{
     Action, ArtifactOutcome, Error, EvidenceConfig, Marker, MarkerName, Record, RecordKind,
-    RunStatus, Status, Store, Totals,
+    RunStatus, Status, Store, Totals, Word,
 };
 use cdp_sanitize::SafeText;
 use common::{action, files_under, markers, store_at};
@@ -336,7 +336,10 @@ fn stale_pointers_are_recovered_without_orphans() {
 
     // Every run directory is named by a pointer or was finalized: no orphans.
     for info in store.list_runs().unwrap() {
-        assert!(info.active || info.status == "finalized", "{info:?}");
+        assert!(
+            info.active || info.status == RunStatus::Finalized,
+            "{info:?}"
+        );
     }
 }
 
@@ -561,6 +564,45 @@ fn a_retention_hold_keeps_runs_and_they_do_not_count_as_kept() {
 }
 
 #[test]
+fn a_listed_status_is_typed_and_another_writers_word_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_at(tmp.path());
+    store
+        .join_session("b", "relay")
+        .unwrap()
+        .finalize(Totals::default())
+        .unwrap();
+    write_run(
+        tmp.path(),
+        "newer",
+        r#"{"evidenceVersion":1,"runId":"newer","status":"archived","startedAt":"2030-01-01T00:00:00Z"}"#,
+    );
+    let runs = store.list_runs().unwrap();
+    let known = runs.iter().find(|r| r.id != "newer").unwrap();
+    assert_eq!(known.status, Word::Known(RunStatus::Finalized));
+    let newer = runs.iter().find(|r| r.id == "newer").unwrap();
+    assert_eq!(newer.status, Word::Other("archived".to_owned()));
+    assert!(!newer.legacy);
+    // Listed as written, in JSON and in text.
+    let json = serde_json::to_value(&runs).unwrap();
+    let words: Vec<_> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert!(
+        words.contains(&"finalized") && words.contains(&"archived"),
+        "{words:?}"
+    );
+    assert_eq!(newer.status.to_string(), "archived");
+    // Not finalized by this format: retention leaves it alone.
+    let report = store.prune_keeping(0).unwrap();
+    assert_eq!(report.removed, std::slice::from_ref(&known.id));
+    assert!(tmp.path().join("runs/newer").is_dir());
+}
+
+#[test]
 fn listing_shows_status_records_and_size() {
     let tmp = tempfile::tempdir().unwrap();
     let store = store_at(tmp.path());
@@ -577,7 +619,7 @@ fn listing_shows_status_records_and_size() {
     assert_eq!(runs.len(), 3);
     assert_eq!(runs[0].id, "legacy", "oldest first");
     assert!(runs[0].legacy);
-    assert_eq!(runs[0].status, "unknown");
+    assert_eq!(runs[0].status.as_str(), "unknown");
     let ra = runs.iter().find(|r| r.id == a.id()).unwrap();
     assert_eq!(
         (ra.status.as_str(), ra.records, ra.active),

@@ -71,12 +71,14 @@ pub(crate) struct VerifyReply {
     pub(crate) needs_literal: bool,
 }
 
-/// What the page agent answers (`agent.js`, `verify`). Strings are checked against closed
-/// lists; unknown words make the answer unreadable, never a verdict.
+/// What the page agent answers (`agent.js`, `verify`). Words are parsed here, once, into closed
+/// sets; an unknown `reason` makes the answer unreadable, never a verdict.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AgentAnswer {
-    reason: String,
+    /// `None`: a word the relay does not know.
+    #[serde(deserialize_with = "reason_word")]
+    reason: Option<AgentReason>,
     #[serde(default)]
     kind: Option<String>,
     #[serde(default)]
@@ -89,17 +91,60 @@ pub(crate) struct AgentAnswer {
     received: Option<u64>,
 }
 
+cdp_sanitize::words! {
+    /// The agent's reasons that are not verdict words: each stands for a [`VerdictReason`]
+    /// with a note of its own.
+    pub(crate) enum AgentWord {
+        /// The field focused for typing handed focus to another as it got it (`focus-moved`).
+        Bounced = "bounced",
+        /// The agent started after the typing (`not-read`).
+        NotInstalled = "not-installed",
+        /// Asked by length only, the field is not a sensitive one: ask again with the text
+        /// (`not-read` until then).
+        NotCompared = "not-compared",
+    }
+}
+
+/// The agent's `reason`: a verdict word of the journal, or one of the agent's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AgentReason {
+    Verdict(VerdictReason),
+    Agent(AgentWord),
+}
+
+impl AgentReason {
+    fn parse(word: &str) -> Option<AgentReason> {
+        VerdictReason::parse(word)
+            .map(AgentReason::Verdict)
+            .or_else(|| AgentWord::parse(word).map(AgentReason::Agent))
+    }
+}
+
+fn reason_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<AgentReason>, D::Error> {
+    String::deserialize(d).map(|word| AgentReason::parse(&word))
+}
+
+cdp_sanitize::words! {
+    /// The agent's field kinds besides the input types (`InputType`, the journal's own words).
+    enum AgentFieldKind {
+        /// A field (or an ancestor) the page marks sensitive.
+        Marked = "marked",
+        /// Focus is inside a frame the agent cannot read.
+        Frame = "frame",
+        /// Nothing editable has focus.
+        None = "none",
+    }
+}
+
 /// The agent's field kinds.
 pub(crate) fn field_kind(word: &str) -> Option<FieldKind> {
-    // The agent names input fields with the journal's own words.
     if let Some(t) = InputType::parse(word) {
         return Some(FieldKind::Input(t));
     }
-    Some(match word {
-        "marked" => FieldKind::Marked,
-        "frame" => FieldKind::Unreadable,
-        "none" => FieldKind::NotEditable,
-        _ => return None,
+    Some(match AgentFieldKind::parse(word)? {
+        AgentFieldKind::Marked => FieldKind::Marked,
+        AgentFieldKind::Frame => FieldKind::Unreadable,
+        AgentFieldKind::None => FieldKind::NotEditable,
     })
 }
 
@@ -124,142 +169,126 @@ fn verdict(
     v
 }
 
-/// The agent's answer as a verdict; `None` when it is not one the relay knows.
+/// The agent's answer as a verdict; `None` when its reason is not a word the relay knows, or a
+/// verdict only the relay gives.
 pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, Option<FieldKind>)> {
+    use VerdictReason as R;
     use Verified::{False, Indeterminate, True};
     let n = a.expected.unwrap_or(typed);
     let kind = a.kind.as_deref().and_then(field_kind);
     let g = a.grew;
     let grew = g.unwrap_or(0);
-    let v = match a.reason.as_str() {
-        "landed" => verdict(
-            True,
-            VerdictReason::Landed,
-            format!("the field changed exactly as typing {n} characters would"),
-            n,
-            g,
-            None,
-        ),
-        "dropped-characters" => verdict(
-            False,
-            VerdictReason::DroppedCharacters,
-            format!("expected {n} characters; the field grew by {grew}"),
-            n,
-            g,
-            None,
-        ),
-        "no-input" => verdict(
-            False,
-            VerdictReason::NoInput,
-            format!(
-                "the page received {} of {n} typed characters as input",
-                a.received.unwrap_or(0)
-            ),
-            n,
-            g,
-            None,
-        ),
-        "already-held" => verdict(
-            Indeterminate,
-            VerdictReason::AlreadyHeld,
-            format!("the field already held this text and did not change ({n} characters typed)"),
-            n,
-            g,
-            None,
-        ),
-        "same-text" => verdict(
-            Indeterminate,
-            VerdictReason::SameText,
-            format!("the selected value was replaced by the same {n} characters"),
-            n,
-            g,
-            None,
-        ),
-        "rewritten" => verdict(
-            Indeterminate,
-            VerdictReason::Rewritten,
-            format!("the page rewrote the value (a mask or formatter): {n} characters typed, the field changed by {grew}"),
-            n,
-            g,
-            None,
-        ),
-        "focus-moved" => {
-            let k = a.fields.unwrap_or(2);
-            verdict(
-                Indeterminate,
-                VerdictReason::FocusMoved,
-                format!("focus moved to another field mid-burst: {n} characters went to {k} fields"),
-                n,
-                g,
-                Some(k),
-            )
+    let v = match a.reason? {
+        AgentReason::Verdict(reason) => {
+            let (verified, note, g, fields) = match reason {
+                R::Landed => (
+                    True,
+                    format!("the field changed exactly as typing {n} characters would"),
+                    g,
+                    None,
+                ),
+                R::DroppedCharacters => (
+                    False,
+                    format!("expected {n} characters; the field grew by {grew}"),
+                    g,
+                    None,
+                ),
+                R::NoInput => (
+                    False,
+                    format!(
+                        "the page received {} of {n} typed characters as input",
+                        a.received.unwrap_or(0)
+                    ),
+                    g,
+                    None,
+                ),
+                R::AlreadyHeld => (
+                    Indeterminate,
+                    format!("the field already held this text and did not change ({n} characters typed)"),
+                    g,
+                    None,
+                ),
+                R::SameText => (
+                    Indeterminate,
+                    format!("the selected value was replaced by the same {n} characters"),
+                    g,
+                    None,
+                ),
+                R::Rewritten => (
+                    Indeterminate,
+                    format!("the page rewrote the value (a mask or formatter): {n} characters typed, the field changed by {grew}"),
+                    g,
+                    None,
+                ),
+                R::FocusMoved => {
+                    let k = a.fields.unwrap_or(2);
+                    (
+                        Indeterminate,
+                        format!("focus moved to another field mid-burst: {n} characters went to {k} fields"),
+                        g,
+                        Some(k),
+                    )
+                }
+                R::RichText => (
+                    Indeterminate,
+                    format!("editable content changed by {grew} characters for {n} typed, but not as plain insertion"),
+                    g,
+                    None,
+                ),
+                R::SensitiveField => return Some((sensitive(n), kind)),
+                R::Frame => (
+                    Indeterminate,
+                    "the field is inside a frame the relay cannot read".into(),
+                    None,
+                    None,
+                ),
+                R::Detached => (
+                    Indeterminate,
+                    "the field left the document before it could be read".into(),
+                    None,
+                    None,
+                ),
+                R::Ambiguous => (
+                    Indeterminate,
+                    format!("the same {n} characters reached the page more than once around this step"),
+                    None,
+                    None,
+                ),
+                R::Interleaved => (
+                    Indeterminate,
+                    format!("other input reached the page with this step's {n} characters"),
+                    None,
+                    None,
+                ),
+                // The relay's own verdicts: an agent that names one is not understood.
+                R::NotRead | R::Attribute | R::TooLong => return None,
+            };
+            verdict(verified, reason, note, n, g, fields)
         }
-        "bounced" => verdict(
+        AgentReason::Agent(AgentWord::Bounced) => verdict(
             Indeterminate,
-            VerdictReason::FocusMoved,
+            R::FocusMoved,
             format!("the field focused for typing handed focus to another as it got it: {n} characters went there"),
             n,
             g,
             Some(2),
         ),
-        "rich-text" => verdict(
+        AgentReason::Agent(AgentWord::NotInstalled) => verdict(
             Indeterminate,
-            VerdictReason::RichText,
-            format!("editable content changed by {grew} characters for {n} typed, but not as plain insertion"),
-            n,
-            g,
-            None,
-        ),
-        "sensitive-field" => sensitive(n),
-        "frame" => verdict(
-            Indeterminate,
-            VerdictReason::Frame,
-            "the field is inside a frame the relay cannot read".into(),
-            n,
-            None,
-            None,
-        ),
-        "not-installed" => verdict(
-            Indeterminate,
-            VerdictReason::NotRead,
+            R::NotRead,
             "not read: the relay's page agent started after the typing".into(),
             n,
             None,
             None,
         ),
-        "not-compared" => verdict(
+        AgentReason::Agent(AgentWord::NotCompared) => verdict(
             Indeterminate,
-            VerdictReason::NotRead,
+            R::NotRead,
             "not read: the field was taken for a sensitive one when typing started".into(),
             n,
             None,
             None,
         ),
-        "detached" => verdict(
-            Indeterminate,
-            VerdictReason::Detached,
-            "the field left the document before it could be read".into(),
-            n,
-            None,
-            None,
-        ),
-        "ambiguous" => verdict(
-            Indeterminate,
-            VerdictReason::Ambiguous,
-            format!("the same {n} characters reached the page more than once around this step"),
-            n,
-            None,
-            None,
-        ),
-        "interleaved" => verdict(
-            Indeterminate,
-            VerdictReason::Interleaved,
-            format!("other input reached the page with this step's {n} characters"),
-            n,
-            None,
-            None,
-        ),
-        _ => return None,
     };
     Some((v, kind))
 }
@@ -385,10 +414,7 @@ pub(crate) async fn run(
     let taken_for_sensitive = req.literal.is_none();
     drop(req.literal);
     let unread = |chars, why| no_reading(taken_for_sensitive, chars, why);
-    let needs_literal = matches!(
-        &outcome,
-        Ok(v) if v.pointer("/result/value/reason").and_then(serde_json::Value::as_str) == Some("not-compared")
-    );
+    let mut needs_literal = false;
     let (verification, kind) = match outcome {
         Ok(v) if v.get("exceptionDetails").is_some() => (
             unread(chars, "the page agent could not read the field"),
@@ -398,8 +424,10 @@ pub(crate) async fn run(
             .pointer("/result/value")
             .cloned()
             .and_then(|a| serde_json::from_value::<AgentAnswer>(a).ok())
-            .and_then(|a| from_agent(&a, chars))
-        {
+            .and_then(|a| {
+                needs_literal = a.reason == Some(AgentReason::Agent(AgentWord::NotCompared));
+                from_agent(&a, chars)
+            }) {
             Some((v, kind)) => (v, kind),
             None => (
                 unread(chars, "the page agent's answer was not understood"),
@@ -486,6 +514,85 @@ mod tests {
             assert_eq!(v.verified, Verified::Indeterminate, "{word}");
         }
         assert!(from_agent(&answer(serde_json::json!({"reason": "<script>"})), 3).is_none());
+    }
+
+    #[test]
+    fn every_reason_word_parses_once_into_its_enum() {
+        for &r in VerdictReason::ALL {
+            assert_eq!(
+                AgentReason::parse(r.as_str()),
+                Some(AgentReason::Verdict(r))
+            );
+            let a = answer(serde_json::json!({"reason": r.as_str()}));
+            match from_agent(&a, 3) {
+                // A verdict the agent gives keeps its word in the journal.
+                Some((v, _)) => assert_eq!(v.reason, r),
+                None => assert!(
+                    matches!(
+                        r,
+                        VerdictReason::NotRead | VerdictReason::Attribute | VerdictReason::TooLong
+                    ),
+                    "{r}"
+                ),
+            }
+        }
+        for &w in AgentWord::ALL {
+            assert_eq!(
+                VerdictReason::parse(w.as_str()),
+                None,
+                "{w} is the agent's own"
+            );
+            assert_eq!(AgentReason::parse(w.as_str()), Some(AgentReason::Agent(w)));
+        }
+        let (v, _) = from_agent(&answer(serde_json::json!({"reason": "bounced"})), 3).unwrap();
+        assert_eq!(v.reason, VerdictReason::FocusMoved);
+        assert_eq!(v.fields, Some(2));
+        let (v, _) = from_agent(&answer(serde_json::json!({"reason": "not-compared"})), 3).unwrap();
+        assert_eq!(v.reason, VerdictReason::NotRead);
+        assert_eq!(answer(serde_json::json!({"reason": "Landed"})).reason, None);
+        assert!(serde_json::from_value::<AgentAnswer>(serde_json::json!({"reason": 1})).is_err());
+    }
+
+    /// Every reason and field kind the page agent writes is one the relay parses, and each of
+    /// the agent's own words is still written by it.
+    #[test]
+    fn the_agent_writes_only_words_the_relay_parses() {
+        let source = super::super::AGENT_SOURCE;
+        // The word after each `pat'` on a line.
+        let after = |line: &str, pat: &str| -> Vec<String> {
+            line.split(pat)
+                .skip(1)
+                .filter_map(|rest| rest.split('\'').next())
+                .map(str::to_owned)
+                .collect()
+        };
+        // Every quoted word after `return out(` (`out(a ? 'x' : 'y')`).
+        let outs = |line: &str| -> Vec<String> {
+            line.split("return out(")
+                .skip(1)
+                .flat_map(|rest| rest.split('\'').skip(1).step_by(2).map(str::to_owned))
+                .collect::<Vec<_>>()
+        };
+        let mut reasons = Vec::new();
+        for line in source.lines() {
+            for w in after(line, "reason: '").into_iter().chain(outs(line)) {
+                assert!(AgentReason::parse(&w).is_some(), "agent.js: reason {w:?}");
+                reasons.push(w);
+            }
+            for w in after(line, "kind: '")
+                .into_iter()
+                .chain(after(line, "return '"))
+            {
+                assert!(field_kind(&w).is_some(), "agent.js: kind {w:?}");
+            }
+        }
+        assert!(reasons.len() > 10, "{reasons:?}");
+        for &w in AgentWord::ALL {
+            assert!(
+                reasons.iter().any(|r| r == w.as_str()),
+                "{w} is never written"
+            );
+        }
     }
 
     #[test]

@@ -35,8 +35,8 @@ pub struct RemoteRun {
     pub id: String,
     /// Its session.
     pub session_id: Option<String>,
-    /// `finalized` (only whole runs are listed).
-    pub status: Option<String>,
+    /// `finalized` (only whole runs are listed), or another writer's word as written.
+    pub status: Option<cdp_evidence::Word<cdp_evidence::RunStatus>>,
     /// When it started (RFC 3339).
     pub started_at: Option<String>,
     /// When it was finalized.
@@ -255,7 +255,7 @@ fn describe(target: &Target, id: &str, m: &serde_json::Value) -> RemoteRun {
     RemoteRun {
         id: id.to_owned(),
         session_id: s(&m["sessionId"]),
-        status: s(&m["status"]),
+        status: s(&m["status"]).map(cdp_evidence::Word::from_text),
         started_at: s(&m["startedAt"]),
         finalized_at: s(&m["finalizedAt"]),
         failures: upload["failures"].as_u64(),

@@ -443,7 +443,7 @@ impl Worker {
         };
         let mut found = 0;
         for run in runs {
-            if run.legacy || run.status != "finalized" {
+            if run.legacy || run.status != cdp_evidence::RunStatus::Finalized {
                 continue;
             }
             let Ok(dir) = store.run_dir(&run.id) else {
