@@ -8,13 +8,11 @@
 //! boundary exists to keep out — and skipped; the exit status is then 1. A record the journal
 //! cannot take (a full disk) is reported the same way and costs nothing but itself: the next
 //! lines are still appended.
-//! The input schema is in `docs/evidence-format.md` and in [`input`] (shared with remote
+//! The input schema is in `docs/evidence-format.md` and in [`producer`] (shared with remote
 //! producers: `POST /relay/v1/evidence`).
 
-use cdp_relay::ops::input;
-
 use anyhow::Context as _;
-use cdp_evidence::{EvidenceConfig, JoinAs, Run, RunInfo, Store, Totals};
+use cdp_evidence::{producer, EvidenceConfig, JoinAs, Run, RunInfo, Store, Totals};
 use cdp_sanitize::Sanitizer;
 use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
@@ -193,7 +191,7 @@ fn append(args: AppendArgs) -> anyhow::Result<ExitCode> {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let record = match input::parse_line(&line, &sanitizer) {
+        let record = match producer::parse_line(&line, &sanitizer) {
             Ok(record) => record,
             Err(reason) => {
                 bad += 1;

@@ -44,6 +44,7 @@ mod journal;
 mod manifest;
 mod paths;
 mod pointer;
+pub mod producer;
 mod reader;
 mod record;
 mod rejoin;

@@ -1,6 +1,7 @@
 //! One producer line — a stdin line of `cdp-relay evidence append`, or a line of a `POST
-//! /relay/v1/evidence` body — → a sanitized `cdp_evidence::Record`. Both doors share this one
-//! validation.
+//! /relay/v1/evidence` body — → a sanitized [`Record`]: the input schema of
+//! `docs/evidence-format.md`, kept beside the records it builds so that both doors share this
+//! one validation without depending on each other.
 //!
 //! Strict: unknown fields and wrong types make the line bad (a producer bug should surface, not
 //! silently lose data). Every string goes through the sanitizer before it can reach a record;
@@ -13,7 +14,7 @@
 //!  "source":"device","target":{...TargetInfo...},"error":"..."}
 //! ```
 
-use cdp_evidence::{
+use crate::{
     Action, Console, ConsoleLevel, CustomKind, Kind, Lifecycle, LifecycleEvent, Marker, MarkerName,
     Point, Record, RecordKind, Source, Status,
 };
@@ -30,7 +31,7 @@ pub const MAX_DROPPED_COUNT: u64 = 1_000_000;
 /// Whether a producer may write records under `source`: `relay` is the relay's own, and
 /// another producer's record must not pass for one.
 pub fn source_allowed(source: &str) -> bool {
-    source != cdp_evidence::Source::RELAY.as_str()
+    source != Source::RELAY.as_str()
 }
 
 type Obj = Map<String, Value>;
@@ -94,7 +95,7 @@ pub fn parse_line(line: &[u8], s: &Sanitizer) -> Result<Record, String> {
         record = record.status(status);
     }
     if let Some(at) = f.opt_str("startedAt")? {
-        let at = cdp_evidence::time::parse_rfc3339(at)
+        let at = crate::time::parse_rfc3339(at)
             .ok_or("field `startedAt` must be an RFC 3339 time such as 2024-05-01T10:00:00.000Z")?;
         record = record.started_at(at);
     }
@@ -172,7 +173,7 @@ fn typed(f: Fields<'_>) -> Result<InputSummary, String> {
 }
 
 /// A closed set's words for an error message (`a, b, c`).
-fn one_of<W: cdp_evidence::Words>(all: &[W]) -> String {
+fn one_of<W: crate::Words>(all: &[W]) -> String {
     let words: Vec<&str> = all.iter().map(|w| w.as_str()).collect();
     words.join(", ")
 }
@@ -359,8 +360,7 @@ mod tests {
         let r = parse_line(line.as_bytes(), &s)?;
         // Round-trip through a real journal to see what would be written.
         let tmp = tempfile::tempdir().unwrap();
-        let store =
-            cdp_evidence::Store::open(cdp_evidence::EvidenceConfig::at(tmp.path())).unwrap();
+        let store = crate::Store::open(crate::EvidenceConfig::at(tmp.path())).unwrap();
         let run = store.join_session("t", "cli").unwrap();
         run.append(r).unwrap();
         let j = store.read_journal(run.id()).unwrap();

@@ -7,7 +7,7 @@
 
 #![no_main]
 
-use cdp_relay::ops::remote::parse_body;
+use cdp_relay::remote::parse_body;
 use cdp_sanitize::Sanitizer;
 use libfuzzer_sys::fuzz_target;
 

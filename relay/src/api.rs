@@ -4,7 +4,7 @@
 //! and answers:
 //!
 //! - `PUT secrets/<NAME>`: a literal masked in all evidence of the run from now on;
-//! - `POST evidence`: records from a remote producer (`ops::remote`);
+//! - `POST evidence`: records from a remote producer (`remote`);
 //! - `GET metrics`: Prometheus text (`ops::metrics`);
 //! - `GET ready`, `GET live`: one word each, without the token (`ops::probe`).
 //!
@@ -12,6 +12,7 @@
 //! the runtime that forwards frames.
 
 use crate::ops::{self, Reply};
+use crate::remote;
 use crate::upload::UploadsHandle;
 use bytes::Bytes;
 use cdp_capture::PipelineHandle;
@@ -74,7 +75,7 @@ impl Api for RelayApi {
 
     fn max_body(&self, route: &str) -> usize {
         match route {
-            "evidence" => ops::remote::MAX_BODY,
+            "evidence" => remote::MAX_BODY,
             _ => cdp_sanitize::MAX_SECRET_BYTES,
         }
     }
@@ -134,14 +135,12 @@ impl RelayApi {
             .get(CONTENT_TYPE)
             .map(|v| v.to_str().unwrap_or("invalid").to_owned());
         let query = req.query;
-        if let Err(r) =
-            ops::remote::check_request(&method, content_type.as_deref(), query.as_deref())
-        {
+        if let Err(r) = remote::check_request(&method, content_type.as_deref(), query.as_deref()) {
             return reply(r);
         }
         let (evidence, body) = (self.evidence.clone(), req.body);
         let answer = tokio::task::spawn_blocking(move || {
-            ops::remote::append_blocking(
+            remote::append_blocking(
                 evidence.as_ref(),
                 &method,
                 content_type.as_deref(),

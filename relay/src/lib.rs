@@ -11,8 +11,8 @@
 //! - [`Recording`]: the proxy and the pipeline started and stopped as one, the way every
 //!   command (and the tests) runs them; [`api`]: the relay's part of `/relay/v1/`.
 //! - [`upload`]: finalized runs to object storage, whole, manifest last, in the background.
-//! - [`ops`]: what the relay's own API answers besides discovery: remote producers
-//!   (`POST /relay/v1/evidence`), readiness and liveness probes, Prometheus metrics.
+//! - [`remote`]: remote producers' records (`POST /relay/v1/evidence`), through the run's writer.
+//! - [`ops`]: readiness and liveness probes, Prometheus metrics.
 //! - `mcp` (feature `mcp`): the MCP gateway of `cdp-relay mcp`, which wraps an agent's browser
 //!   MCP server and records what each tool call did.
 //!
@@ -40,6 +40,7 @@ mod error;
 pub mod launch;
 pub mod ops;
 mod recording;
+pub mod remote;
 pub mod upload;
 
 /// The evidence pipeline (its own crate, `cdp-capture`, which knows no uploader or server).

@@ -2,18 +2,22 @@
 //! another pod) appends records to the relay's current run over HTTP.
 //!
 //! The body is what `cdp-relay evidence append` reads on stdin — one JSON record per line — and
-//! every line goes through the same validation and sanitizing ([`super::input`]), with the
-//! run's own sanitizer (secrets registered with the run are masked too). All or nothing: a bad
-//! line refuses the whole request with 400 naming the line (by number, never its content), and
-//! good requests are appended with one write under the journal lock, so records of two
-//! requests never interleave and a request is never half-written.
+//! every line goes through the same validation and sanitizing ([`cdp_evidence::producer`]),
+//! with the run's own sanitizer (secrets registered with the run are masked too). All or
+//! nothing: a bad line refuses the whole request with 400 naming the line (by number, never its
+//! content), and a good request goes to the run's writer as one batch, written in one append,
+//! so records of two requests never interleave and a request is never half-written. When
+//! another producer finalized the run (or its directory was deleted), the writer moves to the
+//! session's next run and the records land there, as with `evidence append`
+//! (`evidence/src/rejoin.rs`); the answer names the run that holds them.
 //!
 //! The access policy and token are the proxy's, applied before this runs.
 
-use super::input;
-use super::Reply;
+use crate::ops::Reply;
+use cdp_capture::writer::AppendError;
 use cdp_capture::PipelineHandle;
-use cdp_evidence::{EvidenceConfig, Record, Store};
+use cdp_evidence::producer;
+use cdp_evidence::{Record, RunEnded, Source};
 use cdp_sanitize::Sanitizer;
 
 /// Largest body accepted. 4 MiB: records are cut to 64 KiB each anyway.
@@ -75,7 +79,7 @@ pub fn check_request(
                 "cdp-relay: source must be 1-128 of A-Z a-z 0-9 . _ - (not starting with .)",
             ));
         }
-        if !input::source_allowed(value) {
+        if !producer::source_allowed(value) {
             return Err(Reply::text(
                 400,
                 "cdp-relay: source may not be relay: that names the relay's own records",
@@ -96,7 +100,7 @@ pub fn parse_body(body: &[u8], sanitizer: &Sanitizer) -> Result<Vec<Record>, Rep
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match input::parse_line(line, sanitizer) {
+        match producer::parse_line(line, sanitizer) {
             Ok(r) => records.push(r),
             Err(reason) => {
                 bad_count += 1;
@@ -130,9 +134,8 @@ pub fn parse_body(body: &[u8], sanitizer: &Sanitizer) -> Result<Vec<Record>, Rep
     Ok(records)
 }
 
-/// The whole request: validation, then one append to the session's current run (joined as a
-/// short-lived producer, like `cdp-relay evidence append`). Blocks on the journal lock: call
-/// it off the async workers.
+/// The whole request: validation, then one batch through the run's writer. Blocks until the
+/// writer has written it: call it off the async workers.
 pub fn append_blocking(
     evidence: Option<&PipelineHandle>,
     method: &str,
@@ -154,16 +157,45 @@ pub fn append_blocking(
         Ok(r) => r,
         Err(r) => return r,
     };
-    match append(evidence, &source, &records) {
-        Ok(run_id) => Reply {
-            status: 200,
-            content_type: "application/json",
-            body: format!(
-                "{}\n",
-                serde_json::json!({"runId": run_id, "appended": records.len()})
-            ),
-            allow: None,
-        },
+    let count = records.len();
+    let Ok(source) = Source::new(&source) else {
+        // check_request validated it already.
+        return Reply::text(400, "cdp-relay: the only query parameter is source=NAME");
+    };
+    // Records that name no source are the producer's (the writer's own are the relay's).
+    let records = records
+        .into_iter()
+        .map(|r| match r.source_override() {
+            Some(_) => r,
+            None => r.source(source.clone()),
+        })
+        .collect();
+    match evidence.writer().append_records_blocking(records) {
+        Ok(appended) => {
+            if let Some(ended) = appended.rejoined {
+                let why = match ended {
+                    RunEnded::Finalized => "was finalized by another producer",
+                    RunEnded::Deleted => "was deleted",
+                };
+                tracing::info!(
+                    "evidence: the run {why}; a remote producer's records went to run {}",
+                    appended.run_id
+                );
+            }
+            Reply {
+                status: 200,
+                content_type: "application/json",
+                body: format!(
+                    "{}\n",
+                    serde_json::json!({"runId": appended.run_id, "appended": count})
+                ),
+                allow: None,
+            }
+        }
+        Err(AppendError::Stopped) => Reply::text(
+            503,
+            "cdp-relay: the relay is stopping, so nothing was appended; try again once it is back",
+        ),
         Err(e) => {
             // Paths and OS errors only: never a record.
             tracing::warn!("evidence: a remote producer's records could not be appended: {e}");
@@ -173,28 +205,6 @@ pub fn append_blocking(
             )
         }
     }
-}
-
-/// Appends `records` to the session's active run in one write; if another producer finalized
-/// the run in between, once more to the session's next run (as `evidence append` does).
-fn append(
-    evidence: &PipelineHandle,
-    source: &str,
-    records: &[Record],
-) -> Result<String, cdp_evidence::Error> {
-    let store = Store::open(EvidenceConfig::at(evidence.evidence_root()))?;
-    for _ in 0..2 {
-        // Joined as `source`: records that name no source of their own get it.
-        let run = store.join_session_transient(evidence.session(), source)?;
-        match run.append_all(records) {
-            Ok(_) => return Ok(run.id().to_owned()),
-            Err(cdp_evidence::Error::RunFinalized { .. }) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(cdp_evidence::Error::RunFinalized {
-        run_id: evidence.status().run_id,
-    })
 }
 
 #[cfg(test)]

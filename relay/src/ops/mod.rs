@@ -1,17 +1,14 @@
-//! What the relay's own API answers besides discovery and the status page: remote producers
-//! (`POST /relay/v1/evidence`, `remote.rs`), the readiness and liveness probes (`probe.rs`) and
-//! Prometheus metrics (`metrics.rs`), plus the producer-line validation those share with
-//! `cdp-relay evidence append` (`input.rs`).
+//! What the relay's own API answers about the relay itself: the readiness and liveness probes
+//! (`probe.rs`) and Prometheus metrics (`metrics.rs`), and the [`Reply`] every endpoint of
+//! `api.rs` answers with (remote producers' `POST /relay/v1/evidence` is `crate::remote`).
 //!
 //! Each endpoint is a plain function from what the request carried (method, a few headers,
 //! body) and what the relay knows (counters, health, the evidence handle) to a [`Reply`]. None
 //! of them touches a socket, applies the access policy (the proxy does, before calling them) or
 //! logs a request body.
 
-pub mod input;
 pub mod metrics;
 pub mod probe;
-pub mod remote;
 
 /// An answer: status, content type and body.
 #[derive(Clone, Debug, PartialEq, Eq)]
