@@ -26,46 +26,80 @@
 //! either a thread could never catch up, so the threads then stay in the normal class.
 
 use cdp_relay_sys::{current_tid, set_idle};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError, Weak};
+use std::thread::Thread;
 use std::time::Duration;
 
 /// How far behind the observer may fall, in the idle class, before it is lifted.
 pub(super) const MAX_LAG: Duration = Duration::from_millis(25);
 
-/// One thread's class, changed by the thread itself or lifted by another.
+/// How often the lag watch looks while its thread sleeps on empty queues (it is woken when
+/// copies arrive; this only bounds a missed wake).
+const DORMANT_LOOK: Duration = Duration::from_secs(1);
+
+/// One thread's class, changed by the thread itself or lifted by another. Lock-free: a lift
+/// comes from threads that must not wait (a runtime worker), and the thread itself may be
+/// parked by the scheduler anywhere once it is idle.
 #[derive(Debug)]
 pub(super) struct Class {
     /// The thread's id (`gettid`); 0 where classes are not used.
     tid: i32,
-    /// Held across the change, so a lift and a return to idle happen one after the other.
-    idle: Mutex<bool>,
+    /// The class last set (true: idle).
+    idle: AtomicBool,
+    /// Lifts so far: a thread going idle checks after its change that none came meanwhile.
+    lifts: AtomicU64,
 }
 
 impl Class {
+    /// The thread itself goes idle (true) or normal (false); false if the change failed.
     fn set(&self, idle: bool) -> bool {
-        let mut now = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        if *now == idle {
+        if !idle {
+            self.lift();
             return true;
         }
-        let changed = set_idle(self.tid, idle);
-        if changed {
-            *now = idle;
+        if self.idle.load(SeqCst) {
+            return true;
         }
-        changed
+        let seen = self.lifts.load(SeqCst);
+        self.idle.store(true, SeqCst);
+        if !set_idle(self.tid, true) {
+            self.idle.store(false, SeqCst);
+            return false;
+        }
+        if self.lifts.load(SeqCst) != seen {
+            // Lifted while changing: the lift may have reached the kernel before this change.
+            self.lift();
+        }
+        true
     }
 
     /// Back to the normal class now (from any thread).
     pub(super) fn lift(&self) {
-        self.set(false);
+        self.lifts.fetch_add(1, SeqCst);
+        if self.idle.swap(false, SeqCst) {
+            set_idle(self.tid, false);
+        }
     }
 
     pub(super) fn is_idle(&self) -> bool {
-        *self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+        self.idle.load(SeqCst)
     }
 }
 
+thread_local! {
+    /// The calling thread's class, when it is an evidence thread that uses one.
+    static OWN: RefCell<Weak<Class>> = const { RefCell::new(Weak::new()) };
+}
+
+/// Whether the calling thread is in the idle class now.
+fn caller_idle() -> bool {
+    OWN.with(|own| own.borrow().upgrade().is_some_and(|c| c.is_idle()))
+}
+
 /// Lifts an evidence thread from wherever something waits for it (a full queue, a sync, the
-/// end of the run); it knows the thread once the thread has started.
+/// end of the run, a lock it holds); it knows the thread once the thread has started.
 #[derive(Debug, Default)]
 pub(crate) struct Lifter(OnceLock<Weak<Class>>);
 
@@ -77,11 +111,65 @@ impl Lifter {
         }
     }
 
-    /// From now on, [`Lifter::lift`] lifts the thread `priority` tracks.
-    pub(super) fn know(&self, priority: &Priority) {
-        if let Some(class) = priority.class() {
-            let _ = self.0.set(class);
+    /// From now on, [`Lifter::lift`] lifts the thread `priority` tracks; false if it already
+    /// lifts another one (or `priority`'s thread never leaves the normal class).
+    pub(super) fn know(&self, priority: &Priority) -> bool {
+        match priority.class() {
+            Some(class) => self.0.set(class).is_ok(),
+            None => false,
         }
+    }
+}
+
+/// The evidence threads that take a lock which other threads (runtime workers among them) take
+/// too. Whoever finds the lock held lifts them before it waits, so a worker never waits on a
+/// holder the scheduler parked in the idle class; an idle thread that takes the lock while
+/// someone waits for it lifts itself (it may have taken it ahead of the waiter).
+#[derive(Debug, Default)]
+pub(crate) struct Holders {
+    /// The run writer and the traffic reader's thread (and room for a spare).
+    lifters: [Lifter; 3],
+    /// Threads waiting for the lock now.
+    waiting: AtomicUsize,
+}
+
+impl Holders {
+    /// The thread `priority` tracks takes the lock from now on.
+    pub(crate) fn held_by(&self, priority: &Priority) {
+        if priority.class().is_some() && !self.lifters.iter().any(|l| l.know(priority)) {
+            debug_assert!(false, "more evidence threads than Holders has room for");
+        }
+    }
+
+    fn lift(&self) {
+        self.lifters.iter().for_each(Lifter::lift);
+    }
+
+    /// How many threads are known to take the lock.
+    #[cfg(test)]
+    pub(crate) fn known(&self) -> usize {
+        self.lifters.iter().filter(|l| l.0.get().is_some()).count()
+    }
+
+    /// Takes `mutex`, lifting its idle-class holders first when it is held.
+    pub(crate) fn lock<'a, T>(&self, mutex: &'a Mutex<T>) -> MutexGuard<'a, T> {
+        let guard = match mutex.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                self.waiting.fetch_add(1, SeqCst);
+                if !caller_idle() {
+                    self.lift();
+                }
+                let guard = mutex.lock().unwrap_or_else(PoisonError::into_inner);
+                self.waiting.fetch_sub(1, SeqCst);
+                guard
+            }
+        };
+        if self.waiting.load(SeqCst) > 0 && caller_idle() {
+            OWN.with(|own| own.borrow().upgrade().map(|c| c.lift()));
+        }
+        guard
     }
 }
 
@@ -98,10 +186,14 @@ impl Priority {
         let class = reversible().then(|| {
             Arc::new(Class {
                 tid: current_tid(),
-                idle: Mutex::new(false),
+                idle: AtomicBool::new(false),
+                lifts: AtomicU64::new(0),
             })
         });
         let class = class.filter(|c| c.set(true));
+        if let Some(c) = &class {
+            OWN.with(|own| *own.borrow_mut() = Arc::downgrade(c));
+        }
         Priority { capacity, class }
     }
 
@@ -146,31 +238,69 @@ fn next_class(idle: bool, backlog: usize, capacity: usize, awaited: bool) -> Opt
     }
 }
 
+/// Whether the watched thread sleeps on its empty queues, with nothing it could lag behind:
+/// its lag watch then sleeps too, until whatever wakes the thread wakes the watch.
+#[derive(Debug, Default)]
+pub(super) struct Dormant {
+    asleep: AtomicBool,
+    watch: OnceLock<Thread>,
+}
+
+impl Dormant {
+    /// The thread is about to sleep on its queues.
+    pub(super) fn sleep(&self) {
+        self.asleep.store(true, SeqCst);
+    }
+
+    /// The thread has work again (copies arrived, or it woke): its watch looks again.
+    pub(super) fn wake(&self) {
+        if self.asleep.swap(false, SeqCst) {
+            if let Some(watch) = self.watch.get() {
+                watch.unpark();
+            }
+        }
+    }
+}
+
 /// Lifts `class` whenever its thread has not handled, [`MAX_LAG`] later, everything stamped
 /// before; ends with the [`Priority`] that owns `class`. `issued()`: the next stamp;
-/// `handled(stamp)`: whether everything stamped below `stamp` was handled.
+/// `handled(stamp)`: whether everything stamped below `stamp` was handled. While `dormant`
+/// says the thread sleeps on empty queues, it looks only once a [`DORMANT_LOOK`].
 pub(super) fn watch(
     class: Weak<Class>,
+    dormant: Arc<Dormant>,
     issued: impl Fn() -> u64 + Send + 'static,
     handled: impl Fn(u64) -> bool + Send + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
+    let watch = std::thread::Builder::new()
         .name("cdp-relay-lag".into())
-        .spawn(move || loop {
-            let below = issued();
-            std::thread::sleep(MAX_LAG);
-            let Some(class) = class.upgrade() else {
-                return;
-            };
-            if class.is_idle() && !handled(below) {
-                class.lift();
+        .spawn({
+            let dormant = dormant.clone();
+            move || loop {
+                if dormant.asleep.load(SeqCst) {
+                    std::thread::park_timeout(DORMANT_LOOK);
+                    if class.strong_count() == 0 {
+                        return;
+                    }
+                    continue;
+                }
+                let below = issued();
+                std::thread::sleep(MAX_LAG);
+                let Some(class) = class.upgrade() else {
+                    return;
+                };
+                if class.is_idle() && !handled(below) {
+                    class.lift();
+                }
             }
-        })
+        })?;
+    let _ = dormant.watch.set(watch.thread().clone());
+    Ok(watch)
 }
 
 /// Whether this process may return a thread from the idle class, found out once on a
 /// throwaway thread (a thread that tried and failed would be stuck idle).
-fn reversible() -> bool {
+pub(super) fn reversible() -> bool {
     static REVERSIBLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *REVERSIBLE.get_or_init(|| {
         std::thread::Builder::new()
@@ -275,7 +405,8 @@ mod tests {
         from_thread.recv().unwrap();
         assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
         // Stamp 1 was issued and is never handled: the watch lifts the thread.
-        let watch = watch(class.clone(), || 1, |below| below == 0).unwrap();
+        let dormant = Arc::new(Dormant::default());
+        let watch = watch(class.clone(), dormant.clone(), || 1, |below| below == 0).unwrap();
         let lifted = (0..2_000).any(|_| {
             std::thread::sleep(Duration::from_millis(5));
             policy(tid) == nix::libc::SCHED_OTHER
@@ -287,5 +418,218 @@ mod tests {
         watch.join().unwrap();
         assert!(class.upgrade().is_none());
         lifter.lift();
+    }
+
+    /// Waits (polling, with a generous deadline) until `ready`; false if it never was.
+    #[cfg(target_os = "linux")]
+    fn eventually(ready: impl Fn() -> bool) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if ready() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    /// A normal thread that finds the page table held by an idle-class evidence thread lifts
+    /// that thread before it waits: the holder, still holding the lock, sees its own class
+    /// change (without the lift it would stay idle, however long the waiter waits).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_that_finds_the_table_held_lifts_the_idle_holder_before_it_waits() {
+        use crate::pages::Pages;
+        if !reversible() {
+            return;
+        }
+        let pages = Arc::new(Pages::new(Arc::new(cdp_sanitize::Sanitizer::new()), true));
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn({
+            let pages = pages.clone();
+            move || {
+                let mut p = Priority::start(8);
+                pages.held_by(&p);
+                let tid = current_tid();
+                let table = pages.table();
+                let idle_while_holding = policy(tid) == nix::libc::SCHED_IDLE;
+                held_tx.send(()).unwrap();
+                let lifted = eventually(|| policy(tid) == nix::libc::SCHED_OTHER);
+                drop(table);
+                // Its next round with nothing to do: idle again.
+                p.adapt(0, || false);
+                let idle_again = policy(tid) == nix::libc::SCHED_IDLE;
+                (idle_while_holding, lifted, idle_again)
+            }
+        });
+        held_rx.recv().unwrap();
+        // This thread is in the normal class: it stands for a runtime worker.
+        std::hint::black_box(pages.covered_count());
+        let (idle_while_holding, lifted, idle_again) = holder.join().unwrap();
+        assert!(idle_while_holding);
+        assert!(
+            lifted,
+            "the holder stayed idle while a normal thread waited for it"
+        );
+        assert!(idle_again);
+    }
+
+    /// An idle-class thread that takes a lock someone is waiting for lifts itself (it may have
+    /// taken it ahead of the waiter); nobody waiting, it stays idle. An idle-class thread that
+    /// finds the lock held does not lift the holders (nobody in the normal class waits).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_idle_thread_taking_a_lock_someone_waits_for_lifts_itself() {
+        if !reversible() {
+            return;
+        }
+        std::thread::spawn(|| {
+            let holders = Holders::default();
+            let lock = Mutex::new(());
+            let p = Priority::start(8);
+            holders.held_by(&p);
+            let tid = current_tid();
+            drop(holders.lock(&lock));
+            assert_eq!(policy(tid), nix::libc::SCHED_IDLE);
+            holders.waiting.fetch_add(1, SeqCst);
+            drop(holders.lock(&lock));
+            assert_eq!(policy(tid), nix::libc::SCHED_OTHER);
+        })
+        .join()
+        .unwrap();
+        let holders = Arc::new(Holders::default());
+        let lock = Arc::new(Mutex::new(()));
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn({
+            let (holders, lock) = (holders.clone(), lock.clone());
+            move || {
+                let p = Priority::start(8);
+                holders.held_by(&p);
+                let _guard = holders.lock(&lock);
+                held_tx.send(current_tid()).unwrap();
+                go_rx.recv().unwrap();
+                drop(p);
+            }
+        });
+        let holder_tid = held_rx.recv().unwrap();
+        let waiter = std::thread::spawn({
+            let (holders, lock) = (holders.clone(), lock.clone());
+            move || {
+                let _p = Priority::start(8);
+                drop(holders.lock(&lock));
+            }
+        });
+        assert!(eventually(|| holders.waiting.load(SeqCst) == 1));
+        assert_eq!(policy(holder_tid), nix::libc::SCHED_IDLE);
+        go_tx.send(()).unwrap();
+        holder.join().unwrap();
+        waiter.join().unwrap();
+    }
+}
+
+/// Priority inversion, measured (a benchmark, not a check: `cargo test -p cdp-capture --lib
+/// priority::inversion -- --ignored --nocapture`). Two CPU hogs keep both cores busy; an
+/// idle-class thread works on the page table the way the traffic reader does in a flood (about
+/// half of its time under the table's lock); a normal-class thread, standing in for a runtime
+/// worker reading the table (the direct reader, the status API), takes the lock every
+/// millisecond and times the wait.
+#[cfg(all(test, target_os = "linux"))]
+mod inversion {
+    use super::*;
+    use crate::pages::Pages;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Instant, SystemTime};
+
+    fn spin(d: Duration) {
+        let t = Instant::now();
+        while t.elapsed() < d {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Waits of the normal thread over `secs`, with the idle thread known to the table's
+    /// [`Holders`] (`lifted`) or not (how it was before).
+    fn measure(lifted: bool, secs: u64) -> Vec<Duration> {
+        let pages = Arc::new(Pages::new(Arc::new(cdp_sanitize::Sanitizer::new()), true));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        for _ in 0..2 {
+            let stop = stop.clone();
+            threads.push(std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    spin(Duration::from_micros(50));
+                }
+            }));
+        }
+        threads.push(std::thread::spawn({
+            let (pages, stop) = (pages.clone(), stop.clone());
+            move || {
+                let mut p = Priority::start(16);
+                if lifted {
+                    pages.held_by(&p);
+                }
+                while !stop.load(Ordering::Relaxed) {
+                    {
+                        let _t = pages.table();
+                        spin(Duration::from_micros(2));
+                    }
+                    drop(pages.take_closed(SystemTime::now()));
+                    spin(Duration::from_micros(2));
+                    // Back to idle after a lift, as the thread's next round would.
+                    p.adapt(0, || false);
+                }
+                p.stay_normal();
+            }
+        }));
+        let mut waits = Vec::new();
+        let end = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+            let t = Instant::now();
+            std::hint::black_box(pages.covered_count());
+            waits.push(t.elapsed());
+        }
+        stop.store(true, Ordering::Relaxed);
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        waits
+    }
+
+    fn report(what: &str, mut waits: Vec<Duration>) {
+        waits.sort();
+        let at = |q: f64| waits[((waits.len() - 1) as f64 * q) as usize];
+        let over = |ms: u64| {
+            waits
+                .iter()
+                .filter(|w| **w > Duration::from_millis(ms))
+                .count()
+        };
+        let total: Duration = waits.iter().sum();
+        eprintln!(
+            "{what}: {} lock takes: p50 {:?} p99 {:?} p99.9 {:?} max {:?}; over 1 ms: {}, over 10 ms: {}; waited {:?} in all",
+            waits.len(),
+            at(0.5),
+            at(0.99),
+            at(0.999),
+            at(1.0),
+            over(1),
+            over(10),
+            total
+        );
+    }
+
+    #[test]
+    #[ignore = "a benchmark: run with --ignored --nocapture on an otherwise quiet machine"]
+    fn inversion() {
+        if !reversible() {
+            eprintln!("no CAP_SYS_NICE / RLIMIT_NICE: the evidence threads never go idle here");
+            return;
+        }
+        let secs: u64 = std::env::var("INVERSION_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(5);
+        report("holder not lifted", measure(false, secs));
+        report("holder lifted first", measure(true, secs));
     }
 }

@@ -18,7 +18,9 @@
 //! Pages are keyed by raw CDP target id (or, for the traffic reader, by a connection and
 //! session key when it cannot tell the target), in memory only: records get the sanitized
 //! summary. One lock, held for one decision at a time; nothing here waits, does I/O or touches
-//! a socket.
+//! a socket. The run writer and the traffic reader's thread hold it in the idle CPU class, and
+//! runtime workers take it too (the direct reader, the status API): a thread that finds it held
+//! lifts those two first (`priority::Holders`), so no worker waits on a parked holder.
 
 pub(crate) mod events;
 mod frames;
@@ -27,12 +29,13 @@ pub(crate) mod reports;
 pub(crate) mod requests;
 
 use crate::dedup::Dedup;
+use crate::priority::{Holders, Priority};
 use crate::veto::Veto;
 use crate::IdMap;
 use cdp_sanitize::{SafeJson, Sanitizer};
 pub(crate) use frames::{instant_of, After, Due, FrameTiming, Want};
 use info::Info;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// Pages tracked at once. Past it, a page not tracked yet gets records without its target info
@@ -50,6 +53,8 @@ pub struct Pages {
     /// No picture this long after typing.
     quiet: Duration,
     table: Mutex<Table>,
+    /// The idle-class threads that take `table`, lifted by whoever finds it held.
+    holders: Holders,
     /// Wakes the relay's own observer when the traffic reader wants one of its frames.
     wanted: tokio::sync::Notify,
     /// Wakes whoever waits for the relay's own observer to cover a page.
@@ -99,6 +104,7 @@ impl Pages {
             screenshots,
             quiet: DEFAULT_QUIET_AFTER_TYPING,
             table: Mutex::new(Table::default()),
+            holders: Holders::default(),
             wanted: tokio::sync::Notify::new(),
             covering: tokio::sync::Notify::new(),
         }
@@ -110,7 +116,19 @@ impl Pages {
     }
 
     pub(crate) fn table(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+        self.holders.lock(&self.table)
+    }
+
+    /// The thread `priority` tracks (an evidence thread in the idle class) takes the table's
+    /// lock: whoever finds the lock held lifts it first.
+    pub(crate) fn held_by(&self, priority: &Priority) {
+        self.holders.held_by(priority);
+    }
+
+    /// How many evidence threads are known to take the table's lock.
+    #[cfg(test)]
+    pub(crate) fn holders_known(&self) -> usize {
+        self.holders.known()
     }
 
     /// Runs `f` on the page kept under `key`, tracking it first if there is room; `None` when

@@ -9,13 +9,16 @@
 //! `Opened` is stamped before its first chunk and its `Closed` after its last, so they fall in
 //! place too.
 //!
-//! It polls rather than blocks when the queues are empty, so a `try_send` on the hot path never
-//! has a parked thread to wake; a reader that waits for it wakes it instead. It runs below the
-//! hot path's CPU class while it keeps up, and a reader that waits for it lifts it
-//! (`priority.rs`).
+//! While copies keep coming it polls rather than blocks when the queues are empty, so a
+//! `try_send` on the hot path has no parked thread to wake; a reader that waits for it wakes it
+//! instead. Once the queues have stayed empty for [`SLEEP_AFTER`] with nothing timed pending (a
+//! typing burst to end, a verdict to wait for), it sleeps on the queues: the first copy after
+//! that wakes it (one wake per quiet spell on the hot path), so an idle relay does not wake it.
+//! It runs below the hot path's CPU class while it keeps up, and a reader that waits for it
+//! lifts it (`priority.rs`).
 
 use super::TrafficReader;
-use crate::priority::{self, Lifter, Priority};
+use crate::priority::{self, Dormant, Lifter, Priority};
 use crate::trim::Trim;
 use crate::writer::RunWriter;
 use cdp_relay_tap::order::Order;
@@ -24,12 +27,24 @@ use cdp_sanitize::Sanitizer;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc::error::TryRecvError;
 
 /// How long the thread sleeps when its queues are empty. Evidence is written at most this much
 /// later; at 16k events of queue, floods up to ~1.6M events/s fit between two looks.
 const IDLE_POLL: Duration = Duration::from_millis(10);
+
+/// How long the queues stay empty before the thread sleeps on them instead of polling.
+const SLEEP_AFTER: Duration = Duration::from_secs(1);
+
+/// While it sleeps on its queues, it still looks this often (a bound on a missed wake, not a
+/// poll). Tests never rely on it: only a wake wakes the thread there.
+#[cfg(not(test))]
+const SLEEP_LOOK: Duration = Duration::from_secs(1);
+#[cfg(test)]
+const SLEEP_LOOK: Duration = Duration::from_secs(600);
 
 /// How long it sleeps while a client → browser write it must wait for is in progress.
 const GATE_POLL: Duration = Duration::from_millis(1);
@@ -113,8 +128,15 @@ pub(crate) fn run(
         writer.send_blocking(observer.take().emits);
     };
     let mut stuck: Option<Instant> = None;
+    let mut quiet: Option<Instant> = None;
     let mut trim = Trim::default();
-    let mut priority = below_the_hot_path(&order, rx.frames.max_capacity());
+    let dormant = Arc::new(Dormant::default());
+    let waker = Waker::from(Arc::new(Wakes {
+        thread: std::thread::current(),
+        dormant: dormant.clone(),
+    }));
+    let mut priority = below_the_hot_path(&order, rx.frames.max_capacity(), &dormant);
+    observer.pages.held_by(&priority);
     loop {
         let control_gone = take_control(&mut rx, &mut queue);
         let below = match order.try_gate() {
@@ -168,23 +190,84 @@ pub(crate) fn run(
             observer.tick(SystemTime::now());
             hand_over(&mut observer);
             trim.quiet();
-            std::thread::park_timeout(IDLE_POLL);
+            let quiet_for = quiet.get_or_insert_with(Instant::now).elapsed();
+            if quiet_for >= SLEEP_AFTER && !observer.ticking() && !order.awaited() {
+                sleep_on_queues(&mut rx, &mut queue, &waker, &dormant);
+            } else {
+                std::thread::park_timeout(IDLE_POLL);
+            }
         } else {
             trim.busy(handled);
+            quiet = None;
         }
     }
 }
 
+/// Wakes the thread sleeping on its queues (registered with each queue) and its lag watch.
+struct Wakes {
+    thread: Thread,
+    dormant: Arc<Dormant>,
+}
+
+impl Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.dormant.wake();
+        self.thread.unpark();
+    }
+}
+
+/// Sleeps until a copy or a lifecycle event arrives, a reader waiting for the thread unparks
+/// it, or [`SLEEP_LOOK`] passes. Registering the waker looks at each queue once more: what
+/// arrived meanwhile is taken, and the thread does not sleep.
+fn sleep_on_queues(rx: &mut TapReceiver, queue: &mut Queue, waker: &Waker, dormant: &Dormant) {
+    dormant.sleep();
+    let mut cx = Context::from_waker(waker);
+    let mut arrived = false;
+    for q in [&mut rx.commands, &mut rx.frames] {
+        match q.poll_recv(&mut cx) {
+            Poll::Ready(Some(s)) => {
+                queue.push(s);
+                arrived = true;
+            }
+            // Every tap is gone: the next round sees it.
+            Poll::Ready(None) => arrived = true,
+            Poll::Pending => {}
+        }
+    }
+    match rx.control.poll_recv(&mut cx) {
+        Poll::Ready(Some(s)) => {
+            queue.push(s);
+            arrived = true;
+        }
+        Poll::Ready(None) => arrived = true,
+        Poll::Pending => {}
+    }
+    if !arrived {
+        std::thread::park_timeout(SLEEP_LOOK);
+    }
+    dormant.wake();
+}
+
 /// Moves the calling (passive) thread below the hot path (`priority.rs`): a reader waiting in
-/// [`Order::caught_up`] lifts it, and so does a watch when it lags.
-fn below_the_hot_path(order: &Arc<Order>, capacity: usize) -> Priority {
+/// [`Order::caught_up`] lifts it, and so does a watch when it lags (the watch sleeps while the
+/// thread sleeps on its queues: `dormant`).
+fn below_the_hot_path(order: &Arc<Order>, capacity: usize, dormant: &Arc<Dormant>) -> Priority {
     let mut priority = Priority::start(capacity);
     if let Some(class) = priority.class() {
         let lifter = Lifter::default();
         lifter.know(&priority);
         order.on_wait(move || lifter.lift());
         let (issued, handled) = (order.clone(), order.clone());
-        let watch = priority::watch(class, move || issued.issued(), move |b| handled.handled(b));
+        let watch = priority::watch(
+            class,
+            dormant.clone(),
+            move || issued.issued(),
+            move |b| handled.handled(b),
+        );
         if watch.is_err() {
             // Nothing would bound how far it lags.
             priority.stay_normal();
@@ -264,6 +347,8 @@ mod tests {
         store: Store,
         run_id: String,
         sanitizer: Arc<Sanitizer>,
+        /// The page model the traffic reader and the writer share, as in a pipeline.
+        pages: Arc<Pages>,
         tap: Tap,
         order: Arc<Order>,
         rx: Option<TapReceiver>,
@@ -278,12 +363,13 @@ mod tests {
             let run = store.join_session("unit", "relay").expect("run");
             let run_id = run.id().to_owned();
             let sanitizer = Arc::new(Sanitizer::new());
+            let pages = Arc::new(Pages::new(sanitizer.clone(), true));
             let (writer, _thread) = writer::start(
                 Store::open(EvidenceConfig::at(dir.path())).expect("store"),
                 "unit".into(),
                 run,
                 sanitizer.clone(),
-                Arc::new(Pages::new(sanitizer.clone(), true)),
+                pages.clone(),
                 Default::default(),
                 None,
             )
@@ -295,6 +381,7 @@ mod tests {
                 store,
                 run_id,
                 sanitizer,
+                pages,
                 tap,
                 order,
                 rx: Some(rx),
@@ -304,10 +391,7 @@ mod tests {
         }
 
         fn start(&mut self) {
-            let observer = TrafficReader::new(
-                Arc::new(Pages::new(self.sanitizer.clone(), true)),
-                TrafficOptions::default(),
-            );
+            let observer = TrafficReader::new(self.pages.clone(), TrafficOptions::default());
             let (rx, writer, sanitizer) = (
                 self.rx.take().expect("not started"),
                 self.writer.clone(),
@@ -419,6 +503,56 @@ mod tests {
             .build()
             .expect("runtime");
         rt.block_on(order.caught_up());
+    }
+
+    /// Both idle-class threads that take the page table's lock are known to it, so a runtime
+    /// worker that finds it held lifts them first (`priority::Holders`).
+    #[test]
+    fn the_writer_and_the_traffic_thread_are_known_to_the_page_table() {
+        let mut rig = Rig::new(64);
+        rig.start();
+        let expected = if crate::priority::reversible() { 2 } else { 0 };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while rig.pages.holders_known() < expected && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(rig.pages.holders_known(), expected);
+        rig.finish();
+    }
+
+    /// After a quiet spell the thread sleeps on its queues; a copy offered then wakes it (in
+    /// tests the thread's own look is minutes apart).
+    #[test]
+    fn a_copy_wakes_the_thread_sleeping_on_its_queues() {
+        let mut rig = Rig::new(64);
+        rig.start();
+        // Quiet: it goes round every few milliseconds, then sleeps on its queues.
+        let asleep = |rig: &Rig| {
+            let before = rig.order.gates_tried();
+            std::thread::sleep(Duration::from_millis(300));
+            rig.order.gates_tried() == before
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !asleep(&rig) {
+            assert!(
+                Instant::now() < deadline,
+                "the thread never slept on its queues"
+            );
+        }
+        // A copy: the thread wakes and handles it.
+        rig.tap.opened(1, format!("/devtools/page/{PAGE}"));
+        let echo = rig.tap.chunk(Direction::ToClient);
+        rig.tap
+            .offer(&echo, 1, Direction::ToClient, console_error("woken"));
+        drop(echo);
+        let stamp = rig.order.issued();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !rig.order.handled(stamp) {
+            assert!(Instant::now() < deadline, "the copy never woke the thread");
+            std::thread::yield_now();
+        }
+        let journal = rig.finish();
+        assert!(journal.contains("woken"), "{journal}");
     }
 
     #[test]

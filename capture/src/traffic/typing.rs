@@ -375,6 +375,12 @@ impl TrafficReader {
         self.held.len()
     }
 
+    /// Whether [`TrafficReader::tick`] has work due later: a burst to end, a step waiting for
+    /// its verdict.
+    pub(crate) fn ticking(&self) -> bool {
+        !self.typing_in.is_empty() || !self.held.is_empty()
+    }
+
     /// Ends every burst whose gap has passed by `now` (`all`: every burst), so its step — and
     /// its verdict — does not wait for the next keystroke.
     fn close_bursts(&mut self, now: SystemTime, all: bool) {
