@@ -16,7 +16,6 @@
 // Log messages are deprecated by SEP-2577 but still what servers send; they pass through.
 #![allow(deprecated)]
 
-use crate::Endpoints;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressToken};
@@ -29,6 +28,16 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::watch;
+
+/// Where the relay is: substituted into the wrapped server's arguments and returned by
+/// `relay_endpoint`.
+#[derive(Clone, Debug)]
+pub struct Endpoints {
+    /// The relay's CDP HTTP endpoint, `http://127.0.0.1:PORT` (`{cdp_url}`).
+    pub cdp_url: String,
+    /// The browser's websocket URL through the relay (`{ws_url}`), when known.
+    pub ws_url: Option<String>,
+}
 
 /// How long the server gets to exit after its stdin closes, and again after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_secs(3);

@@ -43,7 +43,7 @@ mod summary;
 mod tools;
 mod transport;
 
-pub use child::ChildCommand;
+pub use child::{ChildCommand, Endpoints};
 
 /// The argument reduction, for the fuzz targets (`fuzz/fuzz_targets/mcp_args.rs`) only.
 #[doc(hidden)]
@@ -75,16 +75,6 @@ pub const MAX_MESSAGE_BYTES: usize = cdp_relay::DEFAULT_MAX_MESSAGE_SIZE;
 /// How long in-flight calls get to end once the wrapped server is gone, before they are
 /// written as interrupted.
 const CALLS_GRACE: Duration = Duration::from_secs(2);
-
-/// Where the relay is: substituted into the wrapped server's arguments and returned by
-/// `relay_endpoint`.
-#[derive(Clone, Debug)]
-pub struct Endpoints {
-    /// The relay's CDP HTTP endpoint, `http://127.0.0.1:PORT` (`{cdp_url}`).
-    pub cdp_url: String,
-    /// The browser's websocket URL through the relay (`{ws_url}`), when known.
-    pub ws_url: Option<String>,
-}
 
 /// What the gateway starts with.
 #[derive(Clone, Debug)]

@@ -84,7 +84,7 @@ impl Scratch {
             .collect();
         assert!(left.is_empty(), "left in TMPDIR: {left:?}");
         let needle = self.path().to_string_lossy().into_owned();
-        let procs = crate::processes_mentioning(&needle);
+        let procs = crate::fixtures::processes_mentioning(&needle);
         assert!(procs.is_empty(), "orphan browser processes: {procs:?}");
     }
 }

@@ -7,7 +7,7 @@
 
 #![allow(deprecated)]
 
-use crate::{clients_dir, relay_binary, within};
+use crate::fixtures::{clients_dir, relay_binary, within};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, LoggingMessageNotificationParam,
     ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResult,
@@ -92,10 +92,9 @@ impl McpGateway {
         let mut child = cmd.spawn().expect("spawn cdp-relay mcp");
         let stderr = Arc::new(Mutex::new(String::new()));
         let stderr_seen = Arc::new(Notify::new());
-        let stderr_task = child
-            .stderr
-            .take()
-            .map(|pipe| crate::collect_stderr(pipe, stderr.clone(), Some(stderr_seen.clone())));
+        let stderr_task = child.stderr.take().map(|pipe| {
+            crate::fixtures::collect_stderr(pipe, stderr.clone(), Some(stderr_seen.clone()))
+        });
         let stdout = child.stdout.take().expect("stdout");
         let stdin = child.stdin.take().expect("stdin");
         let agent = Agent::default();

@@ -1,5 +1,6 @@
 //! The end-to-end suite, one test binary: every module drives the real `cdp-relay` binary or the
-//! library against a real headless Chromium and real clients, through the harness in `tests/src`.
+//! library against a real headless Chromium and real clients, through the harness in `tests/src`
+//! (and `layering` reads the workspace's sources).
 //! One binary instead of one per file: the harness and its dependencies are linked once.
 //!
 //! Run one part with a module path: `cargo test -p cdp-relay-tests --test e2e mcp_privacy::`.
@@ -25,6 +26,7 @@ mod fleet_sizing;
 mod hostile;
 mod hostile_pages;
 mod launch;
+mod layering;
 mod mcp;
 mod mcp_faults;
 mod mcp_linking;
