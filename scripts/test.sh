@@ -62,6 +62,9 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "every library without its default features"
+cargo check --workspace --lib --locked --no-default-features
+
 step "deploy/kubernetes against the Kubernetes schemas (kubernetes-validate, offline)"
 kv=target/kubernetes-validate
 if [ ! -x "$kv/bin/kubernetes-validate" ]; then
