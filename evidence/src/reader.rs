@@ -11,7 +11,7 @@
 use crate::record::{
     MarkerKind, StoredAction, StoredConsole, StoredLifecycle, StoredNetwork, StoredRepeat,
 };
-use crate::vocab::{Kind, MarkerName, Status};
+use crate::vocab::{ActionMethod, Kind, MarkerName, Status};
 use cdp_sanitize::Word;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -158,6 +158,16 @@ impl StoredRecord {
     /// `kind` as a word: a built-in [`Kind`], or a producer-defined one.
     pub fn kind_word(&self) -> Word<Kind, &str> {
         Word::from_text(self.kind.as_str())
+    }
+
+    /// An action's `payload.method` as a word: one of [`ActionMethod`], or another producer's
+    /// verb as written. `None` for other kinds, or an action without a method.
+    pub fn action_method(&self) -> Option<Word<ActionMethod, &str>> {
+        if self.kind_word() != Kind::Action {
+            return None;
+        }
+        let word = self.payload.get("method").and_then(Value::as_str)?;
+        Some(Word::from_text(word))
     }
 
     /// `status` as a word: one of the four, or another producer's as written.
@@ -476,6 +486,33 @@ mod tests {
         assert_eq!(read.records[1].kind, "gesture");
         assert_eq!(read.records[1].payload["dx"], 1);
         assert_eq!(read.records[1].raw["custom"], true);
+    }
+
+    #[test]
+    fn an_actions_method_reads_as_its_word() {
+        let journal = [
+            r#"{"actionId":"1","kind":"action","payload":{"method":"frame"}}"#,
+            r#"{"actionId":"2","kind":"action","payload":{"method":"swipe"}}"#,
+            r#"{"actionId":"3","kind":"action","payload":{"method":7}}"#,
+            r#"{"actionId":"4","kind":"gesture","payload":{"method":"frame"}}"#,
+        ]
+        .join("\n")
+            + "\n";
+        let read = parse_journal(journal.as_bytes());
+        let methods: Vec<_> = read
+            .records
+            .iter()
+            .map(StoredRecord::action_method)
+            .collect();
+        assert_eq!(
+            methods,
+            [
+                Some(Word::Known(ActionMethod::Frame)),
+                Some(Word::Other("swipe")),
+                None,
+                None
+            ]
+        );
     }
 
     #[test]

@@ -33,21 +33,25 @@ pub(crate) const MAX_BYTES: u64 = 64 << 20;
 /// The files of a run that are resources.
 const FILES: [(&str, &str, &str); 4] = [
     (
-        "summary.md",
+        cdp_report::SUMMARY_FILE,
         "text/markdown",
         "The run as text: steps, failures, typing verdicts",
     ),
     (
-        "report.html",
+        cdp_report::HTML_FILE,
         "text/html",
         "The self-contained filmstrip report",
     ),
     (
-        "actions.jsonl",
+        cdp_evidence::JOURNAL_FILE,
         "application/jsonl",
         "The journal: one JSON record per line",
     ),
-    ("manifest.json", "application/json", "The run's manifest"),
+    (
+        cdp_evidence::MANIFEST_FILE,
+        "application/json",
+        "The run's manifest",
+    ),
 ];
 
 /// A parsed evidence URI.
@@ -105,7 +109,7 @@ pub(crate) fn parse(uri: &str) -> Result<Target<'_>, ErrorData> {
             run: run(id)?,
             name,
         }),
-        [id, "artifacts", name] => Ok(Target::Artifact {
+        [id, cdp_evidence::ARTIFACTS_DIR, name] => Ok(Target::Artifact {
             run: run(id)?,
             name: segment(name)?,
         }),
@@ -163,7 +167,7 @@ impl Evidence<'_> {
                     .find(|(f, _, _)| *f == name)
                     .map_or("text/plain", |(_, m, _)| m);
                 let running = self.current.as_deref() == Some(id.as_str());
-                let rendered = matches!(name, "summary.md" | "report.html");
+                let rendered = matches!(name, cdp_report::SUMMARY_FILE | cdp_report::HTML_FILE);
                 let bytes = if rendered && running {
                     None
                 } else {
@@ -189,7 +193,7 @@ impl Evidence<'_> {
                         .map_err(|_| {
                             ErrorData::internal_error(format!("run {id} cannot be rendered"), None)
                         })?;
-                        if name == "summary.md" {
+                        if name == cdp_report::SUMMARY_FILE {
                             out.summary
                         } else {
                             out.html

@@ -94,11 +94,7 @@ pub(crate) fn summarize(run_id: &str, dir: &RunDir) -> Summary {
             calls.insert(&r.action_id, format!("#{} {method}", s.tool_calls));
             continue;
         }
-        if action
-            && r.payload.get("method").and_then(|m| m.as_str())
-                == Some(ActionMethod::Frame.as_str())
-            && !r.artifacts.is_empty()
-        {
+        if r.action_method().is_some_and(|m| m == ActionMethod::Frame) && !r.artifacts.is_empty() {
             s.frames += 1;
         }
         let step = r.tool_call().and_then(|c| calls.get(c).cloned());

@@ -75,12 +75,15 @@ pub(crate) struct Work {
     pub(crate) dropped: u64,
 }
 
-/// A message from the page agent (`agent.js`).
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct AgentMessage {
-    t: String,
-    kind: String,
+/// A message from the page agent (`agent.js`), by its tag `t`; another tag is not read.
+#[derive(Deserialize)]
+#[serde(tag = "t", rename_all = "camelCase")]
+enum AgentMessage {
+    /// Focus moved to a field of this kind (`verify::field_kind`).
+    Focus {
+        #[serde(default)]
+        kind: String,
+    },
 }
 
 /// The observer's pages, by its session on each.
@@ -309,14 +312,12 @@ fn agent_event(
                 );
                 return true;
             }
-            let Ok(m) = serde_json::from_str::<AgentMessage>(&p.payload) else {
+            let Ok(AgentMessage::Focus { kind: word }) = serde_json::from_str(&p.payload) else {
                 return true;
             };
-            if m.t == "focus" {
-                let kind = field_kind(&m.kind);
-                tracing::trace!("observer: focus {}", kind.map_or("?", |_| m.kind.as_str()));
-                pages.focused_at(target, kind, at);
-            }
+            let kind = field_kind(&word);
+            tracing::trace!("observer: focus {}", kind.map_or("?", |_| word.as_str()));
+            pages.focused_at(target, kind, at);
         }
         O::PageLoadEventFired
         | O::PageJavascriptDialogOpening
@@ -325,4 +326,24 @@ fn agent_event(
         | O::InspectorTargetReloadedAfterCrash => return false,
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AgentMessage;
+
+    #[test]
+    fn the_agents_messages_are_read_by_their_tag() {
+        let m: AgentMessage = serde_json::from_str(r#"{"t":"focus","kind":"email"}"#).unwrap();
+        let AgentMessage::Focus { kind } = m;
+        assert_eq!(kind, "email");
+        let AgentMessage::Focus { kind } = serde_json::from_str(r#"{"t":"focus"}"#).unwrap();
+        assert_eq!(kind, "");
+        for other in [r#"{"t":"blur"}"#, r#"{"kind":"email"}"#, "[]"] {
+            assert!(
+                serde_json::from_str::<AgentMessage>(other).is_err(),
+                "{other}"
+            );
+        }
+    }
 }

@@ -194,12 +194,17 @@ pub enum Verified {
     Indeterminate,
 }
 
+impl Verified {
+    /// How `Indeterminate` is written (`true` and `false` are JSON booleans).
+    const INDETERMINATE: &'static str = "indeterminate";
+}
+
 impl Serialize for Verified {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Verified::True => s.serialize_bool(true),
             Verified::False => s.serialize_bool(false),
-            Verified::Indeterminate => s.serialize_str("indeterminate"),
+            Verified::Indeterminate => s.serialize_str(Verified::INDETERMINATE),
         }
     }
 }
@@ -209,7 +214,7 @@ impl<'de> Deserialize<'de> for Verified {
         match Value::deserialize(d)? {
             Value::Bool(true) => Ok(Verified::True),
             Value::Bool(false) => Ok(Verified::False),
-            Value::String(s) if s == "indeterminate" => Ok(Verified::Indeterminate),
+            Value::String(s) if s == Verified::INDETERMINATE => Ok(Verified::Indeterminate),
             _ => Err(serde::de::Error::custom(
                 "expected true, false or \"indeterminate\"",
             )),
