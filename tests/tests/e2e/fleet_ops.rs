@@ -1,6 +1,7 @@
 //! Operating a relay in a cluster: remote producers appending over HTTP while the relay records
 //! (no record lost or interleaved, bad bodies refused with the right status and nothing
-//! written), the token from a file, the unauthenticated ready/live probes that say one word,
+//! written, a run finalized by another producer followed into the session's next run, a full
+//! disk answered with 503 and nothing half-written), the token from a file, the unauthenticated ready/live probes that say one word,
 //! Prometheus metrics behind the token, and JSON logs.
 
 use cdp_evidence::{EvidenceConfig, Store};
@@ -239,6 +240,206 @@ async fn bad_bodies_are_refused_with_the_right_status_and_nothing_is_written() {
         let off = RelayFixture::start(&chrome.http()).await;
         let a = request_with_body(&off.authority(), "POST", path, &[], good.as_bytes()).await;
         assert_eq!(a.status, 409);
+    })
+    .await;
+}
+
+/// Where a record was found: its run, its line among the run's records, its index in its request.
+type Landed = (String, usize, u64);
+
+/// The relay's current run, from its status.
+async fn current_run(addr: &str) -> String {
+    let status = request(
+        addr,
+        "GET",
+        "/relay/v1/status",
+        &[("Authorization", &auth())],
+    )
+    .await;
+    status.json()["evidence"]["runId"]
+        .as_str()
+        .expect("run id")
+        .to_owned()
+}
+
+/// A request of `n` records tagged `(p, r)`, in order.
+fn tagged(p: usize, r: usize, n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"tool": "t", "kind": "tagged", "payload": {"p": p, "r": r, "i": i}})
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_run_finalized_by_another_producer_is_followed_into_the_next_run() {
+    within("finalized under remote producers", async {
+        let chrome = Chromium::start().await;
+        let evidence = tempfile::tempdir().unwrap();
+        let relay = relay_with_token(&chrome.http(), evidence.path()).await;
+        let addr = relay.authority();
+        let store = Store::open(EvidenceConfig::at(evidence.path())).unwrap();
+        let path = "/relay/v1/evidence?source=device";
+
+        // One request, then another producer (`evidence finalize`) finalizes the run: the next
+        // request lands in the session's next run (not a 503), and the relay records there too.
+        let first = post(&addr, path, None, tagged(0, 0, 3).as_bytes()).await;
+        assert_eq!(first.status, 200, "{}", first.text());
+        let first_run = first.json()["runId"].as_str().expect("run").to_owned();
+        assert_eq!(current_run(&addr).await, first_run);
+        let other = store
+            .active_run("ops", "device")
+            .unwrap()
+            .expect("active run");
+        other.finalize(cdp_evidence::Totals::default()).unwrap();
+        let second = post(&addr, path, None, tagged(0, 1, 3).as_bytes()).await;
+        assert_eq!(second.status, 200, "{}", second.text());
+        let second_run = second.json()["runId"].as_str().expect("run").to_owned();
+        assert_ne!(second_run, first_run);
+        assert_eq!(
+            current_run(&addr).await,
+            second_run,
+            "the relay moved with its writer"
+        );
+
+        // Requests from several producers while the run is finalized under them, three times
+        // over: every one is answered 200 and its records are where the answer says, in one
+        // block. The next finalize waits until a request landed in the run after.
+        let (answered_tx, mut answered) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let producers: Vec<_> = (1..=4)
+            .map(|p| {
+                let (addr, answered_tx) = (addr.clone(), answered_tx.clone());
+                tokio::spawn(async move {
+                    let mut runs = Vec::new();
+                    for r in 0..15 {
+                        let a = post(&addr, path, None, tagged(p, r, 10).as_bytes()).await;
+                        assert_eq!(a.status, 200, "{}", a.text());
+                        let run = a.json()["runId"].as_str().expect("run").to_owned();
+                        let _ = answered_tx.send(run.clone());
+                        runs.push(((p, r), run));
+                    }
+                    runs
+                })
+            })
+            .collect();
+        drop(answered_tx);
+        let mut finalized = vec![first_run.clone()];
+        while finalized.len() < 4 {
+            let Some(run) = answered.recv().await else {
+                break;
+            };
+            if finalized.contains(&run) {
+                continue;
+            }
+            let other = store
+                .active_run("ops", "device")
+                .unwrap()
+                .expect("active run");
+            assert_eq!(other.id(), run);
+            other.finalize(cdp_evidence::Totals::default()).unwrap();
+            finalized.push(run);
+        }
+        let mut landed = HashMap::new();
+        for p in futures_util::future::join_all(producers).await {
+            landed.extend(p.expect("producer"));
+        }
+        assert_eq!(
+            finalized.len(),
+            4,
+            "the run was finalized under the producers 3 times"
+        );
+        let summary = relay.stop().await.expect("finished");
+
+        // Every request's records exactly once, in one block, in the run its answer named.
+        let mut seen: HashMap<(u64, u64), Vec<Landed>> = HashMap::new();
+        for run in store.list_runs().unwrap() {
+            let journal = store.read_journal(&run.id).unwrap();
+            assert!(journal.corrupt.is_empty(), "{:?}", journal.corrupt);
+            for (pos, rec) in journal.records.iter().enumerate() {
+                if rec.kind == "tagged" {
+                    let at = |k: &str| rec.payload[k].as_u64().unwrap();
+                    assert_eq!(rec.source.as_deref(), Some("device"));
+                    seen.entry((at("p"), at("r"))).or_default().push((
+                        run.id.clone(),
+                        pos,
+                        at("i"),
+                    ));
+                }
+            }
+        }
+        assert_eq!(seen.len(), 2 + 4 * 15, "requests lost");
+        for ((p, r), run) in &landed {
+            let recs = &seen[&(*p as u64, *r as u64)];
+            assert_eq!(recs.len(), 10, "{p}/{r} lost or doubled");
+            for (k, (in_run, pos, i)) in recs.iter().enumerate() {
+                assert_eq!(in_run, run, "{p}/{r} is not in the run its answer named");
+                assert_eq!(
+                    (*i, *pos),
+                    (k as u64, recs[0].1 + k),
+                    "{p}/{r} torn or interleaved"
+                );
+            }
+        }
+        for run in &finalized {
+            let manifest = store.read_manifest(run).unwrap();
+            assert_eq!(manifest.status.as_deref(), Some("finalized"), "{run}");
+        }
+        assert!(summary.finalized);
+        assert!(
+            !finalized.iter().any(|r| summary.run_dir.ends_with(r)),
+            "the relay's last run is its own"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_full_disk_is_answered_503_and_nothing_is_half_written() {
+    within("remote producer on a full disk", async {
+        let chrome = Chromium::start().await;
+        let evidence = tempfile::tempdir().unwrap();
+        let relay = relay_with_token(&chrome.http(), evidence.path()).await;
+        let addr = relay.authority();
+        let path = "/relay/v1/evidence?source=device";
+
+        cdp_evidence::fail_writes_under(evidence.path(), true);
+        let refused = post(&addr, path, None, tagged(0, 0, 50).as_bytes()).await;
+        cdp_evidence::fail_writes_under(evidence.path(), false);
+        assert_eq!(refused.status, 503, "{}", refused.text());
+        assert_eq!(
+            refused.text(),
+            "cdp-relay: the records could not be written to the run; try again\n"
+        );
+        // Space is back: the producer tries again and the records are there once.
+        let again = post(&addr, path, None, tagged(0, 0, 50).as_bytes()).await;
+        assert_eq!(again.status, 200, "{}", again.text());
+        let summary = relay.stop().await.expect("finished");
+        assert!(summary.finalized);
+        let store = Store::open(EvidenceConfig::at(evidence.path())).unwrap();
+        let run_id = summary
+            .run_dir
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let journal = store.read_journal(&run_id).unwrap();
+        assert!(journal.corrupt.is_empty(), "{:?}", journal.corrupt);
+        let tagged: Vec<u64> = journal
+            .records
+            .iter()
+            .filter(|r| r.kind == "tagged")
+            .map(|r| r.payload["i"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            tagged,
+            (0..50).collect::<Vec<_>>(),
+            "written once, whole, in order"
+        );
+        // The producer was told, so the relay does not count the refused request as its loss.
+        assert_eq!(summary.dropped, 0);
     })
     .await;
 }
