@@ -35,10 +35,6 @@ use std::time::Duration;
 /// How far behind the observer may fall, in the idle class, before it is lifted.
 pub(super) const MAX_LAG: Duration = Duration::from_millis(25);
 
-/// How often the lag watch looks while its thread sleeps on empty queues (it is woken when
-/// copies arrive; this only bounds a missed wake).
-const DORMANT_LOOK: Duration = Duration::from_secs(1);
-
 /// One thread's class, changed by the thread itself or lifted by another. Lock-free: a lift
 /// comes from threads that must not wait (a runtime worker), and the thread itself may be
 /// parked by the scheduler anywhere once it is idle.
@@ -243,6 +239,8 @@ fn next_class(idle: bool, backlog: usize, capacity: usize, awaited: bool) -> Opt
 #[derive(Debug, Default)]
 pub(super) struct Dormant {
     asleep: AtomicBool,
+    /// The thread is gone: the watch ends.
+    ended: AtomicBool,
     watch: OnceLock<Thread>,
 }
 
@@ -252,7 +250,7 @@ impl Dormant {
         self.asleep.store(true, SeqCst);
     }
 
-    /// The thread has work again (copies arrived, or it woke): its watch looks again.
+    /// The thread has work again (copies arrived): its watch looks again.
     pub(super) fn wake(&self) {
         if self.asleep.swap(false, SeqCst) {
             if let Some(watch) = self.watch.get() {
@@ -260,12 +258,21 @@ impl Dormant {
             }
         }
     }
+
+    /// The thread is gone (however it ended): the watch ends too.
+    pub(super) fn end(&self) {
+        self.ended.store(true, SeqCst);
+        if let Some(watch) = self.watch.get() {
+            watch.unpark();
+        }
+    }
 }
 
 /// Lifts `class` whenever its thread has not handled, [`MAX_LAG`] later, everything stamped
 /// before; ends with the [`Priority`] that owns `class`. `issued()`: the next stamp;
 /// `handled(stamp)`: whether everything stamped below `stamp` was handled. While `dormant`
-/// says the thread sleeps on empty queues, it looks only once a [`DORMANT_LOOK`].
+/// says the thread sleeps on empty queues, the watch sleeps until [`Dormant::wake`] or
+/// [`Dormant::end`].
 pub(super) fn watch(
     class: Weak<Class>,
     dormant: Arc<Dormant>,
@@ -277,11 +284,11 @@ pub(super) fn watch(
         .spawn({
             let dormant = dormant.clone();
             move || loop {
+                if dormant.ended.load(SeqCst) || class.strong_count() == 0 {
+                    return;
+                }
                 if dormant.asleep.load(SeqCst) {
-                    std::thread::park_timeout(DORMANT_LOOK);
-                    if class.strong_count() == 0 {
-                        return;
-                    }
+                    std::thread::park();
                     continue;
                 }
                 let below = issued();
@@ -418,6 +425,36 @@ mod tests {
         watch.join().unwrap();
         assert!(class.upgrade().is_none());
         lifter.lift();
+    }
+
+    /// While its thread sleeps on empty queues the lag watch sleeps too (no lift, however long
+    /// a stamp stays unhandled); woken, it watches again; ended, it ends.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_lag_watch_sleeps_while_its_thread_sleeps_on_its_queues() {
+        if !reversible() {
+            return;
+        }
+        let (to_main, from_thread) = std::sync::mpsc::channel();
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let p = Priority::start(8);
+            to_main.send((current_tid(), p.class().unwrap())).unwrap();
+            let _ = finished.recv();
+        });
+        let (tid, class) = from_thread.recv().unwrap();
+        let dormant = Arc::new(Dormant::default());
+        dormant.sleep();
+        // Stamp 1 is never handled.
+        let watch = watch(class, dormant.clone(), || 1, |below| below == 0).unwrap();
+        std::thread::sleep(MAX_LAG * 8);
+        assert_eq!(policy(tid), nix::libc::SCHED_IDLE, "lifted while asleep");
+        dormant.wake();
+        assert!(eventually(|| policy(tid) == nix::libc::SCHED_OTHER));
+        dormant.end();
+        watch.join().unwrap();
+        drop(done);
+        thread.join().unwrap();
     }
 
     /// Waits (polling, with a generous deadline) until `ready`; false if it never was.

@@ -135,6 +135,8 @@ pub(crate) fn run(
         thread: std::thread::current(),
         dormant: dormant.clone(),
     }));
+    // Dropped after `priority`, however the thread ends: the lag watch ends with it.
+    let _end_watch = EndWatch(dormant.clone());
     let mut priority = below_the_hot_path(&order, rx.frames.max_capacity(), &dormant);
     observer.pages.held_by(&priority);
     loop {
@@ -191,7 +193,8 @@ pub(crate) fn run(
             hand_over(&mut observer);
             trim.quiet();
             let quiet_for = quiet.get_or_insert_with(Instant::now).elapsed();
-            if quiet_for >= SLEEP_AFTER && !observer.ticking() && !order.awaited() {
+            let nothing_due = queue.is_empty() && !observer.ticking() && !order.awaited();
+            if quiet_for >= SLEEP_AFTER && nothing_due {
                 sleep_on_queues(&mut rx, &mut queue, &waker, &dormant);
             } else {
                 std::thread::park_timeout(IDLE_POLL);
@@ -199,7 +202,18 @@ pub(crate) fn run(
         } else {
             trim.busy(handled);
             quiet = None;
+            // Copies taken while registering with the queues woke nobody.
+            dormant.wake();
         }
+    }
+}
+
+/// Ends the lag watch when the thread ends.
+struct EndWatch(Arc<Dormant>);
+
+impl Drop for EndWatch {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 
@@ -222,7 +236,8 @@ impl Wake for Wakes {
 
 /// Sleeps until a copy or a lifecycle event arrives, a reader waiting for the thread unparks
 /// it, or [`SLEEP_LOOK`] passes. Registering the waker looks at each queue once more: what
-/// arrived meanwhile is taken, and the thread does not sleep.
+/// arrived meanwhile is taken, and the thread does not sleep. The lag watch stays asleep until
+/// copies arrive (the waker wakes it) or the thread handles some.
 fn sleep_on_queues(rx: &mut TapReceiver, queue: &mut Queue, waker: &Waker, dormant: &Dormant) {
     dormant.sleep();
     let mut cx = Context::from_waker(waker);
@@ -249,7 +264,6 @@ fn sleep_on_queues(rx: &mut TapReceiver, queue: &mut Queue, waker: &Waker, dorma
     if !arrived {
         std::thread::park_timeout(SLEEP_LOOK);
     }
-    dormant.wake();
 }
 
 /// Moves the calling (passive) thread below the hot path (`priority.rs`): a reader waiting in
