@@ -392,8 +392,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The tokio runtime of the relay commands: `--threads 1` is a current-thread runtime (no
-/// cross-thread wake-ups on the forwarding path), anything else a multi-threaded one.
+/// The one tokio runtime of a command: every command that needs async builds it here, once.
+/// `--threads 1` is a current-thread runtime (no cross-thread wake-ups on the forwarding path;
+/// the short-lived store commands ask for it too), anything else a multi-threaded one.
 pub(crate) fn runtime(threads: Option<u16>) -> anyhow::Result<tokio::runtime::Runtime> {
     let mut b = match threads {
         Some(1) => tokio::runtime::Builder::new_current_thread(),

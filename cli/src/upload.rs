@@ -5,6 +5,9 @@
 //! Store settings come from the `AWS_*` environment (endpoint, region, credentials, web
 //! identity), read here and handed to the library as data: the library never reads the
 //! environment itself.
+//!
+//! Nothing here retries: the store client retries each request (`cdp_relay::upload`'s one
+//! policy), and a run that still fails stays local and pending for the next try.
 
 use super::evidence::EvidenceDir;
 use super::Usage;
@@ -14,7 +17,6 @@ use cdp_relay::{SecretValue, UploadSettings};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 /// Upload flags of the commands that finalize runs.
 #[derive(Debug, Clone, clap::Args)]
@@ -80,9 +82,10 @@ pub struct UploadCmdArgs {
     #[command(flatten)]
     pub upload: UploadArgs,
 
-    /// Attempts per run before it is reported as failed (it stays local and pending).
-    #[arg(long, default_value_t = 3, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub attempts: u32,
+    /// Ignored, accepted so that scripts keep working: each request to the store is retried
+    /// (see docs/deploy.md), and a run that fails stays pending for the next try.
+    #[arg(long, hide = true, value_name = "N")]
+    pub attempts: Option<u32>,
 
     /// Only these runs (ids under the evidence root). Default: every finalized run not
     /// uploaded yet.
@@ -124,11 +127,14 @@ pub fn run_upload(args: UploadCmdArgs) -> anyhow::Result<ExitCode> {
             })
             .collect::<Result<_, Usage>>()?
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let failed = rt.block_on(async {
+    if args.attempts.is_some() {
+        eprintln!(
+            "cdp-relay: warning: --attempts is ignored: each request to the store is retried up \
+             to {} times, and a run that fails stays pending",
+            upload::MAX_RETRIES
+        );
+    }
+    let failed = super::runtime(Some(1))?.block_on(async {
         let target = Target::new(&settings)?;
         let opts = RunOptions {
             only_failed: settings.only_failed,
@@ -142,7 +148,7 @@ pub fn run_upload(args: UploadCmdArgs) -> anyhow::Result<ExitCode> {
         }
         for dir in &dirs {
             let id = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            match with_retries(&target, dir, &opts, args.attempts).await {
+            match upload_one(&target, dir, &opts).await {
                 Ok(line) => writeln!(out, "{line}").context("cannot write to stdout")?,
                 Err(e) => {
                     failed += 1;
@@ -159,68 +165,45 @@ pub fn run_upload(args: UploadCmdArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Up to `attempts` tries with backoff; the line to print for the run.
-async fn with_retries(
-    target: &Target,
-    dir: &Path,
-    opts: &RunOptions,
-    attempts: u32,
-) -> Result<String, String> {
+/// One attempt (the store client retries each request); the line to print for the run.
+async fn upload_one(target: &Target, dir: &Path, opts: &RunOptions) -> Result<String, String> {
     let id = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    for attempt in 1..=attempts {
-        match upload::upload_run(target, dir, opts).await {
-            Ok(Attempt::Done(st)) if st.state == UploadState::Skipped => {
-                return Ok(format!(
-                    "skipped {id} (no failure recorded; --upload-only-failed)"
-                ))
-            }
-            Ok(Attempt::Done(st)) => {
-                return Ok(format!(
-                    "uploaded {id} to {} ({} files, {} bytes)",
-                    st.target,
-                    st.files.unwrap_or(0),
-                    st.bytes.unwrap_or(0)
-                ))
-            }
-            Ok(Attempt::AlreadyDone(st)) => {
-                return Ok(format!(
-                    "{id} is already {} ({})",
-                    st.state.as_str(),
-                    st.target
-                ))
-            }
-            Ok(Attempt::Busy) => return Err("another process is uploading it right now".into()),
-            Ok(Attempt::NotFinalized(why)) => return Err(why.into()),
-            Err(e) if attempt == attempts => return Err(e.to_string()),
-            Err(_) => tokio::time::sleep(upload_backoff(attempt)).await,
-        }
+    match upload::upload_run(target, dir, opts).await {
+        Ok(Attempt::Done(st)) if st.state == UploadState::Skipped => Ok(format!(
+            "skipped {id} (no failure recorded; --upload-only-failed)"
+        )),
+        Ok(Attempt::Done(st)) => Ok(format!(
+            "uploaded {id} to {} ({} files, {} bytes)",
+            st.target,
+            st.files.unwrap_or(0),
+            st.bytes.unwrap_or(0)
+        )),
+        Ok(Attempt::AlreadyDone(st)) => Ok(format!(
+            "{id} is already {} ({})",
+            st.state.as_str(),
+            st.target
+        )),
+        Ok(Attempt::Busy) => Err("another process is uploading it right now".into()),
+        Ok(Attempt::NotFinalized(why)) => Err(why.into()),
+        Err(e) => Err(e.to_string()),
     }
-    Err("no attempt made".into())
 }
 
-fn upload_backoff(attempt: u32) -> Duration {
-    Duration::from_millis(500 * u64::from(attempt)) + Duration::from_millis(fastrand::u64(0..250))
-}
-
-/// `evidence finalize` with uploads configured: upload the run just finalized, a few tries.
-/// A failure is a warning: the run is finalized and stays local, pending, for the relay's
-/// next start or `cdp-relay upload`.
+/// `evidence finalize` with uploads configured: upload the run just finalized. A failure is a
+/// warning: the run is finalized and stays local, pending, for the relay's next scan or start,
+/// or `cdp-relay upload`.
 pub(crate) fn after_finalize(args: &UploadArgs, run_dir: &Path) -> anyhow::Result<()> {
     let Some(settings) = args.settings()? else {
         return Ok(());
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let line = rt.block_on(async {
+    let line = super::runtime(Some(1))?.block_on(async {
         let target = Target::new(&settings)?;
         let opts = RunOptions {
             only_failed: settings.only_failed,
             host: upload::host_name(),
             source: "cli",
         };
-        anyhow::Ok(with_retries(&target, run_dir, &opts, 3).await)
+        anyhow::Ok(upload_one(&target, run_dir, &opts).await)
     })?;
     match line {
         Ok(line) => eprintln!("cdp-relay: {line}"),
@@ -256,11 +239,7 @@ pub(crate) fn runs_remote(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let settings = settings_for(url, true)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let listing = rt.block_on(async {
+    let listing = super::runtime(Some(1))?.block_on(async {
         let target = Target::for_reading(&settings)?;
         anyhow::Ok(upload::list_runs(&target, args.limit, args.session.as_deref()).await?)
     })?;
@@ -369,11 +348,7 @@ fn remote_table(runs: &[upload::RemoteRun]) -> String {
 /// is not fetched (any pod can write the bucket; a planted page could carry a script).
 pub(crate) fn report_remote(url: &str, run_id: &str, out: &Path) -> anyhow::Result<PathBuf> {
     let settings = settings_for(url, true)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let dir = rt.block_on(async {
+    let dir = super::runtime(Some(1))?.block_on(async {
         let target = Target::for_reading(&settings)?;
         anyhow::Ok(upload::fetch_run(&target, run_id, out).await?)
     })?;

@@ -80,6 +80,9 @@ pub struct UploadSettings {
     pub request_timeout: Duration,
     /// How long the write check a relay makes at start may take. By default, 10 s.
     pub check_timeout: Duration,
+    /// How long the uploader stays idle before it looks again for finalized runs not uploaded
+    /// yet (finalized by another producer, or whose last attempt failed). By default, 60 s.
+    pub scan_interval: Duration,
 }
 
 impl UploadSettings {
@@ -91,6 +94,7 @@ impl UploadSettings {
             only_failed: false,
             request_timeout: Duration::from_secs(30),
             check_timeout: Duration::from_secs(10),
+            scan_interval: Duration::from_secs(60),
         }
     }
 }
@@ -104,6 +108,7 @@ impl fmt::Debug for UploadSettings {
             .field("only_failed", &self.only_failed)
             .field("request_timeout", &self.request_timeout)
             .field("check_timeout", &self.check_timeout)
+            .field("scan_interval", &self.scan_interval)
             .finish()
     }
 }

@@ -7,6 +7,9 @@
 //! [`S3Server::restart`] serves again on the same port with the same data.
 //! [`S3Server::stall_puts_after`] lets a number of object writes through and holds the next
 //! one unanswered, so a test can stop the server while an upload is in the middle.
+//! [`S3Server::fail_puts`] answers the next object writes `503 SlowDown`, as a throttled S3
+//! does, and [`S3Server::put_tries`] counts the writes of each key, so a test can count the
+//! retries a client made.
 //!
 //! One gap of `s3s-fs` is closed here: it creates a missing bucket on the first write, where S3
 //! answers `404 NoSuchBucket`; this server answers as S3 does.
@@ -15,10 +18,11 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use s3s::auth::SimpleAuth;
 use s3s::service::S3ServiceBuilder;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
 
@@ -34,6 +38,10 @@ struct Faults {
     stalled: Notify,
     stalled_once: AtomicBool,
     puts_seen: AtomicUsize,
+    /// Object writes still to answer `503 SlowDown`; `usize::MAX` means every one.
+    fail_left: AtomicUsize,
+    /// Object writes received, by path (`/bucket/key`, query left out).
+    puts_by_path: Mutex<BTreeMap<String, usize>>,
 }
 
 /// An in-process S3-compatible server (see the module docs). Stopped on drop.
@@ -134,6 +142,27 @@ impl S3Server {
     pub fn stall_puts_after(&self, n: usize) {
         self.faults.stalled_once.store(false, Ordering::SeqCst);
         self.faults.puts_left.store(n, Ordering::SeqCst);
+    }
+
+    /// Answers the next `n` object writes (parts included) `503 SlowDown` without storing them;
+    /// `usize::MAX` answers every one so until `fail_puts(0)`.
+    pub fn fail_puts(&self, n: usize) {
+        self.faults.fail_left.store(n, Ordering::SeqCst);
+    }
+
+    /// Object writes received for `bucket`/`key` so far (each retry counts).
+    pub fn put_tries(&self, bucket: &str, key: &str) -> usize {
+        let tries = self.faults.puts_by_path.lock().expect("puts_by_path");
+        tries.get(&format!("/{bucket}/{key}")).copied().unwrap_or(0)
+    }
+
+    /// Object writes received, by key (`bucket/key`): what a test counts retries in.
+    pub fn put_tries_by_key(&self) -> BTreeMap<String, usize> {
+        let tries = self.faults.puts_by_path.lock().expect("puts_by_path");
+        tries
+            .iter()
+            .map(|(p, n)| (p.trim_start_matches('/').to_owned(), *n))
+            .collect()
     }
 
     /// Waits until a write is being held by [`S3Server::stall_puts_after`].
@@ -258,6 +287,27 @@ fn serve(
                     }
                     if req.method() == hyper::Method::PUT {
                         faults.puts_seen.fetch_add(1, Ordering::SeqCst);
+                        *faults
+                            .puts_by_path
+                            .lock()
+                            .expect("puts_by_path")
+                            .entry(req.uri().path().to_owned())
+                            .or_default() += 1;
+                        let failing = faults
+                            .fail_left
+                            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+                                0 => None,
+                                usize::MAX => Some(usize::MAX),
+                                n => Some(n - 1),
+                            })
+                            .is_ok();
+                        if failing {
+                            let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown\
+                                        </Code><Message>Please reduce your request rate.</Message></Error>";
+                            let mut resp = hyper::Response::new(s3s::Body::from(body.to_owned()));
+                            *resp.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
+                            return Ok(resp);
+                        }
                         let left = faults.puts_left.load(Ordering::SeqCst);
                         if left == 0 {
                             faults.stalled_once.store(true, Ordering::SeqCst);

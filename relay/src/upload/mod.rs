@@ -2,11 +2,18 @@
 //! last, in the background.
 //!
 //! The [`Uploader`] owns everything about it: a thread of its own with its own small runtime
-//! (uploads never share a worker with forwarding), the queue, retries with backoff and jitter,
-//! each run's state sidecar (`state.rs`), and the counters the status API and metrics read
-//! ([`UploadsHandle`]). It is handed runs in exactly three ways: "this run was finalized"
-//! ([`Uploader::finalized`]), "look for pending runs" ([`Uploader::scan`], at start and before
-//! exit), and, for short-lived commands, [`upload_run`] directly.
+//! (uploads never share a worker with forwarding), the queue, each run's state sidecar
+//! (`state.rs`), and the counters the status API and metrics read ([`UploadsHandle`]). It is
+//! handed runs in exactly three ways: "this run was finalized" ([`Uploader::finalized`]), "look
+//! for pending runs" ([`Uploader::scan`]: at start, and before exit; the uploader itself scans
+//! after each `scan_interval` it spends idle), and, for short-lived commands, [`upload_run`]
+//! directly.
+//!
+//! Requests are retried in one place only, the store client ([`MAX_RETRIES`] and the policy
+//! beside it). The uploader does not retry: an attempt that failed leaves the run `failed` in
+//! its sidecar (with the attempt counted), and the next scan finds it and uploads it again whole
+//! — at least `scan_interval` later while the relay runs, at the next start, or by `cdp-relay
+//! upload`.
 //!
 //! It never touches a run that is not finalized, never deletes anything (retention does, and
 //! asks [`UploadHold`] first), and never logs a credential or a record.
@@ -19,7 +26,7 @@ mod target;
 pub use bucket::{fetch_run, list_runs, RemoteListing, RemoteRun};
 pub use run::{upload_run, Attempt, RunOptions};
 pub use state::{read as read_state, RunUpload, UploadHold, UploadState, STATE_FILE};
-pub use target::Target;
+pub use target::{Target, BACKOFF_FIRST, BACKOFF_MAX, MAX_RETRIES, RETRY_WINDOW};
 
 /// The bucket's manifest reader, for the fuzz targets (`fuzz/fuzz_targets/bucket_manifest.rs`) only.
 #[doc(hidden)]
@@ -37,10 +44,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
-/// First retry of a failed run after about this long (then doubling).
-const RETRY_FIRST: Duration = Duration::from_secs(1);
-/// Retries are at most this far apart.
-const RETRY_MAX: Duration = Duration::from_secs(60);
 /// How often the sidecar of an uploaded run is written again while the disk refuses it.
 const RECORD_RETRY: Duration = Duration::from_secs(2);
 
@@ -53,21 +56,13 @@ pub fn host_name() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// Backoff before retry number `attempts` (1-based), with jitter: between half and all of
-/// `RETRY_FIRST × 2^(attempts-1)`, capped at [`RETRY_MAX`].
-pub(crate) fn backoff(attempts: u32) -> Duration {
-    let exp = RETRY_FIRST.saturating_mul(1u32 << attempts.saturating_sub(1).min(16));
-    let full = exp.min(RETRY_MAX);
-    full.mul_f64(0.5 + fastrand::f64() / 2.0)
-}
-
 /// What `/relay/v1/status` shows under `uploads`, and metrics count.
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UploadStatus {
     /// `s3://bucket/prefix`.
     pub target: String,
-    /// Runs waiting (queued, uploading, or waiting to be retried).
+    /// Runs waiting (queued, uploading, or failed and waiting for the next scan).
     pub pending: usize,
     /// Of those, runs whose last attempt failed.
     pub failing: usize,
@@ -213,8 +208,8 @@ impl Uploader {
                 source: "relay",
             },
             shared: shared.clone(),
+            scan_interval: settings.scan_interval.max(Duration::from_secs(1)),
             queue: VecDeque::new(),
-            delayed: Vec::new(),
             current: None,
             done_while_finishing: 0,
             unrecorded: Vec::new(),
@@ -298,10 +293,10 @@ struct Worker {
     root: PathBuf,
     opts: RunOptions,
     shared: Arc<Shared>,
+    /// How long the uploader stays idle before it scans the evidence root.
+    scan_interval: Duration,
     /// Runs to try now, in order.
     queue: VecDeque<PathBuf>,
-    /// Runs to try again later.
-    delayed: Vec<(Instant, PathBuf)>,
     /// The run being uploaded now.
     current: Option<PathBuf>,
     done_while_finishing: usize,
@@ -313,17 +308,27 @@ struct Worker {
 impl Worker {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
         let mut finishing: Option<(Instant, oneshot::Sender<FinishReport>)> = None;
+        // The evidence root is scanned once the uploader has been idle for `scan_interval` (the
+        // caller's scan at start comes as a message): a run that failed waits at least that
+        // long before it is tried again.
+        let mut next_scan = Instant::now() + self.scan_interval;
         loop {
-            self.promote_due(finishing.is_some());
-            if finishing.is_some() && self.queue.is_empty() && self.delayed.is_empty() {
+            self.record_pending();
+            if finishing.is_some() && self.queue.is_empty() {
                 break;
             }
             let deadline = finishing.as_ref().map(|(d, _)| *d);
             let Some(dir) = self.queue.pop_front() else {
-                let wake = self.delayed.iter().map(|(at, _)| *at).min();
+                if finishing.is_none() && Instant::now() >= next_scan {
+                    self.scan();
+                    next_scan = Instant::now() + self.scan_interval;
+                    continue;
+                }
+                // While finishing, no more scans: what fails now is left for the next start.
+                let scan_at = finishing.is_none().then_some(next_scan);
                 let record_at =
                     (!self.unrecorded.is_empty()).then(|| Instant::now() + RECORD_RETRY);
-                let wake = match (wake, record_at) {
+                let wake = match (scan_at, record_at) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
@@ -359,6 +364,7 @@ impl Worker {
                 }
             };
             self.current = None;
+            next_scan = Instant::now() + self.scan_interval;
             match outcome {
                 Some(r) => self.settle(dir, &id, r, finishing.is_some()),
                 // Out of time: the attempt is dropped mid-way; its sidecar says pending or
@@ -396,7 +402,7 @@ impl Worker {
         }
     }
 
-    /// Queues a run unless it is already queued, waiting or uploading; `false` when it was.
+    /// Queues a run unless it is already queued or uploading; `false` when it was.
     /// `mark` writes its pending state first, so retention holds it whatever else happens.
     fn enqueue(&mut self, dir: PathBuf, mark: bool) -> bool {
         let Ok(id) = run::run_id_of(&dir) else {
@@ -405,7 +411,6 @@ impl Worker {
         let known = self
             .queue
             .iter()
-            .chain(self.delayed.iter().map(|(_, d)| d))
             .chain(self.current.as_ref())
             .any(|d| d == &dir);
         if known {
@@ -452,7 +457,9 @@ impl Worker {
             if matches!(state::read(&dir), Ok(Some(s)) if s.state.is_done()) {
                 continue;
             }
-            if self.enqueue(dir, false) {
+            // Runs already waiting (failed, or busy elsewhere) are queued again without a word.
+            let waiting = self.shared.runs().contains_key(&run.id);
+            if self.enqueue(dir, false) && !waiting {
                 found += 1;
             }
         }
@@ -468,17 +475,6 @@ impl Worker {
     fn record_pending(&mut self) {
         self.unrecorded
             .retain(|(dir, st)| dir.is_dir() && state::write(dir, st).is_err());
-    }
-
-    fn promote_due(&mut self, all: bool) {
-        self.record_pending();
-        let now = Instant::now();
-        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.delayed)
-            .into_iter()
-            .partition(|(at, _)| all || *at <= now);
-        self.delayed = later;
-        // Finishing: one more try each, now, rather than waiting out a backoff.
-        self.queue.extend(due.into_iter().map(|(_, d)| d));
     }
 
     fn settle(&mut self, dir: PathBuf, id: &str, outcome: Result<Attempt, Error>, finishing: bool) {
@@ -510,11 +506,8 @@ impl Worker {
                 }
             }
             Ok(Attempt::Busy) => {
-                // Someone else is uploading it; look again later in case they die.
+                // Someone else is uploading it; the next scan looks again in case they die.
                 s.set(id, "pending", 0, None);
-                if !finishing {
-                    self.delayed.push((Instant::now() + RETRY_MAX, dir));
-                }
             }
             Ok(Attempt::AlreadyDone(_)) => {
                 s.runs().remove(id);
@@ -528,17 +521,17 @@ impl Worker {
                 // Counted in memory: the sidecar may not be writable (a full disk).
                 let attempts = s.runs().get(id).map_or(1, |r| r.attempts.max(1));
                 let reason = run::reason_of(&e);
-                let wait = backoff(attempts);
+                // The store client already retried each request; the run waits for the next
+                // scan (none while finishing: then it is left for the next start).
+                let next = if finishing {
+                    "next try at the next start".to_owned()
+                } else {
+                    format!("next try in {} s or later", self.scan_interval.as_secs())
+                };
                 tracing::warn!(
-                    "upload: run {id} failed (attempt {attempts}): {reason}; it stays local, next try in {} s",
-                    wait.as_secs().max(1)
+                    "upload: run {id} failed (attempt {attempts}): {reason}; it stays local, {next}"
                 );
                 s.set(id, "failed", attempts, Some(reason));
-                // While finishing, a run that failed again is left for the next start rather
-                // than retried in a loop until the deadline.
-                if !finishing {
-                    self.delayed.push((Instant::now() + wait, dir));
-                }
             }
         }
     }
@@ -554,22 +547,6 @@ async fn sleep_until(at: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_grows_with_jitter_and_is_capped() {
-        for attempts in 1..40 {
-            let full = RETRY_FIRST
-                .saturating_mul(1u32 << (attempts - 1).min(16))
-                .min(RETRY_MAX);
-            let b = backoff(attempts);
-            assert!(b >= full / 2 && b <= full, "{attempts}: {b:?}");
-        }
-        assert!(backoff(30) <= RETRY_MAX);
-        // Jitter: two relays that failed together do not retry together.
-        let spread: std::collections::HashSet<u128> =
-            (0..20).map(|_| backoff(5).as_millis()).collect();
-        assert!(spread.len() > 1);
-    }
 
     #[test]
     fn host_name_is_printable() {

@@ -27,7 +27,7 @@ const STATE_LIMIT: u64 = 64 * 1024;
 pub enum UploadState {
     /// Handed to an uploader, not in the bucket yet.
     Pending,
-    /// The last attempt failed; it will be tried again (next start, or `cdp-relay upload`).
+    /// The last attempt failed; it is tried again by the next scan or start, or `cdp-relay upload`.
     Failed,
     /// In the bucket, whole (its manifest was written last).
     Uploaded,

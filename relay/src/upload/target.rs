@@ -13,6 +13,40 @@ use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, Re
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The one retry policy for requests to the store: uploads, the write check, and `--remote`
+/// reads all go through it, and nothing above it retries a request (a run whose upload failed
+/// is uploaded again whole at the uploader's next scan, a new attempt, not a retry).
+///
+/// object_store retries what may succeed a moment later: a 5xx or 429 answer (S3's `SlowDown`),
+/// a refused or closed connection, a read that timed out. It never retries a refusal (403,
+/// 404) nor a write that timed out (it may have landed). At most [`MAX_RETRIES`] retries, the
+/// waits between them growing from [`BACKOFF_FIRST`] (×2 each, jittered, at most
+/// [`BACKOFF_MAX`]: 3.75 s in all at worst), none started more than [`RETRY_WINDOW`] after the
+/// first try. Each try is bounded by the request timeout (`UploadSettings::request_timeout`),
+/// so a request gives up within `RETRY_WINDOW + BACKOFF_MAX + request_timeout`. A blip during
+/// shutdown is ridden out well inside the relay's shutdown grace (25 s by default), which the
+/// uploader enforces whatever the store is doing.
+pub const MAX_RETRIES: usize = 4;
+/// The first wait before a retry.
+pub const BACKOFF_FIRST: Duration = Duration::from_millis(250);
+/// The longest wait between two tries.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(4);
+/// No retry starts later than this after the first try.
+pub const RETRY_WINDOW: Duration = Duration::from_secs(10);
+
+/// [`MAX_RETRIES`] and friends as object_store takes them.
+fn retry_config() -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: BACKOFF_FIRST,
+            max_backoff: BACKOFF_MAX,
+            base: 2.0,
+        },
+        max_retries: MAX_RETRIES,
+        retry_timeout: RETRY_WINDOW,
+    }
+}
+
 /// The object a relay writes at start to prove it may write (overwritten every time, so a
 /// fleet leaves one small object per prefix). Its name is hidden: it is never a run.
 pub(crate) const WRITE_CHECK: &str = ".cdp-relay-write-check";
@@ -66,16 +100,7 @@ impl Target {
                     .with_timeout(settings.request_timeout)
                     .with_connect_timeout(Duration::from_secs(5)),
             )
-            // The store's own retries are short; runs are retried with backoff above it.
-            .with_retry(RetryConfig {
-                backoff: BackoffConfig {
-                    init_backoff: Duration::from_millis(200),
-                    max_backoff: Duration::from_secs(2),
-                    base: 2.0,
-                },
-                max_retries: 2,
-                retry_timeout: settings.request_timeout,
-            });
+            .with_retry(retry_config());
         for (key, value) in &settings.options {
             // Unknown keys are ignored, as `AmazonS3Builder::from_env` ignores them (AWS_PROFILE,
             // AWS_PAGER… belong to other tools).
@@ -360,6 +385,29 @@ mod tests {
             "r1/manifest.json"
         );
         assert!(bare.root().is_none());
+    }
+
+    #[test]
+    fn the_retry_policy_fits_in_the_shutdown_grace() {
+        let c = retry_config();
+        assert_eq!(c.max_retries, MAX_RETRIES);
+        // object_store's backoff: the first wait is `init`, each next one at most `base` times
+        // the last, all capped at `max_backoff`.
+        let mut wait = c.backoff.init_backoff;
+        let mut worst = Duration::ZERO;
+        for _ in 0..c.max_retries {
+            worst += wait;
+            wait = wait.mul_f64(c.backoff.base).min(c.backoff.max_backoff);
+        }
+        assert_eq!(worst, Duration::from_millis(3750));
+        // No retry starts after the window; the last one waits at most `max_backoff` first.
+        let last_start = c.retry_timeout + c.backoff.max_backoff;
+        assert!(
+            last_start < crate::config::DEFAULT_SHUTDOWN_GRACE,
+            "{last_start:?}"
+        );
+        let s = UploadSettings::new("s3://bkt");
+        assert!(s.request_timeout + last_start < Duration::from_secs(60));
     }
 
     #[test]

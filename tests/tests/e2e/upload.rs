@@ -2,12 +2,16 @@
 //! process): runs arrive whole with the manifest last, large files in parts; a server killed in
 //! the middle of an upload loses nothing; a relay stopped before its upload finished uploads
 //! the run at its next start, and retention never prunes a run before it is in the bucket; a
-//! bucket that cannot be written stops the relay from starting, with one line, in bounded time.
+//! bucket that cannot be written stops the relay from starting, with one line, in bounded time;
+//! requests are retried by the store client alone, exactly as its policy says.
 
 use cdp_evidence::{
     Console, ConsoleLevel, EvidenceConfig, Record, RecordKind, RetentionHold, Store, Totals,
 };
-use cdp_relay::upload::{self, Attempt, RunOptions, Target, UploadHold, UploadState, Uploader};
+use cdp_relay::upload::{
+    self, Attempt, RunOptions, Target, UploadHold, UploadState, Uploader, BACKOFF_MAX, MAX_RETRIES,
+    RETRY_WINDOW,
+};
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::s3::S3Server;
 use cdp_relay_tests::{page_ws, relay_binary, within, Chromium, RelayProcess};
@@ -19,6 +23,14 @@ use std::time::{Duration, Instant};
 
 const BUCKET: &str = "evidence";
 const URL: &str = "s3://evidence/fleet";
+
+/// Settings for the in-process server whose uploader scans the evidence root every second, so
+/// that a test sees a failed run tried again without waiting out the default minute.
+fn quick_scans(server: &S3Server) -> cdp_relay::UploadSettings {
+    let mut s = server.settings(URL);
+    s.scan_interval = Duration::from_secs(1);
+    s
+}
 
 fn opts(only_failed: bool) -> RunOptions {
     RunOptions {
@@ -260,14 +272,14 @@ async fn a_server_killed_mid_upload_loses_nothing_and_the_run_arrives_whole_afte
             &[2000, 2000, 2000, 2000, 2000, 2000],
             true,
         );
-        let uploader = Uploader::start(&server.settings(URL), evidence.path()).unwrap();
+        let uploader = Uploader::start(&quick_scans(&server), evidence.path()).unwrap();
         uploader.check().await.expect("the bucket takes writes");
         let handle = uploader.handle();
         server.stall_puts_after(3);
         uploader.finalized(&dir);
         server.stalled().await;
         server.stop();
-        // Failed, waiting to retry: the manifest is not in the bucket.
+        // Failed, waiting for the next scan: the manifest is not in the bucket.
         loop {
             if handle.status().failing == 1 {
                 break;
@@ -670,7 +682,7 @@ async fn a_full_evidence_disk_does_not_stop_uploads() {
         let server = S3Server::start(&[BUCKET]);
         server.stop();
         disk.fill();
-        let uploader = Uploader::start(&server.settings(URL), &root).expect("uploader");
+        let uploader = Uploader::start(&quick_scans(&server), &root).expect("uploader");
         let status = uploader.handle();
         uploader.scan();
         // Every run fails at least once against the stopped server.
@@ -700,6 +712,123 @@ async fn a_full_evidence_disk_does_not_stop_uploads() {
             .finish(Instant::now() + Duration::from_secs(5))
             .await;
         assert!(report.left.is_empty(), "{:?}", report.left);
+    })
+    .await;
+}
+
+/// One retry policy, the store client's: `cdp-relay upload` against a server that answers
+/// `503 SlowDown` a few times uploads the run in one attempt; against one that always does, it
+/// gives up with one line, within the policy's bound, after exactly [`MAX_RETRIES`] retries of
+/// a request: no loop above the store client tries again.
+#[tokio::test]
+async fn a_throttled_store_is_retried_by_the_store_client_alone() {
+    within("one retry policy", async {
+        let server = S3Server::start(&[BUCKET]);
+        let evidence = tempfile::tempdir().unwrap();
+        let dir = evidence.path().to_string_lossy().into_owned();
+        let mut env = server.env();
+        env.push(("CDP_RELAY_EVIDENCE_UPLOAD".into(), URL.into()));
+
+        // Refused a few times: ridden out within one attempt.
+        let first = make_run(evidence.path(), "a", &[100, 200], true);
+        server.fail_puts(MAX_RETRIES);
+        let out = run_binary(&["upload", "--evidence-dir", &dir, "--attempts", "3"], &env).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains("--attempts is ignored"), "{stderr}");
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        assert!(
+            stdout.starts_with(&format!("uploaded {}", run_id(&first))),
+            "{stdout}"
+        );
+        assert_whole(&server, &first);
+        let st = upload::read_state(&first).unwrap().unwrap();
+        assert_eq!(st.attempts, 1, "the retries were the store client's");
+        let objects = local_files(&first).len();
+        let tries: usize = server.put_tries_by_key().values().sum();
+        assert_eq!(
+            tries,
+            objects + MAX_RETRIES,
+            "{:?}",
+            server.put_tries_by_key()
+        );
+
+        // Refused every time: one line, in bounded time, each request tried 1 + MAX_RETRIES times.
+        let second = make_run(evidence.path(), "b", &[100, 200], true);
+        let id = run_id(&second);
+        server.fail_puts(usize::MAX);
+        let t0 = Instant::now();
+        let out = run_binary(&["upload", "--evidence-dir", &dir], &env).await;
+        let took = t0.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        assert!(
+            lines[0].starts_with(&format!("cdp-relay: run {id} not uploaded: ")),
+            "{stderr}"
+        );
+        assert!(lines[0].contains("503"), "{stderr}");
+        // Every wait of the policy (3.75 s at most) and a request answered at once: well inside
+        // the bound a request is given before its last retry.
+        assert!(took < RETRY_WINDOW + BACKOFF_MAX, "{took:?}");
+        let tries: Vec<usize> = server
+            .put_tries_by_key()
+            .into_iter()
+            .filter(|(k, _)| k.contains(&id))
+            .map(|(_, n)| n)
+            .collect();
+        assert!(!tries.is_empty());
+        assert_eq!(tries.iter().max(), Some(&(1 + MAX_RETRIES)), "{tries:?}");
+        let st = upload::read_state(&second).unwrap().unwrap();
+        assert_eq!((st.state, st.attempts), (UploadState::Failed, 1));
+        assert!(st.last_error.unwrap().contains("503"));
+        assert!(!manifest_in_bucket(&server, &second));
+    })
+    .await;
+}
+
+/// The relay's uploader retries nothing itself: a run whose attempt failed (after the store
+/// client's retries) stays failed until a scan finds it, and that scan uploads it whole.
+#[tokio::test]
+async fn the_uploader_leaves_a_failed_run_to_the_next_scan() {
+    within("failed run, next scan", async {
+        let server = S3Server::start(&[BUCKET]);
+        let evidence = tempfile::tempdir().unwrap();
+        let dir = make_run(evidence.path(), "s", &[100], true);
+        // The default minute between scans: no scan comes by itself during this test.
+        let uploader = Uploader::start(&server.settings(URL), evidence.path()).unwrap();
+        let handle = uploader.handle();
+        server.fail_puts(usize::MAX);
+        uploader.finalized(&dir);
+        while handle.status().failing == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let status = handle.status();
+        assert_eq!((status.failed_attempts, status.runs[0].attempts), (1, 1));
+        let tries = server.put_tries_by_key();
+        assert_eq!(tries.values().max(), Some(&(1 + MAX_RETRIES)), "{tries:?}");
+        assert!(!manifest_in_bucket(&server, &dir));
+
+        server.fail_puts(0);
+        uploader.scan();
+        while handle.status().uploaded_runs == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_whole(&server, &dir);
+        assert_eq!(handle.status().failed_attempts, 1);
+        let st = upload::read_state(&dir).unwrap().unwrap();
+        assert_eq!((st.state, st.attempts), (UploadState::Uploaded, 2));
+        let report = uploader
+            .finish(Instant::now() + Duration::from_secs(5))
+            .await;
+        assert!(report.left.is_empty(), "{report:?}");
     })
     .await;
 }
