@@ -1,24 +1,28 @@
-//! The demo's CDP client: what an agent's browser tool does, in a few hundred lines.
+//! The demo's CDP client: what an agent's browser tool does, in a few hundred lines, over the
+//! workspace's one CDP client (`cdp_capture::client`).
 //!
 //! It finds the browser websocket through the relay's `/json/version` (as Playwright and
-//! Puppeteer do), opens it, and drives pages over flattened sessions. Calls are sequential: a
-//! call sends one command and reads until its answer, keeping every event it passes in a log
-//! that [`Cdp::wait_for`] searches, so the script waits on what the browser says, never on a
-//! clock. Every wait is bounded by [`STEP_TIMEOUT`] and fails naming what it waited for.
+//! Puppeteer do), opens it, and drives pages over flattened sessions. Calls are sequential;
+//! every event that arrives is kept in a log that [`Cdp::wait_for`] searches, so the script
+//! waits on what the browser says, never on a clock. Every wait is bounded by [`STEP_TIMEOUT`]
+//! and fails naming what it waited for. The log keeps the last [`LOG_CAP`] events (a page that
+//! floods cannot grow it); the client reads no faster than the log takes events
+//! ([`Overflow::Wait`]).
 //!
 //! Session and target ids are capabilities: they stay in memory and never reach a log line or
 //! an error message.
 
 use anyhow::Context as _;
-use futures_util::{SinkExt, StreamExt};
+use cdp_relay::capture::client::{self, CallError, Client, Config, ConnectError, Events, Overflow};
 use serde_json::{json, Value};
+use std::collections::VecDeque;
 use std::time::Duration;
-use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::WebSocketStream;
 
 /// The longest any one step (a command's answer, a page load, an event) may take.
 pub(super) const STEP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Events the log keeps; older ones are forgotten.
+const LOG_CAP: usize = 4096;
 
 /// A browser event, as received.
 #[derive(Debug)]
@@ -48,11 +52,50 @@ pub(super) struct Tab {
     session: String,
 }
 
+/// The last [`LOG_CAP`] events; positions count every event ever logged.
+#[derive(Default)]
+struct Log {
+    events: VecDeque<Event>,
+    /// The position of `events[0]`.
+    first: usize,
+}
+
+impl Log {
+    fn end(&self) -> usize {
+        self.first + self.events.len()
+    }
+
+    fn keep(&mut self, event: client::Event) {
+        let Some(method) = event.method() else {
+            return;
+        };
+        self.events.push_back(Event {
+            session: event.session(),
+            method,
+            params: event.params(),
+        });
+        if self.events.len() > LOG_CAP {
+            self.events.pop_front();
+            self.first += 1;
+        }
+    }
+
+    /// The first event at or after `from` that `matches`, by position.
+    fn find(&self, from: usize, matches: &impl Fn(&Event) -> bool) -> Option<usize> {
+        let skip = from.saturating_sub(self.first);
+        self.events
+            .iter()
+            .skip(skip)
+            .position(matches)
+            .map(|i| self.first + skip + i)
+    }
+}
+
 /// One websocket to the browser endpoint.
 pub(super) struct Cdp {
-    ws: WebSocketStream<TcpStream>,
-    next_id: u64,
-    events: Vec<Event>,
+    client: Client,
+    events: Events,
+    log: Log,
 }
 
 impl Cdp {
@@ -61,62 +104,52 @@ impl Cdp {
     pub(super) async fn connect(endpoint: &str) -> anyhow::Result<Cdp> {
         let authority = endpoint.trim_start_matches("http://");
         let url = within("the relay's /json/version", browser_url(endpoint)).await??;
-        let tcp = TcpStream::connect(authority)
-            .await
-            .with_context(|| format!("cannot connect to the relay at {authority}"))?;
-        let _ = tcp.set_nodelay(true);
-        let (ws, _) = within(
-            "the browser websocket",
-            tokio_tungstenite::client_async(url.as_str(), tcp),
-        )
-        .await?
-        // The URL holds the browser's id: say what failed without it.
-        .map_err(|e| anyhow::anyhow!("the relay refused the browser websocket: {}", kind(&e)))?;
+        let config = Config {
+            connect_timeout: STEP_TIMEOUT,
+            overflow: Overflow::Wait,
+            ..Config::default()
+        };
+        // The URL holds the browser's id: the errors name what failed without it.
+        let (client, events) = client::connect(&url, config).await.map_err(|e| match e {
+            ConnectError::Unreachable(_) => {
+                anyhow::anyhow!("cannot connect to the relay at {authority}: {e}")
+            }
+            _ => anyhow::anyhow!("the relay refused the browser websocket: {e}"),
+        })?;
         Ok(Cdp {
-            ws,
-            next_id: 1,
-            events: Vec::new(),
+            client,
+            events,
+            log: Log::default(),
         })
     }
 
-    /// Sends `method` on `tab` (or the browser session) and returns its `result`.
+    /// Sends `method` on `tab` (or the browser session) and returns its `result`; events that
+    /// arrive meanwhile are logged.
     pub(super) async fn call(
         &mut self,
         tab: Option<&Tab>,
         method: &str,
         params: Value,
     ) -> anyhow::Result<Value> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let mut command = json!({ "id": id, "method": method, "params": params });
-        if let Some(tab) = tab {
-            command["sessionId"] = json!(tab.session);
-        }
-        self.ws
-            .send(Message::text(command.to_string()))
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot send {method}: {}", kind(&e)))?;
-        let what = format!("the answer to {method}");
-        let answer = within(&what, async {
-            loop {
-                if let Some(answer) = self.read().await? {
-                    if answer.get("id").and_then(Value::as_u64) == Some(id) {
-                        return Ok::<_, anyhow::Error>(answer);
-                    }
-                }
+        let session = tab.map(|t| t.session.as_str());
+        let answer = self.client.call(method, params, session, STEP_TIMEOUT);
+        let log = &mut self.log;
+        match self.events.during(answer, |e| log.keep(e)).await {
+            Ok(result) => Ok(result),
+            Err(CallError::Refused(message)) => {
+                anyhow::bail!("the browser refused {method}: {message}")
             }
-        })
-        .await??;
-        if let Some(error) = answer.get("error") {
-            let message = error["message"].as_str().unwrap_or("no message");
-            anyhow::bail!("the browser refused {method}: {message}");
+            Err(CallError::Timeout) => anyhow::bail!(
+                "waited {}s for the answer to {method}",
+                STEP_TIMEOUT.as_secs()
+            ),
+            Err(e) => anyhow::bail!("no answer to {method}: {e}"),
         }
-        Ok(answer.get("result").cloned().unwrap_or(Value::Null))
     }
 
     /// The current end of the event log.
     pub(super) fn mark(&self) -> Mark {
-        Mark(self.events.len())
+        Mark(self.log.end())
     }
 
     /// The first event after `since` that `matches`, reading more if it has not come yet.
@@ -126,49 +159,23 @@ impl Cdp {
         what: &str,
         matches: impl Fn(&Event) -> bool,
     ) -> anyhow::Result<&Event> {
-        let mut next = since.0;
+        let (log, events) = (&mut self.log, &mut self.events);
         let found = within(what, async {
+            let mut next = since.0;
             loop {
-                if let Some(i) = (next..self.events.len()).find(|&i| matches(&self.events[i])) {
-                    return Ok::<_, anyhow::Error>(i);
+                if let Some(at) = log.find(next, &matches) {
+                    return Ok::<_, anyhow::Error>(at);
                 }
-                next = self.events.len();
-                self.read().await?;
+                next = log.end();
+                let event = events
+                    .recv()
+                    .await
+                    .context("the relay closed the browser connection")?;
+                log.keep(event);
             }
         })
         .await??;
-        Ok(&self.events[found])
-    }
-
-    /// Reads one message: an answer is returned, an event is logged (`None`).
-    async fn read(&mut self) -> anyhow::Result<Option<Value>> {
-        loop {
-            let text = match self.ws.next().await {
-                Some(Ok(Message::Text(t))) => t,
-                Some(Ok(Message::Close(_))) | None => {
-                    anyhow::bail!("the relay closed the browser connection")
-                }
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => anyhow::bail!("the browser connection failed: {}", kind(&e)),
-            };
-            let Ok(message) = serde_json::from_str::<Value>(text.as_str()) else {
-                continue;
-            };
-            if message.get("id").is_some() {
-                return Ok(Some(message));
-            }
-            if let Some(method) = message.get("method").and_then(Value::as_str) {
-                self.events.push(Event {
-                    session: message
-                        .get("sessionId")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    method: method.to_owned(),
-                    params: message.get("params").cloned().unwrap_or(Value::Null),
-                });
-                return Ok(None);
-            }
-        }
+        Ok(&self.log.events[found - self.log.first])
     }
 
     /// Attaches to target `target_id` with a flattened session and enables what an automation
@@ -319,17 +326,10 @@ impl Cdp {
     }
 
     /// Ends the session the way a polite client does: a close frame, the answering close, then
-    /// the socket (the client closes TCP itself rather than wait for the other side to).
+    /// the socket.
     pub(super) async fn close(mut self) {
-        let _ = self.ws.close(None).await;
-        let _ = tokio::time::timeout(STEP_TIMEOUT, async {
-            while let Some(Ok(message)) = self.ws.next().await {
-                if message.is_close() {
-                    break;
-                }
-            }
-        })
-        .await;
+        let closed = self.client.close(STEP_TIMEOUT);
+        self.events.during(closed, drop).await;
     }
 }
 
@@ -347,16 +347,4 @@ async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> any
     tokio::time::timeout(STEP_TIMEOUT, fut)
         .await
         .map_err(|_| anyhow::anyhow!("waited {}s for {what}", STEP_TIMEOUT.as_secs()))
-}
-
-/// A websocket error without anything from the URL.
-fn kind(e: &tokio_tungstenite::tungstenite::Error) -> String {
-    use tokio_tungstenite::tungstenite::Error as E;
-    match e {
-        E::Http(response) => format!("HTTP {}", response.status().as_u16()),
-        E::Io(io) => io.to_string(),
-        E::ConnectionClosed | E::AlreadyClosed => "the connection is closed".into(),
-        E::Protocol(p) => p.to_string(),
-        _ => "websocket error".into(),
-    }
 }

@@ -9,9 +9,8 @@ use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::fake::{FakeUpstream, HttpMode, Script};
 use cdp_relay_tests::http::{get, request, request_with_body};
 use cdp_relay_tests::{page_ws, within, Chromium, RelayFixture, RelayProcess};
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::Message;
+use serde_json::json;
+use std::time::Duration;
 
 fn settings(root: &std::path::Path) -> EvidenceSettings {
     EvidenceSettings {
@@ -61,26 +60,22 @@ async fn an_event_flood_is_relayed_complete_and_accounted_for() {
         let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path())).await;
         let mut page = Cdp::connect(&page_ws(&relay.authority()).await).await;
         page.call("Runtime.enable", json!({})).await;
-        page.ws
-            .send(Message::text(
-                json!({"id": 999, "method": "Runtime.evaluate", "params": {"expression": format!("for (let i = 0; i < {N}; i++) console.error('flood ' + i)")}})
-                    .to_string(),
-            ))
-            .await
-            .expect("send");
+        let flood = json!({"expression": format!("for (let i = 0; i < {N}; i++) console.error('flood ' + i)")});
+        let answered = page.client.call_raw("Runtime.evaluate", flood, None, Duration::from_secs(300));
         // Every event arrives, in order, whatever the observer does with its copies.
-        let mut next = 0u64;
-        let mut answered = false;
-        while next < N || !answered {
-            let msg = page.ws.next().await.expect("open").expect("frame");
-            let v: Value = serde_json::from_str(msg.to_text().expect("text")).expect("json");
-            if v["id"] == 999 {
-                answered = true;
-            } else if v["method"] == "Runtime.consoleAPICalled" {
-                assert_eq!(v["params"]["args"][0]["value"], format!("flood {next}"));
-                next += 1;
+        let events = &mut page.events;
+        let read = async {
+            let mut next = 0u64;
+            while next < N {
+                let event = events.recv().await.expect("open");
+                if event.method().as_deref() == Some("Runtime.consoleAPICalled") {
+                    assert_eq!(event.params()["args"][0]["value"], format!("flood {next}"));
+                    next += 1;
+                }
             }
-        }
+        };
+        let (answered, ()) = tokio::join!(answered, read);
+        answered.expect("the flood's command is answered");
         drop(page);
         let summary = relay.stop().await.expect("summary");
         let store = Store::open(EvidenceConfig::at(dir.path())).expect("store");

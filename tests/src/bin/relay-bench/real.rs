@@ -2,7 +2,7 @@
 
 use crate::paths::Paths;
 use crate::stats::{percentile, ratio, rotation};
-use cdp_relay_tests::cdp::Cdp;
+use cdp_relay_tests::cdp::{connect, round_trip};
 use cdp_relay_tests::{page_ws, Chromium};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
@@ -27,34 +27,50 @@ struct Samples {
 }
 
 async fn round(url: &str, sizes: &Sizes, out: &mut Samples) {
-    let mut cdp = Cdp::connect(url).await;
+    // A raw socket: the rows time the path, not a client's tasks.
+    let mut ws = connect(url, &[]).await.expect("connect");
+    let mut id = 0;
+    let mut next = || {
+        id += 1;
+        id
+    };
     // Warm up the connection and the V8 context.
     for _ in 0..20 {
-        cdp.call("Runtime.evaluate", json!({"expression": "1"}))
-            .await;
+        round_trip(
+            &mut ws,
+            next(),
+            "Runtime.evaluate",
+            json!({"expression": "1"}),
+        )
+        .await;
     }
     for _ in 0..sizes.small {
         let t = Instant::now();
-        cdp.call("Runtime.evaluate", json!({"expression": "1"}))
-            .await;
+        round_trip(
+            &mut ws,
+            next(),
+            "Runtime.evaluate",
+            json!({"expression": "1"}),
+        )
+        .await;
         out.small_us.push(t.elapsed().as_secs_f64() * 1e6);
     }
     for _ in 0..sizes.large {
         let t = Instant::now();
-        let raw = cdp
-            .call_raw(
-                "Runtime.evaluate",
-                json!({"expression": LARGE_EXPR, "returnByValue": true}),
-                None,
-            )
-            .await;
+        let raw = round_trip(
+            &mut ws,
+            next(),
+            "Runtime.evaluate",
+            json!({"expression": LARGE_EXPR, "returnByValue": true}),
+        )
+        .await;
         assert!(raw.len() > 5 * 1024 * 1024);
         out.large_ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
     // Pipelined: all commands written back to back, then every reply read.
     let n = sizes.pipelined;
     let t = Instant::now();
-    let (mut tx, mut rx) = cdp.ws.split();
+    let (mut tx, mut rx) = ws.split();
     let writer = async {
         for id in 0..n {
             let cmd = json!({"id": 1_000_000 + id, "method": "Runtime.evaluate", "params": {"expression": "1"}});

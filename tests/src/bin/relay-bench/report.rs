@@ -8,7 +8,6 @@
 use crate::stats::percentile;
 use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::{page_ws, relay_binary, Chromium};
-use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
@@ -163,16 +162,7 @@ async fn load(cdp: &mut Cdp, html: &Path) -> (f64, u64) {
     let url = format!("file://{}", html.display());
     let started = Instant::now();
     cdp.call("Page.navigate", json!({"url": url})).await;
-    loop {
-        let Some(Ok(msg)) = cdp.ws.next().await else {
-            panic!("the page connection ended");
-        };
-        if let Ok(text) = msg.to_text() {
-            if text.contains("\"Page.loadEventFired\"") {
-                break;
-            }
-        }
-    }
+    cdp.event("Page.loadEventFired").await;
     let ms = started.elapsed().as_secs_f64() * 1e3;
     let nodes = cdp
         .call(
