@@ -256,7 +256,8 @@ mapfile -t s3_env < <(grep '^AWS_' "$tmp/s3.env")
 s3_data=$(sed -n 's/^S3_DATA=//p' "$tmp/s3.env")
 
 # The relay's port on the host network: a free one, picked now.
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
+free_port() { node -e 'const s = require("net").createServer().listen(0, process.argv[1], () => { console.log(s.address().port); s.close(); })' "$1"; }
+port=$(free_port 0.0.0.0)
 host_ip=$(hostname -I 2>/dev/null | awk '{ print $1 }')
 host_ip=${host_ip:-127.0.0.1}
 token=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
@@ -447,7 +448,7 @@ fi
 phase "note: Chromium's own sandbox under the manifest's security settings"
 # Not a check: whether Chromium's own sandbox could run under the manifest's security settings
 # (docs/deploy.md says why the image turns it off). The relay exits if the browser cannot start.
-sbx_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+sbx_port=$(free_port 127.0.0.1)
 pm run -d --name "$ctr-probe" --network host "${run_opts[@]}" "${pod_security[@]}" \
   -e CDP_RELAY_TOKEN="$token" -e CDP_RELAY_BROWSER_NO_SANDBOX=false \
   --entrypoint "$(printf '%s' "$run_entry" | sed "s/0\.0\.0\.0:$port/127.0.0.1:$sbx_port/")" "$image" --no-evidence >/dev/null
