@@ -265,10 +265,10 @@ token=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
 # and /home/relay emptyDirs; nothing else is writable.
 mkdir -p "$tmp/secret" "$tmp/evidence" "$tmp/tmpdir" "$tmp/home"
 printf '%s' "$token" >"$tmp/secret/token"
-as_root chown -R 10001:10001 "$tmp/evidence" "$tmp/tmpdir" "$tmp/home"
-as_root chown root:10001 "$tmp/secret/token"
 chmod 0440 "$tmp/secret/token"
 chmod 0755 "$tmp/secret"
+as_root chown -R 10001:10001 "$tmp/evidence" "$tmp/tmpdir" "$tmp/home"
+as_root chown root:10001 "$tmp/secret/token"
 
 # The image's entrypoint with only the port changed: with --network=host a fixed port could be taken.
 run_entry=$(node -e 'const e = JSON.parse(process.argv[1]); console.log(JSON.stringify(e.map(a => a.replace(/^0\.0\.0\.0:\d+$/, "0.0.0.0:" + process.argv[2]))))' "$entry_json" "$port")
