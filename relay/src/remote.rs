@@ -289,6 +289,58 @@ mod tests {
     }
 
     #[test]
+    fn records_go_through_the_writer_under_the_producers_source_until_the_relay_stops() {
+        let tmp = tempfile::tempdir().unwrap();
+        let settings = cdp_capture::Settings::at(tmp.path());
+        let pipeline = cdp_capture::Pipeline::start(&settings, cdp_capture::Hooks::default())
+            .expect("pipeline");
+        let handle = pipeline.handle().clone();
+        let append = |query, line: &str| {
+            append_blocking(Some(&handle), "POST", None, query, line.as_bytes())
+        };
+        let plain = r#"{"tool":"adb","kind":"unnamed","payload":{}}"#;
+        let named = r#"{"tool":"adb","kind":"named","payload":{},"source":"mcp"}"#;
+        let r = append(None, plain);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let answer: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(answer["runId"], handle.status().run_id.as_str());
+        assert_eq!(answer["appended"], 1);
+        assert_eq!(
+            append(Some("source=device"), &format!("{plain}\n{named}")).status,
+            200
+        );
+
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let summary = rt.block_on(pipeline.finish()).expect("summary");
+        let r = append(None, plain);
+        assert_eq!(r.status, 503, "{}", r.body);
+        assert!(r.body.contains("stopping"), "{}", r.body);
+
+        // Records that name no source are the producer's, never the relay's.
+        let journal =
+            std::fs::File::open(summary.run_dir.join(cdp_evidence::JOURNAL_FILE)).unwrap();
+        let records = cdp_evidence::read_journal_from(std::io::BufReader::new(journal))
+            .unwrap()
+            .records;
+        let sources: Vec<(&str, Option<&str>)> = records
+            .iter()
+            .filter(|r| r.kind == "unnamed" || r.kind == "named")
+            .map(|r| (r.kind.as_str(), r.source.as_deref()))
+            .collect();
+        assert_eq!(
+            sources,
+            [
+                ("unnamed", Some("remote")),
+                ("unnamed", Some("device")),
+                ("named", Some("mcp"))
+            ]
+        );
+    }
+
+    #[test]
     fn evidence_off_is_a_conflict() {
         let ok = br#"{"tool":"adb","kind":"action","payload":{"method":"tap"}}"#;
         assert_eq!(append_blocking(None, "POST", None, None, ok).status, 409);
