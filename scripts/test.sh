@@ -56,11 +56,19 @@ if [ ! -x "$py/bin/python" ] || [ tests/clients/requirements.txt -nt "$py/instal
   touch "$py/installed"
 fi
 
+if ! command -v cargo-deny >/dev/null 2>&1; then
+  step "installing cargo-deny (crates.io) into ~/.cargo/bin"
+  cargo install cargo-deny --locked
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo deny check licenses bans sources (deny.toml: licenses, bans, crates.io only; offline)"
+cargo deny check --hide-inclusion-graph licenses bans sources
 
 step "every library without its default features"
 cargo check --workspace --lib --locked --no-default-features
@@ -88,6 +96,12 @@ cargo test --workspace --locked --no-run
 
 step "cargo test"
 cargo test --workspace --locked
+
+# The test build's binary (its features include the tests' env-gated hooks, inert here): a
+# release build only for this step would add minutes to CI; scripts/container-test.sh alone
+# builds and checks the release binary.
+step "the container: deploy/Containerfile built without a registry and checked running (scripts/container-test.sh)"
+CONTAINER_BINARY=target/debug/cdp-relay scripts/container-test.sh
 
 step "benchmark smoke run (tiny sizes: keeps relay-bench working; timings are not tests)"
 target/debug/relay-bench all --smoke >/dev/null
