@@ -81,13 +81,25 @@ pub struct UploadStatus {
 }
 
 /// A run the uploader still has to upload.
+/// Where a run the uploader still has to upload stands (`state` in the status API).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PendingState {
+    /// Waiting for its turn.
+    Pending,
+    /// Being uploaded now.
+    Uploading,
+    /// The last attempt failed; it is tried again.
+    Failed,
+}
+
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingRun {
     /// The run id.
     pub run_id: String,
-    /// `pending`, `uploading` or `failed`.
-    pub state: &'static str,
+    /// Where it stands.
+    pub state: PendingState,
     /// Attempts so far.
     pub attempts: u32,
     /// Why the last one failed.
@@ -109,7 +121,7 @@ impl Shared {
         self.runs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn set(&self, run_id: &str, state: &'static str, attempts: u32, last_error: Option<String>) {
+    fn set(&self, run_id: &str, state: PendingState, attempts: u32, last_error: Option<String>) {
         self.runs().insert(
             run_id.to_owned(),
             PendingRun {
@@ -144,10 +156,13 @@ impl UploadsHandle {
         UploadStatus {
             target: s.target.clone(),
             pending: runs.len(),
-            failing: runs.values().filter(|r| r.state == "failed").count(),
+            failing: runs
+                .values()
+                .filter(|r| r.state == PendingState::Failed)
+                .count(),
             uploading: runs
                 .values()
-                .find(|r| r.state == "uploading")
+                .find(|r| r.state == PendingState::Uploading)
                 .map(|r| r.run_id.clone()),
             uploaded_runs: s.uploaded_runs.load(Relaxed),
             uploaded_bytes: s.uploaded_bytes.load(Relaxed),
@@ -350,7 +365,8 @@ impl Worker {
             };
             let id = run::run_id_of(&dir).unwrap_or_default();
             let attempts = self.shared.runs().get(&id).map_or(0, |r| r.attempts);
-            self.shared.set(&id, "uploading", attempts + 1, None);
+            self.shared
+                .set(&id, PendingState::Uploading, attempts + 1, None);
             self.current = Some(dir.clone());
             tokio::pin!(attempt);
             let outcome = loop {
@@ -424,7 +440,7 @@ impl Worker {
         }
         let attempts = self.shared.runs().get(&id).map_or(0, |r| r.attempts);
         if attempts == 0 {
-            self.shared.set(&id, "pending", 0, None);
+            self.shared.set(&id, PendingState::Pending, 0, None);
         }
         self.queue.push_back(dir);
         true
@@ -507,7 +523,7 @@ impl Worker {
             }
             Ok(Attempt::Busy) => {
                 // Someone else is uploading it; the next scan looks again in case they die.
-                s.set(id, "pending", 0, None);
+                s.set(id, PendingState::Pending, 0, None);
             }
             Ok(Attempt::AlreadyDone(_)) => {
                 s.runs().remove(id);
@@ -531,7 +547,7 @@ impl Worker {
                 tracing::warn!(
                     "upload: run {id} failed (attempt {attempts}): {reason}; it stays local, {next}"
                 );
-                s.set(id, "failed", attempts, Some(reason));
+                s.set(id, PendingState::Failed, attempts, Some(reason));
             }
         }
     }
@@ -547,6 +563,17 @@ async fn sleep_until(at: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pending_runs_state_is_written_as_the_status_api_words() {
+        let words = [
+            PendingState::Pending,
+            PendingState::Uploading,
+            PendingState::Failed,
+        ]
+        .map(|s| serde_json::to_value(s).unwrap());
+        assert_eq!(words, ["pending", "uploading", "failed"]);
+    }
 
     #[test]
     fn host_name_is_printable() {
