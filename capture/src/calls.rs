@@ -25,7 +25,7 @@
 
 use cdp_evidence::{ActionId, ActionMethod, Record, RecordKind, Source};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// How long after a call ended its effects (failures, frames) are still its own.
@@ -66,6 +66,9 @@ fn remember(pages: &mut Vec<String>, page: &str) {
 #[derive(Clone, Default)]
 pub struct ToolCalls {
     calls: Arc<Mutex<VecDeque<Call>>>,
+    /// The run writer links every record under the lock in the idle CPU class; a producer on a
+    /// runtime worker that finds the lock held lifts it first (`priority::Holders`).
+    holders: Arc<crate::priority::Holders>,
 }
 
 impl std::fmt::Debug for ToolCalls {
@@ -76,7 +79,18 @@ impl std::fmt::Debug for ToolCalls {
 
 impl ToolCalls {
     fn table(&self) -> std::sync::MutexGuard<'_, VecDeque<Call>> {
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+        self.holders.lock(&self.calls)
+    }
+
+    /// The thread `priority` tracks (the run writer) takes the table's lock.
+    pub(crate) fn held_by(&self, priority: &crate::priority::Priority) {
+        self.holders.held_by(priority);
+    }
+
+    /// How many evidence threads are known to take the table's lock.
+    #[cfg(test)]
+    pub(crate) fn holders_known(&self) -> usize {
+        self.holders.known()
     }
 
     /// A call started at `at` (call before the call reaches the browser).

@@ -363,6 +363,7 @@ mod tests {
         sanitizer: Arc<Sanitizer>,
         /// The page model the traffic reader and the writer share, as in a pipeline.
         pages: Arc<Pages>,
+        calls: crate::calls::ToolCalls,
         tap: Tap,
         order: Arc<Order>,
         rx: Option<TapReceiver>,
@@ -378,13 +379,14 @@ mod tests {
             let run_id = run.id().to_owned();
             let sanitizer = Arc::new(Sanitizer::new());
             let pages = Arc::new(Pages::new(sanitizer.clone(), true));
+            let calls = crate::calls::ToolCalls::default();
             let (writer, _thread) = writer::start(
                 Store::open(EvidenceConfig::at(dir.path())).expect("store"),
                 "unit".into(),
                 run,
                 sanitizer.clone(),
                 pages.clone(),
-                Default::default(),
+                calls.clone(),
                 None,
             )
             .expect("writer");
@@ -396,6 +398,7 @@ mod tests {
                 run_id,
                 sanitizer,
                 pages,
+                calls,
                 tap,
                 order,
                 rx: Some(rx),
@@ -519,18 +522,21 @@ mod tests {
         rt.block_on(order.caught_up());
     }
 
-    /// Both idle-class threads that take the page table's lock are known to it, so a runtime
-    /// worker that finds it held lifts them first (`priority::Holders`).
+    /// Both idle-class threads that take the page table's lock are known to it, and the writer
+    /// to the tool calls' table, so a runtime worker that finds one held lifts them first
+    /// (`priority::Holders`).
     #[test]
     fn the_writer_and_the_traffic_thread_are_known_to_the_page_table() {
         let mut rig = Rig::new(64);
         rig.start();
         let expected = if crate::priority::reversible() { 2 } else { 0 };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while rig.pages.holders_known() < expected && Instant::now() < deadline {
+        let known = |rig: &Rig| rig.pages.holders_known() + rig.calls.holders_known();
+        while known(&rig) < expected + expected / 2 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(rig.pages.holders_known(), expected);
+        assert_eq!(rig.calls.holders_known(), expected / 2);
         rig.finish();
     }
 

@@ -56,8 +56,10 @@ impl Writer {
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Msg>, lifter: &Lifter) {
         let mut priority = Priority::start(rx.max_capacity());
         lifter.know(&priority);
-        // It takes the page table's lock at every batch (the folds that closed).
+        // It takes the page table's lock at every batch (the folds that closed) and the tool
+        // calls' at every record (`ToolCalls::link`): whoever finds them held lifts it first.
         self.pages.held_by(&priority);
+        self.calls.held_by(&priority);
         while let Some(msg) = rx.blocking_recv() {
             // A sync or a finish has someone waiting for it.
             let awaited = !matches!(msg, Msg::Batch(_));
