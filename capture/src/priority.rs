@@ -3,24 +3,26 @@
 //!
 //! On a machine with two cores shared by the client, the browser and the relay, an evidence
 //! thread that wakes to work through a batch can hold the core a forwarding thread is about to
-//! be woken on for a scheduler slice. For the run writer that showed as +90…+190 µs at p99 of a
-//! round trip, against +30…+40 µs forwarding only; for the observer, during a flood of
-//! `Network.*` events, as a probe's p99 at ~4× nginx's against ~1× in the idle class
-//! (BENCHMARKS.md, issue 19 round 6). In Linux's `SCHED_IDLE` class any runnable normal thread
-//! preempts the thread at once. But a fully busy machine would then starve it for as long as it
-//! stays busy, so a thread returns to the normal class:
+//! be woken on for a scheduler slice, which shows at p99 of a round trip (BENCHMARKS.md). In
+//! Linux's `SCHED_IDLE` class any runnable normal thread preempts the thread at once. But a fully
+//! busy machine would then starve it for as long as it stays busy, so a thread returns to the
+//! normal class:
 //!
 //! - when its queue backs up past a quarter (the thread itself, on its next round);
 //! - while someone waits for it: a producer blocked on the writer's full queue, a reader asking
 //!   the writer to sync or finalize, the relay stopping ([`Lifter`], lifted at once by the
 //!   waiting thread, and kept normal while the thread works on what was asked);
+//! - while another thread waits for a lock it holds ([`Holders`]: the page table, the tool
+//!   calls; a runtime worker must never wait on a holder the scheduler parked);
 //! - for the observer, when a reader waits for it (`Order::caught_up`: the relay's own observer
 //!   and screenshots must not wait behind other work) — lifted at once by the reader's thread;
 //! - for the observer, when it has not handled within [`MAX_LAG`] what was stamped before
 //!   ([`watch`]: the typing and screenshot decisions it makes are about moments in the past, but
-//!   a verdict asked of the page long after the typing is worth less);
+//!   a verdict asked of the page long after the typing is worth less; the watch sleeps while the
+//!   observer sleeps on empty queues, [`Dormant`]);
 //!
-//! and goes back to idle when it finds its queue empty and nobody waiting.
+//! and goes back to idle when it finds its queue empty and nobody waiting. A lift takes no lock:
+//! it comes from threads that must not wait, and an idle thread can be parked anywhere.
 //!
 //! Leaving `SCHED_IDLE` needs `CAP_SYS_NICE` or an `RLIMIT_NICE` of 20 (`ulimit -e 20`); without
 //! either a thread could never catch up, so the threads then stay in the normal class.
