@@ -95,6 +95,13 @@ fn store(dir: &Path) -> Store {
     Store::open(EvidenceConfig::at(dir)).unwrap()
 }
 
+/// The worker's name as the test harness knows it (its module path without the crate's name):
+/// the binary holds other modules' tests too.
+fn worker_test_name() -> &'static str {
+    let path = concat!(module_path!(), "::worker");
+    path.split_once("::").map_or(path, |(_, rest)| rest)
+}
+
 /// Library-writer child entry point. Not a test on its own.
 #[test]
 #[ignore = "child-process entry point, spawned by the other tests in this file"]
@@ -138,7 +145,7 @@ fn cli_and_library_processes_append_concurrently_without_loss() {
     let mut libs: Vec<Proc> = (0..4)
         .map(|i| {
             let mut cmd = Command::new(std::env::current_exe().unwrap());
-            cmd.args(["--exact", "worker", "--ignored", "--nocapture"])
+            cmd.args(["--exact", worker_test_name(), "--ignored", "--nocapture"])
                 .env(ROLE, "append")
                 .env("W_DIR", dir)
                 .env("W_SOURCE", format!("lib{i}"))
