@@ -161,6 +161,34 @@ mod tests {
     use cdp_sanitize::{SafeText, Sanitizer};
 
     #[test]
+    fn frames_are_frame_actions_with_a_picture() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(EvidenceConfig::at(tmp.path())).unwrap();
+        let run = store.join_session("s", "relay").unwrap();
+        let action = |method: &'static str| {
+            Record::new(
+                SafeText::literal("cdp"),
+                RecordKind::Action(Action::new(SafeText::literal(method))),
+            )
+        };
+        let picture = || {
+            let cdp_evidence::ArtifactOutcome::Stored(a) = run
+                .store_artifact("frame", "jpeg", b"\xff\xd8\xffjpeg")
+                .unwrap()
+            else {
+                panic!()
+            };
+            a
+        };
+        run.append(action("frame").artifact(picture())).unwrap();
+        run.append(action("frame")).unwrap();
+        run.append(action("Page.captureScreenshot").artifact(picture()))
+            .unwrap();
+        let dir = RunDir::open(run.dir()).unwrap();
+        assert_eq!(summarize(run.id(), &dir).frames, 1);
+    }
+
+    #[test]
     fn failures_name_their_call_and_frame() {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(EvidenceConfig::at(tmp.path())).unwrap();
