@@ -7,54 +7,38 @@
 mod support;
 
 use base64::Engine as _;
-use cdp_relay_tests::{cdp, page_ws, within, Chromium};
-use futures_util::{SinkExt, StreamExt};
+use cdp_capture::client;
+use cdp_relay_tests::cdp::Cdp;
+use cdp_relay_tests::{page_ws, within, Chromium};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use tokio_tungstenite::tungstenite::Message;
+use std::time::Duration;
 
 /// A CDP page session that keeps the events it sees while waiting for responses.
 struct Session {
-    ws: cdp::Ws,
-    next_id: u64,
+    cdp: Cdp,
     events: Vec<Value>,
 }
 
 impl Session {
     async fn connect(url: &str) -> Session {
-        let ws = cdp::connect(url, &[]).await.expect("connect to the page");
         Session {
-            ws,
-            next_id: 1,
+            cdp: Cdp::connect(url).await,
             events: Vec::new(),
         }
     }
 
     async fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        let cmd = json!({ "id": id, "method": method, "params": params });
-        self.ws
-            .send(Message::text(cmd.to_string()))
+        let answer = self
+            .cdp
+            .client
+            .call(method, params, None, Duration::from_secs(300));
+        let events = &mut self.events;
+        let keep =
+            |e: client::Event| events.push(serde_json::from_str(e.text()).expect("CDP JSON"));
+        within(method, self.cdp.events.during(answer, keep))
             .await
-            .expect("send");
-        loop {
-            let msg = within(method, self.ws.next()).await;
-            let Some(Ok(Message::Text(t))) = msg else {
-                match msg {
-                    Some(Ok(_)) => continue,
-                    other => panic!("socket ended during {method}: {other:?}"),
-                }
-            };
-            let v: Value = serde_json::from_str(&t).expect("CDP JSON");
-            if v.get("id").and_then(Value::as_u64) == Some(id) {
-                if let Some(e) = v.get("error") {
-                    panic!("{method} failed: {e}");
-                }
-                return v["result"].clone();
-            }
-            self.events.push(v);
-        }
+            .unwrap_or_else(|e| panic!("{method} failed: {e}"))
     }
 
     /// Reads events until one named `method` arrives (or returns it if already seen).
@@ -63,15 +47,13 @@ impl Session {
             return e.clone();
         }
         loop {
-            let msg = within(method, self.ws.next()).await;
-            if let Some(Ok(Message::Text(t))) = msg {
-                let v: Value = serde_json::from_str(&t).expect("CDP JSON");
-                self.events.push(v.clone());
-                if v["method"] == method {
-                    return v;
-                }
-            } else if !matches!(msg, Some(Ok(_))) {
+            let Some(e) = within(method, self.cdp.events.recv()).await else {
                 panic!("socket ended waiting for {method}");
+            };
+            let v: Value = serde_json::from_str(e.text()).expect("CDP JSON");
+            self.events.push(v.clone());
+            if v["method"] == method {
+                return v;
             }
         }
     }
