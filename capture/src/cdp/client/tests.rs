@@ -389,3 +389,32 @@ async fn connect_errors_name_no_path() {
         ConnectError::BadRequest
     );
 }
+
+/// Under `Overflow::Wait`, a user that drops its events does not stall its calls.
+#[tokio::test]
+async fn under_wait_dropped_events_do_not_stall_calls() {
+    let url = peer(|mut ws| async move {
+        let (id, _, _) = command(&mut ws).await.expect("command");
+        for i in 0..100 {
+            send(
+                &mut ws,
+                json!({"method": "Log.entryAdded", "params": {"i": i}}),
+            )
+            .await;
+        }
+        send(&mut ws, json!({"id": id, "result": {}})).await;
+        drain(ws).await;
+    })
+    .await;
+    let config = Config {
+        event_count: 4,
+        overflow: Overflow::Wait,
+        ..Config::default()
+    };
+    let (client, events) = connect(&url, config).await.expect("connect");
+    drop(events);
+    assert_eq!(
+        client.call("Log.enable", json!({}), None, T).await,
+        Ok(json!({}))
+    );
+}
