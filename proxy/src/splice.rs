@@ -267,12 +267,24 @@ impl Pump {
                 }
             }
             events.clear();
+            let was_at_boundary = self.scanner.at_boundary();
             let scanned = self.scanner.scan(&self.buf, &mut |e| events.push(e));
             let forward = match scanned {
                 Ok(consumed) => consumed,
                 Err(stop) => stop.at(),
             };
             need_more = forward < self.buf.len();
+            // The relay's stop and the source's close can arrive in one wake-up (the browser
+            // answering the 1001 the other direction just sent it), and the read wins the
+            // select: the destination is owed the relay's 1001, not the source's answer.
+            if was_at_boundary
+                && !need_more
+                && matches!(events.as_slice(), [Event::Close { .. }])
+                && signal.stopping()
+            {
+                self.write_close(&mut dst, GOING_AWAY).await;
+                return PumpEnd::Stopped;
+            }
             // Taken before the write, dropped after the copies are offered: the evidence order
             // (order.rs). Counters only; nothing here waits.
             let at = cx.tap.chunk(self.dir);
@@ -560,6 +572,11 @@ impl Signal {
         Some(Ask::Close(code as u16))
     }
 
+    /// True once the relay's shutdown asked the direction to stop.
+    fn stopping(&self) -> bool {
+        self.state.load(Ordering::Acquire) & STOP != 0
+    }
+
     /// True when something is asked that no [`Signal::take`] has taken.
     fn pending(&self) -> bool {
         self.state.load(Ordering::Acquire) != 0
@@ -720,6 +737,59 @@ mod tests {
             client.get(2..4),
             Some(&PROTOCOL_ERROR.to_be_bytes()[..]),
             "the code asked, not 1011"
+        );
+    }
+
+    /// A browser socket whose close (its answer to the relay's 1001, code 1000) is read in the
+    /// same wake-up as the relay's stop.
+    struct ClosesAsStopped(Arc<Shared>, bool);
+
+    impl AsyncRead for ClosesAsStopped {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            if !self.1 {
+                self.1 = true;
+                self.0.signal(Direction::ToClient).stop();
+                buf.put_slice(&[0x88, 0x02, 0x03, 0xe8]);
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn the_client_hears_the_relays_1001_when_the_browsers_close_comes_with_the_stop() {
+        let (tap, _rx) = Tap::channel(8);
+        let cx = Context {
+            tap,
+            stats: Arc::new(Stats::default()),
+            stop: CancellationToken::new(),
+            max_message: usize::MAX,
+        };
+        let shared = Arc::new(Shared::default());
+        let pump = Pump::new(1, Direction::ToClient, usize::MAX, &[]);
+        let mut client = Vec::new();
+        let end = pump
+            .run(
+                ClosesAsStopped(shared.clone(), false),
+                &mut client,
+                &shared,
+                &cx,
+            )
+            .await;
+        assert_eq!(end, PumpEnd::Stopped);
+        assert_eq!(client.first(), Some(&0x88), "a close frame: {client:?}");
+        assert_eq!(
+            client.get(2..4),
+            Some(&GOING_AWAY.to_be_bytes()[..]),
+            "the relay's 1001, not the browser's 1000: {client:?}"
+        );
+        assert_eq!(
+            client.iter().filter(|b| **b == 0x88).count(),
+            1,
+            "one close only: {client:?}"
         );
     }
 
