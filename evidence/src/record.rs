@@ -8,8 +8,7 @@
 //! One schema for writing and reading (`payload.rs`): each payload struct is generic over a
 //! [`Form`], the set of string types it is made of. A `Stored` payload can never reach the
 //! journal: [`RecordKind`] only takes the `Sanitized` form, and `Safe*` types still have no
-//! `Deserialize`. One serializer for the journal line (`envelope.rs`, payloads through the JSON
-//! writer in `json.rs`).
+//! `Deserialize`. One serializer for the journal line (`envelope.rs`).
 
 use crate::error::Error;
 use crate::ids::{validate_id, ActionId, Source};
@@ -20,7 +19,6 @@ use serde_json::Value;
 use std::time::{Duration, SystemTime};
 
 mod envelope;
-mod json;
 mod marker;
 mod payload;
 

@@ -22,8 +22,6 @@ pub(crate) struct Frame<'a> {
     pub(crate) method: Option<Cow<'a, str>>,
     pub(crate) session_id: Option<Cow<'a, str>>,
     pub(crate) params: Option<Raw<'a>>,
-    /// The members of `params`, when [`skim`] took them on its way.
-    pub(crate) params_members: Option<skim::Members<'a>>,
     pub(crate) result: Option<Raw<'a>>,
     pub(crate) error: Option<Raw<'a>>,
 }
@@ -74,7 +72,6 @@ impl<'a> Frame<'a> {
             method: f.method,
             session_id: f.session_id,
             params: raw(f.params),
-            params_members: None,
             result: raw(f.result),
             error: raw(f.error),
         })
@@ -83,13 +80,6 @@ impl<'a> Frame<'a> {
     /// The params parsed into `T`; `None` when absent or of another shape.
     pub(crate) fn params<T: Deserialize<'a>>(&self) -> Option<T> {
         serde_json::from_str(self.params?.get()).ok()
-    }
-
-    /// The params of a shape with a quick reader (`quick.rs`): read by it when it is sure, else
-    /// by serde_json, with the same result.
-    pub(crate) fn quick_params<T: super::quick::Quick<'a>>(&self) -> Option<T> {
-        let text = self.params?.get();
-        T::quick(text, self.params_members.as_ref()).or_else(|| serde_json::from_str(text).ok())
     }
 
     /// The result parsed into `T`.

@@ -1,7 +1,6 @@
 //! CDP as both observers read it: the one table of method names (`methods.rs`), a message parsed
 //! just enough to route it (`frame.rs`; its usual shapes read by `skim.rs`), and the few shapes of
-//! params and results read (`params.rs`; the ones nearly every message of a busy page needs by
-//! `quick.rs`), borrowed from the message text.
+//! params and results read (`params.rs`), borrowed from the message text.
 //!
 //! Pure: no state, no I/O. Nothing here keeps a string past the message it came from. The one
 //! exception is `client.rs`: the CDP client the direct reader, the demo and the tests share.
@@ -10,5 +9,4 @@ pub mod client;
 pub(crate) mod frame;
 pub(crate) mod methods;
 pub(crate) mod params;
-pub(crate) mod quick;
 mod skim;

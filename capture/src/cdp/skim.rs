@@ -42,7 +42,7 @@ pub(super) fn skim(text: &str) -> Option<Frame<'_>> {
                 "id" => f.id = Some(c.integer()?),
                 "method" => f.method = Some(Cow::Borrowed(c.plain_string()?)),
                 "sessionId" => f.session_id = Some(Cow::Borrowed(c.plain_string()?)),
-                "params" => f.params = c.object(&mut f.params_members)?,
+                "params" => f.params = c.raw()?,
                 "result" => f.result = c.raw()?,
                 "error" => f.error = c.raw()?,
                 _ => c.skip()?,
@@ -59,56 +59,6 @@ pub(super) fn skim(text: &str) -> Option<Frame<'_>> {
     }
     c.space();
     (c.at == text.len()).then_some(f)
-}
-
-/// Most members `params` has in the events and commands read most often; more are walked
-/// again by whoever reads them.
-const MAX_MEMBERS: usize = 16;
-
-/// The members of an object, as (plain key, value span), taken while [`skim`] stepped over it,
-/// so the reader of the usual params (`quick.rs`) does not walk the object a second time.
-/// Offsets into the object's text keep it small: a frame is moved by value.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Members<'a> {
-    text: &'a str,
-    /// (key start, key end, value start, value end) in `text`.
-    items: [[u32; 4]; MAX_MEMBERS],
-    len: u8,
-}
-
-impl<'a> Members<'a> {
-    fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
-        let text = self.text;
-        let span = move |a: u32, b: u32| text.get(a as usize..b as usize).unwrap_or_default();
-        self.items[..usize::from(self.len)]
-            .iter()
-            .map(move |&[k0, k1, v0, v1]| (span(k0, k1), span(v0, v1)))
-    }
-}
-
-/// Calls `each` with every member of the object `text` (a span [`skim`] kept): the key, plain,
-/// and the value's span, not parsed. `walked` are its members if [`skim`] took them. `None`
-/// when `text` is not an object read the way [`skim`] reads one (an escaped key, anything
-/// malformed around the members), or when `each` says so: the caller then leaves the object to
-/// serde_json.
-pub(super) fn members<'a>(
-    text: &'a str,
-    walked: Option<&Members<'a>>,
-    mut each: impl FnMut(&'a str, &'a str) -> Option<()>,
-) -> Option<()> {
-    if let Some(m) = walked {
-        return m.iter().try_for_each(|(k, v)| each(k, v));
-    }
-    let mut c = Cursor { text, at: 0 };
-    c.walk(each)?;
-    c.space();
-    (c.at == text.len()).then_some(())
-}
-
-/// `text` is a JSON string with no escapes and no control characters: its contents.
-pub(super) fn plain(text: &str) -> Option<&str> {
-    let body = text.strip_prefix('"')?.strip_suffix('"')?;
-    string_end(body.as_bytes(), 0).is_none().then_some(body)
 }
 
 struct Cursor<'a> {
@@ -186,60 +136,6 @@ impl<'a> Cursor<'a> {
         let n = self.text.get(self.at..self.at + digits)?.parse().ok()?;
         self.at += digits;
         Some(n)
-    }
-
-    /// Walks an object (white space before it taken), calling `each` with every member: the
-    /// key, plain, and the value's span.
-    fn walk(&mut self, mut each: impl FnMut(&'a str, &'a str) -> Option<()>) -> Option<()> {
-        self.expect(b'{')?;
-        if self.peek()? == b'}' {
-            self.at += 1;
-            return Some(());
-        }
-        loop {
-            let key = self.plain_string()?;
-            self.expect(b':')?;
-            self.peek()?;
-            let start = self.at;
-            self.skip()?;
-            each(key, self.text.get(start..self.at)?)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// Like [`Cursor::raw`], and when the value is an object of plain keys and at most
-    /// [`MAX_MEMBERS`] members, its members too, into `members`.
-    fn object(&mut self, members: &mut Option<Members<'a>>) -> Option<Option<Raw<'a>>> {
-        let start = self.at;
-        // Offsets fit in u32: the observer parses nothing over `MAX_PARSED_BYTES`.
-        if self.bytes().get(start) == Some(&b'{') && self.text.len() <= u32::MAX as usize {
-            let text = self.text;
-            let offset = |s: &str| (s.as_ptr() as usize - text.as_ptr() as usize - start) as u32;
-            // Filled where it stays: a frame is moved by value, its members with it.
-            let m = members.insert(Members::default());
-            let walked = self.walk(|k, v| {
-                let (k0, v0) = (offset(k), offset(v));
-                let item = [k0, k0 + k.len() as u32, v0, v0 + v.len() as u32];
-                *m.items.get_mut(usize::from(m.len))? = item;
-                m.len += 1;
-                Some(())
-            });
-            if walked.is_some() {
-                m.text = self.text.get(start..self.at)?;
-                return Some(Some(Raw(m.text)));
-            }
-            // An escaped key, too many members or malformed: step over it as any value.
-            *members = None;
-            self.at = start;
-        }
-        self.raw()
     }
 
     /// A value's span; `None` inside for `null` (serde_json reads it as an absent member).
@@ -428,28 +324,6 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn takes_the_members_of_params_it_can_read_again() {
-        let f = skim(r#"{"method":"M","params":{"a":1,"b":{"c":[2]},"d":"e"},"sessionId":"S"}"#)
-            .unwrap();
-        let walked: Vec<_> = f.params_members.unwrap().iter().collect();
-        assert_eq!(walked, [("a", "1"), ("b", r#"{"c":[2]}"#), ("d", r#""e""#)]);
-        let many = (0..=MAX_MEMBERS)
-            .map(|i| format!(r#""k{i}":{i}"#))
-            .collect::<Vec<_>>()
-            .join(",");
-        for params in [
-            format!("{{{many}}}"),
-            r#"{"\u0061":1}"#.to_owned(),
-            "[1]".to_owned(),
-        ] {
-            let text = format!(r#"{{"method":"M","params":{params}}}"#);
-            let f = skim(&text).unwrap();
-            assert!(f.params_members.is_none(), "{params}");
-            assert_eq!(f.params.unwrap().get(), params);
-        }
-    }
-
-    #[test]
     fn leaves_other_shapes_to_serde() {
         for text in [
             r#"{"i\u0064":1}"#,
@@ -542,7 +416,7 @@ pub(super) mod tests {
     }
 
     /// An object of `members` written by hand, so a repeated name stays repeated.
-    pub(in crate::cdp) fn object_text(members: &[(String, Value)]) -> String {
+    fn object_text(members: &[(String, Value)]) -> String {
         let body: Vec<String> = members
             .iter()
             .map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), v))
@@ -556,14 +430,6 @@ pub(super) mod tests {
             let text = object_text(&members);
             if let Some(f) = skim(&text) {
                 prop_assert_eq!(Some(read(&f)), full(&text), "{}", text);
-                if let (Some(walked), Some(params)) = (f.params_members, f.params) {
-                    let mut again = Vec::new();
-                    super::members(params.get(), None, |k, v| {
-                        again.push((k, v));
-                        Some(())
-                    });
-                    prop_assert_eq!(walked.iter().collect::<Vec<_>>(), again, "{}", text);
-                }
             }
         }
     }

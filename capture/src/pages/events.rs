@@ -104,12 +104,12 @@ pub(crate) fn page_event(
     let s = pages.sanitizer();
     let record = |r: Option<Record>| r.map_or(Effect::None, Effect::Record);
     match event {
-        E::NetworkRequestWillBeSent => match frame.quick_params::<cdp::RequestWillBeSent>() {
+        E::NetworkRequestWillBeSent => match frame.params::<cdp::RequestWillBeSent>() {
             Some(p) if !src.requests.sent(src.session, &p, at) => Effect::Dropped,
             _ => Effect::None,
         },
         E::NetworkResponseReceived => {
-            let Some(p) = frame.quick_params::<cdp::ResponseReceived>() else {
+            let Some(p) = frame.params::<cdp::ResponseReceived>() else {
                 return Effect::None;
             };
             let failure = src.requests.response(src.session, &p, s);
@@ -123,7 +123,7 @@ pub(crate) fn page_event(
             record(request_failed(pages, &src, &p.request_id, failure, at))
         }
         E::NetworkLoadingFinished => {
-            if let Some(p) = frame.quick_params::<cdp::RequestId>() {
+            if let Some(p) = frame.params::<cdp::RequestId>() {
                 src.requests.finished(src.session, &p.request_id);
             }
             Effect::None

@@ -181,7 +181,7 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             Command::Action(a, Reach::Page)
         }
         M::RuntimeEvaluate | M::RuntimeCallFunctionOn => {
-            let p: cdp::Evaluate = frame.quick_params().unwrap_or_default();
+            let p: cdp::Evaluate = frame.params().unwrap_or_default();
             // Method and size only: expressions and arguments routinely carry typed values.
             let size = p.expression.len() + p.function_declaration.len();
             let mut a = this();

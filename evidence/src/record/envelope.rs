@@ -1,9 +1,9 @@
 //! The journal envelope: one serializer for a record's line. It appends straight from the
 //! record's fields to the caller's buffer (no intermediate JSON tree), envelope fields always in
-//! the documented order, payloads through the journal's JSON writer (`json.rs`); a record too
-//! big for its line is cut down from the tree of the line this writes.
+//! the documented order, values through `serde_json::to_writer`; a record too big for its line
+//! is cut down from the tree of the line this writes.
 
-use super::{json, Record, RecordKind, TARGET_FIELDS, TOOL_CALL_CANDIDATES_FIELD, TOOL_CALL_FIELD};
+use super::{Record, RecordKind, TARGET_FIELDS, TOOL_CALL_CANDIDATES_FIELD, TOOL_CALL_FIELD};
 use crate::error::Error;
 use crate::ids::Source;
 use cdp_sanitize::SafeJson;
@@ -61,7 +61,7 @@ impl<'a> Envelope<'a> {
         let r = self.record;
         out.extend_from_slice(b"{\"actionId\":");
         match self.action_id {
-            Some(id) => json::push_str(out, id),
+            Some(id) => write(out, id)?,
             None => {
                 // Digits, dashes and hex: nothing to escape.
                 out.push(b'"');
@@ -70,37 +70,37 @@ impl<'a> Envelope<'a> {
             }
         }
         out.extend_from_slice(b",\"source\":");
-        json::push_str(out, r.source.as_ref().unwrap_or(self.source).as_str());
+        write(out, r.source.as_ref().unwrap_or(self.source).as_str())?;
         out.extend_from_slice(b",\"tool\":");
-        json::push_str(out, r.tool.as_str());
+        write(out, r.tool.as_str())?;
         out.extend_from_slice(b",\"sessionId\":");
-        json::push_str(out, self.session_id);
+        write(out, self.session_id)?;
         out.extend_from_slice(b",\"startedAt\":");
         push_time(out, r.started_at.unwrap_or(self.now));
         out.extend_from_slice(b",\"durationMs\":");
         let ms = u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX);
-        json::push_int(out, ms);
+        write(out, &ms)?;
         out.extend_from_slice(b",\"status\":");
-        json::write(out, &r.status).map_err(Error::Serialize)?;
+        write(out, &r.status)?;
         if let Some(Value::Object(t)) = r.target.as_ref().map(SafeJson::as_value) {
             out.extend_from_slice(b",\"target\":");
-            json::write(out, &Target(t)).map_err(Error::Serialize)?;
+            write(out, &Target(t))?;
         }
         out.extend_from_slice(b",\"artifacts\":[");
         for (i, a) in r.artifacts.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            json::push_str(out, a.as_str());
+            write(out, a.as_str())?;
         }
         out.push(b']');
         if let Some(error) = &r.error {
             out.extend_from_slice(b",\"error\":");
-            json::push_str(out, error.as_str());
+            write(out, error.as_str())?;
         }
         if let Some(repeat) = &r.repeat {
             out.extend_from_slice(b",\"repeat\":{\"count\":");
-            json::push_int(out, repeat.count);
+            write(out, &repeat.count)?;
             out.extend_from_slice(b",\"firstAt\":");
             push_time(out, repeat.first_at);
             out.extend_from_slice(b",\"lastAt\":");
@@ -108,18 +108,17 @@ impl<'a> Envelope<'a> {
             out.push(b'}');
         }
         out.extend_from_slice(b",\"kind\":");
-        json::push_str(out, r.kind.name());
+        write(out, r.kind.name())?;
         out.extend_from_slice(b",\"payload\":");
         let payload = out.len();
         match &r.kind {
-            RecordKind::Action(p) => json::write(out, p),
-            RecordKind::Network(p) => json::write(out, p),
-            RecordKind::Console(p) => json::write(out, p),
-            RecordKind::Lifecycle(p) => json::write(out, p),
-            RecordKind::Marker(p) => json::write(out, p),
-            RecordKind::Custom(c) => json::write(out, c.payload.as_value()),
-        }
-        .map_err(Error::Serialize)?;
+            RecordKind::Action(p) => write(out, p),
+            RecordKind::Network(p) => write(out, p),
+            RecordKind::Console(p) => write(out, p),
+            RecordKind::Lifecycle(p) => write(out, p),
+            RecordKind::Marker(p) => write(out, p),
+            RecordKind::Custom(c) => write(out, c.payload.as_value()),
+        }?;
         if let Some(call) = r.link() {
             link(out, payload, call.as_str())?;
         } else if let Some(calls) = r.candidates() {
@@ -144,6 +143,12 @@ impl<'a> Envelope<'a> {
     }
 }
 
+/// Appends `value` as compact JSON. On error, `out` may hold part of it ([`Envelope::write`]
+/// takes it back).
+fn write<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
+    serde_json::to_writer(out, value).map_err(Error::Serialize)
+}
+
 /// A timestamp as a JSON string (digits and punctuation: nothing to escape).
 fn push_time(out: &mut Vec<u8>, t: SystemTime) {
     out.push(b'"');
@@ -156,9 +161,9 @@ fn push_time(out: &mut Vec<u8>, t: SystemTime) {
 /// buffering. `Record::link` names a call only for payloads that are objects.
 pub(super) fn link(out: &mut Vec<u8>, start: usize, call: &str) -> Result<(), Error> {
     reopen(out, start)?;
-    json::push_str(out, TOOL_CALL_FIELD);
+    write(out, TOOL_CALL_FIELD)?;
     out.push(b':');
-    json::push_str(out, call);
+    write(out, call)?;
     out.push(b'}');
     Ok(())
 }
@@ -170,13 +175,13 @@ pub(super) fn link_candidates(
     calls: &[crate::ActionId],
 ) -> Result<(), Error> {
     reopen(out, start)?;
-    json::push_str(out, TOOL_CALL_CANDIDATES_FIELD);
+    write(out, TOOL_CALL_CANDIDATES_FIELD)?;
     out.extend_from_slice(b":[");
     for (i, c) in calls.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        json::push_str(out, c.as_str());
+        write(out, c.as_str())?;
     }
     out.extend_from_slice(b"]}");
     Ok(())

@@ -1,13 +1,11 @@
-//! The journal line is byte for byte what serde_json wrote before the JSON writer replaced it:
-//! every record kind and envelope member against the former serde envelope (kept here as the
-//! reference), and arbitrary strings and JSON trees against `serde_json::to_vec`.
+//! The journal line's format: every record kind and envelope member, awkward text in every text
+//! field, byte for byte against a plain serde envelope (a map, the payload flattened beside
+//! `toolCall`) kept here as the reference.
 
-use super::json;
 use super::*;
 use crate::tool::{JsonType, ToolArgument, ToolResult};
 use crate::vocab::{ConsoleLevel, LifecycleEvent};
 use cdp_sanitize::{InputSummary, InputType, RawNetworkFailure, Sanitizer, Word};
-use proptest::prelude::*;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Map;
 use std::time::UNIX_EPOCH;
@@ -329,61 +327,4 @@ fn a_link_needs_an_object() {
     out.extend_from_slice(b"{}");
     super::envelope::link(&mut out, start, "x").unwrap();
     assert_eq!(out, b"{\"payload\":{\"toolCall\":\"x\"}");
-}
-
-fn json_tree() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        any::<f64>().prop_map(Value::from),
-        any::<String>().prop_map(Value::String),
-        "[\"\\\\\u{0}-\u{1f}\u{7f}\u{2028}\u{2029}é a]{0,12}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(4, 48, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec((any::<String>(), inner), 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
-
-proptest! {
-    #[test]
-    fn strings_are_escaped_as_serde_json_escapes_them(
-        s in prop_oneof![any::<String>(), "[\"\\\\\u{0}-\u{1f}\u{7f}\u{2028}\u{2029}é a]{0,40}"]
-    ) {
-        let mut ours = Vec::new();
-        json::write(&mut ours, &s).unwrap();
-        prop_assert_eq!(&ours, &serde_json::to_vec(&s).unwrap());
-        let back: String = serde_json::from_slice(&ours).unwrap();
-        prop_assert_eq!(back, s);
-    }
-
-    #[test]
-    fn json_trees_are_written_as_serde_json_writes_them(v in json_tree()) {
-        let mut ours = Vec::new();
-        json::write(&mut ours, &v).unwrap();
-        prop_assert_eq!(
-            String::from_utf8(ours).unwrap(),
-            String::from_utf8(serde_json::to_vec(&v).unwrap()).unwrap()
-        );
-    }
-}
-
-/// Keys other than strings, as serde_json writes them (quoted) or refuses them.
-#[test]
-fn map_keys_like_serde_json() {
-    use std::collections::BTreeMap;
-    let ints: BTreeMap<i64, bool> = [(-1, true), (7, false)].into();
-    let bools: BTreeMap<bool, u8> = [(false, 0), (true, 1)].into();
-    let chars: BTreeMap<char, u8> = [('"', 0), ('é', 1)].into();
-    let mut ours = Vec::new();
-    json::write(&mut ours, &(ints.clone(), bools.clone(), chars.clone())).unwrap();
-    assert_eq!(ours, serde_json::to_vec(&(ints, bools, chars)).unwrap());
-    let bad: BTreeMap<Vec<u8>, u8> = [(vec![1], 0)].into();
-    assert!(json::write(&mut Vec::new(), &bad).is_err());
-    assert!(serde_json::to_vec(&bad).is_err());
 }
