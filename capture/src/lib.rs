@@ -39,7 +39,6 @@ mod trim;
 pub mod veto;
 pub mod writer;
 
-use cdp_relay_proxy::Upstream;
 use direct::{Direct, DirectOptions};
 
 use calls::ToolCalls;
@@ -111,6 +110,19 @@ impl std::fmt::Debug for SecretValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SecretValue(..)")
     }
+}
+
+/// Where the browser the direct reader watches is: the owner knows (the relay asks the
+/// browser's `/json/version` with its proxy's client). Asked again at every reconnect.
+pub trait BrowserEndpoint: Send + Sync + 'static {
+    /// `host:port` to dial.
+    fn dial(&self) -> String;
+    /// The Host header the browser accepts (Chrome: an IP literal or localhost).
+    fn host(&self) -> String;
+    /// The browser websocket's path (`/devtools/browser/<id>`), or why it is not known.
+    fn websocket_path(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + '_>>;
 }
 
 /// The owner's step after a run is finalized, with the run's directory.
@@ -411,15 +423,15 @@ impl Pipeline {
         })
     }
 
-    /// Starts the direct reader on the browser at `upstream`, if observing is on (call from
+    /// Starts the direct reader on `browser`, if observing is on (call from
     /// within a tokio runtime, once). It connects in the background: an unreachable browser is
     /// retried, never an error here.
-    pub fn observe(&mut self, upstream: &Upstream) {
-        self.observe_with(upstream, DirectOptions::default());
+    pub fn observe(&mut self, browser: Arc<dyn BrowserEndpoint>) {
+        self.observe_with(browser, DirectOptions::default());
     }
 
     /// [`Pipeline::observe`] with other knobs.
-    pub fn observe_with(&mut self, upstream: &Upstream, opts: DirectOptions) {
+    pub fn observe_with(&mut self, browser: Arc<dyn BrowserEndpoint>, opts: DirectOptions) {
         let Some(parts) = self.parts.take() else {
             return;
         };
@@ -432,7 +444,7 @@ impl Pipeline {
             dropped: Arc::new(AtomicU64::new(0)),
             order: self.handle.order.clone(),
         };
-        self.direct = Some(Direct::spawn(ctx, upstream.clone(), opts));
+        self.direct = Some(Direct::spawn(ctx, browser, opts));
     }
 
     /// True when the direct reader runs.

@@ -72,7 +72,7 @@ impl Recording {
         let mut pipeline = start_pipeline(&evidence, need)?;
         let relay = match pipeline.as_mut() {
             Some(p) => {
-                p.observe(&upstream);
+                p.observe(Arc::new(UpstreamBrowser(upstream.clone())));
                 if p.observing() {
                     tracing::info!("observer: the relay opens its own CDP connection to the browser (--no-observe turns it off)");
                 }
@@ -302,6 +302,34 @@ fn start_pipeline(
             tracing::warn!("{}", Error::Evidence { reason });
             Ok(None)
         }
+    }
+}
+
+/// The browser behind the proxy, as the direct reader dials it: its websocket path asked with
+/// the proxy's own `/json/version` reader.
+struct UpstreamBrowser(Upstream);
+
+impl cdp_capture::BrowserEndpoint for UpstreamBrowser {
+    fn dial(&self) -> String {
+        self.0.authority()
+    }
+
+    fn host(&self) -> String {
+        self.0.host_header()
+    }
+
+    fn websocket_path(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + '_>>
+    {
+        Box::pin(async move {
+            let version = cdp_relay_proxy::upstream::version(&self.0)
+                .await
+                .map_err(|e| e.to_string())?;
+            version.websocket_path().map(str::to_owned).ok_or_else(|| {
+                "the browser's webSocketDebuggerUrl has no /devtools/ path".to_string()
+            })
+        })
     }
 }
 

@@ -11,7 +11,7 @@
 
 use crate::cdp::client::{self, Client, Config, Overflow};
 pub(crate) use crate::cdp::client::{Event as Incoming, Events};
-use cdp_relay_proxy::Upstream;
+use crate::BrowserEndpoint;
 use serde_json::Value;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -53,33 +53,22 @@ impl CallError {
 #[derive(Clone)]
 pub(crate) struct Cdp(Client);
 
-/// The browser's websocket path, from its `/json/version`.
-pub(crate) async fn browser_path(up: &Upstream) -> Result<String, String> {
-    let version = cdp_relay_proxy::upstream::version(up)
-        .await
-        .map_err(|e| e.to_string())?;
-    version
-        .websocket_path()
-        .map(str::to_owned)
-        .ok_or_else(|| "the browser's webSocketDebuggerUrl has no /devtools/ path".to_string())
-}
-
 impl Cdp {
-    /// Connects to `path` on the upstream; events arrive on the returned [`Events`] until the
-    /// connection ends. Events past the queue's bounds are counted in `dropped`.
+    /// Connects to the browser's websocket (its path asked anew each time); events arrive on
+    /// the returned [`Events`] until the connection ends. Events past the queue's bounds are
+    /// counted in `dropped`.
     pub(crate) async fn connect(
-        up: &Upstream,
-        path: &str,
+        browser: &dyn BrowserEndpoint,
         dropped: Arc<AtomicU64>,
     ) -> Result<(Cdp, Events), String> {
+        let path = browser.websocket_path().await?;
         let config = Config {
-            // Chrome accepts only an IP literal or localhost as Host.
-            dial: Some(up.authority()),
+            dial: Some(browser.dial()),
             overflow: Overflow::Drop,
             dropped: Some(dropped),
             ..Config::default()
         };
-        let url = format!("ws://{}{path}", up.host_header());
+        let url = format!("ws://{}{path}", browser.host());
         let (client, events) = client::connect(&url, config)
             .await
             .map_err(|e| format!("the browser's websocket: {e}"))?;

@@ -31,8 +31,8 @@ pub(crate) mod sessions;
 pub(crate) mod verify;
 
 use crate::pages::Pages;
+use crate::BrowserEndpoint;
 use crate::{Emit, RunWriter};
-use cdp_relay_proxy::Upstream;
 use cdp_sanitize::Sanitizer;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -149,11 +149,15 @@ pub(crate) struct Direct {
 }
 
 impl Direct {
-    /// Starts observing the browser at `upstream` (needs a tokio runtime).
-    pub(crate) fn spawn(ctx: Ctx, upstream: Upstream, opts: DirectOptions) -> Direct {
+    /// Starts observing the browser at `browser` (needs a tokio runtime).
+    pub(crate) fn spawn(
+        ctx: Ctx,
+        browser: Arc<dyn BrowserEndpoint>,
+        opts: DirectOptions,
+    ) -> Direct {
         let (stop, stopped) = watch::channel(false);
         let dropped = ctx.dropped.clone();
-        let task = tokio::spawn(supervise(ctx, upstream, opts, stopped));
+        let task = tokio::spawn(supervise(ctx, browser, opts, stopped));
         Direct {
             stop,
             task,
@@ -173,7 +177,7 @@ impl Direct {
 /// Connects, observes until the connection ends, reconnects with backoff — until stopped.
 async fn supervise(
     mut ctx: Ctx,
-    upstream: Upstream,
+    browser: Arc<dyn BrowserEndpoint>,
     opts: DirectOptions,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -184,10 +188,7 @@ async fn supervise(
         if *stop.borrow() {
             return;
         }
-        let connected = match conn::browser_path(&upstream).await {
-            Ok(path) => conn::Cdp::connect(&upstream, &path, ctx.dropped.clone()).await,
-            Err(e) => Err(e),
-        };
+        let connected = conn::Cdp::connect(browser.as_ref(), ctx.dropped.clone()).await;
         match connected {
             Ok((cdp, events)) => {
                 backoff = first;
