@@ -5,38 +5,38 @@
 //! ```text
 //! proxy tap ─▶ traffic/ (the traffic reader and its thread) ─┐
 //!                                                            ├─▶ pages/ ─▶ writer/ ─▶ journal
-//! browser  ◀─▶ direct/  (the direct reader: a CDP connection ┘    (the page model: veto.rs,
-//!              of the relay's own, `--observe`)                    dedup.rs)
+//! browser  ◀─▶ direct/  (the direct reader: a CDP connection ┘    (the page model, with
+//!              of the relay's own, `--observe`)                    veto.rs and dedup.rs)
 //! ```
 //!
 //! - `traffic/`: reads the tap's copies of what clients and the browser said (commands, typing,
 //!   failures, screenshots); `traffic/thread.rs` is its thread, in the idle scheduling class.
 //! - `direct/`: the relay's own connection, a second producer of the same run: page events for
 //!   clients that enable nothing, frames around failures, input types, typed-text verdicts.
-//! - `cdp/`: the one table of CDP methods and shapes both readers read.
+//! - `cdp/`: the one table of CDP methods and shapes both readers read, and the one CDP client
+//!   (the direct reader's, the demo's and the tests').
 //! - `pages/`: the one page model both readers feed, and the decisions made there for both:
-//!   the screenshot veto (`veto.rs`), each page event once (`dedup.rs`), a failure's way to a
-//!   frame.
+//!   the screenshot veto (`pages/veto.rs`), each page event once (`pages/dedup.rs`), a
+//!   failure's way to a frame.
 //! - `writer/`: the one thread that writes the run; `calls.rs`: agent tool calls records link to.
 //!
 //! The owner (the `cdp-relay` crate) starts it ([`Pipeline::start`] with [`Settings`] and
-//! [`Hooks`], then [`Pipeline::observe`] once the browser is known) and stops it
+//! [`Hooks`], then [`Pipeline::observe`] with a [`BrowserEndpoint`] once the browser is known) and stops it
 //! ([`Pipeline::finish`]: drain the traffic reader → stop the direct one → finalize → the
 //! owner's step, rendering the report → prune). This crate names no uploader, report renderer,
-//! HTTP server or MCP type: what happens around a run's end is the owner's, through [`Hooks`].
+//! HTTP server or MCP type, nor the proxy: what happens around a run's end is the owner's,
+//! through [`Hooks`], and where the browser is, through [`BrowserEndpoint`].
 
 #![forbid(unsafe_code)]
 
 pub mod calls;
 pub(crate) mod cdp;
 pub use cdp::client;
-pub(crate) mod dedup;
 pub(crate) mod direct;
 pub mod pages;
 mod priority;
 pub mod traffic;
 mod trim;
-pub mod veto;
 pub mod writer;
 
 use direct::{Direct, DirectOptions};
@@ -46,16 +46,17 @@ use cdp_evidence::{EvidenceConfig, RetentionHold, Store};
 use cdp_relay_tap::order::Order;
 use cdp_relay_tap::tap::Tap;
 use cdp_sanitize::{Sanitizer, SecretError};
+pub use direct::BrowserEndpoint;
 pub use direct::DirectOptions as ObserveOptions;
 use pages::Pages;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 pub use traffic::commands::NAMED_KEYS;
 use traffic::{TrafficOptions, TrafficReader};
-pub use writer::{Emit, NewArtifact, RunWriter, WriterSummary};
+pub use writer::{Emit, Finalized, NewArtifact, RunWriter, WriterSummary};
 
 /// What a pipeline records and where (the relay's evidence settings, less what only the relay
 /// does with them).
@@ -112,22 +113,6 @@ impl std::fmt::Debug for SecretValue {
     }
 }
 
-/// Where the browser the direct reader watches is: the owner knows (the relay asks the
-/// browser's `/json/version` with its proxy's client). Asked again at every reconnect.
-pub trait BrowserEndpoint: Send + Sync + 'static {
-    /// `host:port` to dial.
-    fn dial(&self) -> String;
-    /// The Host header the browser accepts (Chrome: an IP literal or localhost).
-    fn host(&self) -> String;
-    /// The browser websocket's path (`/devtools/browser/<id>`), or why it is not known.
-    fn websocket_path(
-        &self,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + '_>>;
-}
-
-/// The owner's step after a run is finalized, with the run's directory.
-pub type Finalized = Arc<dyn Fn(&Path) + Send + Sync>;
-
 /// What the pipeline's owner decides about a run's end, which the pipeline cannot know: which
 /// runs retention must keep (an uploader that has not dealt with them) and what follows a
 /// finalized run (its report rendered). Called on the writer thread, after everything was
@@ -165,13 +150,6 @@ pub enum Error {
     #[error("{0}")]
     Evidence(String),
 }
-
-/// A table keyed by ids no outsider picks: connection numbers, CDP command ids and session ids,
-/// target ids and request ids (chosen by the relay, the client or the browser, never by a web
-/// page). Hashed with foldhash, seeded per process: a lookup per relayed message cost ~7% of
-/// the observer in SipHash. Tables keyed by what a page writes (`once.rs`: hashes of console
-/// text) keep std's SipHash.
-pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Tap events buffered between the hot path and the observer thread. Beyond this, evidence is
 /// dropped (and counted), never traffic.

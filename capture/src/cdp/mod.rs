@@ -10,3 +10,10 @@ pub(crate) mod frame;
 pub(crate) mod methods;
 pub(crate) mod params;
 mod skim;
+
+/// A table keyed by ids no outsider picks: connection numbers, CDP command ids and session ids,
+/// target ids and request ids (chosen by the relay, the client or the browser, never by a web
+/// page). Hashed with foldhash, seeded per process: SipHash's cost is for keys an attacker picks.
+/// Tables keyed by what a page writes (`pages/dedup.rs`: hashes of console text) keep std's
+/// SipHash.
+pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;

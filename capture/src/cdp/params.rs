@@ -302,15 +302,12 @@ pub(crate) struct FrameNavigated<'a> {
 
 impl FrameNavigated<'_> {
     /// The main frame committed a document (what the capture policy needs to know of it).
-    pub(crate) fn main_frame_commit(&self) -> Option<(&str, crate::veto::Commit)> {
+    pub(crate) fn main_frame_commit(&self) -> Option<(&str, Commit)> {
         if self.frame.parent_id.is_some() || self.frame.loader_id.is_empty() {
             return None;
         }
         let bfcache = self.kind == "BackForwardCacheRestore";
-        Some((
-            &self.frame.loader_id,
-            crate::veto::Commit::FrameNavigated { bfcache },
-        ))
+        Some((&self.frame.loader_id, Commit::FrameNavigated { bfcache }))
     }
 }
 
@@ -425,4 +422,16 @@ pub(crate) struct BindingCalled<'a> {
     #[serde(borrow)]
     pub(crate) payload: Str<'a>,
     pub(crate) execution_context_id: i64,
+}
+
+/// A report that the main frame committed a document (identified by its loader id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commit {
+    /// `Page.frameNavigated` for the main frame; `bfcache` when its `type` is
+    /// `BackForwardCacheRestore`. How the navigation started (see
+    /// `Pages::navigation_started`) tells a fresh document from one out of history.
+    FrameNavigated { bfcache: bool },
+    /// The reply to `Page.navigate` named a loader and no error: a fresh document committed
+    /// (a navigation within the document names none; a 204 or a download carries an error).
+    NavigateReply,
 }

@@ -9,9 +9,9 @@
 //! evidence ([`Overflow::Drop`]). It never logs a message's contents (commands can carry typed
 //! text on their way back into the page it was typed into).
 
+use super::BrowserEndpoint;
 use crate::cdp::client::{self, Client, Config, Overflow};
 pub(crate) use crate::cdp::client::{Event as Incoming, Events};
-use crate::BrowserEndpoint;
 use serde_json::Value;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 use super::conn::{CallError, Cdp};
 use super::verify::field_kind;
 use crate::cdp::methods::{Call, CommandMethod};
-use crate::veto::Withheld;
+use crate::pages::veto::Withheld;
 use serde_json::{json, Value};
 use std::time::Duration;
 

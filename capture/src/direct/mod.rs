@@ -31,7 +31,6 @@ pub(crate) mod sessions;
 pub(crate) mod verify;
 
 use crate::pages::Pages;
-use crate::BrowserEndpoint;
 use crate::{Emit, RunWriter};
 use cdp_sanitize::Sanitizer;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +38,19 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use verify::{VerifyReply, VerifyRequest};
+
+/// Where the browser the direct reader watches is: the owner knows (the relay asks the
+/// browser's `/json/version` with its proxy's client). Asked again at every reconnect.
+pub trait BrowserEndpoint: Send + Sync + 'static {
+    /// `host:port` to dial.
+    fn dial(&self) -> String;
+    /// The Host header the browser accepts (Chrome: an IP literal or localhost).
+    fn host(&self) -> String;
+    /// The browser websocket's path (`/devtools/browser/<id>`), or why it is not known.
+    fn websocket_path(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send + '_>>;
+}
 
 /// The tool name on the direct reader's records.
 const TOOL: &str = "observer";

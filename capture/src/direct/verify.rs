@@ -12,7 +12,7 @@
 //!
 //! Never a false `true`: every case that fits more than one story is `indeterminate`.
 
-use crate::veto::FieldKind;
+use crate::pages::veto::FieldKind;
 use cdp_evidence::{VerdictReason, Verification, Verified};
 use cdp_sanitize::{InputType, SafeText};
 use serde::Deserialize;

@@ -11,7 +11,7 @@
 //! connection; the traffic reader only adds to them, and wakes it.
 
 use super::{Pages, Table};
-use crate::veto::Withheld;
+use crate::pages::veto::Withheld;
 use cdp_evidence::{FrameAfter, Record, Word};
 use std::time::{Duration, Instant, SystemTime};
 

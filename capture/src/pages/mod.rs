@@ -1,13 +1,13 @@
 //! The one page model both observers feed.
 //!
 //! What a page is — its target info (title, URL, type: `info.rs`), the main frame's documents
-//! and what was typed into them (the screenshot veto, `capture.rs`), the relay's own observer on
+//! and what was typed into them (the screenshot veto, `veto.rs`), the relay's own observer on
 //! it (`frames.rs`) — and the decisions about it that must not depend on which observer saw an
 //! event, each made in one place:
 //!
-//! - may a picture of the page be kept (`capture.rs`);
+//! - may a picture of the page be kept (`veto.rs`);
 //! - is a page event recorded, and by whom: once per page, by the relay's own observer when it
-//!   covers the page, repeats folded into a count (`reports.rs`, `once.rs`);
+//!   covers the page, repeats folded into a count (`reports.rs`, `dedup.rs`);
 //! - does a failure wait for a frame: when the relay's own observer is on the page, the failure
 //!   joins the frame it will take next; else it is written at once (`frames.rs`).
 //!
@@ -22,16 +22,18 @@
 //! runtime workers take it too (the direct reader, the status API): a thread that finds it held
 //! lifts those two first (`priority::Holders`), so no worker waits on a parked holder.
 
+pub(crate) mod dedup;
 pub(crate) mod events;
 mod frames;
 mod info;
 pub(crate) mod reports;
 pub(crate) mod requests;
+pub mod veto;
 
-use crate::dedup::Dedup;
+use crate::cdp::IdMap;
+use crate::pages::dedup::Dedup;
+use crate::pages::veto::Veto;
 use crate::priority::{Holders, Priority};
-use crate::veto::Veto;
-use crate::IdMap;
 use cdp_sanitize::{SafeJson, Sanitizer};
 pub(crate) use frames::{instant_of, After, Due, FrameTiming, Want};
 use info::Info;
@@ -224,7 +226,7 @@ pub(crate) struct PageState {
     /// The main frame's document (loader id) and whether it is known to be fresh.
     pub(crate) document: Option<(String, bool)>,
     /// The veto on a frame taken at the moment asked about.
-    pub(crate) veto: Result<(), crate::veto::Withheld>,
+    pub(crate) veto: Result<(), crate::pages::veto::Withheld>,
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! `Log` errors, and failed requests (joined in `requests.rs`) — read the same way whichever
 //! observer reads it, and recorded once: by the relay's own observer when it covers the page
 //! (the traffic reader then leaves it out), each event the first time only, repeats counted
-//! rather than recorded (`once.rs`). An error or a failed request is a failure: it waits for the
+//! rather than recorded (`dedup.rs`). An error or a failed request is a failure: it waits for the
 //! relay's own observer's next frame of the page when the observer is on it (`frames.rs`).
 //!
 //! Every string is sanitized on its way into the record.
@@ -10,7 +10,7 @@
 use super::requests::Failure;
 use super::Pages;
 use crate::cdp::params as cdp;
-use crate::dedup::{EventKey, FoldKey};
+use crate::pages::dedup::{EventKey, FoldKey};
 use cdp_evidence::{Console, ConsoleLevel, Record, RecordKind, Status};
 use cdp_sanitize::{SafeText, Sanitizer};
 use std::time::{Duration, SystemTime};

@@ -14,7 +14,7 @@
 //! an unknown request's) but never recorded.
 
 use crate::cdp::params as cdp;
-use crate::IdMap;
+use crate::cdp::IdMap;
 use cdp_sanitize::{NetworkFailure, RawNetworkFailure, Sanitizer};
 use std::time::SystemTime;
 

@@ -4,8 +4,8 @@
 
 use super::*;
 use crate::direct::sessions::Sessions;
+use crate::pages::veto::{FieldKind, Withheld};
 use crate::traffic::{TrafficOptions, TrafficReader};
-use crate::veto::{FieldKind, Withheld};
 use crate::Emit;
 use cdp_evidence::{EvidenceConfig, Record, RecordKind, Store};
 use cdp_relay_tap::tap::{Direction, Payload, TapEvent};
@@ -314,10 +314,10 @@ fn covering_is_per_page() {
     assert!(!pages.covered("T2"));
 }
 
-fn console_error(text: &str) -> (cdp_evidence::Console, crate::dedup::EventKey) {
+fn console_error(text: &str) -> (cdp_evidence::Console, crate::pages::dedup::EventKey) {
     let s = Sanitizer::new();
     let console = cdp_evidence::Console::new(cdp_evidence::ConsoleLevel::Error, s.text(text));
-    let key = crate::dedup::EventKey::console(PAGE, "error", 1.0, text);
+    let key = crate::pages::dedup::EventKey::console(PAGE, "error", 1.0, text);
     (console, key)
 }
 

@@ -25,6 +25,7 @@
 //! and the switch `--no-screenshots`. Target keys are raw CDP target ids (or a connection/session
 //! key when the target is unknown) held in memory only; nothing here is persisted.
 
+pub use crate::cdp::params::Commit;
 use crate::pages::Pages;
 use cdp_sanitize::InputType;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -132,18 +133,6 @@ impl NavigationKind {
             _ => return None,
         })
     }
-}
-
-/// A report that the main frame committed a document (identified by its loader id).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Commit {
-    /// `Page.frameNavigated` for the main frame; `bfcache` when its `type` is
-    /// `BackForwardCacheRestore`. How the navigation started (see
-    /// [`Pages::navigation_started`]) tells a fresh document from one out of history.
-    FrameNavigated { bfcache: bool },
-    /// The reply to `Page.navigate` named a loader and no error: a fresh document committed
-    /// (a navigation within the document names none; a 204 or a download carries an error).
-    NavigateReply,
 }
 
 /// Bursts remembered per page between navigations; past it, the page stays withheld.

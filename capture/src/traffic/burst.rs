@@ -3,8 +3,8 @@
 //! protection), and the step it becomes. `typing.rs` decides when a burst starts and ends.
 
 use super::TOOL;
+use crate::pages::veto::FieldKind;
 use crate::pages::Pages;
-use crate::veto::FieldKind;
 use cdp_evidence::{Action, ActionMethod, Record, RecordKind, Status, Verification};
 use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer, TypedEcho};
 use std::time::SystemTime;

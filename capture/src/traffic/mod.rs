@@ -30,7 +30,7 @@ use crate::pages::events::{self, Effect, Source};
 use crate::pages::reports::By;
 use crate::pages::requests::Requests;
 use crate::pages::Pages;
-use crate::{Emit, IdMap};
+use crate::{cdp::IdMap, Emit};
 use burst::Burst;
 use cdp_evidence::{Lifecycle, LifecycleEvent, Record, RecordKind, Status};
 use cdp_relay_tap::tap::{Direction, Payload, SessionEnd, TapEvent};

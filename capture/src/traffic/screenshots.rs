@@ -4,7 +4,7 @@
 use super::{Key, TrafficReader, TOOL};
 use crate::cdp::frame::Frame;
 use crate::cdp::params as cdp;
-use crate::veto::Withheld;
+use crate::pages::veto::Withheld;
 use crate::{Emit, NewArtifact};
 use cdp_evidence::{Action, ActionDetail, ActionMethod, Record, RecordKind, Status};
 use cdp_sanitize::{SafeJson, SafeText, Sanitizer};

@@ -4,7 +4,7 @@
 //! only; records get the sanitized summary.
 
 use super::{Key, TrafficReader};
-use crate::IdMap;
+use crate::cdp::IdMap;
 use cdp_sanitize::SafeJson;
 
 /// What a websocket path points at.

@@ -604,7 +604,7 @@ fn repeated_console_errors_and_failures_fold_into_a_count() {
         .iter()
         .map(|r| r.payload["text"].as_str().unwrap())
         .collect();
-    let kept = crate::dedup::RECORDED_BEFORE_FOLDING as usize;
+    let kept = crate::pages::dedup::RECORDED_BEFORE_FOLDING as usize;
     assert_eq!(texts.len(), kept + 2, "{texts:?}");
     let first = &console[0];
     assert!(first.repeat.is_none());
@@ -1001,7 +1001,7 @@ fn typed_with_focus(
     before: Option<cdp_sanitize::InputType>,
     late: Option<(cdp_sanitize::InputType, u64)>,
 ) -> serde_json::Value {
-    use crate::veto::FieldKind;
+    use crate::pages::veto::FieldKind;
     let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
     let pages = h.observer.pages.clone();

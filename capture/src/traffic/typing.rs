@@ -11,7 +11,7 @@ use super::sessions::Session;
 use super::typed::{How, Typing};
 use super::{Key, TrafficReader};
 use crate::direct::verify::{self, Literal, VerifyReply, VerifyRequest};
-use crate::veto::FieldKind;
+use crate::pages::veto::FieldKind;
 use cdp_sanitize::{InputType, SafeText};
 use std::time::{Duration, SystemTime};
 

@@ -19,11 +19,14 @@ use super::pages::Pages;
 use super::priority::Lifter;
 use cdp_evidence::{Record, Run, RunEnded, Store};
 use cdp_sanitize::Sanitizer;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use thread::{reserve, Writer};
 use tokio::sync::mpsc::{self, error::TrySendError};
+
+/// The owner's step after a run is finalized, with the run's directory.
+pub type Finalized = Arc<dyn Fn(&Path) + Send + Sync>;
 
 /// A record for the journal, possibly with an artifact to store first and attach.
 #[derive(Debug)]
@@ -303,7 +306,7 @@ pub(crate) fn start(
     sanitizer: Arc<Sanitizer>,
     pages: Arc<Pages>,
     calls: ToolCalls,
-    finalized: Option<crate::Finalized>,
+    finalized: Option<Finalized>,
 ) -> std::io::Result<(RunWriter, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let current = Arc::new(Mutex::new(CurrentRun {

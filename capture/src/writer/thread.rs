@@ -41,7 +41,7 @@ pub(super) struct Writer {
     /// Agent tool calls, for linking records to the call they happened during.
     pub(super) calls: ToolCalls,
     /// The owner's step after a run is finalized (the relay renders its report).
-    pub(super) finalized: Option<crate::Finalized>,
+    pub(super) finalized: Option<super::Finalized>,
     /// Losses not yet said in the journal: (pieces, why).
     pub(super) unsaid: Vec<(u64, DropReason)>,
     /// Pieces said in `evidenceDropped` markers so far.

@@ -6,8 +6,8 @@
 use super::{Browser, Done};
 use crate::direct::frames::{self, NoFrame, Shot};
 use crate::direct::TOOL;
+use crate::pages::veto::Withheld;
 use crate::pages::{instant_of, After, Due, Want};
-use crate::veto::Withheld;
 use crate::{Emit, NewArtifact};
 use cdp_evidence::{Action, ActionDetail, ActionMethod, Record, RecordKind, Status};
 use cdp_sanitize::SafeText;
