@@ -37,6 +37,7 @@
 
 mod bound;
 mod budget;
+mod config;
 mod error;
 mod hooks;
 mod ids;
@@ -53,10 +54,14 @@ mod run;
 mod rundir;
 mod store;
 pub mod time;
-mod tool;
 mod vocab;
 
 pub use cdp_sanitize::{InputType, Word, Words};
+pub use config::{
+    EvidenceConfig, DEFAULT_ARTIFACT_BUDGET_BYTES, DEFAULT_JOURNAL_BUDGET_BYTES,
+    DEFAULT_KEEP_FINALIZED_RUNS, DEFAULT_MAX_RECORD_BYTES, DEFAULT_ROOT, MIN_JOURNAL_BUDGET_BYTES,
+    MIN_MAX_RECORD_BYTES,
+};
 pub use error::Error;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
@@ -74,6 +79,7 @@ pub use reader::{
     BoundedLine, CorruptLine, JournalLine, JournalRead, StoredPayload, StoredRecord, TornTail,
     MAX_LINE_BYTES,
 };
+pub use record::tool::{JsonType, StoredToolArgument, ToolArgument, ToolArgumentOf, ToolResult};
 pub use record::{
     Action, ActionOf, ArtifactRef, Console, ConsoleOf, CustomKind, DropReason, Form, Lifecycle,
     LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Repeat, Sanitized, Stored,
@@ -85,12 +91,7 @@ pub use rejoin::{JoinAs, Rejoined, RunEnded};
 pub use retention::{PruneReport, RetentionHold, RunInfo};
 pub use run::{ArtifactOutcome, Run, Totals, METADATA_ALLOWANCE};
 pub use rundir::{check_artifact_path, ArtifactFile, ArtifactRefusal, RunDir};
-pub use store::{
-    EvidenceConfig, Store, DEFAULT_ARTIFACT_BUDGET_BYTES, DEFAULT_JOURNAL_BUDGET_BYTES,
-    DEFAULT_KEEP_FINALIZED_RUNS, DEFAULT_MAX_RECORD_BYTES, DEFAULT_ROOT, MIN_JOURNAL_BUDGET_BYTES,
-    MIN_MAX_RECORD_BYTES,
-};
-pub use tool::{JsonType, StoredToolArgument, ToolArgument, ToolArgumentOf, ToolResult};
+pub use store::Store;
 /// The vocabulary: the format's words, each spelled once (see `docs/evidence-format.md`).
 pub use vocab::{
     ActionDetail, ActionMethod, ConsoleLevel, FrameAfter, Kind, LifecycleEvent, MarkerName,

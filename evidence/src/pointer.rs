@@ -9,10 +9,14 @@
 
 use crate::error::Error;
 use crate::ids::validate_id;
-use crate::paths::{create_exclusive, read_small, sync_dir, write_atomic, TOO_LARGE};
+use crate::paths::{
+    create_exclusive, no_follow, open_error, read_small, real_dir_exists, sync_dir, write_atomic,
+    Layout, TOO_LARGE,
+};
 use serde::Serialize;
 use serde_json::Value;
 use std::fs;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::Path;
 use std::time::SystemTime;
@@ -150,6 +154,43 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
     {
         let _ = pid;
         true
+    }
+}
+
+/// Session-level locking and pointer paths, shared by the store and its runs.
+#[derive(Clone, Debug)]
+pub(crate) struct SessionLock {
+    pub(crate) layout: Layout,
+}
+
+impl SessionLock {
+    pub(crate) fn new(layout: Layout) -> SessionLock {
+        SessionLock { layout }
+    }
+
+    /// Takes `sessions/<session>.lock` exclusively; released when the file is dropped.
+    pub(crate) fn lock(&self, session: &str) -> Result<File, Error> {
+        let path = self.layout.session_lock(session)?;
+        let file = no_follow(OpenOptions::new().read(true).write(true).create(true))
+            .open(&path)
+            .map_err(|e| open_error("cannot open session lock", &path, e))?;
+        file.lock()
+            .map_err(|e| Error::io("cannot lock", &path, e))?;
+        Ok(file)
+    }
+
+    /// Removes the session pointer if it still names `run_id` (finalize).
+    pub(crate) fn clear_pointer_if(&self, session: &str, run_id: &str) -> Result<(), Error> {
+        // No sessions directory (removed by hand): there is no pointer to clear.
+        if !real_dir_exists(&self.layout.sessions_dir())? {
+            return Ok(());
+        }
+        let _lock = self.lock(session)?;
+        let path = self.layout.pointer(session)?;
+        match read(&path)? {
+            PointerState::Valid(p) if p.run_id == run_id => remove(&path),
+            _ => Ok(()),
+        }
     }
 }
 

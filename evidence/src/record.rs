@@ -21,6 +21,7 @@ use std::time::{Duration, SystemTime};
 mod envelope;
 mod marker;
 mod payload;
+pub(crate) mod tool;
 
 pub(crate) use envelope::Envelope;
 pub use marker::{DropReason, Marker, MarkerKind};

@@ -8,6 +8,7 @@
 //! and the journal (`journalBudgetBytes`, in [`journal_budget`]).
 
 use crate::budget::BudgetState;
+use crate::config::EvidenceConfig;
 use crate::error::Error;
 use crate::ids::Source;
 use crate::journal::{Journal, Locked};
@@ -15,8 +16,8 @@ use crate::manifest::{Manifest, ManifestTotals, Redactions, Truncation};
 use crate::paths::{
     ensure_dir, no_follow, open_error, write_atomic, ARTIFACTS_DIR, MANIFEST_FILE, RESERVE_FILE,
 };
+use crate::pointer::SessionLock;
 use crate::record::{ArtifactRef, Envelope, Marker, MarkerKind, Record, RecordKind};
-use crate::store::{EvidenceConfig, SessionLock};
 use crate::vocab::RunStatus;
 use cdp_sanitize::{RedactionSummary, SafeText};
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! The evidence root: configuration, joining a session's run (the active-run pointer protocol),
+//! The evidence root: joining a session's run (the active-run pointer protocol),
 //! reading runs back, and retention entry points.
 //!
 //! Join protocol (any producer, any language), all under an exclusive `flock` on
@@ -20,6 +20,7 @@
 //!
 //! The store never deletes anything except through [`Store::prune`].
 
+use crate::config::{EvidenceConfig, MIN_JOURNAL_BUDGET_BYTES, MIN_MAX_RECORD_BYTES};
 use crate::error::Error;
 use crate::ids::{new_run_id, validate_id, Source};
 use crate::journal::Journal;
@@ -28,115 +29,18 @@ use crate::paths::{
     check_real_dir, ensure_dir, no_follow, open_error, real_dir_exists, Layout, ARTIFACTS_DIR,
     MANIFEST_FILE,
 };
+use crate::pointer::SessionLock;
 use crate::pointer::{self, PointerState};
 use crate::reader::{read_journal_from, JournalRead};
 use crate::record::MarkerKind;
 use crate::run::{Run, RunInner};
 use crate::vocab::RunStatus;
 use cdp_sanitize::Word;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
-
-/// Default evidence root, relative to the working directory.
-pub const DEFAULT_ROOT: &str = "./cdp-evidence";
-/// Default per-run artifact budget: 100 MiB.
-pub const DEFAULT_ARTIFACT_BUDGET_BYTES: u64 = 100 * 1024 * 1024;
-/// Default number of finalized runs retention keeps.
-pub const DEFAULT_KEEP_FINALIZED_RUNS: usize = 20;
-/// Default bound on one journal line: 64 KiB.
-pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 * 1024;
-/// Smallest accepted `max_record_bytes`: every envelope fits in it.
-pub const MIN_MAX_RECORD_BYTES: usize = 4096;
-/// Default cap on a run's journal: 32 MiB (about 70,000 typical records).
-pub const DEFAULT_JOURNAL_BUDGET_BYTES: u64 = 32 * 1024 * 1024;
-/// Smallest accepted journal budget.
-pub const MIN_JOURNAL_BUDGET_BYTES: u64 = 64 * 1024;
-
-/// Where evidence goes and how much of it to keep.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EvidenceConfig {
-    /// The evidence root. By default, `./cdp-evidence` (the CLI resolves `--evidence-dir` and
-    /// `CDP_RELAY_EVIDENCE_DIR`).
-    pub root: PathBuf,
-    /// When false nothing is created on disk and every write is a no-op. By default, true.
-    pub enabled: bool,
-    /// Artifact bytes a new run may store; fixed in its manifest at creation. By default, 100 MiB.
-    pub artifact_budget_bytes: u64,
-    /// Finalized runs kept by [`Store::prune`]. By default, 20.
-    pub keep_finalized_runs: usize,
-    /// Largest journal line; bigger records get fields cut. By default, 64 KiB; at least 4 KiB.
-    pub max_record_bytes: usize,
-    /// Journal bytes a new run may hold; fixed in its manifest at creation. Past it only
-    /// markers and lifecycle records are appended. By default, 32 MiB; at least 64 KiB.
-    pub journal_budget_bytes: u64,
-}
-
-impl Default for EvidenceConfig {
-    fn default() -> Self {
-        EvidenceConfig {
-            root: PathBuf::from(DEFAULT_ROOT),
-            enabled: true,
-            artifact_budget_bytes: DEFAULT_ARTIFACT_BUDGET_BYTES,
-            keep_finalized_runs: DEFAULT_KEEP_FINALIZED_RUNS,
-            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
-            journal_budget_bytes: DEFAULT_JOURNAL_BUDGET_BYTES,
-        }
-    }
-}
-
-impl EvidenceConfig {
-    /// Defaults with another root.
-    pub fn at(root: impl Into<PathBuf>) -> EvidenceConfig {
-        EvidenceConfig {
-            root: root.into(),
-            ..EvidenceConfig::default()
-        }
-    }
-
-    /// A configuration with evidence switched off.
-    pub fn disabled() -> EvidenceConfig {
-        EvidenceConfig {
-            enabled: false,
-            ..EvidenceConfig::default()
-        }
-    }
-}
-
-/// Session-level locking and pointer paths, shared by the store and its runs.
-#[derive(Clone, Debug)]
-pub(crate) struct SessionLock {
-    layout: Layout,
-}
-
-impl SessionLock {
-    /// Takes `sessions/<session>.lock` exclusively; released when the file is dropped.
-    fn lock(&self, session: &str) -> Result<File, Error> {
-        let path = self.layout.session_lock(session)?;
-        let file = no_follow(OpenOptions::new().read(true).write(true).create(true))
-            .open(&path)
-            .map_err(|e| open_error("cannot open session lock", &path, e))?;
-        file.lock()
-            .map_err(|e| Error::io("cannot lock", &path, e))?;
-        Ok(file)
-    }
-
-    /// Removes the session pointer if it still names `run_id` (finalize).
-    pub(crate) fn clear_pointer_if(&self, session: &str, run_id: &str) -> Result<(), Error> {
-        // No sessions directory (removed by hand): there is no pointer to clear.
-        if !real_dir_exists(&self.layout.sessions_dir())? {
-            return Ok(());
-        }
-        let _lock = self.lock(session)?;
-        let path = self.layout.pointer(session)?;
-        match pointer::read(&path)? {
-            PointerState::Valid(p) if p.run_id == run_id => pointer::remove(&path),
-            _ => Ok(()),
-        }
-    }
-}
 
 /// An evidence root. Opening creates nothing; the first join creates the directories.
 #[derive(Debug)]
@@ -175,7 +79,7 @@ impl Store {
         let layout = Layout::new(&config.root)?;
         Ok(Store {
             config: Arc::new(config),
-            sessions: SessionLock { layout },
+            sessions: SessionLock::new(layout),
             hold: None,
         })
     }

@@ -3,7 +3,7 @@
 //! `toolCall`) kept here as the reference.
 
 use super::*;
-use crate::tool::{JsonType, ToolArgument, ToolResult};
+use crate::record::tool::{JsonType, ToolArgument, ToolResult};
 use crate::vocab::{ConsoleLevel, LifecycleEvent};
 use cdp_sanitize::{InputSummary, InputType, RawNetworkFailure, Sanitizer, Word};
 use serde::ser::{SerializeMap, Serializer};

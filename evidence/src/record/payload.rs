@@ -5,7 +5,7 @@
 //! derives. The words a payload carries (a method, a level, an event, a reason) are the
 //! vocabulary's types (`crate::vocab`), the same on both sides.
 
-use crate::tool::{ToolArgumentOf, ToolResult};
+use crate::record::tool::{ToolArgumentOf, ToolResult};
 use crate::vocab::{ActionMethod, ConsoleLevel, LifecycleEvent, VerdictReason};
 use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, SafeUrl, Word};
 use serde::{Deserialize, Serialize};

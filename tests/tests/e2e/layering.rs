@@ -7,7 +7,8 @@
 //! - no file may import an item the crate root itself defines: the root composes the units
 //!   (it declares and re-exports them), so it sits above all of them.
 //!
-//! Imports are read as `crate::name` paths and `use crate::{…}` groups, outside test modules.
+//! Imports are read as `crate::name` paths and `use crate::{…}` groups, outside test modules and
+//! comments.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -47,7 +48,13 @@ fn production_part(file: &Path, text: &str) -> Option<String> {
         .find("#[cfg(test)]\nmod tests")
         .or_else(|| text.find("#[cfg(test)]\npub(crate) mod tests"))
         .unwrap_or(text.len());
-    Some(text[..cut].to_owned())
+    // Comments name modules without importing them.
+    let code = text[..cut]
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Some(code)
 }
 
 /// The first path segment of every `crate::` import in `text`.
