@@ -18,7 +18,7 @@
 //! - One call left: the record names it. Several: the record names them all as candidates and
 //!   binds no page, because the calls share one CDP connection and nothing in a command says
 //!   which of them sent it. Guessing linked page A's failure to the page-B call of two sent in
-//!   the same tick (issue 26): the record says what is known instead.
+//!   the same tick: the record says what is known instead.
 //!
 //! Never looks at payloads beyond the kind and method, never persists anything itself, and is
 //! bounded ([`MAX_CALLS`] calls remembered, each for [`REMEMBER`] after it ended).
@@ -371,7 +371,7 @@ mod tests {
         r.tool_call_candidates().to_vec()
     }
 
-    /// Issue 26: two calls sent in the same tick, on pages A and B, run one after the other by
+    /// Two calls sent in the same tick, on pages A and B, run one after the other by
     /// the server. Nothing of A's may be linked to B, nor B's to A.
     #[test]
     fn calls_sent_in_the_same_tick_are_never_linked_to_each_others_records() {

@@ -380,7 +380,7 @@ mod tests {
         symlink(&outside, dir.join("artifacts/out.png")).unwrap();
         symlink("ok.png", dir.join("artifacts/in.png")).unwrap();
         fs::create_dir(dir.join("artifacts/sub.png")).unwrap();
-        // A hard link to a file outside the run (issue 26 item 5): no symlink to see.
+        // A hard link to a file outside the run: no symlink to see.
         fs::hard_link(&outside, dir.join("artifacts/hard.png")).unwrap();
         nix::unistd::mkfifo(
             &dir.join("artifacts/fifo.png"),

@@ -1,6 +1,6 @@
 //! Measures what registering explicit secrets costs: time per registration after 1, 10 and 100
-//! secrets are registered, and the process's resident memory. Used for BENCHMARKS-style numbers
-//! (issue 15, item 9); run it in release:
+//! secrets are registered, and the process's resident memory, for BENCHMARKS.md.
+//! Run it in release:
 //!
 //! ```text
 //! cargo run --release -p cdp-sanitize --example registration_cost -- [BYTES] [COUNT]

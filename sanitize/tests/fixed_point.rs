@@ -1,4 +1,4 @@
-//! Issue 31: one pass of the sanitizer is its own fixed point when one redaction changes what
+//! One pass of the sanitizer is its own fixed point when one redaction changes what
 //! the rest of the text looks like. Generated pairs of HTML tags in the shape the fuzzer found:
 //! the first tag's `name` value holds `key='…` (a quoted value that runs past the attribute's
 //! closing quote into the next tag), glue and other attributes in between, an id, entity

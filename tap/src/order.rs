@@ -1,6 +1,6 @@
 //! The order evidence is read in: typed text is registered with the run's sanitizer before any
 //! record that could echo it is sanitized, whatever path the record takes and however threads
-//! are scheduled (issue 15: a page echoing its field into the console on every `input` event had
+//! are scheduled (a page echoing its field into the console on every `input` event had
 //! the echo recorded in clear, because the echo reached a sanitizer before the keystroke that
 //! caused it reached the registry).
 //!

@@ -7,7 +7,7 @@
 //! memory only until the request ends.
 //!
 //! A request DevTools makes for itself is not the page's, and its failure is not the page's
-//! failure (issue 26, item 15): the frontend, attached through the relay, fetches
+//! failure: the frontend, attached through the relay, fetches
 //! [`DEVTOOLS_WELL_KNOWN`] from the inspected page's origin, which most sites do not serve
 //! (`net::ERR_CACHE_MISS`, a 404), and a frontend opened as a tab makes its requests from a
 //! `devtools://` document. Such requests are followed (their `loadingFailed` must not read as
@@ -278,7 +278,7 @@ mod tests {
         assert_eq!(key(&mut scratch, Some("S12"), "7.1"), "3:S127.1");
     }
 
-    /// Issue 26, item 15: DevTools' own fetch of its well-known file from the page's origin,
+    /// DevTools' own fetch of its well-known file from the page's origin,
     /// and requests of a `devtools://` document, fail without being the page's failures; the
     /// page's own requests, to look-alike paths too, still are.
     #[test]

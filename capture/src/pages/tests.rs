@@ -157,7 +157,7 @@ fn records_of(emits: Vec<Emit>) -> impl Iterator<Item = Record> {
     })
 }
 
-/// Issue 16, item 2: the traffic reader fed the browser's messages as tap copies, and the
+/// The traffic reader fed the browser's messages as tap copies, and the
 /// relay's own observer's event handling fed the same messages as if from its own connection,
 /// leave the same page: title, URL, main-frame document, veto, and the failures recorded.
 #[test]

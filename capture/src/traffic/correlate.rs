@@ -16,8 +16,7 @@ use std::time::{Duration, SystemTime};
 
 /// Commands waiting for their response on one connection, by (session, id), with a count per id
 /// so that "may a reply with this id be awaited" is one lookup: a scan of the table costs its
-/// capacity, which a pipelined burst leaves large (it cost ~70% of the observer's time on every
-/// reply after one).
+/// capacity, which a pipelined burst leaves large, on every reply after the burst.
 #[derive(Default)]
 pub(super) struct PendingTable {
     map: IdMap<(Key, u64), Pending>,

@@ -643,7 +643,7 @@ fn covered_pages_leave_page_events_to_the_active_observer() {
     assert_eq!(h.of_kind("console").len(), 1);
 }
 
-/// Issue 15, item 6: typing the observer used to miss. Each spelling is registered before the
+/// Typing the observer used to miss. Each spelling is registered before the
 /// next frame is handled (the echo after it is masked) and becomes a typing step.
 #[test]
 fn typing_in_any_spelling_is_registered_and_recorded() {
@@ -824,7 +824,7 @@ fn a_command_to_the_page_ends_bursts_typing_into_it_through_other_sessions() {
     assert!(!text.contains("Val"), "{text}");
 }
 
-/// Two clients on one page (issue 26, item 15: DevTools reads the page after every keystroke).
+/// Two clients on one page (DevTools reads the page after every keystroke).
 /// Another client's reads do not split the burst one client types: its screenshots, its
 /// evaluations (which may have emptied the field: what is typed after one is protected from
 /// there on), and side-effect-free evaluations from the typist itself. Another client's input
@@ -1055,7 +1055,7 @@ fn a_focus_report_registered_after_the_first_keystroke_still_types_the_burst() {
     assert_eq!(kind(Some(Email), None), "email");
 }
 
-/// Issue 26, item 14 (pyppeteer 2.0.0): a client on a non-flat session wraps every command in
+/// A client on a non-flat session wraps every command in
 /// `Target.sendMessageToTarget` and hears answers and events in
 /// `Target.receivedMessageFromTarget`. Its navigation, clicks, screenshot, two fields' typing
 /// and what the page reports are recorded as for a flat client; a wrapper the browser refuses

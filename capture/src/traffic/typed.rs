@@ -1,7 +1,7 @@
 //! What a client types: the text a client → browser message would put into a page, read the
 //! way JSON is read — whatever the order of its keys, however its strings are escaped, with
 //! duplicate keys, and through `Target.sendMessageToTarget` messages nested in it — never by
-//! where its keys sit (issue 15: `params` before `method`, `"Input.insert\u0054ext"`, a
+//! where its keys sit (`params` before `method`, `"Input.insert\u0054ext"`, a
 //! non-flat session's `Input.insertText` and `DOM.setAttributesAsText` were each echoed in
 //! clear).
 //!
@@ -54,7 +54,7 @@ pub(crate) struct Typing {
 
 /// Method names that type, as written without escapes. The backslash any escaped spelling (or
 /// nested message) needs is looked for on its own, with `memchr`: in one automaton with the
-/// names, the check cost every command ~14 instructions a byte (callgrind, BENCHMARKS.md).
+/// names, the check walked every byte of every command through the whole automaton.
 static NEEDLES: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
     let needles: Vec<&str> = TYPING.iter().map(|m| m.name()).collect();
     aho_corasick::AhoCorasick::new(needles).ok()

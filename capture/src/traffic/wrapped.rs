@@ -1,4 +1,4 @@
-//! Non-flat sessions (issue 26, item 14): a client that attaches with `flatten: false`
+//! Non-flat sessions: a client that attaches with `flatten: false`
 //! (pyppeteer 2.0.0) wraps every command to a page in `Target.sendMessageToTarget` (its `message`
 //! is the command as a JSON string) and hears the page's answers and events in
 //! `Target.receivedMessageFromTarget` events (the same, the other way). The wrapped message is

@@ -260,7 +260,7 @@ fn size_and_count_are_bounded() {
     );
 }
 
-/// Issue 15, item 9: registering the 100th secret costs what registering the first did (the
+/// Registering the 100th secret costs what registering the first did (the
 /// automaton used to be rebuilt from every literal, at every registration).
 #[test]
 fn registration_cost_does_not_grow_with_what_is_registered() {

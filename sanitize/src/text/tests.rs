@@ -266,7 +266,7 @@ fn html_attribute_values_lose_their_quotes_in_every_spelling() {
     }
 }
 
-/// Issue 31: a quoted value that runs past its attribute's closing quote swallows the start of
+/// A quoted value that runs past its attribute's closing quote swallows the start of
 /// the next tag's `name="…"`. The scan went on after the value, so that tag's `content=` was
 /// left in clear; a second pass, seeing the marker, redacted it. One pass must do both.
 #[test]

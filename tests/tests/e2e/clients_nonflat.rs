@@ -1,4 +1,4 @@
-//! Clients nobody here wrote, against a real Chromium through the relay (issue 26).
+//! Clients nobody here wrote, against a real Chromium through the relay.
 //!
 //! - A client on non-flat sessions (item 14), as pyppeteer 2.0.0 drives a page: it attaches
 //!   with `flatten: false`, wraps every command in `Target.sendMessageToTarget` and hears

@@ -1,4 +1,4 @@
-//! The echo race (issue 15, items 2 and 6): a page echoes its field into console errors,
+//! The echo race: a page echoes its field into console errors,
 //! warnings and its title on every input event (and on every change of its `value`
 //! attribute), with the relay's own observer on, so each echo reaches the relay twice — on the
 //! client's connection and on the observer's — racing the keystroke that caused it. Each client

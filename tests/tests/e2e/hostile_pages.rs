@@ -1,5 +1,5 @@
 //! The screenshot veto against pages that behave like real single-page apps and login forms
-//! (issue 15, items 1, 3, 4, 5), through `cdp-relay serve` with and without the observer, with
+//! through `cdp-relay serve` with and without the observer, with
 //! Playwright (fill, pressSequentially), Puppeteer (type) and raw CDP.
 //!
 //! The pages draw typed text large and magenta, and nothing else magenta (`pages.rs`,

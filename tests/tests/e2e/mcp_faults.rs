@@ -510,7 +510,7 @@ async fn evidence_finalize_renders_now_and_later_calls_go_to_a_new_run() {
         gw.call("echo", json!({"text": "first run"})).await;
         let done = gw.call("evidence_finalize", json!({})).await;
         let v = done.structured_content.expect("structured");
-        // Resource URIs, never the run directory's path (issue 26 item 4).
+        // Resource URIs, never the run directory's path.
         let run_id = v["runId"].as_str().expect("runId").to_owned();
         assert_eq!(
             v["reportResource"],

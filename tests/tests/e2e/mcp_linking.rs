@@ -1,4 +1,4 @@
-//! Overlapping tool calls and the records they caused (issue 26, item 7), with the real
+//! Overlapping tool calls and the records they caused, with the real
 //! chrome-devtools-mcp and a real Chromium: two `evaluate_script` calls on pages A and B sent in
 //! the same tick, twenty rounds. Each script logs a console error and makes a failed request
 //! naming its page. Every record the relay links to a call must be that call's page's; a record

@@ -1,4 +1,4 @@
-//! The gateway's privacy holes of issue 26 (items 1–6), each reproduced as it was seen and
+//! The gateway's privacy holes, each reproduced as it was seen and
 //! swept afterwards, with the real browser MCP servers (chrome-devtools-mcp, @playwright/mcp
 //! from `tests/clients`) where the item came from one, and a real Chromium:
 //!

@@ -972,7 +972,7 @@ async fn a_login_flow_through_launch() {
     .await;
 }
 
-/// Issue 26, item 17: after a password, the frame the relay wanted after a click is withheld, and
+/// After a password, the frame the relay wanted after a click is withheld, and
 /// a record says so at once — also while a failure reported after the password waits on for a
 /// frame it may have (before, the click's frame silently became a frame of the next document,
 /// and nothing said it had been withheld). The failure is then illustrated by the next

@@ -550,7 +550,7 @@ async fn a_report_of_a_run_too_big_to_show_whole_opens_and_lays_out() {
     drop(chromium);
 }
 
-/// Issue 26 item 19: a foreign producer's record with an unusual timestamp (years after the
+/// A foreign producer's record with an unusual timestamp (years after the
 /// run start, decades before it, a non-UTC offset, no time at all) made the step time label
 /// overflow its rail by 19 px at 390 and 1280 px. Every label stays inside its rail, at both
 /// widths.

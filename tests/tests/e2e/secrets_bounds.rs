@@ -1,4 +1,4 @@
-//! The secrets API is bounded (issue 15, item 9): a secret over `MAX_SECRET_BYTES` gets a one-line
+//! The secrets API is bounded: a secret over `MAX_SECRET_BYTES` gets a one-line
 //! 413, the secret after `MAX_SECRETS` a one-line 409, neither echoes the literal; registering
 //! many secrets leaves the relay's memory flat and every registered literal masked in the run.
 

@@ -223,7 +223,7 @@ impl Browser<'_> {
     /// A frame the policy withheld. Failures keep waiting for one they may have — after quiet,
     /// once the sensitive field loses focus, in the next document — for at most [`PARKED`];
     /// anything else is written now, saying why: the frame a click or a navigation wanted is
-    /// recorded as withheld even while failures wait on (issue 26, item 17: after a password,
+    /// recorded as withheld even while failures wait on (after a password,
     /// a click's frame vanished into a frame of the next document, and no record said it was
     /// withheld).
     pub(super) async fn withheld(
