@@ -11,8 +11,8 @@
 //! - [`Call`]: the other commands the relay's own observer sends on its connection;
 //! - [`Event`]: browser events, by who reads them. [`TargetEvent`]s (targets appear, change,
 //!   attach, go) and [`PageEvent`]s (what a page reports: navigations, console, network) are
-//!   read by both observers, through one handler (`pages/events.rs`); [`PassiveEvent`]s only
-//!   by the traffic reader, [`ObserverEvent`]s only by the relay's own.
+//!   read by both observers, through one handler (`pages/events.rs`); [`TrafficEvent`]s only
+//!   by the traffic reader, [`DirectEvent`]s only by the relay's own.
 //!
 //! Variants are named domain first, then method (`NetworkLoadingFailed`), except
 //! [`TargetEvent`]'s, which are all of the `Target` domain.
@@ -44,19 +44,19 @@ macro_rules! cdp_methods {
 
         /// An event only the traffic reader reads.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub(crate) enum PassiveEvent { $($passive,)* }
+        pub(crate) enum TrafficEvent { $($passive,)* }
 
-        /// An event only the relay's own observer reads.
+        /// An event only the direct reader (the relay's own observer) reads.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub(crate) enum ObserverEvent { $($observer,)* }
+        pub(crate) enum DirectEvent { $($observer,)* }
 
         /// A browser event the relay reads, by who reads it.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub(crate) enum Event {
             Target(TargetEvent),
             Page(PageEvent),
-            Passive(PassiveEvent),
-            TrafficReader(ObserverEvent),
+            Passive(TrafficEvent),
+            TrafficReader(DirectEvent),
         }
 
         impl CommandMethod {
@@ -98,8 +98,8 @@ macro_rules! cdp_methods {
             pub(crate) const ALL: &'static [Event] = &[
                 $(Event::Target(TargetEvent::$target),)*
                 $(Event::Page(PageEvent::$page),)*
-                $(Event::Passive(PassiveEvent::$passive),)*
-                $(Event::TrafficReader(ObserverEvent::$observer),)*
+                $(Event::Passive(TrafficEvent::$passive),)*
+                $(Event::TrafficReader(DirectEvent::$observer),)*
             ];
 
             /// One match over every name: a name listed twice is an unreachable pattern.
@@ -107,8 +107,8 @@ macro_rules! cdp_methods {
                 Some(match name {
                     $($target_name => Event::Target(TargetEvent::$target),)*
                     $($page_name => Event::Page(PageEvent::$page),)*
-                    $($passive_name => Event::Passive(PassiveEvent::$passive),)*
-                    $($observer_name => Event::TrafficReader(ObserverEvent::$observer),)*
+                    $($passive_name => Event::Passive(TrafficEvent::$passive),)*
+                    $($observer_name => Event::TrafficReader(DirectEvent::$observer),)*
                     _ => return None,
                 })
             }
@@ -119,8 +119,8 @@ macro_rules! cdp_methods {
                 match self {
                     $(Event::Target(TargetEvent::$target) => $target_name,)*
                     $(Event::Page(PageEvent::$page) => $page_name,)*
-                    $(Event::Passive(PassiveEvent::$passive) => $passive_name,)*
-                    $(Event::TrafficReader(ObserverEvent::$observer) => $observer_name,)*
+                    $(Event::Passive(TrafficEvent::$passive) => $passive_name,)*
+                    $(Event::TrafficReader(DirectEvent::$observer) => $observer_name,)*
                 }
             }
         }

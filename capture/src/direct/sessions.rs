@@ -11,7 +11,7 @@
 use super::verify::{self, field_kind, VerifyReply, VerifyRequest};
 use super::{BINDING, TOOL, WORLD};
 use crate::cdp::frame::{leading, Frame, Leading};
-use crate::cdp::methods::{Event, ObserverEvent};
+use crate::cdp::methods::{DirectEvent, Event};
 use crate::cdp::params as cdp;
 use crate::pages::events::{self, Effect, Source};
 use crate::pages::reports::{console_record, By};
@@ -242,7 +242,7 @@ impl Sessions {
             Event::TrafficReader(e) => e,
         };
         let target = page.target_id.as_str();
-        use ObserverEvent as O;
+        use DirectEvent as O;
         match e {
             O::RuntimeExecutionContextCreated
             | O::RuntimeExecutionContextDestroyed
@@ -277,11 +277,11 @@ impl Sessions {
 fn agent_event(
     page: &mut Page,
     pages: &Pages,
-    e: ObserverEvent,
+    e: DirectEvent,
     frame: &Frame<'_>,
     at: SystemTime,
 ) -> bool {
-    use ObserverEvent as O;
+    use DirectEvent as O;
     let target = page.target_id.as_str();
     match e {
         O::RuntimeExecutionContextCreated => {

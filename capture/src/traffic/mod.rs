@@ -25,7 +25,7 @@ mod typing;
 mod wrapped;
 
 use crate::cdp::frame::{self, Frame};
-use crate::cdp::methods::{self, Event, PassiveEvent};
+use crate::cdp::methods::{self, Event, TrafficEvent};
 use crate::pages::events::{self, Effect, Source};
 use crate::pages::reports::By;
 use crate::pages::requests::Requests;
@@ -267,7 +267,7 @@ impl TrafficReader {
         match (dir, frame::leading(text)) {
             (Direction::ToClient, frame::Leading::Method(m)) => match Event::parse(m) {
                 // A non-flat session's message: judged by the message it wraps.
-                Some(Event::Passive(PassiveEvent::TargetReceivedMessageFromTarget)) => {
+                Some(Event::Passive(TrafficEvent::TargetReceivedMessageFromTarget)) => {
                     match frame::wrapped_leading(text) {
                         frame::Leading::Method(m) => Event::parse(m).is_none_or(|e| !e.passive()),
                         frame::Leading::Id(id) => !self.may_await(conn, id),
@@ -429,11 +429,11 @@ impl TrafficReader {
                 };
                 events::page_event(&self.pages, src, e, frame, at)
             }
-            Event::Passive(PassiveEvent::PageScreencastFrame) => {
+            Event::Passive(TrafficEvent::PageScreencastFrame) => {
                 self.screencast(conn, &key, frame, at);
                 return;
             }
-            Event::Passive(PassiveEvent::TargetReceivedMessageFromTarget) => {
+            Event::Passive(TrafficEvent::TargetReceivedMessageFromTarget) => {
                 self.wrapped_message(conn, frame, at);
                 return;
             }
