@@ -9,8 +9,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
-/// How often the browser is probed while nothing else talks to it.
-pub(crate) const PROBE_EVERY: Duration = Duration::from_secs(2);
+/// How often the browser is probed while it answers: a probe is a connection and a few wake-ups
+/// of the probe's thread, and an idle relay wakes each thread about once a second at most.
+pub(crate) const PROBE_EVERY: Duration = Duration::from_secs(5);
+/// How often while it does not: its return is news a supervisor waits for, and a refused
+/// connection costs one wake-up.
+pub(crate) const PROBE_DOWN_EVERY: Duration = Duration::from_secs(2);
 
 /// The browser's reachability, as the status API reports it.
 #[derive(Debug, Default)]
@@ -90,7 +94,8 @@ impl Health {
     }
 }
 
-/// Probes `up` every [`PROBE_EVERY`] until `stop`, on a thread of its own: the relay's runtime
+/// Probes `up` every [`PROBE_EVERY`] ([`PROBE_DOWN_EVERY`] while it does not answer) until
+/// `stop`, on a thread of its own: the relay's runtime
 /// keeps no timer armed while it forwards (a pending timer makes every park read the clock).
 pub(crate) fn watch_in_background(health: &Arc<Health>, up: &Upstream, stop: &CancellationToken) {
     let (health, up, stop) = (health.clone(), up.clone(), stop.clone());
@@ -105,16 +110,23 @@ pub(crate) fn watch_in_background(health: &Arc<Health>, up: &Upstream, stop: &Ca
             };
             rt.block_on(async {
                 loop {
-                    match upstream::probe(&up).await {
-                        Ok(()) => health.observe(true, None),
-                        Err(crate::Error::Upstream { reason, .. }) => {
-                            health.observe(false, Some(reason))
+                    let next = match upstream::probe(&up).await {
+                        Ok(()) => {
+                            health.observe(true, None);
+                            PROBE_EVERY
                         }
-                        Err(other) => health.observe(false, Some(other.to_string())),
-                    }
+                        Err(crate::Error::Upstream { reason, .. }) => {
+                            health.observe(false, Some(reason));
+                            PROBE_DOWN_EVERY
+                        }
+                        Err(other) => {
+                            health.observe(false, Some(other.to_string()));
+                            PROBE_DOWN_EVERY
+                        }
+                    };
                     tokio::select! {
                         _ = stop.cancelled() => return,
-                        _ = tokio::time::sleep(PROBE_EVERY) => {}
+                        _ = tokio::time::sleep(next) => {}
                     }
                 }
             });
