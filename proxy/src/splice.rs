@@ -701,6 +701,19 @@ mod tests {
             .expect("a stop asked is ready at once");
     }
 
+    /// A client-bound pump with its context (the tap's copies go nowhere) and shared state.
+    fn to_client() -> (Context, Arc<Shared>, Pump) {
+        let (tap, _rx) = Tap::channel(8);
+        let cx = Context {
+            tap,
+            stats: Arc::new(Stats::default()),
+            stop: CancellationToken::new(),
+            max_message: usize::MAX,
+        };
+        let pump = Pump::new(1, Direction::ToClient, usize::MAX, &[]);
+        (cx, Arc::new(Shared::default()), pump)
+    }
+
     /// A browser socket whose end arrives together with the other direction's ask for a close,
     /// as when the relay shut the browser's side after a client's violation.
     struct EndsAsAsked(Arc<Shared>);
@@ -718,15 +731,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_close_asked_as_the_browser_goes_is_the_code_the_client_hears() {
-        let (tap, _rx) = Tap::channel(8);
-        let cx = Context {
-            tap,
-            stats: Arc::new(Stats::default()),
-            stop: CancellationToken::new(),
-            max_message: usize::MAX,
-        };
-        let shared = Arc::new(Shared::default());
-        let pump = Pump::new(1, Direction::ToClient, usize::MAX, &[]);
+        let (cx, shared, pump) = to_client();
         let mut client = Vec::new();
         let end = pump
             .run(EndsAsAsked(shared.clone()), &mut client, &shared, &cx)
@@ -761,15 +766,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_client_hears_the_relays_1001_when_the_browsers_close_comes_with_the_stop() {
-        let (tap, _rx) = Tap::channel(8);
-        let cx = Context {
-            tap,
-            stats: Arc::new(Stats::default()),
-            stop: CancellationToken::new(),
-            max_message: usize::MAX,
-        };
-        let shared = Arc::new(Shared::default());
-        let pump = Pump::new(1, Direction::ToClient, usize::MAX, &[]);
+        let (cx, shared, pump) = to_client();
         let mut client = Vec::new();
         let end = pump
             .run(
