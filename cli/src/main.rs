@@ -4,6 +4,8 @@
 //! Exit codes: 0 success (also when a reader closes stdout early, e.g. `| head`), 64 usage error
 //! (`EX_USAGE`), 1 anything else. Errors print as one line on stderr.
 
+#![forbid(unsafe_code)]
+
 mod demo;
 mod evidence;
 mod logging;

@@ -10,6 +10,8 @@
 //!
 //! Usage: `cdp-synthetic` prints `http://127.0.0.1:PORT` on stdout and serves until killed.
 
+#![forbid(unsafe_code)]
+
 use cdp_relay_tests::http::read_request_head;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};

@@ -13,6 +13,8 @@
 //! must write the same records before and after a change), and the tap's drops (must be 0: the
 //! workload is paced so the queue never fills).
 
+#![forbid(unsafe_code)]
+
 use bytes::Bytes;
 use cdp_capture::{Hooks, Pipeline, Settings};
 use cdp_relay_proxy::tap::{Direction, Payload, SessionEnd};

@@ -23,6 +23,8 @@
 //! What a benchmark needs is checked before anything starts: a missing `cdp-relay` binary or
 //! missing npm clients (node-http-proxy's) is one line on stderr and exit status 1.
 
+#![forbid(unsafe_code)]
+
 mod mcp;
 mod observer;
 mod paths;
