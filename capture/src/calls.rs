@@ -22,7 +22,13 @@
 //!
 //! Never looks at payloads beyond the kind and method, never persists anything itself, and is
 //! bounded ([`MAX_CALLS`] calls remembered, each for [`REMEMBER`] after it ended).
+//!
+//! Each call also collects what the evidence learned about it ([`CallFacts`]): the typing steps
+//! linked to it as the writer links them, and failures as soon as they are seen
+//! ([`ToolCalls::note_failure`]: a failure waits for a frame before it is written), for the
+//! producer to tell the agent when the call is answered.
 
+use crate::feedback::{is_typing, CallFacts};
 use cdp_evidence::{ActionId, ActionMethod, Record, RecordKind, Source};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -45,6 +51,8 @@ struct Call {
     pages: Vec<String>,
     /// Page handles of commands it may have sent (another call could have).
     maybe: Vec<String>,
+    /// What the evidence learned about it so far.
+    facts: CallFacts,
 }
 
 impl Call {
@@ -107,6 +115,7 @@ impl ToolCalls {
                 end: None,
                 pages: Vec::new(),
                 maybe: Vec::new(),
+                facts: CallFacts::default(),
             },
         );
     }
@@ -143,6 +152,7 @@ impl ToolCalls {
         let t = record.start_time().unwrap_or_else(SystemTime::now);
         let grace = if effect { AFTERMATH } else { Duration::ZERO };
         let page = record.target_handle();
+        let typing = is_typing(record);
         match choose(&calls, t, grace, page) {
             Choice::None => {}
             Choice::One(index) => {
@@ -151,6 +161,9 @@ impl ToolCalls {
                     remember(&mut call.pages, page);
                 }
                 record.link_tool_call(call.id.clone());
+                if typing {
+                    call.facts.add_typing(record, false);
+                }
             }
             Choice::Several(indices) => {
                 if let (Some(page), false) = (page, effect) {
@@ -158,11 +171,48 @@ impl ToolCalls {
                         remember(&mut calls[i].maybe, page);
                     }
                 }
+                if typing {
+                    for &i in &indices {
+                        calls[i].facts.add_typing(record, true);
+                    }
+                }
                 record.link_tool_call_candidates(
                     indices.into_iter().map(|i| calls[i].id.clone()).collect(),
                 );
             }
         }
+    }
+}
+
+impl ToolCalls {
+    /// A failure (a failed request, a console error) seen now, before it waits for a frame:
+    /// noted with the calls it may belong to, by the same rules as [`ToolCalls::link`], so the
+    /// call's producer hears of it when the call is answered. The record is linked for the
+    /// journal later, by the writer.
+    pub fn note_failure(&self, record: &Record) {
+        let mut calls = self.table();
+        if calls.is_empty() {
+            return;
+        }
+        let t = record.start_time().unwrap_or_else(SystemTime::now);
+        match choose(&calls, t, AFTERMATH, record.target_handle()) {
+            Choice::None => {}
+            Choice::One(i) => calls[i].facts.add_failure(record, false),
+            Choice::Several(indices) => {
+                for i in indices {
+                    calls[i].facts.add_failure(record, true);
+                }
+            }
+        }
+    }
+
+    /// What the evidence learned about call `id` so far; `None` once it is forgotten (or was
+    /// never begun).
+    pub fn facts(&self, id: &ActionId) -> Option<CallFacts> {
+        self.table()
+            .iter()
+            .find(|c| &c.id == id)
+            .map(|c| c.facts.clone())
     }
 }
 
@@ -319,6 +369,33 @@ mod tests {
         .started_at(at(1050));
         calls.link(&mut marker);
         assert!(marker.tool_call().is_none());
+    }
+
+    #[test]
+    fn each_call_collects_its_typing_steps_and_failures() {
+        let s = Sanitizer::new();
+        let calls = ToolCalls::default();
+        let a = ActionId::at(at(100));
+        calls.begin(a.clone(), at(100));
+        calls.note_failure(&console(&s, 150, None));
+        assert_eq!(
+            linked(&calls, action(&s, "type", 120, None)),
+            Some(a.clone())
+        );
+        // Another page's click is not typing, and a failure before any call is no call's.
+        linked(&calls, action(&s, "click", 130, Some(PAGE_A)));
+        calls.note_failure(&console(&s, 50, None));
+        let facts = calls.facts(&a).expect("remembered");
+        assert_eq!((facts.typing.len(), facts.failures.len()), (1, 1));
+        assert!(!facts.typing[0].shared && !facts.failures[0].shared);
+        // Two calls in flight: a failure either could have caused is both calls', shared.
+        let b = ActionId::at(at(200));
+        calls.begin(b.clone(), at(200));
+        calls.note_failure(&console(&s, 250, None));
+        assert_eq!(calls.facts(&a).expect("a").failures.len(), 2);
+        let of_b = calls.facts(&b).expect("b");
+        assert!(of_b.failures.len() == 1 && of_b.failures[0].shared);
+        assert!(calls.facts(&ActionId::at(at(5))).is_none());
     }
 
     #[test]

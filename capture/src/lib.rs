@@ -33,6 +33,7 @@ pub mod calls;
 pub(crate) mod cdp;
 pub use cdp::client;
 pub(crate) mod direct;
+pub mod feedback;
 pub mod pages;
 mod priority;
 pub mod traffic;
@@ -174,6 +175,8 @@ pub struct PipelineHandle {
     order: Arc<Order>,
     /// Agent tool calls in flight, for linking records to them.
     calls: ToolCalls,
+    /// How far the traffic reader's typing has got.
+    typing: Arc<feedback::TypingProgress>,
 }
 
 /// The evidence run as `/relay/v1/status` shows it.
@@ -241,6 +244,12 @@ impl PipelineHandle {
     /// says when each begins and ends.
     pub fn calls(&self) -> &ToolCalls {
         &self.calls
+    }
+
+    /// How far the typing the traffic reader saw has got to the run writer: a producer of tool
+    /// calls waits on it for a call's typing verdicts ([`feedback`]).
+    pub fn typing(&self) -> &Arc<feedback::TypingProgress> {
+        &self.typing
     }
 
     /// The evidence root the run lives under.
@@ -346,6 +355,7 @@ impl Pipeline {
         let run = store.join_session(&session, "relay").map_err(|e| off(&e))?;
         let pages = Arc::new(Pages::new(sanitizer.clone(), settings.screenshots));
         let calls = ToolCalls::default();
+        pages.tell_failures_to(calls.clone());
         let (writer, writer_thread) = writer::start(
             store,
             session.clone(),
@@ -374,6 +384,7 @@ impl Pipeline {
             None
         };
         let order = rx.order.clone();
+        let typing = observer.progress().clone();
         let thread = {
             let writer = writer.clone();
             let sanitizer = sanitizer.clone();
@@ -393,6 +404,7 @@ impl Pipeline {
                 observing: settings.observe,
                 order,
                 calls,
+                typing,
             },
             observer: Some(thread),
             writer: Some(writer_thread),

@@ -224,6 +224,12 @@ pub enum TapEvent {
         /// When the relay stopped.
         at: SystemTime,
     },
+    /// An agent's tool call that typed has been answered: the typing it caused is over, so
+    /// open typing bursts end now rather than after their gap (their verdicts come sooner).
+    TypingOver {
+        /// When the call was answered.
+        at: SystemTime,
+    },
     /// A websocket session ended.
     Closed {
         /// Relay-local connection number.
@@ -371,6 +377,14 @@ impl Tap {
     /// Tells the consumer that no more sessions will come (it drains, then stops).
     pub fn finish(&self) {
         self.control(TapEvent::Finish {
+            at: SystemTime::now(),
+        });
+    }
+
+    /// An agent's tool call that typed was answered (see [`TapEvent::TypingOver`]). Never
+    /// dropped while the pipeline runs; in the evidence order after every copy offered before.
+    pub fn typing_over(&self) {
+        self.control(TapEvent::TypingOver {
             at: SystemTime::now(),
         });
     }

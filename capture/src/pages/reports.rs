@@ -87,8 +87,12 @@ impl Pages {
         if !failure {
             return Some(record);
         }
+        let noted = self.calls().map(|_| record.clone());
         let now = t.failure(target, record);
         drop(t);
+        if let (Some(calls), Some(record)) = (self.calls(), noted) {
+            calls.note_failure(&record);
+        }
         tracing::trace!(
             "{}: a failure; it waits for a frame: {}",
             by.tool(),

@@ -26,6 +26,7 @@ mod wrapped;
 
 use crate::cdp::frame::{self, Frame};
 use crate::cdp::methods::{self, Event, TrafficEvent};
+use crate::feedback::{is_typing, TypingProgress};
 use crate::pages::events::{self, Effect, Source};
 use crate::pages::reports::By;
 use crate::pages::requests::Requests;
@@ -141,6 +142,10 @@ pub struct TrafficReader {
     typing_in: Vec<(u64, Key)>,
     /// Non-flat messages being read inside one another (`wrapped.rs`), bounded.
     depth: u8,
+    /// Bursts opened and typing steps handed over, for whoever waits on a call's typing.
+    progress: Arc<TypingProgress>,
+    /// Typing steps emitted so far.
+    typing_emitted: u64,
 }
 
 /// Bytes of a large message read to decide whether it matters ([`frame::leading`] needs the
@@ -164,7 +169,20 @@ impl TrafficReader {
             keys: SessionKeys::default(),
             typing_in: Vec::new(),
             depth: 0,
+            progress: Arc::default(),
+            typing_emitted: 0,
         }
+    }
+
+    /// How far its typing has got (shared: the pipeline's handle reads it).
+    pub fn progress(&self) -> &Arc<TypingProgress> {
+        &self.progress
+    }
+
+    /// Says that everything taken so far is with the run writer: the typing steps among it
+    /// count as written.
+    pub(crate) fn handed_over(&self) {
+        self.progress.written_up_to(self.typing_emitted);
     }
 
     /// Hands typing bursts to the direct reader for verification.
@@ -234,6 +252,7 @@ impl TrafficReader {
             }
             TapEvent::Closed { conn, how, at } => self.closed(conn, how, at),
             TapEvent::Finish { at } => self.finish(at),
+            TapEvent::TypingOver { at } => self.typing_over(at),
         }
     }
 
@@ -296,6 +315,7 @@ impl TrafficReader {
     }
 
     fn emit(&mut self, record: Record) {
+        self.typing_emitted += u64::from(is_typing(&record));
         self.out.emits.push(Emit::Record(record));
     }
 

@@ -126,6 +126,7 @@ pub(crate) fn run(
     let mut queue = Queue::default();
     let hand_over = |observer: &mut TrafficReader| {
         writer.send_blocking(observer.take().emits);
+        observer.handed_over();
     };
     let mut stuck: Option<Instant> = None;
     let mut quiet: Option<Instant> = None;
@@ -139,6 +140,9 @@ pub(crate) fn run(
     let _end_watch = EndWatch(dormant.clone());
     let mut priority = below_the_hot_path(&order, rx.frames.max_capacity(), &dormant);
     observer.pages.held_by(&priority);
+    if let Some(calls) = observer.pages.calls() {
+        calls.held_by(&priority);
+    }
     loop {
         let control_gone = take_control(&mut rx, &mut queue);
         let below = match order.try_gate() {

@@ -148,6 +148,7 @@ impl TrafficReader {
         });
         if burst.seq == next {
             self.next_burst += 1;
+            self.progress.opened();
         }
         burst.restart_echo(|| self.sanitizer.typed_echo());
         burst.add(text, attribute, at);
@@ -390,6 +391,12 @@ impl TrafficReader {
         for (conn, key) in open {
             self.end_burst(conn, &key, now);
         }
+    }
+
+    /// An agent's tool call that typed was answered: every open burst ends now, so its verdict
+    /// is asked for at once rather than after the typing gap.
+    pub(super) fn typing_over(&mut self, at: SystemTime) {
+        self.close_bursts(at, true);
     }
 
     /// Ends every open burst (the pipeline is stopping): their verdicts are asked for now.
