@@ -50,6 +50,24 @@ pub struct McpArgs {
           value_parser = clap::value_parser!(u64).range(1..=600))]
     pub init_timeout: u64,
 
+    /// Leave tool results exactly as the MCP server sent them. By default a call that typed,
+    /// or during which a request failed or the page logged an error, gets one text item of
+    /// cdp-relay's own appended (typing verdicts and failures, value-free) and the same facts
+    /// under `_meta["cdp-relay/evidence"]`.
+    #[arg(long)]
+    pub no_feedback: bool,
+
+    /// Milliseconds a call that typed waits, once the server answered, for its typing verdicts
+    /// before the agent gets the result (a step without one is reported "not verified yet").
+    #[arg(long, value_name = "MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub feedback_wait: u64,
+
+    /// What a typing step whose text did not land does to the call's result: `note` appends the
+    /// verdict and leaves `isError` as the server set it; `error` also sets `isError: true`.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = UnverifiedTyping::Note)]
+    pub unverified_typing: UnverifiedTyping,
+
     #[command(flatten)]
     pub relay: RelayArgs,
 
@@ -59,6 +77,15 @@ pub struct McpArgs {
     /// tools, relay_endpoint and the evidence resources are served.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `--unverified-typing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UnverifiedTyping {
+    /// Append the verdict to the result.
+    Note,
+    /// Append it and mark the result as an error.
+    Error,
 }
 
 /// Runs the command: stdio is the agent's MCP session.
@@ -142,9 +169,17 @@ async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
         headed,
         browser_arg,
         init_timeout,
+        no_feedback,
+        feedback_wait,
+        unverified_typing,
         relay,
         command,
     } = args;
+    let feedback = cdp_relay_mcp::Feedback {
+        enabled: !no_feedback,
+        wait: Duration::from_millis(feedback_wait),
+        strict: unverified_typing == UnverifiedTyping::Error,
+    };
     let command = command.split_first().map(|(program, rest)| ChildCommand {
         program: program.into(),
         args: rest.to_vec(),
@@ -169,6 +204,7 @@ async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
         init_timeout: Duration::from_secs(init_timeout),
         evidence_root: handle.as_ref().and(relayed.evidence_root.clone()),
         max_message_bytes,
+        feedback,
     };
     let gateway = match Gateway::start(config, endpoints, handle).await {
         Ok(g) => g,

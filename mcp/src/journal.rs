@@ -33,6 +33,9 @@ struct Pending {
     arguments: Vec<ToolArgument>,
     start: SystemTime,
     clock: Instant,
+    /// How long the server took, once it answered (the call may still be finishing: the
+    /// gateway waits for what the evidence learned before it replies).
+    answered: Option<std::time::Duration>,
 }
 
 /// How a call ended.
@@ -225,6 +228,7 @@ impl Recorder {
                 arguments: args::reduce(s, tool, arguments),
                 start,
                 clock: Instant::now(),
+                answered: None,
             };
             self.pending().insert(id.clone(), pending);
             h.calls().begin(id.clone(), start);
@@ -240,8 +244,10 @@ impl Recorder {
         let h = self.handle.as_ref()?;
         let p = self.pending().remove(id)?;
         self.ended.notify_waiters();
-        let duration = p.clock.elapsed();
-        h.calls().end(id, p.start + duration);
+        let duration = p.answered.unwrap_or_else(|| p.clock.elapsed());
+        if p.answered.is_none() {
+            h.calls().end(id, p.start + duration);
+        }
         let s = h.sanitizer();
         let mut action = Action::new(p.method);
         if !p.arguments.is_empty() {
@@ -286,6 +292,27 @@ impl Recorder {
 }
 
 impl Call {
+    /// The id of its record (what the records it caused name).
+    pub(crate) fn id(&self) -> &ActionId {
+        &self.id
+    }
+
+    /// The server answered: the call's time ends here, for its record and for linking, even if
+    /// the gateway takes a moment more before it replies.
+    pub(crate) fn answered(&self) {
+        let Some(h) = &self.recorder.handle else {
+            return;
+        };
+        let mut pending = self.recorder.pending();
+        if let Some(p) = pending.get_mut(&self.id) {
+            if p.answered.is_none() {
+                let took = p.clock.elapsed();
+                p.answered = Some(took);
+                h.calls().end(&self.id, p.start + took);
+            }
+        }
+    }
+
     /// Ends the call and writes its record.
     pub(crate) fn end(self, outcome: Outcome) {
         if let Some(emit) = self.recorder.finish(&self.id, outcome) {

@@ -17,6 +17,8 @@
 //! - `child.rs`: the wrapped server's process and our client session with it; its
 //!   notifications (progress, log messages, `list_changed`) go to the agent unchanged, its
 //!   stderr only sanitized.
+//! - `feedback.rs`: what the evidence learned during a call (typing verdicts, failures),
+//!   appended to the call's result for the agent.
 //! - `journal.rs`: the gateway's records (one per tool call, lifecycle events), the one place
 //!   that writes them; `args.rs` reduces arguments (typed text to length and input type).
 //! - `tools.rs`: the gateway's own tools; `resources.rs`: `evidence://` resources, confined to
@@ -36,6 +38,7 @@
 
 mod args;
 mod child;
+mod feedback;
 mod journal;
 mod resources;
 mod server;
@@ -44,6 +47,7 @@ mod tools;
 mod transport;
 
 pub use child::{ChildCommand, Endpoints};
+pub use feedback::{Feedback, DEFAULT_FEEDBACK_WAIT};
 
 /// The argument reduction, for the fuzz targets (`fuzz/fuzz_targets/mcp_args.rs`) only.
 #[doc(hidden)]
@@ -88,6 +92,8 @@ pub struct GatewayConfig {
     /// The longest MCP message read from the agent or the wrapped server; a longer one is
     /// answered with a JSON-RPC error. By default, [`MAX_MESSAGE_BYTES`].
     pub max_message_bytes: usize,
+    /// What the evidence learned during a call, told in its result (`feedback.rs`).
+    pub feedback: Feedback,
 }
 
 impl Default for GatewayConfig {
@@ -97,6 +103,7 @@ impl Default for GatewayConfig {
             init_timeout: DEFAULT_INIT_TIMEOUT,
             evidence_root: None,
             max_message_bytes: MAX_MESSAGE_BYTES,
+            feedback: Feedback::default(),
         }
     }
 }
@@ -131,6 +138,7 @@ pub(crate) struct Shared {
     /// What the agent's transport knows: cancelled requests, a closed connection.
     agent: transport::AgentState,
     max_message_bytes: usize,
+    feedback: Feedback,
     /// Tool names of the server already recorded as hidden for borrowing one of ours.
     hidden: std::sync::Mutex<std::collections::HashSet<String>>,
     own_tools: Vec<Tool>,
@@ -231,6 +239,7 @@ impl Gateway {
                 link,
                 agent: transport::AgentState::default(),
                 max_message_bytes: config.max_message_bytes,
+                feedback: config.feedback,
                 hidden: Default::default(),
                 own_tools: tools::definitions(),
                 stopping: AtomicBool::new(false),

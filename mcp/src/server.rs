@@ -11,6 +11,7 @@
 // use; it passes through like everything else.
 #![allow(deprecated)]
 
+use super::feedback::{self, Watch};
 use super::journal::Outcome;
 use super::{resources, tools, Gateway};
 use cdp_evidence::{LifecycleEvent, Status};
@@ -311,16 +312,35 @@ impl ServerHandler for Gateway {
             .shared
             .recorder
             .begin(&server, &request.name, request.arguments.as_ref());
+        let feedback = self.shared.feedback;
+        let watch = match (feedback.enabled, self.shared.recorder.handle()) {
+            (true, Some(h)) => Some(Watch::begin(h, &request.name, request.arguments.as_ref())),
+            _ => None,
+        };
         let answer = self.forward_call(request, &context).await;
-        self.shared.agent.done(&context.id);
-        match answer {
-            Ok(result) => {
+        call.answered();
+        let answer = match answer {
+            Ok(mut result) => {
+                // The call's record keeps the server's result, not what the gateway adds.
                 let mut outcome = match super::result_error_text(&result) {
                     Some(text) => Outcome::error(text),
                     None if result.is_error == Some(true) => Outcome::error("the tool failed"),
                     None => Outcome::ok(None),
                 };
                 outcome.result = Some(super::result_shape(&result));
+                if let (Some(watch), Some(h)) = (watch, self.shared.recorder.handle()) {
+                    let learned = feedback::gather(h, call.id(), watch, feedback.wait).await;
+                    if feedback::append(&mut result, call.id(), &learned) && feedback.strict {
+                        result.is_error = Some(true);
+                    }
+                }
+                Ok((result, outcome))
+            }
+            Err(e) => Err(e),
+        };
+        self.shared.agent.done(&context.id);
+        match answer {
+            Ok((result, outcome)) => {
                 call.end(outcome);
                 Ok(result.into())
             }

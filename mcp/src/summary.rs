@@ -1,11 +1,14 @@
 //! `evidence_summary`: what an agent needs to reason about what went wrong without reading the
-//! report — the run, its counts, and the failures so far, each with the tool call it happened
-//! during and the resource URI of the frame taken after it.
+//! report — first the typing steps whose text did not land or could not be verified, then the
+//! run, its counts, and the failures so far, each with the tool call it happened during and the
+//! resource URI of the frame taken after it.
 //!
 //! Built from the run's journal as written (every string in it went through the run's
 //! sanitizer), read through the confined [`cdp_evidence::RunDir`].
 
-use cdp_evidence::{ActionMethod, Kind, RunDir, Source, Status, StoredPayload, StoredRecord};
+use cdp_evidence::{
+    ActionMethod, Kind, RunDir, Source, Status, StoredPayload, StoredRecord, Verified,
+};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -16,6 +19,12 @@ pub(crate) const MAX_FAILURES: usize = 50;
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Summary {
+    /// Typing steps whose verdict is `false` or `indeterminate` (the latest ones), first: the
+    /// agent's text may not be where it meant it.
+    pub unverified_typing: Vec<TypingLine>,
+    /// Unverified typing steps before the listed ones.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub earlier_unverified_typing: usize,
     pub run_id: String,
     /// The resource that renders the report now (never the run directory's path: the agent
     /// reads the evidence through resources and has no business writing there).
@@ -61,6 +70,22 @@ pub(crate) struct FailureLine {
     pub frame: Option<String>,
 }
 
+/// A typing step that did not land or could not be verified. Counts and words only.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TypingLine {
+    pub at: Option<String>,
+    /// The tool call it belongs to: `#3 fill`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    pub chars: Option<u64>,
+    pub input_type: Option<String>,
+    /// `false` or `"indeterminate"`.
+    pub verified: cdp_evidence::Verified,
+    pub reason: String,
+    pub note: String,
+}
+
 /// Reads the run in `dir` (id `run_id`) into a summary.
 pub(crate) fn summarize(run_id: &str, dir: &RunDir) -> Summary {
     let mut s = Summary {
@@ -79,6 +104,7 @@ pub(crate) fn summarize(run_id: &str, dir: &RunDir) -> Summary {
     // Tool calls by id, numbered in time order.
     let mut calls: HashMap<&str, String> = HashMap::new();
     let mut failures = Vec::new();
+    let mut unverified = Vec::new();
     for r in records {
         let action = r.kind_word() == Kind::Action;
         if action && r.is_from(&Source::MCP) {
@@ -114,6 +140,24 @@ pub(crate) fn summarize(run_id: &str, dir: &RunDir) -> Summary {
             frame: frame.clone(),
         };
         match r.typed_payload() {
+            StoredPayload::Action(a) => {
+                let Some(v) = a.verification.filter(|v| v.verified != Verified::True) else {
+                    continue;
+                };
+                unverified.push(TypingLine {
+                    at: r.started_at.clone(),
+                    step,
+                    chars: a.input.as_ref().map(|i| i.chars),
+                    input_type: a
+                        .input
+                        .as_ref()
+                        .and_then(|i| i.input_type.as_ref())
+                        .map(|w| w.as_str().to_owned()),
+                    verified: v.verified,
+                    reason: v.reason.as_str().to_owned(),
+                    note: v.note,
+                });
+            }
             StoredPayload::Network(n) => {
                 s.failed_requests += 1;
                 failures.push(FailureLine {
@@ -143,6 +187,8 @@ pub(crate) fn summarize(run_id: &str, dir: &RunDir) -> Summary {
             _ => {}
         }
     }
+    s.earlier_unverified_typing = unverified.len().saturating_sub(MAX_FAILURES);
+    s.unverified_typing = unverified.split_off(s.earlier_unverified_typing);
     s.earlier_failures = failures.len().saturating_sub(MAX_FAILURES);
     s.failures = failures.split_off(s.earlier_failures);
     s
@@ -186,6 +232,61 @@ mod tests {
             .unwrap();
         let dir = RunDir::open(run.dir()).unwrap();
         assert_eq!(summarize(run.id(), &dir).frames, 1);
+    }
+
+    #[test]
+    fn unverified_typing_comes_first_with_its_call() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(EvidenceConfig::at(tmp.path())).unwrap();
+        let run = store.join_session("s", "relay").unwrap();
+        let s = Sanitizer::new();
+        let t0 = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+        let call = ActionId::at(t0);
+        run.append(
+            Record::new(
+                SafeText::literal("chrome_devtools"),
+                RecordKind::Action(Action::new(SafeText::literal("fill"))),
+            )
+            .source(Source::MCP)
+            .action_id(call.clone())
+            .started_at(t0),
+        )
+        .unwrap();
+        let step = |ms: u64, verified, reason: &str| {
+            let mut a = Action::new(SafeText::literal("type"));
+            a.input = Some(cdp_sanitize::InputSummary::from_count(
+                6,
+                cdp_sanitize::InputType::Text,
+            ));
+            a.verification = Some(cdp_evidence::Verification::new(
+                verified,
+                cdp_evidence::VerdictReason::parse(reason).unwrap(),
+                s.text("the field holds 4 of 6 characters"),
+            ));
+            let mut r = Record::new(SafeText::literal("cdp"), RecordKind::Action(a))
+                .started_at(t0 + std::time::Duration::from_millis(ms));
+            r.link_tool_call(call.clone());
+            r
+        };
+        run.append(step(10, Verified::True, "landed")).unwrap();
+        run.append(step(20, Verified::False, "dropped-characters"))
+            .unwrap();
+        let dir = RunDir::open(run.dir()).unwrap();
+        let summary = summarize(run.id(), &dir);
+        assert_eq!(
+            summary.unverified_typing.len(),
+            1,
+            "a step that landed is not listed"
+        );
+        let line = &summary.unverified_typing[0];
+        assert_eq!(line.step.as_deref(), Some("#1 fill"));
+        assert_eq!(
+            (line.chars, line.input_type.as_deref()),
+            (Some(6), Some("text"))
+        );
+        assert_eq!(line.reason, "dropped-characters");
+        let json = serde_json::to_string(&summary).unwrap();
+        assert!(json.starts_with("{\"unverifiedTyping\":[{"), "{json}");
     }
 
     #[test]
