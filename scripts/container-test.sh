@@ -14,13 +14,23 @@
 # network access to deb.debian.org.
 #
 #   scripts/container-test.sh
+#   scripts/container-test.sh prepare only the prerequisites and the base image (imported), no
+#                                     cargo build: CI runs it while it compiles
 #   CONTAINER_SUITE=trixie            the Debian release of the base (default trixie)
 #   CONTAINER_KEEP=1                  keep the image and the run's files after the test
 #   CONTAINER_BINARY=path             copy this cdp-relay into the image instead of building
 #                                     target/release/cdp-relay when it is older than the sources
+#   CONTAINER_S3_SERVER=path          run this s3-server instead of building the tests' one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root_dir=$(pwd)
+
+MODE="${1:-test}"
+case "$MODE" in test | prepare) ;; *)
+  echo "usage: scripts/container-test.sh [prepare]" >&2
+  exit 2
+  ;;
+esac
 
 SUITE="${CONTAINER_SUITE:-trixie}"
 MIRROR=http://deb.debian.org/debian
@@ -37,7 +47,8 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 apt_updated=0
 apt_install() {
   if [ "$apt_updated" -eq 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  # Waits for dpkg's lock rather than failing: CI may install something else at the same time.
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "$@" >/dev/null
 }
 
 # Phase timing: each phase's wall time, printed as a table at the end (and on failure).
@@ -96,23 +107,34 @@ command -v node >/dev/null 2>&1 || die "node is missing: install Node.js (script
   || die "tests/clients/node_modules/playwright-core is missing: run \`npm ci --prefix tests/clients\` (scripts/test.sh does) and retry"
 
 # ---------------------------------------------------------------------------------------------
-phase "binaries: target/release/cdp-relay (copied into the image) and the tests' s3-server"
 bin=target/release/cdp-relay
-stale=""
-if [ -n "${CONTAINER_BINARY:-}" ]; then
-  # A binary built elsewhere (e.g. by an earlier CI step), taken as it is.
-  [ -x "$CONTAINER_BINARY" ] || die "CONTAINER_BINARY=$CONTAINER_BINARY is not an executable file"
-  bin=$CONTAINER_BINARY
-elif [ -x "$bin" ]; then
-  stale=$(find . -path ./target -prune -o -path ./fuzz -prune -o -path ./tests/clients/node_modules -prune -o \
-    \( -name '*.rs' -o -name Cargo.toml -o -name Cargo.lock \) -newer "$bin" -print -quit)
-fi
-if [ -z "${CONTAINER_BINARY:-}" ] && { [ ! -x "$bin" ] || [ -n "$stale" ]; }; then
-  step "building $bin ($([ -n "$stale" ] && echo "older than $stale" || echo missing))"
-  cargo build --release --locked --bin cdp-relay
-fi
-cargo build --locked -p cdp-relay-tests --bin s3-server
 s3bin=target/debug/s3-server
+if [ "$MODE" = test ]; then
+  phase "binaries: the cdp-relay copied into the image and the tests' s3-server"
+  if [ -n "${CONTAINER_BINARY:-}" ]; then
+    # A binary built elsewhere (e.g. by an earlier CI step), taken as it is.
+    [ -x "$CONTAINER_BINARY" ] || die "CONTAINER_BINARY=$CONTAINER_BINARY is not an executable file"
+    bin=$CONTAINER_BINARY
+  else
+    stale=""
+    if [ -x "$bin" ]; then
+      stale=$(find . -path ./target -prune -o -path ./fuzz -prune -o -path ./tests/clients/node_modules -prune -o \
+        \( -name '*.rs' -o -name Cargo.toml -o -name Cargo.lock \) -newer "$bin" -print -quit)
+    fi
+    if [ ! -x "$bin" ] || [ -n "$stale" ]; then
+      step "building $bin ($([ -n "$stale" ] && echo "older than $stale" || echo missing))"
+      cargo build --release --locked --bin cdp-relay
+    fi
+  fi
+  if [ -n "${CONTAINER_S3_SERVER:-}" ]; then
+    # Built elsewhere (CI: by `cargo test --no-run`, with the tests' features; built alone here
+    # it would rebuild the crates under it with another feature set).
+    [ -x "$CONTAINER_S3_SERVER" ] || die "CONTAINER_S3_SERVER=$CONTAINER_S3_SERVER is not an executable file"
+    s3bin=$CONTAINER_S3_SERVER
+  else
+    cargo build --locked -p cdp-relay-tests --bin s3-server
+  fi
+fi
 
 # ---------------------------------------------------------------------------------------------
 phase "Debian base ($SUITE, mmdebstrap; cached in $work)"
@@ -137,10 +159,25 @@ else
   mv "$work/.base-$key.tar" "$base_tar"
 fi
 
+base_image="localhost/cdp-relay-base:$key"
+import_base() {
+  phase "podman import the base"
+  if pm image exists "$base_image"; then
+    step "imported already: $base_image"
+  else
+    pm import --quiet "$base_tar" "$base_image" >/dev/null
+  fi
+}
+if [ "$MODE" = prepare ]; then
+  # Left for the test run, which removes it when it ends.
+  import_base
+  print_times
+  exit 0
+fi
+
 # ---------------------------------------------------------------------------------------------
 # Everything from here on is removed on exit (CONTAINER_KEEP=1 keeps the image and the files).
 run_id="$$-$(date +%s)"
-base_image="localhost/cdp-relay-base:$key"
 image="localhost/cdp-relay-test:$run_id"
 ctr="cdp-relay-test-$run_id"
 tmp=$(mktemp -d "$root_dir/$work/run.XXXXXX")
@@ -164,8 +201,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-phase "podman import the base"
-pm import --quiet "$base_tar" "$base_image" >/dev/null
+import_base
 
 phase "buildah: deploy/Containerfile --target prebuilt on the local base"
 # The context holds only the binary: the prebuilt stage copies target/release/cdp-relay, and the

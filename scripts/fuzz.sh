@@ -6,14 +6,19 @@
 # KEEP_FILES files and KEEP_BYTES bytes, so the next run (and CI's short one) starts there.
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]   default 600
+#   scripts/fuzz.sh build                  only build the targets (all in one cargo build)
 #   FUZZ_MERGE=0 scripts/fuzz.sh 20        CI: fuzz only, leave the kept corpus untouched
 #   FUZZ_PARALLEL=1 scripts/fuzz.sh 60     one target at a time
+#   FUZZ_SANITIZER=none                    no AddressSanitizer (default address; see docs/fuzzing.md)
+#   FUZZ_CODEGEN_UNITS=16                  faster build, slower runs (default: cargo fuzz's 1)
 #
 # Prints per target: executions, coverage (cov/ft of libFuzzer's final stats), corpus size, and
 # the artifact of any crash. Exits non-zero if any target crashed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+BUILD_ONLY=0
+if [ "${1:-}" = build ]; then BUILD_ONLY=1; shift; fi
 SECONDS_PER_TARGET="${1:-600}"
 FUZZ_MERGE="${FUZZ_MERGE:-1}"
 FUZZ_PARALLEL="${FUZZ_PARALLEL:-2}"
@@ -21,11 +26,30 @@ KEEP_FILES="${KEEP_FILES:-1000}"
 KEEP_BYTES="${KEEP_BYTES:-2097152}"
 # Longest input kept: 1,000 files of this size stay near the byte bound.
 KEEP_MAX_LEN="${KEEP_MAX_LEN:-4096}"
+FUZZ_SANITIZER="${FUZZ_SANITIZER:-address}"
+FUZZ_CODEGEN_UNITS="${FUZZ_CODEGEN_UNITS:-}"
 case "$SECONDS_PER_TARGET" in '' | *[!0-9]*)
-  echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET] (a whole number of seconds)" >&2
+  echo "usage: scripts/fuzz.sh [build] [SECONDS_PER_TARGET] (a whole number of seconds)" >&2
   exit 2
   ;;
 esac
+case "$FUZZ_SANITIZER" in address | none) ;; *)
+  echo "fuzz: FUZZ_SANITIZER is address or none, not '$FUZZ_SANITIZER'" >&2
+  exit 2
+  ;;
+esac
+case "$FUZZ_CODEGEN_UNITS" in *[!0-9]*)
+  echo "fuzz: FUZZ_CODEGEN_UNITS is a number, not '$FUZZ_CODEGEN_UNITS'" >&2
+  exit 2
+  ;;
+esac
+# The same flags for build, run and merge (different ones would rebuild everything). Another
+# flavour than the default builds in its own target directory, so switching rebuilds nothing.
+build_flags=(--sanitizer "$FUZZ_SANITIZER")
+if [ -n "$FUZZ_CODEGEN_UNITS" ]; then build_flags+=(--codegen-units "$FUZZ_CODEGEN_UNITS"); fi
+if [ "$FUZZ_SANITIZER" != address ] || [ -n "$FUZZ_CODEGEN_UNITS" ]; then
+  build_flags+=(--target-dir "$PWD/target/fuzz-$FUZZ_SANITIZER-cgu${FUZZ_CODEGEN_UNITS:-1}")
+fi
 
 if ! rustup toolchain list | grep -q '^nightly'; then
   rustup toolchain install nightly --profile minimal
@@ -39,12 +63,16 @@ work=target/fuzz-campaign
 rm -rf "$work"
 mkdir -p "$work"
 targets=$(cd fuzz && cargo +nightly fuzz list)
-# Built once up front: parallel `cargo fuzz run`s would wait on each other's build lock.
-(cd fuzz && cargo +nightly fuzz build) >"$work/build.log" 2>&1 || {
+# Built once up front, all targets in one cargo build: parallel `cargo fuzz run`s would wait on
+# each other's build lock.
+(cd fuzz && cargo +nightly fuzz build "${build_flags[@]}") >"$work/build.log" 2>&1 || {
   tail -n 40 "$work/build.log" >&2
   echo "fuzz: the fuzz targets do not build (log above)" >&2
   exit 1
 }
+if [ "$BUILD_ONLY" = 1 ]; then
+  exit 0
+fi
 
 run_one() {
   local t=$1
@@ -52,7 +80,7 @@ run_one() {
   local dirs=("../$kept/$t")
   if [ -d "fuzz/seeds/$t" ]; then dirs+=("seeds/$t"); fi
   # The first directory receives new inputs: the scratch one, never the kept corpus.
-  if (cd fuzz && cargo +nightly fuzz run "$t" "../$work/$t/new" "${dirs[@]}" -- \
+  if (cd fuzz && cargo +nightly fuzz run "${build_flags[@]}" "$t" "../$work/$t/new" "${dirs[@]}" -- \
         -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 \
         -artifact_prefix="../$work/$t/artifacts/") >"$work/$t/log" 2>&1; then
     echo 0 >"$work/$t/rc"
@@ -101,7 +129,7 @@ if [ "$failed" -ne 0 ]; then
     fi
   done
   echo "fuzz: a target crashed; the kept corpus was not changed. Reproduce with:" >&2
-  echo "  (cd fuzz && cargo +nightly fuzz run TARGET ../ARTIFACT)" >&2
+  echo "  (cd fuzz && cargo +nightly fuzz run ${build_flags[*]} TARGET ../ARTIFACT)" >&2
   exit 1
 fi
 if [ "$FUZZ_MERGE" = 0 ]; then
@@ -116,7 +144,7 @@ for t in $targets; do
   # Merge keeps the smallest set of inputs with the same coverage (what `cargo fuzz cmin` runs).
   # Inputs longer than KEEP_MAX_LEN are left out first so the bound cannot be broken by one file.
   find "$work/$t/new" "$kept/$t" -type f -size +"$KEEP_MAX_LEN"c -delete
-  if ! (cd fuzz && cargo +nightly fuzz run "$t" "../$merged" "../$kept/$t" "../$work/$t/new" -- \
+  if ! (cd fuzz && cargo +nightly fuzz run "${build_flags[@]}" "$t" "../$merged" "../$kept/$t" "../$work/$t/new" -- \
           -merge=1 -max_len="$KEEP_MAX_LEN" -rss_limit_mb=2048) >"$work/$t/merge.log" 2>&1; then
     tail -n 20 "$work/$t/merge.log" >&2
     echo "fuzz: merging $t's corpus failed; its kept corpus is unchanged" >&2

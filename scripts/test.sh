@@ -11,14 +11,39 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+# CI builds from a clean tree once: incremental compilation would only write caches nobody reads.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+# Each step's wall time, printed as a table when the script ends (also on failure).
+t0=$(date +%s)
+step_name=""
+step_t=$t0
+step_log=()
+step_end() {
+  if [ -n "$step_name" ]; then step_log+=("$(printf '%5d s  %s' $(($(date +%s) - step_t)) "$step_name")"); fi
+  step_name=""
+}
+step() { step_end; step_name="$*"; step_t=$(date +%s); printf '\n==> %s\n' "$*" >&2; }
+print_times() {
+  step_end
+  printf '\nstep times:\n' >&2
+  printf '  %s\n' "${step_log[@]}" >&2
+  printf '  %5d s  total\n' $(($(date +%s) - t0)) >&2
+}
+container_prepare=""
+on_exit() {
+  # A failed step does not orphan the background preparation (it runs as root).
+  if [ -n "$container_prepare" ]; then wait "$container_prepare" 2>/dev/null || true; fi
+  print_times
+}
+trap on_exit EXIT
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 apt_updated=0
 apt_install() {
   if [ "$apt_updated" -eq 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  # Waits for dpkg's lock: the container preparation may be installing at the same time.
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "$@" >/dev/null
 }
 
 step "prerequisites"
@@ -61,6 +86,27 @@ if ! command -v cargo-deny >/dev/null 2>&1; then
   cargo install cargo-deny --locked
 fi
 
+# The container test's base image (apt installs, mmdebstrap from Debian's mirror, podman import:
+# mostly downloads and disk) is prepared in the background while the workspace compiles; it is
+# waited for before any test runs, so no test shares the machine with it.
+step "container base image: started in the background (log: target/container/prepare.log)"
+mkdir -p target/container
+scripts/container-test.sh prepare >target/container/prepare.log 2>&1 &
+container_prepare=$!
+wait_container_prepare() {
+  if [ -z "$container_prepare" ]; then return 0; fi
+  step "waiting for the container base image (scripts/container-test.sh prepare)"
+  local rc=0
+  wait "$container_prepare" || rc=$?
+  container_prepare=""
+  if [ "$rc" -ne 0 ]; then
+    tail -n 30 target/container/prepare.log >&2
+    echo "test.sh: preparing the container base image failed (log above, target/container/prepare.log)" >&2
+    exit 1
+  fi
+  grep -E '^ +[0-9.]+ s ' target/container/prepare.log >&2 || true
+}
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -94,6 +140,8 @@ fi
 step "cargo test --no-run (builds the binary the end-to-end tests run, with the tests' features)"
 cargo test --workspace --locked --no-run
 
+wait_container_prepare
+
 step "cargo test"
 cargo test --workspace --locked
 
@@ -101,7 +149,8 @@ cargo test --workspace --locked
 # release build only for this step would add minutes to CI; scripts/container-test.sh alone
 # builds and checks the release binary.
 step "the container: deploy/Containerfile built without a registry and checked running (scripts/container-test.sh)"
-CONTAINER_BINARY=target/debug/cdp-relay scripts/container-test.sh
+# s3-server too: `cargo test --no-run` built it (the e2e tests run it), with the tests' features.
+CONTAINER_BINARY=target/debug/cdp-relay CONTAINER_S3_SERVER=target/debug/s3-server scripts/container-test.sh
 
 step "benchmark smoke run (tiny sizes: keeps relay-bench working; timings are not tests)"
 target/debug/relay-bench all --smoke >/dev/null
