@@ -223,7 +223,7 @@ impl ServerHandler for Gateway {
         }
         let mut info = InitializeResult::new(caps);
         info.server_info = Implementation::new("cdp-relay", env!("CARGO_PKG_VERSION"));
-        let ours = "Browser evidence by cdp-relay: every tool call is recorded with what it did in the browser (typed text only as its length). evidence_summary lists the failures so far; evidence://runs/current/summary.md and report.html render the record.";
+        let ours = "Browser evidence by cdp-relay: every tool call is recorded with what it did in the browser (typed text only as its length). A call that typed, or during which a request failed or the page logged an error, gets a \"cdp-relay evidence for this call\" note appended to its result: whether the typed text landed in the field, and what failed. evidence_summary lists unverified typing and the failures so far; evidence://runs/current/summary.md and report.html render the record.";
         info.instructions = Some(
             match child_info.as_ref().and_then(|i| i.instructions.clone()) {
                 Some(theirs) => format!("{theirs}\n\n{ours}"),

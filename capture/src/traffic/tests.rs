@@ -286,6 +286,29 @@ fn insert_text_and_set_value_count_as_typing() {
 }
 
 #[test]
+fn a_typing_call_answered_ends_its_burst_at_once_and_counts_its_step() {
+    let mut h = Harness::new(TrafficOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(
+        1,
+        10,
+        json!({"id": 1, "method": "Input.insertText", "params": {"text": "hello"}}),
+    );
+    h.recv(1, 11, json!({"id": 1, "result": {}}));
+    let progress = h.observer.progress().clone();
+    assert_eq!((progress.started(), progress.written()), (1, 0));
+    assert!(h.actions("type").is_empty(), "the burst is still open");
+    h.handle(TapEvent::TypingOver { at: t(20) });
+    h.observer.handed_over();
+    assert_eq!(
+        h.actions("type").len(),
+        1,
+        "ended at once, not after the typing gap"
+    );
+    assert_eq!(progress.written(), 1);
+}
+
+#[test]
 fn network_failures_join_url_method_and_type() {
     let mut h = Harness::new(TrafficOptions::default());
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
