@@ -82,10 +82,10 @@ pub use reader::{
 pub use record::tool::{JsonType, StoredToolArgument, ToolArgument, ToolArgumentOf, ToolResult};
 pub use record::{
     Action, ActionOf, ArtifactRef, Console, ConsoleOf, CustomKind, DropReason, Form, Lifecycle,
-    LifecycleOf, Marker, MarkerKind, Point, Record, RecordKind, Repeat, Sanitized, Stored,
-    StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork, StoredRepeat,
-    StoredVerification, Verification, VerificationOf, Verified, TARGET_FIELDS,
-    TOOL_CALL_CANDIDATES_FIELD, TOOL_CALL_FIELD,
+    LifecycleOf, Locator, LocatorKind, LocatorOf, Marker, MarkerKind, Point, Record, RecordKind,
+    Repeat, Sanitized, Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle,
+    StoredLocator, StoredNetwork, StoredRepeat, StoredVerification, Verification, VerificationOf,
+    Verified, TARGET_FIELDS, TOOL_CALL_CANDIDATES_FIELD, TOOL_CALL_FIELD,
 };
 pub use rejoin::{JoinAs, Rejoined, RunEnded};
 pub use retention::{PruneReport, RetentionHold, RunInfo};

@@ -26,9 +26,10 @@ pub(crate) mod tool;
 pub(crate) use envelope::Envelope;
 pub use marker::{DropReason, Marker, MarkerKind};
 pub use payload::{
-    Action, ActionOf, ArtifactRef, Console, ConsoleOf, Form, Lifecycle, LifecycleOf, Point,
-    Sanitized, Stored, StoredAction, StoredConsole, StoredInput, StoredLifecycle, StoredNetwork,
-    StoredVerification, Verification, VerificationOf, Verified,
+    Action, ActionOf, ArtifactRef, Console, ConsoleOf, Form, Lifecycle, LifecycleOf, Locator,
+    LocatorKind, LocatorOf, Point, Sanitized, Stored, StoredAction, StoredConsole, StoredInput,
+    StoredLifecycle, StoredLocator, StoredNetwork, StoredVerification, Verification,
+    VerificationOf, Verified,
 };
 
 #[cfg(doc)]

@@ -31,7 +31,12 @@ pub struct TypedEcho {
 enum State {
     /// Fewer than [`MIN_TYPED_CHARS`] non-whitespace characters so far. Leading whitespace is
     /// not kept: a prefix is protected from the first character that says something.
-    Pending { typed: String, chars: usize },
+    Pending {
+        typed: String,
+        chars: usize,
+        /// The name [`TypedEcho::variable`] handed out before the literal was long enough.
+        reserved: Option<String>,
+    },
     /// Registered as echo `echo` of the registry, under `name`.
     Registered { echo: usize, name: String },
 }
@@ -43,6 +48,7 @@ impl TypedEcho {
             state: State::Pending {
                 typed: String::new(),
                 chars: 0,
+                reserved: None,
             },
         }
     }
@@ -60,7 +66,11 @@ impl TypedEcho {
                 let mut registry = registry.write().unwrap_or_else(PoisonError::into_inner);
                 registry.extend_echo(*echo, more);
             }
-            State::Pending { typed, chars } => {
+            State::Pending {
+                typed,
+                chars,
+                reserved,
+            } => {
                 let more = if typed.is_empty() {
                     more.trim_start()
                 } else {
@@ -78,7 +88,7 @@ impl TypedEcho {
                     return;
                 }
                 let mut registry = registry.write().unwrap_or_else(PoisonError::into_inner);
-                if let Some((echo, name)) = registry.add_echo(typed) {
+                if let Some((echo, name)) = registry.add_echo(typed, reserved.take()) {
                     self.state = State::Registered { echo, name };
                 }
             }
@@ -92,6 +102,23 @@ impl TypedEcho {
             State::Registered { name, .. } => Some(name),
         }
     }
+
+    /// The `TYPED_<n>` that stands for this literal in a typing step (`payload.input.variable`):
+    /// its name once registered; a literal still too short to protect gets a number of its own,
+    /// kept if it grows long enough later. `None` once the sanitizer is gone.
+    pub fn variable(&mut self) -> Option<String> {
+        match &mut self.state {
+            State::Registered { name, .. } => Some(name.clone()),
+            State::Pending { reserved, .. } => {
+                if reserved.is_none() {
+                    let registry = self.registry.upgrade()?;
+                    let mut registry = registry.write().unwrap_or_else(PoisonError::into_inner);
+                    *reserved = Some(registry.reserve_typed());
+                }
+                reserved.clone()
+            }
+        }
+    }
 }
 
 impl fmt::Debug for TypedEcho {
@@ -100,5 +127,41 @@ impl fmt::Debug for TypedEcho {
         f.debug_struct("TypedEcho")
             .field("name", &self.name())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Sanitizer;
+
+    #[test]
+    fn a_typing_step_s_variable_is_the_name_its_echoes_read_as() {
+        let s = Sanitizer::new();
+        let mut long = s.typed_echo();
+        long.extend("Secret");
+        assert_eq!(long.variable().as_deref(), Some("TYPED_1"));
+        assert_eq!(s.text("x Secret").as_str(), "x ${TYPED_1}");
+        // Too short to be masked: a number of its own, asked twice the same, and kept when the
+        // text grows long enough to be protected.
+        let mut short = s.typed_echo();
+        short.extend("ab");
+        assert_eq!(short.variable().as_deref(), Some("TYPED_2"));
+        assert_eq!(short.variable().as_deref(), Some("TYPED_2"));
+        assert_eq!(s.text("x ab").as_str(), "x ab");
+        let mut other = s.typed_echo();
+        other.extend("third");
+        assert_eq!(other.name(), Some("TYPED_3"));
+        short.extend("cd");
+        assert_eq!(short.name(), Some("TYPED_2"));
+        assert_eq!(s.text("x abcd").as_str(), "x ${TYPED_2}");
+        drop(s);
+        assert_eq!(s_gone_variable(), None);
+    }
+
+    fn s_gone_variable() -> Option<String> {
+        let s = Sanitizer::new();
+        let mut e = s.typed_echo();
+        drop(s);
+        e.variable()
     }
 }

@@ -171,13 +171,17 @@ impl InputType {
     }
 }
 
-/// Typed input reduced to its length in characters and the input type.
-/// It holds no text and cannot be built from anything that does except by counting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+/// Typed input reduced to its length in characters, the input type and the name of the
+/// variable that stands for the text in a replay (`variable`: a registered secret's name or a
+/// `TYPED_<n>`). It holds no text and cannot be built from anything that does except by
+/// counting; the variable is a name, checked as one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InputSummary {
     chars: u64,
     input_type: InputType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    variable: Option<String>,
 }
 
 impl InputSummary {
@@ -186,13 +190,32 @@ impl InputSummary {
         InputSummary {
             chars: text.chars().count() as u64,
             input_type,
+            variable: None,
         }
     }
 
     /// A summary of `chars` characters typed into an `input_type` field, for a producer that
     /// only ever had the count (a length is not text: it needs no sanitizing).
     pub fn from_count(chars: u64, input_type: InputType) -> Self {
-        InputSummary { chars, input_type }
+        InputSummary {
+            chars,
+            input_type,
+            variable: None,
+        }
+    }
+
+    /// The same summary with the name of the variable that stands for the typed text
+    /// ([`Sanitizer::secret_name`](crate::Sanitizer::secret_name) or
+    /// [`TypedEcho::variable`](crate::TypedEcho::variable)). Anything but a name
+    /// (`[A-Z_][A-Z0-9_]*`, at most 64 characters) is not kept.
+    pub fn with_variable(mut self, name: &str) -> Self {
+        self.variable = crate::secrets::is_variable_name(name).then(|| name.to_owned());
+        self
+    }
+
+    /// The variable that stands for the typed text, if one was named.
+    pub fn variable(&self) -> Option<&str> {
+        self.variable.as_deref()
     }
 
     /// Adds another burst of typing (e.g. consecutive key events) to this summary.
@@ -208,5 +231,28 @@ impl InputSummary {
     /// The field kind the text went to.
     pub fn input_type(&self) -> InputType {
         self.input_type
+    }
+}
+
+#[cfg(test)]
+mod input_tests {
+    use super::*;
+
+    #[test]
+    fn a_variable_is_a_name_or_nothing() {
+        let s = InputSummary::of("hunter2", InputType::Password).with_variable("PASSWORD");
+        assert_eq!(s.variable(), Some("PASSWORD"));
+        assert_eq!(
+            serde_json::to_string(&s).unwrap(),
+            r#"{"chars":7,"inputType":"password","variable":"PASSWORD"}"#
+        );
+        for not_a_name in ["hunter2", "TYPED 1", "", "${TYPED_1}"] {
+            let s = InputSummary::from_count(3, InputType::Text).with_variable(not_a_name);
+            assert_eq!(s.variable(), None, "{not_a_name}");
+            assert_eq!(
+                serde_json::to_string(&s).unwrap(),
+                r#"{"chars":3,"inputType":"text"}"#
+            );
+        }
     }
 }

@@ -225,6 +225,23 @@ impl Sanitizer {
         self.registry_mut().register_typed(literal)
     }
 
+    /// The name of the explicit secret whose value is exactly `literal` (typed text compared in
+    /// memory, where it already is): what a typing step records instead of the value. `None`
+    /// when no secret has that value; a typed echo (`TYPED_<n>`) is no secret.
+    ///
+    /// ```
+    /// use cdp_sanitize::Sanitizer;
+    ///
+    /// let s = Sanitizer::new();
+    /// s.register_secret("PASSWORD", "hunter2 x").unwrap();
+    /// assert_eq!(s.secret_name("hunter2 x").as_deref(), Some("PASSWORD"));
+    /// assert_eq!(s.secret_name("hunter2+x"), None); // a spelling, not the value
+    /// assert_eq!(s.secret_name("hunter2"), None);
+    /// ```
+    pub fn secret_name(&self, literal: &str) -> Option<String> {
+        self.registry().secret_name(literal).map(str::to_owned)
+    }
+
     /// A line-at-a-time sanitizer for streams (keeps state across lines for PEM key blocks).
     pub fn lines(&self) -> LineSanitizer<'_> {
         LineSanitizer::new(self)

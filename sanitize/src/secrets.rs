@@ -147,6 +147,8 @@ struct Literal {
     spelled: String,
     /// Index of its name.
     name: usize,
+    /// The literal itself, not an escaped or encoded spelling of it.
+    plain: bool,
 }
 
 /// Registered literals and the index that finds them.
@@ -227,6 +229,12 @@ pub fn check_name(name: &str) -> Result<(), SecretError> {
     Ok(())
 }
 
+/// True for a name a typing step's `payload.input.variable` may carry: an explicit secret's
+/// name or a `TYPED_<n>` ([`check_name`]'s characters and length, the prefix allowed).
+pub(crate) fn is_variable_name(name: &str) -> bool {
+    name.chars().count() <= MAX_SECRET_NAME_CHARS && is_valid_name(name)
+}
+
 fn non_whitespace(s: &str) -> usize {
     s.chars().filter(|c| !c.is_whitespace()).count()
 }
@@ -298,6 +306,7 @@ impl Registry {
             self.insert(&spelled, candidate);
             self.spellings.insert(spelled.clone(), index);
             self.literals.push(Literal {
+                plain: spelled == literal,
                 spelled,
                 name: index,
             });
@@ -344,13 +353,39 @@ impl Registry {
         if let Some(e) = self.echoes.iter().find(|e| e.literal == literal) {
             return self.names.get(e.name).cloned();
         }
-        let (_, name) = self.add_echo(literal)?;
+        let (_, name) = self.add_echo(literal, None)?;
         Some(name)
     }
 
+    /// The name of the explicit secret whose literal is exactly `literal` (not one of its
+    /// escaped or encoded spellings), if one is registered.
+    pub(crate) fn secret_name(&self, literal: &str) -> Option<&str> {
+        let key = key_at(literal.as_bytes(), 0)?;
+        self.index.get(&key)?.iter().find_map(|c| match c {
+            Candidate::Literal(i) => self
+                .literals
+                .get(*i)
+                .filter(|l| l.plain && l.spelled == literal)
+                .map(|l| self.name(l.name)),
+            Candidate::Echo(..) => None,
+        })
+    }
+
+    /// A `TYPED_<n>` number of its own for a typed literal too short to protect: nothing is
+    /// registered, and no echo will read as it unless [`Registry::add_echo`] is given it.
+    pub(crate) fn reserve_typed(&mut self) -> String {
+        self.typed_next += 1;
+        format!("{TYPED_PREFIX}{}", self.typed_next)
+    }
+
     /// Starts a typed echo with `literal` (leading whitespace already dropped, at least
-    /// [`MIN_TYPED_CHARS`] non-whitespace characters). Returns its index and name.
-    pub(crate) fn add_echo(&mut self, literal: &str) -> Option<(usize, String)> {
+    /// [`MIN_TYPED_CHARS`] non-whitespace characters), under `reserved` (from
+    /// [`Registry::reserve_typed`]) or the next `TYPED_<n>`. Returns its index and name.
+    pub(crate) fn add_echo(
+        &mut self,
+        literal: &str,
+        reserved: Option<String>,
+    ) -> Option<(usize, String)> {
         let literal = capped(literal.trim_start(), TYPED_MAX_BYTES);
         let mut seen = 0;
         let head_chars = literal.chars().position(|c| {
@@ -358,8 +393,10 @@ impl Registry {
             seen == MIN_TYPED_CHARS
         })? + 1;
         // Never taken by an explicit secret: `check_name` reserves the prefix.
-        self.typed_next += 1;
-        let name = format!("{TYPED_PREFIX}{}", self.typed_next);
+        let name = match reserved {
+            Some(name) => name,
+            None => self.reserve_typed(),
+        };
         let index = self.name_index(&name);
         let mut echo = Echo {
             name: index,

@@ -75,6 +75,11 @@ pub struct StoredInput {
     /// The field kind (`password`, `text`, ...); absent from some foreign producers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_type: Option<Word<InputType>>,
+    /// What stands for the typed text in a replay: the name of a registered secret the text
+    /// equals, else `TYPED_<n>` (the name its echoes are masked as); absent from runs recorded
+    /// before and from some foreign producers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variable: Option<String>,
 }
 
 /// `kind: "network"` as read back (the read side of `cdp_sanitize::NetworkFailure`, whose
@@ -163,6 +168,9 @@ pub struct ActionOf<F: Form> {
     /// Where a click or tap landed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub point: Option<Point>,
+    /// For a click or a typing step: how a replay finds the element ([`LocatorOf`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<LocatorOf<F>>,
     /// A size in bytes (an evaluated expression, a screenshot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
@@ -181,6 +189,176 @@ pub struct ActionOf<F: Form> {
     /// An agent's own name for a step (`evidence_mark_step`), sanitized.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<F::Text>,
+}
+
+/// `payload.target` of a click or a typing step: exactly one locator for the element, the first
+/// that exists and is unique enough in the order Playwright's code generator prefers — a test id
+/// (`testId`), an ARIA role and accessible name (`role` + `name`), a label, a placeholder, a
+/// short CSS selector (`css`) — with `frame` (the CSS selector of the `<iframe>` in its parent)
+/// when the element is in a child frame; or `replayable: false` and a value-free `why`. Its
+/// text is page text, sanitized; a name that held typed text is never recorded (the step is not
+/// replayable instead).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    bound(
+        serialize = "F::Text: Serialize",
+        deserialize = "F::Text: Deserialize<'de>"
+    )
+)]
+#[non_exhaustive]
+pub struct LocatorOf<F: Form> {
+    /// The element's `data-testid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_id: Option<F::Text>,
+    /// Its ARIA role (explicit, or implicit: `button`, `link`, `textbox`, …), with `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<F::Text>,
+    /// Its accessible name, with `role`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<F::Text>,
+    /// The text of its label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<F::Text>,
+    /// Its placeholder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placeholder: Option<F::Text>,
+    /// A short CSS selector (by id, by `tag[name="…"]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub css: Option<F::Text>,
+    /// The CSS selector of the `<iframe>` the element is in, in its parent document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<F::Text>,
+    /// `false` when no locator is safe to record; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayable: Option<bool>,
+    /// Why it is not replayable: one value-free sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<F::Text>,
+}
+
+/// A locator to write (sanitized form).
+pub type Locator = LocatorOf<Sanitized>;
+/// A locator as read back from a journal.
+pub type StoredLocator = LocatorOf<Stored>;
+
+impl<F: Form> LocatorOf<F> {
+    fn empty() -> LocatorOf<F> {
+        LocatorOf {
+            test_id: None,
+            role: None,
+            name: None,
+            label: None,
+            placeholder: None,
+            css: None,
+            frame: None,
+            replayable: None,
+            why: None,
+        }
+    }
+
+    /// By `data-testid`.
+    pub fn test_id(id: F::Text) -> LocatorOf<F> {
+        LocatorOf {
+            test_id: Some(id),
+            ..LocatorOf::empty()
+        }
+    }
+
+    /// By ARIA role and accessible name.
+    pub fn role(role: F::Text, name: F::Text) -> LocatorOf<F> {
+        LocatorOf {
+            role: Some(role),
+            name: Some(name),
+            ..LocatorOf::empty()
+        }
+    }
+
+    /// By label text.
+    pub fn label(label: F::Text) -> LocatorOf<F> {
+        LocatorOf {
+            label: Some(label),
+            ..LocatorOf::empty()
+        }
+    }
+
+    /// By placeholder.
+    pub fn placeholder(placeholder: F::Text) -> LocatorOf<F> {
+        LocatorOf {
+            placeholder: Some(placeholder),
+            ..LocatorOf::empty()
+        }
+    }
+
+    /// By a CSS selector.
+    pub fn css(css: F::Text) -> LocatorOf<F> {
+        LocatorOf {
+            css: Some(css),
+            ..LocatorOf::empty()
+        }
+    }
+
+    /// Not replayable, and why (value-free).
+    pub fn not_replayable(why: F::Text) -> LocatorOf<F> {
+        LocatorOf {
+            replayable: Some(false),
+            why: Some(why),
+            ..LocatorOf::empty()
+        }
+    }
+
+    /// The same locator, inside the `<iframe>` that `frame` selects in its parent.
+    pub fn in_frame(mut self, frame: F::Text) -> LocatorOf<F> {
+        self.frame = Some(frame);
+        self
+    }
+
+    /// Which locator this is, in the format's order; `None` for one that names none.
+    pub fn kind(&self) -> Option<LocatorKind<'_>> {
+        if self.replayable == Some(false) {
+            return Some(LocatorKind::NotReplayable(
+                self.why.as_ref().map_or("", AsRef::as_ref),
+            ));
+        }
+        fn t<T: AsRef<str>>(v: &Option<T>) -> Option<&str> {
+            v.as_ref().map(AsRef::as_ref)
+        }
+        Some(if let Some(id) = t(&self.test_id) {
+            LocatorKind::TestId(id)
+        } else if let (Some(role), Some(name)) = (t(&self.role), t(&self.name)) {
+            LocatorKind::Role { role, name }
+        } else if let Some(label) = t(&self.label) {
+            LocatorKind::Label(label)
+        } else if let Some(p) = t(&self.placeholder) {
+            LocatorKind::Placeholder(p)
+        } else if let Some(css) = t(&self.css) {
+            LocatorKind::Css(css)
+        } else {
+            return None;
+        })
+    }
+}
+
+/// A [`LocatorOf`] read as the one locator it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocatorKind<'a> {
+    /// `getByTestId(id)`.
+    TestId(&'a str),
+    /// `getByRole(role, { name })`.
+    Role {
+        /// The ARIA role.
+        role: &'a str,
+        /// The accessible name.
+        name: &'a str,
+    },
+    /// `getByLabel(label)`.
+    Label(&'a str),
+    /// `getByPlaceholder(placeholder)`.
+    Placeholder(&'a str),
+    /// `locator(css)`.
+    Css(&'a str),
+    /// Not replayable, and why.
+    NotReplayable(&'a str),
 }
 
 /// Whether typed text landed: `true`, `false`, or `"indeterminate"` in the journal.
@@ -295,6 +473,7 @@ impl Action {
             url: None,
             input: None,
             point: None,
+            target: None,
             bytes: None,
             detail: None,
             verification: None,

@@ -533,3 +533,77 @@ fn tool_call_candidates_are_written_instead_of_a_single_call() {
         .get(crate::TOOL_CALL_CANDIDATES_FIELD)
         .is_none());
 }
+
+#[test]
+fn a_step_s_locator_and_variable_read_back_as_written() {
+    use crate::StoredPayload as P;
+    let cases = [
+        (
+            Locator::test_id(SafeText::literal("submit")),
+            serde_json::json!({"testId": "submit"}),
+            LocatorKind::TestId("submit"),
+        ),
+        (
+            Locator::role(SafeText::literal("button"), SafeText::literal("Sign in")),
+            serde_json::json!({"role": "button", "name": "Sign in"}),
+            LocatorKind::Role {
+                role: "button",
+                name: "Sign in",
+            },
+        ),
+        (
+            Locator::label(SafeText::literal("Email")).in_frame(SafeText::literal("#pay")),
+            serde_json::json!({"label": "Email", "frame": "#pay"}),
+            LocatorKind::Label("Email"),
+        ),
+        (
+            Locator::placeholder(SafeText::literal("you@example.com")),
+            serde_json::json!({"placeholder": "you@example.com"}),
+            LocatorKind::Placeholder("you@example.com"),
+        ),
+        (
+            Locator::css(SafeText::literal("#email")),
+            serde_json::json!({"css": "#email"}),
+            LocatorKind::Css("#email"),
+        ),
+        (
+            Locator::not_replayable(SafeText::literal("the element's name contains typed text")),
+            serde_json::json!({"replayable": false, "why": "the element's name contains typed text"}),
+            LocatorKind::NotReplayable("the element's name contains typed text"),
+        ),
+    ];
+    for (locator, json, kind) in cases {
+        assert_eq!(locator.kind(), Some(kind));
+        let mut a = Action::new(ActionMethod::Type);
+        a.target = Some(locator);
+        a.input = Some(
+            cdp_sanitize::InputSummary::of("hunter2", cdp_sanitize::InputType::Password)
+                .with_variable("PASSWORD"),
+        );
+        let (written, read) = read_back(&Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Action(a),
+        ));
+        assert_eq!(written["target"], json);
+        assert_eq!(written["input"]["variable"], "PASSWORD");
+        let P::Action(read) = read else {
+            panic!("{read:?}")
+        };
+        assert_eq!(read.target.as_ref().and_then(|t| t.kind()), Some(kind));
+        assert_eq!(
+            read.input.as_ref().and_then(|i| i.variable.as_deref()),
+            Some("PASSWORD")
+        );
+        assert_eq!(serde_json::to_value(&read).unwrap(), written);
+    }
+    // A record without them (an older run, another producer) reads as before.
+    let (written, read) = read_back(&Record::new(
+        SafeText::literal("cdp"),
+        RecordKind::Action(Action::new(ActionMethod::Click)),
+    ));
+    assert!(written.get("target").is_none());
+    let P::Action(read) = read else {
+        panic!("{read:?}")
+    };
+    assert_eq!(read.target, None);
+}

@@ -111,7 +111,7 @@ fn typed_literals_get_generated_names() {
 #[test]
 fn typed_prefixes_are_protected_from_the_fourth_non_blank_character() {
     let mut r = Registry::default();
-    let (echo, name) = r.add_echo("Type").expect("four characters");
+    let (echo, name) = r.add_echo("Type", None).expect("four characters");
     assert_eq!(name, "TYPED_1");
     r.extend_echo(echo, "Secret");
     r.extend_echo(echo, "BBB2");
@@ -129,8 +129,8 @@ fn typed_prefixes_are_protected_from_the_fourth_non_blank_character() {
     }
     // Blanks do not count towards the minimum.
     let mut r = Registry::default();
-    assert!(r.add_echo("a b c").is_none());
-    let (_, name) = r.add_echo("a b cd e").expect("four non-blank");
+    assert!(r.add_echo("a b c", None).is_none());
+    let (_, name) = r.add_echo("a b cd e", None).expect("four non-blank");
     assert_eq!(name, "TYPED_1");
     assert_eq!(replace(&r, "x a b c y"), "x a b c y");
     assert_eq!(replace(&r, "x a b cd y"), "x ${TYPED_1} y");
@@ -139,7 +139,7 @@ fn typed_prefixes_are_protected_from_the_fourth_non_blank_character() {
 #[test]
 fn typed_prefixes_in_every_spelling() {
     let mut r = Registry::default();
-    let (echo, _) = r.add_echo("p@ss").expect("four characters");
+    let (echo, _) = r.add_echo("p@ss", None).expect("four characters");
     r.extend_echo(echo, " \"w0rd\"\n!");
     for (text, want) in [
         (r#"{"v":"p@ss \"w0"}"#, r#"{"v":"${TYPED_1}"}"#),
@@ -156,7 +156,7 @@ fn typed_prefixes_in_every_spelling() {
 #[test]
 fn the_longest_candidate_wins_and_ties_go_to_the_first_name() {
     let mut r = reg(&[("PW", "passw0")]);
-    let (_, name) = r.add_echo("password123").expect("long enough");
+    let (_, name) = r.add_echo("password123", None).expect("long enough");
     assert_eq!(name, "TYPED_1");
     // The explicit literal is the longest *pattern* at the position, but the echo extends
     // further: the echo wins.
@@ -164,12 +164,12 @@ fn the_longest_candidate_wins_and_ties_go_to_the_first_name() {
     assert_eq!(replace(&r, "x passw0rd y"), "x ${PW}rd y");
     // Equal length: the name registered first.
     let mut r2 = reg(&[("PW", "password")]);
-    r2.add_echo("password").expect("long enough");
+    r2.add_echo("password", None).expect("long enough");
     assert_eq!(replace(&r2, "password"), "${PW}");
     // Two echoes with the same head: each extends, the longer match wins.
     let mut r3 = Registry::default();
-    r3.add_echo("pass one").expect("long enough");
-    r3.add_echo("pass two").expect("long enough");
+    r3.add_echo("pass one", None).expect("long enough");
+    r3.add_echo("pass two", None).expect("long enough");
     assert_eq!(
         replace(&r3, "pass two pass one pass"),
         "${TYPED_2} ${TYPED_1} ${TYPED_1}"
@@ -179,7 +179,7 @@ fn the_longest_candidate_wins_and_ties_go_to_the_first_name() {
 #[test]
 fn extending_an_echo_does_not_grow_the_index() {
     let mut r = Registry::default();
-    let (echo, _) = r.add_echo("abcd").expect("four characters");
+    let (echo, _) = r.add_echo("abcd", None).expect("four characters");
     let patterns: usize = r.index.values().map(Vec::len).sum();
     assert_eq!(patterns, Spelling::ALL.len());
     let work = r.work();
@@ -385,4 +385,40 @@ fn names_are_bounded_and_the_relays_own_are_reserved() {
     assert!(!format!("{e:?}").contains(swapped), "{e:?}");
     // A typed echo still gets the next free number.
     assert_eq!(r.register_typed("hunter2").as_deref(), Some("TYPED_1"));
+}
+
+#[test]
+fn a_secret_is_found_by_its_value_never_by_a_spelling_or_a_typed_echo() {
+    let mut r = Registry::default();
+    assert_eq!(r.register("PASSWORD", "pass word&1"), Ok(true));
+    assert_eq!(r.register("TOKEN", "tok-1234"), Ok(true));
+    assert_eq!(r.secret_name("pass word&1"), Some("PASSWORD"));
+    assert_eq!(r.secret_name("tok-1234"), Some("TOKEN"));
+    // Its encoded spellings are masked in text, but typing them is typing something else.
+    assert_eq!(r.secret_name("pass+word%261"), None);
+    assert_eq!(r.secret_name("pass%20word%261"), None);
+    // A prefix, a longer text, a short text, a typed echo: no secret.
+    assert_eq!(r.secret_name("pass word"), None);
+    assert_eq!(r.secret_name("pass word&12"), None);
+    assert_eq!(r.secret_name("ab"), None);
+    assert_eq!(
+        r.register_typed("typed-literal").as_deref(),
+        Some("TYPED_1")
+    );
+    assert_eq!(r.secret_name("typed-literal"), None);
+}
+
+#[test]
+fn a_short_typed_literal_gets_a_number_of_its_own_and_keeps_it_when_it_grows() {
+    let mut r = Registry::default();
+    assert_eq!(r.reserve_typed(), "TYPED_1");
+    assert_eq!(r.register_typed("later").as_deref(), Some("TYPED_2"));
+    let reserved = r.reserve_typed();
+    assert_eq!(reserved, "TYPED_3");
+    let (_, name) = r.add_echo("grown", Some(reserved)).expect("long enough");
+    assert_eq!(name, "TYPED_3");
+    assert_eq!(replace(&r, "x grown y"), "x ${TYPED_3} y");
+    assert_eq!(r.register_typed("another").as_deref(), Some("TYPED_4"));
+    assert!(is_variable_name("TYPED_3") && is_variable_name("PASSWORD"));
+    assert!(!is_variable_name("pass word") && !is_variable_name(&"N".repeat(65)));
 }
