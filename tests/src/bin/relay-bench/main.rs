@@ -13,6 +13,8 @@
 //! `cargo build --release --workspace --bins && target/release/relay-bench [real|synthetic|all]`.
 //! `relay-bench observer` compares `cdp-relay launch` with and without its own observer;
 //! `relay-bench mcp` an MCP tool call direct and through `cdp-relay mcp`.
+//! `relay-bench mcp-feedback` tool calls of the real browser MCP servers through `cdp-relay mcp`
+//! with and without its feedback (not part of `all`).
 //! `relay-bench report` measures `cdp-relay report` and Chromium on runs too big to show whole.
 //! `relay-bench --help` lists the flags: `--smoke` (tiny sizes, seconds — what CI runs to keep
 //! the benchmark working), `--rounds` (`BENCH_ROUNDS`, default 10), `--relay-args`
@@ -26,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 mod mcp;
+mod mcp_feedback;
 mod observer;
 mod paths;
 mod real;
@@ -50,6 +53,9 @@ enum Which {
     Synthetic,
     /// An MCP tool call direct and through `cdp-relay mcp`.
     Mcp,
+    /// Tool calls of chrome-devtools-mcp and @playwright/mcp through `cdp-relay mcp` with and
+    /// without its feedback (not part of `all`).
+    McpFeedback,
     /// `cdp-relay report` on runs too big to show whole, and Chromium loading the result (not
     /// part of `all`).
     Report,
@@ -107,6 +113,22 @@ fn preflight(args: &Args, clients: &Path) -> Result<(), String> {
              `cargo build --release --bin cdp-relay` first"
                 .into(),
         );
+    }
+    if args.which == Which::McpFeedback {
+        let servers = [
+            "chrome-devtools-mcp/build/src/bin/chrome-devtools-mcp.js",
+            "@playwright/mcp/cli.js",
+        ];
+        if !servers
+            .iter()
+            .all(|s| clients.join("node_modules").join(s).is_file())
+        {
+            return Err(format!(
+                "the browser MCP servers are not installed: run `npm ci --prefix {}`",
+                clients.display()
+            ));
+        }
+        return Ok(());
     }
     let needs_node = !matches!(args.which, Which::Observer | Which::Report) && !args.no_node_peer;
     if needs_node && !clients.join("node_modules").join("http-proxy").is_dir() {
@@ -198,6 +220,12 @@ async fn main() -> ExitCode {
         println!("### Synthetic upstream\n");
         println!("{}", synthetic::run(rounds, &sizes, &extra, node).await);
     }
+    if which == Which::McpFeedback {
+        println!("### Feedback in tool results\n");
+        let rounds = args.rounds.unwrap_or(if smoke { 1 } else { 4 });
+        let calls = if smoke { 2 } else { 20 };
+        println!("{}", mcp_feedback::run(rounds, calls, &extra).await);
+    }
     if which == Which::Report {
         println!("### Rendering runs too big to show whole\n");
         println!("{}", report::run(smoke).await);
@@ -247,5 +275,12 @@ mod tests {
         if let Err(e) = preflight(&args, empty.path()) {
             assert!(!e.contains("npm"), "{e}");
         }
+        let args = Args::try_parse_from(["relay-bench", "mcp-feedback", "--no-node-peer"]).unwrap();
+        let err = preflight(&args, empty.path()).unwrap_err();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("npm ci") || err.contains("cargo build"),
+            "the servers are needed whatever --no-node-peer says: {err}"
+        );
     }
 }
