@@ -55,6 +55,7 @@ mod limits;
 mod model;
 mod notes;
 mod options;
+pub mod replay;
 mod summary;
 mod text;
 mod timeline;
