@@ -8,6 +8,7 @@
 
 mod demo;
 mod evidence;
+mod export;
 mod logging;
 mod mcp;
 mod relay;
@@ -71,6 +72,9 @@ pub enum Command {
     Prune(evidence::PruneArgs),
     /// Render (or re-render) a run's report.html and summary.md; prints the report's path.
     Report(report::ReportArgs),
+    /// Write a run as a test that replays it (a Playwright spec; typed text read from
+    /// environment variables).
+    Export(export::ExportArgs),
     /// Upload finalized runs that are not in object storage yet (--evidence-upload URL).
     Upload(upload::UploadCmdArgs),
 }
@@ -390,6 +394,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Runs(args) => evidence::run_runs(args),
         Command::Prune(args) => evidence::run_prune(args),
         Command::Report(args) => report::run(args),
+        Command::Export(args) => export::run(args),
         Command::Upload(args) => upload::run_upload(args),
     }
 }

@@ -42,7 +42,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             .context("cannot write to stdout")?;
         return Ok(ExitCode::SUCCESS);
     }
-    let run_dir = resolve(&args)?;
+    let run_dir = resolve(&args.run, &args.dir)?;
     let rendered = cdp_report::render(&run_dir)
         .with_context(|| format!("cannot render the report of {}", run_dir.display()))?;
     let f = &rendered.figures;
@@ -63,37 +63,37 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A path that is a directory wins; otherwise a run id under the evidence root.
-fn resolve(args: &ReportArgs) -> anyhow::Result<PathBuf> {
-    let as_path = PathBuf::from(&args.run);
+pub(crate) fn resolve(run: &str, dir: &EvidenceDir) -> anyhow::Result<PathBuf> {
+    let as_path = PathBuf::from(run);
     if as_path.is_dir() {
         return Ok(as_path);
     }
-    cdp_evidence::validate_id("RUN_ID", &args.run).map_err(|_| {
+    cdp_evidence::validate_id("RUN_ID", run).map_err(|_| {
         Usage(format!(
             "{:?} is neither a run directory nor a run id; `cdp-relay runs` lists the runs",
-            args.run
+            run
         ))
     })?;
-    let store = Store::open(EvidenceConfig::at(&args.dir.evidence_dir)).with_context(|| {
+    let store = Store::open(EvidenceConfig::at(&dir.evidence_dir)).with_context(|| {
         format!(
             "cannot open the evidence root {}",
-            args.dir.evidence_dir.display()
+            dir.evidence_dir.display()
         )
     })?;
-    let dir = store.run_dir(&args.run).with_context(|| {
+    let run_dir = store.run_dir(run).with_context(|| {
         format!(
             "no run {} under {} (pass the run directory, or --evidence-dir)",
-            args.run,
-            args.dir.evidence_dir.display()
+            run,
+            dir.evidence_dir.display()
         )
     })?;
-    if !dir.is_dir() {
+    if !run_dir.is_dir() {
         return Err(Usage(format!(
             "no run {} under {}; `cdp-relay runs --evidence-dir DIR` lists the runs",
-            args.run,
-            args.dir.evidence_dir.display()
+            run,
+            dir.evidence_dir.display()
         ))
         .into());
     }
-    Ok(dir)
+    Ok(run_dir)
 }
