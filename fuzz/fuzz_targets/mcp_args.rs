@@ -8,6 +8,7 @@
 
 #![no_main]
 
+use cdp_relay_fuzz::{collect_strings, in_marker_vocabulary, unprotected_segments};
 use cdp_relay_mcp::fuzzing::{key_press, reduce, typed_key, typed_literals, KeyPress};
 use cdp_sanitize::Sanitizer;
 use libfuzzer_sys::fuzz_target;
@@ -44,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
     let mut strings = Vec::new();
     collect_strings(&out, &mut strings);
     for literal in protected {
-        if literal.chars().count() < 8 || in_marker_vocabulary(literal) {
+        if literal.chars().count() < 8 || in_marker_vocabulary(literal, "${TYPED_}") {
             continue;
         }
         for string in &strings {
@@ -57,60 +58,3 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
-
-fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
-    match v {
-        Value::String(s) => out.push(s),
-        Value::Array(items) => items.iter().for_each(|i| collect_strings(i, out)),
-        Value::Object(map) => {
-            for (k, v) in map {
-                out.push(k);
-                collect_strings(v, out);
-            }
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
-}
-
-/// A literal spelled with marker syntax, or part of the markers' words, can appear in output
-/// that holds none of it.
-fn in_marker_vocabulary(literal: &str) -> bool {
-    let mut vocabulary: String = cdp_sanitize::Rule::ALL.iter().map(|r| r.marker()).collect();
-    vocabulary.push_str(" target:0123456789abcdef …[truncated 0123456789 chars] ${TYPED_}");
-    vocabulary.contains(literal) || literal.contains(['$', '{', '}', '[', ']', '…'])
-}
-
-/// Text outside `${NAME}` and `[redacted:rule]`.
-fn unprotected_segments(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut last, mut i) = (0, 0);
-    while i < s.len() {
-        if let Some(len) = protected_len(&s[i..]) {
-            out.push(&s[last..i]);
-            i += len;
-            last = i;
-        } else {
-            i += s[i..].chars().next().map_or(1, char::len_utf8);
-        }
-    }
-    out.push(&s[last..]);
-    out
-}
-
-fn protected_len(s: &str) -> Option<usize> {
-    if let Some(rest) = s.strip_prefix("${") {
-        let name = rest
-            .bytes()
-            .take_while(|b| *b == b'_' || b.is_ascii_uppercase() || b.is_ascii_digit())
-            .count();
-        return (name > 0 && rest[name..].starts_with('}')).then_some(2 + name + 1);
-    }
-    if let Some(rest) = s.strip_prefix("[redacted:") {
-        let name = rest
-            .bytes()
-            .take_while(|b| *b == b'-' || b.is_ascii_lowercase())
-            .count();
-        return (name > 0 && rest[name..].starts_with(']')).then_some(10 + name + 1);
-    }
-    None
-}

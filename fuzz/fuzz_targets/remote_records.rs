@@ -8,6 +8,7 @@
 #![no_main]
 
 use cdp_relay::remote::parse_body;
+use cdp_relay_fuzz::in_marker_vocabulary;
 use cdp_sanitize::Sanitizer;
 use libfuzzer_sys::fuzz_target;
 
@@ -20,8 +21,10 @@ fuzz_target!(|data: &[u8]| {
         None => (String::new(), data),
     };
     let s = Sanitizer::new();
+    // A literal in the refusal's own words can appear without being leaked.
     let registered = matches!(s.register_secret("FUZZ_SECRET", &literal), Ok(true))
-        && !in_marker_vocabulary(&literal);
+        && !in_marker_vocabulary(&literal, REFUSAL_WORDS)
+        && !literal.contains(['\\', '"']);
     let lines = body
         .split(|&b| b == b'\n')
         .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
@@ -48,13 +51,6 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// A literal in the refusal's or the markers' own words can appear without being leaked.
-fn in_marker_vocabulary(literal: &str) -> bool {
-    let mut vocabulary: String = cdp_sanitize::Rule::ALL.iter().map(|r| r.marker()).collect();
-    vocabulary.push_str(
-        " target:0123456789abcdef …[truncated 0123456789 chars] ${FUZZ_SECRET} \
-         cdp-relay: line 0123456789: ; nothing was appended (see docs/evidence-format.md) \
-         (and more bad line(s)) no records in the body; send one JSON record per line",
-    );
-    vocabulary.contains(literal) || literal.contains(['$', '{', '}', '[', ']', '…', '\\', '"'])
-}
+const REFUSAL_WORDS: &str = "${FUZZ_SECRET} \
+    cdp-relay: line 0123456789: ; nothing was appended (see docs/evidence-format.md) \
+    (and more bad line(s)) no records in the body; send one JSON record per line";

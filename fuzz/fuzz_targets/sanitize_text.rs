@@ -10,6 +10,7 @@
 
 #![no_main]
 
+use cdp_relay_fuzz::unprotected_segments;
 use cdp_sanitize::Sanitizer;
 use libfuzzer_sys::fuzz_target;
 
@@ -106,59 +107,6 @@ fn looks_like_marker_syntax(literal: &str) -> bool {
     ]
     .iter()
     .any(|m| literal.contains(m))
-}
-
-/// Text outside `${NAME}`, `[redacted:rule]`, `target:<12 hex>` and `…[truncated N chars]`.
-fn unprotected_segments(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut last = 0;
-    let mut i = 0;
-    while i < s.len() {
-        if let Some(len) = protected_len(&s[i..]) {
-            out.push(&s[last..i]);
-            i += len;
-            last = i;
-        } else {
-            i += s[i..].chars().next().map_or(1, char::len_utf8);
-        }
-    }
-    out.push(&s[last..]);
-    out
-}
-
-fn protected_len(s: &str) -> Option<usize> {
-    if let Some(rest) = s.strip_prefix("${") {
-        let name = rest
-            .bytes()
-            .take_while(|b| *b == b'_' || b.is_ascii_uppercase() || b.is_ascii_digit())
-            .count();
-        let first_ok = rest
-            .bytes()
-            .next()
-            .is_some_and(|b| b == b'_' || b.is_ascii_uppercase());
-        return (first_ok && rest[name..].starts_with('}')).then_some(2 + name + 1);
-    }
-    if let Some(rest) = s.strip_prefix("[redacted:") {
-        let name = rest
-            .bytes()
-            .take_while(|b| *b == b'-' || b.is_ascii_lowercase())
-            .count();
-        return (name > 0 && rest[name..].starts_with(']')).then_some(10 + name + 1);
-    }
-    if let Some(rest) = s.strip_prefix("target:") {
-        let hex = rest
-            .bytes()
-            .take_while(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-            .count();
-        return (hex == 12).then_some(7 + 12);
-    }
-    if let Some(rest) = s.strip_prefix("…[truncated ") {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let tail = " chars]";
-        return (digits > 0 && rest[digits..].starts_with(tail))
-            .then_some("…[truncated ".len() + digits + tail.len());
-    }
-    None
 }
 
 /// Every prefix of a typed literal that must not survive: at least four non-whitespace
