@@ -1,0 +1,320 @@
+//! `cdp-relay export` end to end: the demo's run becomes a Playwright spec that
+//! `@playwright/test` (with Debian's Chromium) runs green against a fresh demo site, through a
+//! relay that records the replay as a run of its own with the same steps and input types; the
+//! spec holds none of what was typed; and without one of its variables the replay fails at the
+//! step that needs it, naming the variable.
+
+use cdp_relay_tests::files::leaks;
+use cdp_relay_tests::{clients_dir, collect_stderr, relay_binary, within, RelayProcess};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+
+// The demo's planted inputs: the same literals as in cli/src/demo/mod.rs.
+const USERNAME: &str = "alex.morgan@ledgerly.test";
+const PASSWORD: &str = "demo-Passw0rd!";
+const OTP: &str = "824913";
+const SEARCH: &str = "overdue invoices";
+
+/// The value the demo typed into a field of this input type.
+fn typed_value(input_type: &str) -> &'static str {
+    match input_type {
+        "email" => USERNAME,
+        "password" => PASSWORD,
+        "one-time-code" => OTP,
+        "search" => SEARCH,
+        other => panic!("the demo types into no {other} field"),
+    }
+}
+
+/// `cdp-relay demo` to the end; returns its run directory.
+async fn demo_run(evidence: &Path) -> PathBuf {
+    let out = within(
+        "cdp-relay demo",
+        tokio::process::Command::new(relay_binary())
+            .args(["demo", "--evidence-dir"])
+            .arg(evidence)
+            .env_remove("RUST_LOG")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("run cdp-relay demo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "demo failed:\n{stderr}");
+    let report = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    report.parent().expect("run dir").to_path_buf()
+}
+
+/// A demo kept open after its script: its site keeps serving (the closest thing to the demo
+/// site on its own). Killed on drop; [`KeptDemo::stop`] ends it with Ctrl-C.
+struct KeptDemo {
+    child: tokio::process::Child,
+    stderr: Arc<std::sync::Mutex<String>>,
+    origin: String,
+}
+
+impl KeptDemo {
+    async fn start(evidence: &Path) -> KeptDemo {
+        let mut child = tokio::process::Command::new(relay_binary())
+            .args(["demo", "--keep-open", "--evidence-dir"])
+            .arg(evidence)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn cdp-relay demo --keep-open");
+        let stderr = Arc::new(std::sync::Mutex::new(String::new()));
+        let seen = Arc::new(tokio::sync::Notify::new());
+        collect_stderr(
+            child.stderr.take().expect("stderr"),
+            stderr.clone(),
+            Some(seen.clone()),
+        );
+        let origin = within("the kept-open demo", async {
+            loop {
+                let notified = seen.notified();
+                {
+                    let text = stderr.lock().expect("stderr").clone();
+                    if text.contains("the browser stays open") {
+                        let at = text.find("signing in to http://").expect("site origin") + 14;
+                        let url = text[at..].split_whitespace().next().expect("url");
+                        break url.trim_end_matches("/login").to_owned();
+                    }
+                    if let Ok(Some(status)) = child.try_wait() {
+                        panic!("the kept-open demo exited ({status}):\n{text}");
+                    }
+                }
+                notified.await;
+            }
+        })
+        .await;
+        KeptDemo {
+            child,
+            stderr,
+            origin,
+        }
+    }
+
+    async fn stop(mut self) {
+        let pid = self.child.id().expect("running") as i32;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .expect("SIGINT");
+        let status = within("the kept-open demo to exit", self.child.wait())
+            .await
+            .expect("wait");
+        let text = self.stderr.lock().expect("stderr").clone();
+        assert!(status.success(), "the kept-open demo failed:\n{text}");
+    }
+}
+
+/// The spec's variables for typed inputs, from its header: input type → variable name.
+fn input_variables(spec: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for line in spec.lines().take_while(|l| l.starts_with("//")) {
+        let Some((left, right)) = line.split_once(" characters typed into ") else {
+            continue;
+        };
+        let name = left.trim_start_matches("//").split_whitespace().next();
+        let kind = right
+            .trim_start_matches("an ")
+            .trim_start_matches("a ")
+            .split(" field")
+            .next();
+        if let (Some(name), Some(kind)) = (name, kind) {
+            out.insert(kind.to_owned(), name.to_owned());
+        }
+    }
+    out
+}
+
+/// The steps of a run a replay must repeat: navigations, clicks, typing (with its input type),
+/// key presses and pages opened, in the format's order.
+fn steps(run_dir: &Path) -> Vec<String> {
+    let journal = std::fs::read_to_string(run_dir.join("actions.jsonl")).expect("journal");
+    let mut records: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .filter(|r: &Value| r["kind"] == "action" && r["source"] == "relay")
+        .collect();
+    records.sort_by(|a, b| {
+        (a["startedAt"].as_str(), a["actionId"].as_str())
+            .cmp(&(b["startedAt"].as_str(), b["actionId"].as_str()))
+    });
+    records
+        .iter()
+        .filter_map(|r| {
+            let p = &r["payload"];
+            match p["method"].as_str()? {
+                m @ ("Page.navigate" | "click" | "press" | "Target.createTarget") => {
+                    Some(m.to_owned())
+                }
+                "type" => Some(format!(
+                    "type {}",
+                    p["input"]["inputType"].as_str().unwrap_or("?")
+                )),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Runs `@playwright/test` on the spec in `work` with `env`; returns (success, output).
+async fn playwright(work: &Path, env: &[(&str, &str)]) -> (bool, String) {
+    let cli = clients_dir()
+        .join("node_modules")
+        .join("@playwright")
+        .join("test")
+        .join("cli.js");
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(cli)
+        .args(["test", "--config", "playwright.config.ts"])
+        .current_dir(work)
+        .env_remove("CDP_RELAY_ENDPOINT")
+        .env_remove("BASE_URL")
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = within("npx playwright test", cmd.output())
+        .await
+        .expect("run node (is Node.js installed?)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[tokio::test]
+async fn the_demos_run_replays_green_through_the_relay_and_fails_without_a_variable() {
+    let evidence = tempfile::tempdir().expect("evidence dir");
+    let run_dir = demo_run(evidence.path()).await;
+
+    // The export, twice: the same bytes.
+    let work = tempfile::tempdir().expect("work dir");
+    let spec_path = work.path().join("replay.spec.ts");
+    let export = |out: &Path| {
+        let status = std::process::Command::new(relay_binary())
+            .arg("export")
+            .arg(&run_dir)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .expect("run cdp-relay export");
+        assert!(
+            status.status.success(),
+            "{}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+    };
+    export(&spec_path);
+    export(&work.path().join("again.ts"));
+    let spec = std::fs::read_to_string(&spec_path).expect("spec");
+    assert_eq!(
+        spec,
+        std::fs::read_to_string(work.path().join("again.ts")).expect("again")
+    );
+    std::fs::remove_file(work.path().join("again.ts")).expect("rm");
+    for planted in [USERNAME, PASSWORD, OTP, SEARCH] {
+        assert!(
+            !leaks(spec.as_bytes(), planted),
+            "the spec holds a typed value:\n{spec}"
+        );
+    }
+    let variables = input_variables(&spec);
+    assert_eq!(
+        variables.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["email", "one-time-code", "password", "search"],
+        "{spec}"
+    );
+    assert!(
+        !spec.contains("not replayable"),
+        "every step of the demo is replayable:\n{spec}"
+    );
+
+    // A fresh site, a relay in front of a fresh Chromium, and the replay through it.
+    let site = KeptDemo::start(&evidence.path().join("site")).await;
+    std::os::unix::fs::symlink(
+        clients_dir().join("node_modules"),
+        work.path().join("node_modules"),
+    )
+    .expect("node_modules link");
+    std::fs::write(
+        work.path().join("playwright.config.ts"),
+        "export default {\n  testDir: '.',\n  outputDir: './test-results',\n  workers: 1,\n  \
+         reporter: 'line',\n  use: { launchOptions: { executablePath: '/usr/bin/chromium' } },\n};\n",
+    )
+    .expect("config");
+    let replay_evidence = tempfile::tempdir().expect("replay evidence");
+    let relay = RelayProcess::spawn(
+        &[
+            "launch",
+            "--listen",
+            "127.0.0.1:0",
+            "--evidence-dir",
+            &replay_evidence.path().to_string_lossy(),
+        ],
+        &[],
+    )
+    .await;
+    let mut env: Vec<(&str, &str)> = variables
+        .iter()
+        .map(|(kind, name)| (name.as_str(), typed_value(kind)))
+        .collect();
+    env.push(("BASE_URL", &site.origin));
+    let endpoint = relay.endpoint.clone();
+    let mut through_relay = env.clone();
+    through_relay.push(("CDP_RELAY_ENDPOINT", &endpoint));
+    let (ok, output) = playwright(work.path(), &through_relay).await;
+    assert!(ok, "the replay failed:\n{output}\n{spec}");
+    relay.stop().await;
+
+    // The replay's own run: the same steps and input types. The test's page is one it opened
+    // (the demo's first page was already there).
+    let runs: Vec<PathBuf> = std::fs::read_dir(replay_evidence.path().join("runs"))
+        .expect("runs")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let mut replayed = steps(&runs[0]);
+    assert_eq!(
+        replayed.first().map(String::as_str),
+        Some("Target.createTarget")
+    );
+    replayed.remove(0);
+    assert_eq!(replayed, steps(&run_dir), "{spec}");
+
+    // Without the password: the replay fails at the password's step, naming the variable.
+    let password = &variables["password"];
+    let without: Vec<(&str, &str)> = env.iter().filter(|(k, _)| k != password).copied().collect();
+    let (ok, output) = playwright(work.path(), &without).await;
+    assert!(!ok, "the replay passed without {password}:\n{output}");
+    assert!(
+        output.contains(&format!(
+            "missing environment variable {password} (the password"
+        )),
+        "{output}"
+    );
+    let fill_line = spec
+        .lines()
+        .position(|l| l.contains(".fill(") && l.contains(&format!("'{password}'")))
+        .expect("the password's fill")
+        + 1;
+    assert!(
+        output.contains(&format!("replay.spec.ts:{fill_line}:")),
+        "the replay did not fail at line {fill_line}:\n{output}"
+    );
+    site.stop().await;
+}
