@@ -10,11 +10,15 @@
 //    memory only, and for a sensitive field nothing but a count;
 //  - answers verify(literal, window): did the text typed in that time window land in the field
 //    it was meant for? The literal arrives as a call argument from the relay; the answer is a
-//    reason word and counts, never characters.
+//    reason word and counts, never characters;
+//  - reports, for each trusted pointerdown and each element typing starts in, a locator of the
+//    element as Playwright's code generator would pick it (test id, role and name, label,
+//    placeholder, short CSS), taken at that moment: page text the relay sanitizes, never a
+//    field's value.
 //
 // It never changes the page, never cancels or dispatches an event, and never sends anything but
-// field-kind words over its binding. Agents of same-origin child frames report through the top
-// frame's agent, which reads their segments too.
+// field-kind words and locators over its binding. Agents of same-origin child frames report
+// through the top frame's agent, which reads their segments too.
 (() => {
   'use strict';
   const BINDING = '__cdpRelayObserve';
@@ -51,6 +55,18 @@
   // An expando on the element's wrapper in this isolated world: invisible to page scripts,
   // shared by the agents of same-origin frames (same world).
   const STICKY = '__cdpRelaySensitive';
+
+  // A message to the relay from this frame's agent: the top frame's sends it, a child frame's
+  // hands it up.
+  const report = (o) => {
+    if (isTop) return send(o);
+    try {
+      const top = window.top.__cdpRelayAgent;
+      if (top) top.report(o);
+    } catch (_) {
+      // A cross-origin top frame: nothing of this frame is reported.
+    }
+  };
 
   const deepActive = (doc) => {
     let el = doc.activeElement;
@@ -235,6 +251,245 @@
   };
   const chars = (s) => Array.from(s).length;
 
+  // ---- Locators ------------------------------------------------------------------------------
+  // What a replay finds an element by, in Playwright codegen's order: `data-testid`, ARIA role
+  // and accessible name, label, placeholder, a short CSS path. Each must pick out the element
+  // alone the way Playwright matches it (a name, label or placeholder as a case-insensitive
+  // substring, hidden elements left out of roles only); else the next is tried. Never a value.
+  const NAME_CHARS = 80;
+  const MAX_CANDIDATES = 2000;
+  const norm = (t) => String(t || '').replace(/\s+/g, ' ').trim();
+  // Longer text is cut at a word: Playwright matches a substring, so a cut name still matches.
+  const shorten = (t) => {
+    if (t.length <= NAME_CHARS) return t;
+    const c = t.slice(0, NAME_CHARS);
+    const sp = c.lastIndexOf(' ');
+    return sp >= NAME_CHARS / 2 ? c.slice(0, sp) : c;
+  };
+  const ROLES = new Set([
+    'button', 'link', 'textbox', 'searchbox', 'checkbox', 'radio', 'combobox', 'listbox', 'option',
+    'heading', 'img', 'tab', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'switch', 'slider',
+    'spinbutton', 'treeitem', 'cell', 'gridcell', 'row', 'columnheader', 'rowheader', 'dialog',
+  ]);
+  const FROM_CONTENT = new Set([
+    'button', 'link', 'heading', 'option', 'tab', 'menuitem', 'menuitemcheckbox', 'menuitemradio',
+    'switch', 'treeitem', 'cell', 'gridcell', 'row', 'columnheader', 'rowheader', 'checkbox', 'radio',
+  ]);
+  const ROLE_TAGS = {
+    button: 'button,input[type=button],input[type=submit],input[type=reset],input[type=image]',
+    link: 'a[href],area[href]',
+    textbox: 'input:not([type]),input[type=text],input[type=email],input[type=tel],input[type=url],textarea',
+    searchbox: 'input[type=search]',
+    checkbox: 'input[type=checkbox]',
+    radio: 'input[type=radio]',
+    combobox: 'select,input[list]',
+    listbox: 'select',
+    option: 'option',
+    heading: 'h1,h2,h3,h4,h5,h6',
+    img: 'img[alt]',
+    slider: 'input[type=range]',
+    spinbutton: 'input[type=number]',
+  };
+  const inputType = (el) => String(el.type || attr(el, 'type') || 'text').toLowerCase();
+  const TAG_ROLES = {
+    BUTTON: 'button', TEXTAREA: 'textbox', OPTION: 'option',
+    H1: 'heading', H2: 'heading', H3: 'heading', H4: 'heading', H5: 'heading', H6: 'heading',
+  };
+  const INPUT_ROLES = {
+    button: 'button', submit: 'button', reset: 'button', image: 'button', checkbox: 'checkbox',
+    radio: 'radio', range: 'slider', number: 'spinbutton', search: 'searchbox', text: 'textbox',
+    email: 'textbox', tel: 'textbox', url: 'textbox',
+  };
+  const implicitRole = (el) => {
+    const tag = el.tagName;
+    if (tag === 'A' || tag === 'AREA') return el.hasAttribute('href') ? 'link' : null;
+    if (tag === 'SELECT') return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
+    if (tag === 'IMG') return attr(el, 'alt') ? 'img' : null;
+    if (tag !== 'INPUT') return TAG_ROLES[tag] || null;
+    const role = INPUT_ROLES[inputType(el)] || null;
+    const listed = el.hasAttribute('list') && (role === 'textbox' || role === 'searchbox');
+    return listed ? 'combobox' : role;
+  };
+  const roleOf = (el) => {
+    const explicit = attr(el, 'role').trim().split(/\s+/)[0].toLowerCase();
+    if (explicit) return ROLES.has(explicit) ? explicit : null;
+    return implicitRole(el);
+  };
+  const hiddenFromRoles = (el) => {
+    try {
+      return el.getClientRects().length === 0 || !!el.closest('[aria-hidden="true"]');
+    } catch (_) {
+      return false;
+    }
+  };
+  // The text of a subtree as a name: text, images' alt, children's aria-label; hidden parts left out.
+  const contentText = (node, depth = 0) => {
+    let out = '';
+    if (!node || depth > 12) return out;
+    for (const c of node.childNodes || []) {
+      if (out.length > 4 * NAME_CHARS) break;
+      if (c.nodeType === 3) out += c.data;
+      else if (c.nodeType === 1) {
+        if (c.getAttribute('aria-hidden') === 'true' || c.tagName === 'SCRIPT' || c.tagName === 'STYLE') continue;
+        const al = attr(c, 'aria-label');
+        if (al) out += ` ${al} `;
+        else if (c.tagName === 'IMG') out += ` ${attr(c, 'alt')} `;
+        else out += ` ${contentText(c, depth + 1)} `;
+      }
+    }
+    return out;
+  };
+  const rootOf = (el) => (el.getRootNode ? el.getRootNode() : document);
+  const byIds = (el) => {
+    const root = rootOf(el);
+    return attr(el, 'aria-labelledby')
+      .split(/\s+/)
+      .filter(Boolean)
+      .slice(0, 4)
+      .map((id) => (root.getElementById && root.getElementById(id)) || document.getElementById(id))
+      .map((l) => (l ? contentText(l) : ''))
+      .join(' ');
+  };
+  const labelsOf = (el) => {
+    let text = '';
+    try {
+      text = Array.from(el.labels || []).slice(0, 4).map((l) => contentText(l)).join(' ');
+    } catch (_) {
+      // No labels on this element.
+    }
+    return text;
+  };
+  // Playwright's getByLabel: a <label>, aria-labelledby, or aria-label.
+  const labelOf = (el) => norm(labelsOf(el)) || norm(byIds(el)) || norm(attr(el, 'aria-label'));
+  const nameOf = (el, role) => {
+    const named = norm(byIds(el)) || norm(attr(el, 'aria-label'));
+    if (named) return named;
+    const tag = el.tagName;
+    if (tag === 'INPUT') {
+      const type = inputType(el);
+      if (type === 'submit' || type === 'reset' || type === 'button') {
+        return norm(attr(el, 'value')) || (type === 'submit' ? 'Submit' : type === 'reset' ? 'Reset' : '');
+      }
+      if (type === 'image') return norm(attr(el, 'alt'));
+    }
+    if (tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT') {
+      const l = norm(labelsOf(el));
+      if (l) return l;
+    } else if (tag === 'IMG') {
+      return norm(attr(el, 'alt'));
+    } else if (FROM_CONTENT.has(role)) {
+      const t = norm(contentText(el));
+      if (t) return t;
+    }
+    return norm(attr(el, 'title'));
+  };
+  // How many elements of `root` matching `sel` pass `pick`, stopping at two; `Infinity` when there
+  // are too many to look at.
+  const countOf = (root, sel, pick) => {
+    let all;
+    try {
+      all = root.querySelectorAll(sel);
+    } catch (_) {
+      return Infinity;
+    }
+    if (all.length > MAX_CANDIDATES) return Infinity;
+    let n = 0;
+    for (const c of all) {
+      if (pick(c)) n += 1;
+      if (n > 1) break;
+    }
+    return n;
+  };
+  const has = (text, part) => text.toLowerCase().includes(part.toLowerCase());
+  const cssOf = (el) => {
+    const root = rootOf(el);
+    const one = (sel) => countOf(root, sel, () => true) === 1;
+    const tag = el.tagName.toLowerCase();
+    if (el.id) {
+      const s = `#${CSS.escape(el.id)}`;
+      if (one(s)) return s;
+    }
+    const name = attr(el, 'name');
+    if (name) {
+      const s = `${tag}[name="${CSS.escape(name)}"]`;
+      if (one(s)) return s;
+    }
+    // A short path down from the nearest ancestor with an id of its own.
+    const path = [];
+    let node = el;
+    for (let depth = 0; depth < 3 && node.parentElement; depth += 1) {
+      const parent = node.parentElement;
+      const t = node.tagName.toLowerCase();
+      const same = Array.from(parent.children).filter((c) => c.tagName === node.tagName);
+      path.unshift(same.length > 1 ? `${t}:nth-of-type(${same.indexOf(node) + 1})` : t);
+      if (parent.id) {
+        const s = `#${CSS.escape(parent.id)} > ${path.join(' > ')}`;
+        if (one(s)) return s;
+      }
+      node = parent;
+    }
+    return null;
+  };
+  // The element itself, in its frame.
+  const locatorOf = (el) => {
+    const root = rootOf(el);
+    const testId = attr(el, 'data-testid');
+    if (testId && testId.length <= NAME_CHARS && countOf(root, '[data-testid]', (c) => attr(c, 'data-testid') === testId) === 1) {
+      return { testId };
+    }
+    const role = roleOf(el);
+    if (role) {
+      const name = shorten(nameOf(el, role));
+      const tags = ROLE_TAGS[role];
+      const sel = tags ? `${tags},[role=${role}]` : `[role=${role}]`;
+      const same = (c) => roleOf(c) === role && !hiddenFromRoles(c) && has(nameOf(c, role), name);
+      if (name && countOf(root, sel, same) === 1) return { role, name };
+    }
+    const label = shorten(labelOf(el));
+    if (label) {
+      const same = (c) => has(labelOf(c), label);
+      if (countOf(root, 'input,textarea,select,button,[aria-label],[aria-labelledby]', same) === 1) return { label };
+    }
+    const placeholder = shorten(norm(attr(el, 'placeholder')));
+    if (placeholder && countOf(root, '[placeholder]', (c) => has(attr(c, 'placeholder'), placeholder)) === 1) {
+      return { placeholder };
+    }
+    const css = cssOf(el);
+    if (css) return { css };
+    return { why: 'no-locator' };
+  };
+  // What a click on `el` is aimed at: the control or link it is part of (a label stands for its
+  // control when that can be clicked).
+  const CLICKABLE =
+    'button,a[href],input,textarea,select,option,summary,label,h1,h2,h3,h4,h5,h6,[role=button],[role=link],[role=checkbox],[role=radio],[role=tab],[role=menuitem],[role=menuitemcheckbox],[role=menuitemradio],[role=option],[role=switch],[role=treeitem]';
+  const aimOf = (el) => {
+    const t = (el.closest && el.closest(CLICKABLE)) || el;
+    if (t.tagName === 'LABEL' && t.control && !hiddenFromRoles(t.control)) return t.control;
+    return t;
+  };
+  // The locator of `el`, with the frame it is in when that is a child of the top frame.
+  const locate = (el) => {
+    try {
+      if (!el || !el.tagName) return { why: 'no-element' };
+      const found = locatorOf(el);
+      if (isTop || found.why) return found;
+      if (window.parent !== window.top) return { why: 'nested-frame' };
+      const frame = window.frameElement ? cssOf(window.frameElement) : null;
+      return frame ? { ...found, frame } : { why: 'unnamed-frame' };
+    } catch (_) {
+      return { why: 'error' };
+    }
+  };
+  addEventListener(
+    'pointerdown',
+    (e) => {
+      if (!e.isTrusted) return;
+      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      report({ t: 'hit', at: now(), target: locate(el && el.nodeType === 1 ? aimOf(el) : null) });
+    },
+    true,
+  );
+
   // Segments of trusted insertions, oldest first; `open` is the one still being typed into.
   const log = [];
   let open = null;
@@ -302,6 +557,8 @@
         const before = v != null && v.length <= MAX_BEFORE ? v : null;
         const sel = secret || el.isContentEditable ? null : selection(el);
         open = { el, kind, t0: t, t1: t, before, sel, data: '', count: 0, cut: false, done: false, owner: state };
+        // Where this typing went, as it was before the first character landed.
+        report({ t: 'typed', at: t, target: locate(el) });
         log.push(open);
         if (log.length > MAX_SEGMENTS) log.shift().done = true;
       }
@@ -474,6 +731,16 @@
     // This frame's segments and focus changes, for the top frame's agent.
     state() {
       return state;
+    },
+
+    // A child frame's report, sent from here.
+    report(o) {
+      report(o);
+    },
+
+    // The locator of `el` as a click on it would record it (tests read it).
+    locate(el) {
+      return locate(el && el.nodeType === 1 ? aimOf(el) : null);
     },
 
     // A frame below changed focus: report the page's focus again.

@@ -27,6 +27,7 @@
 mod browser;
 mod conn;
 mod frames;
+pub(crate) mod locate;
 pub(crate) mod sessions;
 pub(crate) mod verify;
 
@@ -231,13 +232,11 @@ async fn supervise(
                 _ = stop.changed() => return,
                 _ = tokio::time::sleep_until(until) => break,
                 Some(req) = ctx.verify_rx.recv() => {
-                    let chars = req.chars;
-                    let _ = ctx.verify_tx.try_send(VerifyReply {
-                        burst: req.burst,
-                        verification: verify::unread(chars, "the observer is not connected to the browser"),
-                        kind: None,
-                        needs_literal: false,
-                    });
+                    let _ = ctx.verify_tx.try_send(VerifyReply::unread(
+                        req.burst,
+                        req.chars,
+                        "the observer is not connected to the browser",
+                    ));
                 }
             }
         }

@@ -8,7 +8,8 @@
 //! joining), dialog and crash state, a navigation waiting for its load, verifications queued.
 //! Target ids are raw here, in memory only.
 
-use super::verify::{self, field_kind, VerifyReply, VerifyRequest};
+use super::locate::{self, Located, Moment, RawLocator};
+use super::verify::{field_kind, VerifyReply, VerifyRequest};
 use super::{BINDING, TOOL, WORLD};
 use crate::cdp::frame::{leading, Frame, Leading};
 use crate::cdp::methods::{DirectEvent, Event};
@@ -83,6 +84,20 @@ enum AgentMessage {
     Focus {
         #[serde(default)]
         kind: String,
+    },
+    /// An element received a trusted `pointerdown` at `at` (wall-clock ms): its locator.
+    Hit {
+        #[serde(default)]
+        at: f64,
+        #[serde(default)]
+        target: RawLocator,
+    },
+    /// Typing started in an element at `at`: its locator.
+    Typed {
+        #[serde(default)]
+        at: f64,
+        #[serde(default)]
+        target: RawLocator,
     },
 }
 
@@ -164,13 +179,11 @@ impl Sessions {
         };
         self.by_target.remove(&page.target_id);
         for req in page.verify_queue.drain(..) {
-            let chars = req.chars;
-            self.out.replies.push(VerifyReply {
-                burst: req.burst,
-                verification: verify::unread(chars, "the page closed before the reading"),
-                kind: None,
-                needs_literal: false,
-            });
+            self.out.replies.push(VerifyReply::unread(
+                req.burst,
+                req.chars,
+                "the page closed before the reading",
+            ));
         }
         if let Some(want) = pages.unobserve(&page.target_id) {
             self.out
@@ -205,7 +218,7 @@ impl Sessions {
         let Some(page) = frame.session().and_then(|s| self.pages.get_mut(s)) else {
             return false;
         };
-        agent_event(page, pages, e, &frame, at)
+        agent_event(page, pages, e, &frame, at, &mut self.out.replies)
     }
 
     fn page_event(
@@ -248,7 +261,7 @@ impl Sessions {
             | O::RuntimeExecutionContextDestroyed
             | O::RuntimeExecutionContextsCleared
             | O::RuntimeBindingCalled => {
-                agent_event(page, pages, e, frame, at);
+                agent_event(page, pages, e, frame, at, &mut self.out.replies);
             }
             O::PageLoadEventFired => {
                 if page.loading_since.take().is_some() {
@@ -272,7 +285,8 @@ impl Sessions {
     }
 }
 
-/// The page agent's world coming and going, and what it reports: which kind of field has focus.
+/// The page agent's world coming and going, and what it reports: which kind of field has focus,
+/// and where clicks and typing went (handed on, raw, to the traffic reader through `located`).
 /// `false`: not one of the agent's events (nothing done).
 fn agent_event(
     page: &mut Page,
@@ -280,6 +294,7 @@ fn agent_event(
     e: DirectEvent,
     frame: &Frame<'_>,
     at: SystemTime,
+    located: &mut Vec<VerifyReply>,
 ) -> bool {
     use DirectEvent as O;
     let target = page.target_id.as_str();
@@ -312,12 +327,23 @@ fn agent_event(
                 );
                 return true;
             }
-            let Ok(AgentMessage::Focus { kind: word }) = serde_json::from_str(&p.payload) else {
-                return true;
+            let (moment, ms, locator) = match serde_json::from_str(&p.payload) {
+                Ok(AgentMessage::Focus { kind: word }) => {
+                    let kind = field_kind(&word);
+                    tracing::trace!("observer: focus {}", kind.map_or("?", |_| word.as_str()));
+                    pages.focused_at(target, kind, at);
+                    return true;
+                }
+                Ok(AgentMessage::Hit { at, target }) => (Moment::Hit, at, target),
+                Ok(AgentMessage::Typed { at, target }) => (Moment::Typed, at, target),
+                Err(_) => return true,
             };
-            let kind = field_kind(&word);
-            tracing::trace!("observer: focus {}", kind.map_or("?", |_| word.as_str()));
-            pages.focused_at(target, kind, at);
+            located.push(VerifyReply::Located(Located {
+                target_id: page.target_id.clone(),
+                at: locate::agent_time(ms, at),
+                moment,
+                locator,
+            }));
         }
         O::PageLoadEventFired
         | O::PageJavascriptDialogOpening
@@ -335,10 +361,18 @@ mod tests {
     #[test]
     fn the_agents_messages_are_read_by_their_tag() {
         let m: AgentMessage = serde_json::from_str(r#"{"t":"focus","kind":"email"}"#).unwrap();
-        let AgentMessage::Focus { kind } = m;
+        let AgentMessage::Focus { kind } = m else {
+            panic!("a focus report");
+        };
         assert_eq!(kind, "email");
-        let AgentMessage::Focus { kind } = serde_json::from_str(r#"{"t":"focus"}"#).unwrap();
+        let Ok(AgentMessage::Focus { kind }) = serde_json::from_str(r#"{"t":"focus"}"#) else {
+            panic!("a focus report");
+        };
         assert_eq!(kind, "");
+        let m = serde_json::from_str(r##"{"t":"hit","at":1.5,"target":{"css":"#a"}}"##).unwrap();
+        assert!(matches!(m, AgentMessage::Hit { at, .. } if at == 1.5));
+        let m = serde_json::from_str(r#"{"t":"typed","target":{"why":"no-locator"}}"#).unwrap();
+        assert!(matches!(m, AgentMessage::Typed { at, .. } if at == 0.0));
         for other in [r#"{"t":"blur"}"#, r#"{"kind":"email"}"#, "[]"] {
             assert!(
                 serde_json::from_str::<AgentMessage>(other).is_err(),

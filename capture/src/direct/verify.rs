@@ -61,9 +61,29 @@ pub(crate) struct VerifyRequest {
     pub(crate) ended_at: SystemTime,
 }
 
+/// What the direct reader tells the traffic reader: a burst's verdict, or where the page agent
+/// saw a click or typing land (sent as it happens, unasked).
+#[derive(Debug)]
+pub(crate) enum VerifyReply {
+    Verdict(Verdict),
+    Located(super::locate::Located),
+}
+
+impl VerifyReply {
+    /// The reading of `burst` (`chars` typed) did not run, because `why`.
+    pub(crate) fn unread(burst: u64, chars: u64, why: &'static str) -> VerifyReply {
+        VerifyReply::Verdict(Verdict {
+            burst,
+            verification: unread(chars, why),
+            kind: None,
+            needs_literal: false,
+        })
+    }
+}
+
 /// The verdict for a burst, and the field kind the agent found where the burst landed.
 #[derive(Debug)]
-pub(crate) struct VerifyReply {
+pub(crate) struct Verdict {
     pub(crate) burst: u64,
     pub(crate) verification: Verification,
     pub(crate) kind: Option<FieldKind>,
@@ -444,12 +464,12 @@ pub(crate) async fn run(
             None,
         ),
     };
-    VerifyReply {
+    VerifyReply::Verdict(Verdict {
         burst: req.burst,
         verification,
         kind,
         needs_literal,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use super::TOOL;
 use crate::pages::veto::FieldKind;
 use crate::pages::Pages;
-use cdp_evidence::{Action, ActionMethod, Record, RecordKind, Status, Verification};
+use cdp_evidence::{Action, ActionMethod, Locator, Record, RecordKind, Status, Verification};
 use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer, TypedEcho};
 use std::time::SystemTime;
 
@@ -49,6 +49,10 @@ pub(crate) struct Burst {
     /// What the page model tracks the typing under (`TrafficReader::typing_key`).
     pub(super) page: Option<String>,
     pub(super) verification: Option<Verification>,
+    /// The name standing for the typed text (`payload.input.variable`; `targets.rs`).
+    pub(super) variable: Option<String>,
+    /// Where the text went (`payload.target`; `targets.rs`).
+    pub(super) locator: Option<Locator>,
 }
 
 impl Burst {
@@ -98,6 +102,8 @@ impl Burst {
             target_id,
             page: None,
             verification: None,
+            variable: None,
+            locator: None,
         }
     }
 
@@ -163,7 +169,11 @@ impl Burst {
         interrupted: Option<&str>,
     ) -> Record {
         let mut action = Action::new(ActionMethod::Type);
-        action.input = Some(self.summary);
+        action.input = Some(match &self.variable {
+            Some(name) => self.summary.with_variable(name),
+            None => self.summary,
+        });
+        action.target = self.locator;
         let mut detail = serde_json::json!({ "commands": self.commands });
         match self.kind {
             FieldKind::Marked => detail["field"] = "marked sensitive by the page".into(),

@@ -261,6 +261,12 @@ impl TrafficReader {
                         self.pages.clicked(&target);
                     }
                 }
+                if trigger == Some(StepKind::Click) {
+                    // Its record waits for the page agent's report of what it hit.
+                    return self.click_answered(
+                        conn, key, action, p.started, duration, status, error, target, at,
+                    );
+                }
                 let r = action_record(action, p.started, duration, status, error, target);
                 self.emit(r);
             }

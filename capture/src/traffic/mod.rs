@@ -19,6 +19,7 @@ pub(crate) mod commands;
 mod correlate;
 mod screenshots;
 mod sessions;
+mod targets;
 pub(crate) mod thread;
 mod typed;
 mod typing;
@@ -134,6 +135,8 @@ pub struct TrafficReader {
     verifier: Option<Verifier>,
     /// Typing steps waiting for their verdict, by burst number.
     held: IdMap<u64, Held>,
+    /// The page agent's reports of where steps went, and clicks waiting for theirs.
+    targets: targets::Targets,
     keys: SessionKeys,
     /// Where a typing burst may be open: every burst's (connection, session) is here from its
     /// first key, and an entry whose burst has ended goes at the next look. The commands that
@@ -166,6 +169,7 @@ impl TrafficReader {
             out: Output::default(),
             verifier: None,
             held: IdMap::default(),
+            targets: targets::Targets::default(),
             keys: SessionKeys::default(),
             typing_in: Vec::new(),
             depth: 0,

@@ -304,6 +304,7 @@ impl TrafficReader {
         interrupted: Option<&str>,
     ) {
         self.refine_kind(&mut burst);
+        self.name_input(&mut burst);
         let target_id = burst.target_id.clone();
         if interrupted.is_none() && burst.error.is_none() {
             if let Some(v) = self.verifier.as_ref() {
@@ -367,19 +368,19 @@ impl TrafficReader {
                 }
             }
         }
-        let record = burst.into_record(&self.sanitizer, at, interrupted);
+        let record = self.typing_record(burst, at, interrupted);
         self.emit(record);
     }
 
-    /// Typing steps waiting for a verdict.
+    /// Typing steps waiting for a verdict, and clicks for their target.
     pub fn holding(&self) -> usize {
-        self.held.len()
+        self.held.len() + self.targets.holding()
     }
 
     /// Whether [`TrafficReader::tick`] has work due later: a burst to end, a step waiting for
     /// its verdict.
     pub(crate) fn ticking(&self) -> bool {
-        !self.typing_in.is_empty() || !self.held.is_empty()
+        !self.typing_in.is_empty() || !self.held.is_empty() || self.targets.holding() > 0
     }
 
     /// Ends every burst whose gap has passed by `now` (`all`: every burst), so its step — and
@@ -414,7 +415,16 @@ impl TrafficReader {
                 replies.push(reply);
             }
         }
+        // Where steps went first: a verdict's step takes its target when it is written.
+        let mut verdicts = Vec::with_capacity(replies.len());
         for reply in replies {
+            match reply {
+                VerifyReply::Verdict(v) => verdicts.push(v),
+                VerifyReply::Located(l) => self.located(l),
+            }
+        }
+        self.release_clicks(now, false);
+        for reply in verdicts {
             let Some(mut held) = self.held.remove(&reply.burst) else {
                 continue;
             };
@@ -448,7 +458,7 @@ impl TrafficReader {
                 }
             }
             held.burst.verification = Some(reply.verification);
-            let record = held.burst.into_record(&self.sanitizer, held.at, None);
+            let record = self.typing_record(held.burst, held.at, None);
             self.emit(record);
         }
         let overdue: Vec<u64> = self
@@ -464,6 +474,7 @@ impl TrafficReader {
 
     /// Writes every held step without waiting longer (the pipeline stops).
     pub(super) fn release_all(&mut self) {
+        self.release_clicks(SystemTime::now(), true);
         let all: Vec<u64> = self.held.keys().copied().collect();
         for seq in all {
             self.release(seq, "the relay stopped before the reading");
@@ -473,7 +484,7 @@ impl TrafficReader {
     fn release(&mut self, seq: u64, why: &'static str) {
         if let Some(mut held) = self.held.remove(&seq) {
             held.burst.verification = Some(verify::unread(held.burst.summary.chars(), why));
-            let record = held.burst.into_record(&self.sanitizer, held.at, None);
+            let record = self.typing_record(held.burst, held.at, None);
             self.emit(record);
         }
     }

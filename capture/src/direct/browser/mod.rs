@@ -191,6 +191,8 @@ impl<'a> Browser<'a> {
             self.flush().await;
             batch = next;
         }
+        // The agent's reports of where clicks and typing went are bookkeeping too: on their way.
+        self.flush().await;
     }
 
     /// Takes `event` now if it is page-agent bookkeeping, else queues it in `batch`.

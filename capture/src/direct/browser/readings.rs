@@ -12,13 +12,11 @@ impl Browser<'_> {
 
     pub(super) fn verify(&mut self, req: VerifyRequest) {
         let Some(session) = self.sessions.by_target.get(&req.target_id).cloned() else {
-            let chars = req.chars;
-            return self.reply(VerifyReply {
-                burst: req.burst,
-                verification: verify::unread(chars, "the observer has no session on that page"),
-                kind: None,
-                needs_literal: false,
-            });
+            return self.reply(VerifyReply::unread(
+                req.burst,
+                req.chars,
+                "the observer has no session on that page",
+            ));
         };
         if let Some(page) = self.sessions.pages.get_mut(&session) {
             page.verify_queue.push_back(req);
@@ -48,13 +46,7 @@ impl Browser<'_> {
                 None
             };
             if let Some(why) = why {
-                let reply = VerifyReply {
-                    burst: req.burst,
-                    verification: verify::unread(chars, why),
-                    kind: None,
-                    needs_literal: false,
-                };
-                self.reply(reply);
+                self.reply(VerifyReply::unread(req.burst, chars, why));
                 continue;
             }
             let Some(world) = page.world else {
