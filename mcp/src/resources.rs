@@ -6,6 +6,7 @@
 //! evidence://runs/{runId}/report.html
 //! evidence://runs/{runId}/actions.jsonl
 //! evidence://runs/{runId}/manifest.json
+//! evidence://runs/{runId}/replay.spec.ts         the run as a Playwright test (`cdp-relay export`)
 //! evidence://runs/{runId}/artifacts/{name}       images as blobs with their MIME type
 //! ```
 //!
@@ -16,7 +17,8 @@
 //! [`cdp_evidence::RunDir`] (`openat`, no symlink followed). An artifact is served only when
 //! the run's journal lists it, and only with a single link (a hard link planted in
 //! `artifacts/` may be any file of the filesystem). The summary and report of a run still
-//! recording are rendered in memory on each read; nothing here writes.
+//! recording are rendered in memory on each read, and the replay test of any run is written in
+//! memory on each read; nothing here writes.
 
 use cdp_evidence::{RunDir, Store};
 use rmcp::model::{
@@ -31,7 +33,7 @@ pub(crate) const PREFIX: &str = "evidence://runs";
 pub(crate) const MAX_BYTES: u64 = 64 << 20;
 
 /// The files of a run that are resources.
-const FILES: [(&str, &str, &str); 4] = [
+const FILES: [(&str, &str, &str); 5] = [
     (
         cdp_report::SUMMARY_FILE,
         "text/markdown",
@@ -51,6 +53,11 @@ const FILES: [(&str, &str, &str); 4] = [
         cdp_evidence::MANIFEST_FILE,
         "application/json",
         "The run's manifest",
+    ),
+    (
+        cdp_report::replay::SPEC_FILE,
+        "text/x-typescript",
+        "The run as a Playwright test that replays it (typed text from environment variables)",
     ),
 ];
 
@@ -79,7 +86,7 @@ pub(crate) fn is_ours(uri: &str) -> bool {
 
 fn refused() -> ErrorData {
     ErrorData::invalid_params(
-        "not an evidence resource: use evidence://runs or evidence://runs/{runId}/{summary.md|report.html|actions.jsonl|manifest.json|artifacts/NAME}",
+        "not an evidence resource: use evidence://runs or evidence://runs/{runId}/{summary.md|report.html|actions.jsonl|manifest.json|replay.spec.ts|artifacts/NAME}",
         None,
     )
 }
@@ -166,6 +173,20 @@ impl Evidence<'_> {
                     .iter()
                     .find(|(f, _, _)| *f == name)
                     .map_or("text/plain", |(_, m, _)| m);
+                if name == cdp_report::replay::SPEC_FILE {
+                    let export = cdp_report::replay::export(
+                        dir.path(),
+                        cdp_report::replay::Format::default(),
+                    )
+                    .map_err(|_| {
+                        ErrorData::internal_error(format!("run {id} cannot be exported"), None)
+                    })?;
+                    return Ok(ReadResourceResult::new(vec![text_contents(
+                        uri,
+                        mime,
+                        export.text,
+                    )]));
+                }
                 let running = self.current.as_deref() == Some(id.as_str());
                 let rendered = matches!(name, cdp_report::SUMMARY_FILE | cdp_report::HTML_FILE);
                 let bytes = if rendered && running {
@@ -401,6 +422,39 @@ mod tests {
         std::fs::hard_link(&outside, &path).unwrap();
         let e = evidence.read(&uri(&listed)).unwrap_err();
         assert!(e.message.contains("hard links"), "{e:?}");
+    }
+
+    #[test]
+    fn the_replay_test_of_a_run_is_written_on_read() {
+        assert_eq!(
+            parse("evidence://runs/current/replay.spec.ts").unwrap(),
+            Target::File {
+                run: RunRef::Current,
+                name: "replay.spec.ts"
+            }
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(cdp_evidence::EvidenceConfig::at(tmp.path())).unwrap();
+        let run = store.join_session("s", "relay").unwrap();
+        let evidence = Evidence {
+            store: &store,
+            current: Some(run.id().to_owned()),
+        };
+        for id in ["current", run.id()] {
+            let read = evidence
+                .read(&format!("{PREFIX}/{id}/replay.spec.ts"))
+                .unwrap();
+            let ResourceContents::TextResourceContents {
+                text, mime_type, ..
+            } = &read.contents[0]
+            else {
+                panic!("not text")
+            };
+            assert_eq!(mime_type.as_deref(), Some("text/x-typescript"));
+            assert!(text.contains("from '@playwright/test'"), "{text}");
+            assert!(text.contains(run.id()), "{text}");
+        }
+        assert!(!std::fs::exists(run.dir().join("replay.spec.ts")).unwrap());
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //!   it is registered as typed text instead);
 //! - `evidence_summary`: the run, its counts and its failures so far (see `summary.rs`);
 //! - `evidence_finalize`: finalize and render now; later calls go to a new run;
+//! - `evidence_export_test {runId?}`: the current run (or another) as a Playwright test that
+//!   replays it, typed text read from environment variables (`cdp-relay export`);
 //! - `relay_endpoint`: the relay's CDP endpoint and browser websocket URL.
 //!
 //! Every call is recorded like the wrapped server's (arguments reduced by `args.rs`). Results
@@ -29,9 +31,17 @@ pub(crate) const REGISTER_SECRET: &str = "evidence_register_secret";
 pub(crate) const SUMMARY: &str = "evidence_summary";
 pub(crate) const FINALIZE: &str = "evidence_finalize";
 pub(crate) const ENDPOINT: &str = "relay_endpoint";
+pub(crate) const EXPORT_TEST: &str = "evidence_export_test";
 
 /// The names of the gateway's tools.
-pub(crate) const NAMES: [&str; 5] = [MARK_STEP, REGISTER_SECRET, SUMMARY, FINALIZE, ENDPOINT];
+pub(crate) const NAMES: [&str; 6] = [
+    MARK_STEP,
+    REGISTER_SECRET,
+    SUMMARY,
+    FINALIZE,
+    ENDPOINT,
+    EXPORT_TEST,
+];
 
 fn schema(v: Value) -> Arc<Map<String, Value>> {
     match v {
@@ -79,6 +89,15 @@ pub(crate) fn definitions() -> Vec<Tool> {
             none(),
         )
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(false)),
+        Tool::new(
+            EXPORT_TEST,
+            "Write the browser evidence as a Playwright test that replays it: navigations, clicks and fills by locator, key presses, pages opened, and the original run's failures as comments. Typed text is never in it: each typed value is read from an environment variable the header lists. Returns the test file's text.",
+            schema(json!({
+                "type": "object",
+                "properties": {"runId": {"type": "string", "description": "A finalized run's id (default: the current run)"}}
+            })),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(true)),
         Tool::new(
             ENDPOINT,
             "The relay's Chrome DevTools endpoint (http) and the browser's websocket URL through the relay, to hand to another CDP tool (Playwright connectOverCDP, Puppeteer connect).",
@@ -181,6 +200,45 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
                     let e = "the run directory cannot be read";
                     (error_result(e), Outcome::error(e))
                 }
+            }
+        }
+        (EXPORT_TEST, Some(h)) => {
+            recorder.flush().await;
+            let status = h.status();
+            let run_dir = match str_arg(args, "runId") {
+                None => Ok((status.run_id, status.run_dir)),
+                Some(id) => shared
+                    .store
+                    .as_ref()
+                    .and_then(|store| store.run_dir(id).ok())
+                    .map(|dir| (id.to_owned(), dir))
+                    .ok_or("no such run in the evidence directory"),
+            };
+            let exported = match run_dir {
+                Ok((run_id, dir)) => tokio::task::spawn_blocking(move || {
+                    cdp_report::replay::export(&dir, cdp_report::replay::Format::default())
+                        .map(|e| (run_id, e))
+                        .map_err(|_| "the run cannot be exported")
+                })
+                .await
+                .unwrap_or(Err("the run cannot be exported")),
+                Err(e) => Err(e),
+            };
+            match exported {
+                Ok((run_id, export)) => {
+                    let f = &export.figures;
+                    let mut r =
+                        CallToolResult::success(vec![ContentBlock::text(export.text.clone())]);
+                    r.structured_content = Some(json!({
+                        "runId": run_id,
+                        "resource": format!("{}/{run_id}/{}", super::resources::PREFIX, cdp_report::replay::SPEC_FILE),
+                        "steps": f.steps,
+                        "notReplayable": f.not_replayable,
+                        "variables": f.variables,
+                    }));
+                    (r, Outcome::ok(None))
+                }
+                Err(e) => (error_result(e), Outcome::error(e)),
             }
         }
         (FINALIZE, Some(h)) => {

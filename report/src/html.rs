@@ -100,6 +100,10 @@ fn header(r: &Report) -> Markup {
                     @if let Some(d) = r.duration_ms { span { (duration(d)) } }
                     span.state { (state_words(&r.state)) }
                 }
+                p.meta.replay {
+                    "Replay it as a Playwright test (typed text from environment variables): "
+                    code.run-text { "cdp-relay export " (r.run_id) " --out " (crate::replay::SPEC_FILE) }
+                }
                 dl.figures {
                     div { dt { "Steps" } dd { (tl.real_steps()) } }
                     div.bad[totals.requests > 0] { dt { "Failed requests" } dd { (totals.requests) } }

@@ -395,3 +395,17 @@ fn not_a_run_is_an_error_and_an_empty_run_is_a_spec() {
     assert!(t.contains("// The run has no steps to replay."), "{t}");
     assert!(t.contains("// Variables: none."));
 }
+
+#[test]
+fn report_html_says_how_to_export_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(RUN);
+    run(&dir, &demo());
+    let out = crate::render_to_memory(&dir, &crate::Options::default()).unwrap();
+    assert!(
+        out.html
+            .contains(&format!("cdp-relay export {RUN} --out replay.spec.ts")),
+        "{}",
+        out.html
+    );
+}
