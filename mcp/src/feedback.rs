@@ -13,8 +13,9 @@
 //! reader is told so (its open bursts end at once instead of after the typing gap), and the
 //! gateway waits — at most [`Feedback::wait`] — until those steps are with the run writer, with
 //! their verdicts or without one. A call that types one key (`press_key "7"`) does not wait:
-//! typing key by key goes on in the next call, and its step's verdict comes when it pauses
-//! (`evidence_summary` lists it).
+//! typing key by key goes on in the next call, and its step's verdict comes when it pauses.
+//! Such a call, and one whose verdicts did not come in time, is owed its verdicts ([`Owed`]):
+//! a later call's result tells them, marked as an earlier call's, without waiting for them.
 
 use super::args;
 use cdp_capture::feedback::{CallFacts, Linked};
@@ -93,10 +94,73 @@ impl Watch {
     }
 }
 
+/// Calls remembered as owed their verdicts, at most; the oldest go first.
+const MAX_OWED: usize = 16;
+/// How long a call stays owed (as long as its records are linked to it: `calls::REMEMBER`).
+const OWED_FOR: Duration = cdp_capture::calls::REMEMBER;
+
+/// Calls whose typing verdicts were not told in their own result: a key-by-key call, a call
+/// whose verdicts came too late.
+#[derive(Debug, Default)]
+pub(crate) struct Owed {
+    calls: std::sync::Mutex<std::collections::VecDeque<OwedCall>>,
+}
+
+#[derive(Debug)]
+struct OwedCall {
+    id: ActionId,
+    /// The tool's name, sanitized.
+    tool: String,
+    /// Typing steps of it told so far.
+    told: usize,
+    since: std::time::Instant,
+}
+
+impl Owed {
+    fn owe(&self, id: &ActionId, tool: String, told: usize) {
+        let mut calls = self
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if calls.len() >= MAX_OWED {
+            calls.pop_front();
+        }
+        calls.push_back(OwedCall {
+            id: id.clone(),
+            tool,
+            told,
+            since: std::time::Instant::now(),
+        });
+    }
+
+    /// The typing steps of owed calls linked since they were last told; calls whose time is
+    /// up are forgotten.
+    fn collect(&self, h: &PipelineHandle) -> Vec<(String, Linked)> {
+        let mut calls = self
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out = Vec::new();
+        calls.retain_mut(|owed| {
+            let Some(facts) = h.calls().facts(&owed.id) else {
+                return false;
+            };
+            for l in facts.typing.iter().skip(owed.told) {
+                out.push((owed.tool.clone(), l.clone()));
+            }
+            owed.told = owed.told.max(facts.typing.len());
+            owed.since.elapsed() < OWED_FOR
+        });
+        out
+    }
+}
+
 /// What the gateway learned, for the note.
 #[derive(Debug, Default)]
 pub(crate) struct Learned {
     facts: CallFacts,
+    /// Typing steps of earlier calls (the tool's name, the step) not told before.
+    earlier: Vec<(String, Linked)>,
     /// Typing bursts begun during the call with no step linked to it yet.
     unverified_yet: u64,
     /// How long was waited for verdicts.
@@ -107,7 +171,8 @@ pub(crate) struct Learned {
 /// answered.
 pub(crate) async fn gather(
     h: &PipelineHandle,
-    id: &ActionId,
+    owed: &Owed,
+    (id, tool): (&ActionId, &str),
     watch: Watch,
     wait: Duration,
 ) -> Learned {
@@ -126,15 +191,26 @@ pub(crate) async fn gather(
             let _ = tokio::time::timeout_at(deadline, h.writer().sync()).await;
         }
     }
+    let earlier = owed.collect(h);
     let facts = h.calls().facts(id).unwrap_or_default();
     let linked = (facts.typing.len() + facts.more_typing) as u64;
+    let unverified_yet = if waits {
+        bursts.saturating_sub(linked)
+    } else {
+        0
+    };
+    // A key that began a burst owns its step (a step links to the call its first key came in).
+    if (watch.typed == Typed::Key && bursts > 0) || unverified_yet > 0 {
+        owed.owe(
+            id,
+            h.sanitizer().text_capped(tool, 64).into_string(),
+            facts.typing.len(),
+        );
+    }
     Learned {
-        unverified_yet: if waits {
-            bursts.saturating_sub(linked)
-        } else {
-            0
-        },
+        unverified_yet,
         facts,
+        earlier,
         waited: if waits { wait } else { Duration::ZERO },
     }
 }
@@ -177,6 +253,11 @@ fn typing_step(l: &Linked) -> (String, Value) {
         .unwrap_or("unknown")
         .to_owned();
     let mut meta = json!({"chars": chars, "inputType": kind});
+    let n = if chars == 1 {
+        "1 char".to_owned()
+    } else {
+        format!("{chars} chars")
+    };
     let line = match p.get("verification") {
         Some(v) => {
             let note = v["note"].as_str().map(capped).unwrap_or_default();
@@ -184,18 +265,16 @@ fn typing_step(l: &Linked) -> (String, Value) {
             meta["reason"] = v["reason"].clone();
             meta["note"] = Value::String(note.clone());
             let words = verdict_words(&v["verified"]);
-            if note.is_empty() {
-                format!("- typing, {chars} chars ({kind} field): {words}")
-            } else if v["verified"] == Value::Bool(true) {
-                format!("- typing, {chars} chars ({kind} field): {words}")
+            if note.is_empty() || v["verified"] == Value::Bool(true) {
+                format!("- typing, {n} ({kind} field): {words}")
             } else {
-                format!("- typing, {chars} chars ({kind} field): {words}: {note}")
+                format!("- typing, {n} ({kind} field): {words}: {note}")
             }
         }
         None => {
             meta["verified"] = Value::Null;
             format!(
-                "- typing, {chars} chars ({kind} field): not verified (the relay's own observer is off or had no reading)"
+                "- typing, {n} ({kind} field): not verified (the relay's own observer is off or had no reading)"
             )
         }
     };
@@ -249,7 +328,7 @@ fn failure(l: &Linked) -> (String, Value) {
 /// appended when there is nothing to tell.
 pub(crate) fn append(result: &mut CallToolResult, id: &ActionId, learned: &Learned) -> bool {
     let facts = &learned.facts;
-    if facts.is_empty() && learned.unverified_yet == 0 {
+    if facts.is_empty() && learned.unverified_yet == 0 && learned.earlier.is_empty() {
         return false;
     }
     let mut lines = vec!["cdp-relay evidence for this call:".to_owned()];
@@ -273,6 +352,21 @@ pub(crate) fn append(result: &mut CallToolResult, id: &ActionId, learned: &Learn
     }
     if facts.more_typing > 0 {
         lines.push(format!("- {} more typing steps", facts.more_typing));
+    }
+    for (tool, l) in &learned.earlier {
+        let (line, mut meta) = typing_step(l);
+        not_landed |= meta["verified"] == Value::Bool(false);
+        let call = l.record.tool_call().map(|c| c.as_str().to_owned());
+        lines.push(format!(
+            "- earlier {}",
+            line.trim_start_matches("- ")
+                .replacen("typing,", &format!("typing (call {tool}),"), 1)
+        ));
+        meta["earlier"] = Value::Bool(true);
+        if let Some(call) = call {
+            meta["call"] = Value::String(call);
+        }
+        typing.push(meta);
     }
     let mut failures = Vec::new();
     for l in &facts.failures {
@@ -358,6 +452,7 @@ mod tests {
             facts,
             unverified_yet: 1,
             waited: Duration::from_millis(1000),
+            earlier: Vec::new(),
         };
         let mut r = result();
         let id = ActionId::at(std::time::SystemTime::now());
@@ -383,6 +478,29 @@ mod tests {
         assert_eq!(meta["more"]["failures"], 2);
         assert!(!meta.to_string().contains(secret));
         assert!(r.structured_content.is_none());
+    }
+
+    #[test]
+    fn an_earlier_calls_verdict_is_told_as_its_own() {
+        let s = Sanitizer::new();
+        let mut step = typing(&s, 6, Some((Verified::False, "no-input")));
+        let pin = ActionId::at(std::time::SystemTime::now());
+        step.record.link_tool_call(pin.clone());
+        let learned = Learned {
+            earlier: vec![("press_key".into(), step)],
+            ..Learned::default()
+        };
+        let mut r = result();
+        let id = ActionId::at(std::time::SystemTime::now());
+        assert!(append(&mut r, &id, &learned));
+        let text = r.content[1].as_text().expect("text").text.clone();
+        assert!(
+            text.contains("- earlier typing (call press_key), 6 chars (email field): did NOT land"),
+            "{text}"
+        );
+        let meta = &r.meta.as_ref().expect("meta").0[META_KEY];
+        assert_eq!(meta["typing"][0]["earlier"], true);
+        assert_eq!(meta["typing"][0]["call"], pin.as_str());
     }
 
     #[test]

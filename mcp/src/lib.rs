@@ -139,6 +139,8 @@ pub(crate) struct Shared {
     agent: transport::AgentState,
     max_message_bytes: usize,
     feedback: Feedback,
+    /// Calls whose typing verdicts a later result tells.
+    owed: feedback::Owed,
     /// Tool names of the server already recorded as hidden for borrowing one of ours.
     hidden: std::sync::Mutex<std::collections::HashSet<String>>,
     own_tools: Vec<Tool>,
@@ -240,6 +242,7 @@ impl Gateway {
                 agent: transport::AgentState::default(),
                 max_message_bytes: config.max_message_bytes,
                 feedback: config.feedback,
+                owed: Default::default(),
                 hidden: Default::default(),
                 own_tools: tools::definitions(),
                 stopping: AtomicBool::new(false),

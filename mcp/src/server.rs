@@ -317,6 +317,7 @@ impl ServerHandler for Gateway {
             (true, Some(h)) => Some(Watch::begin(h, &request.name, request.arguments.as_ref())),
             _ => None,
         };
+        let request_name = request.name.to_string();
         let answer = self.forward_call(request, &context).await;
         call.answered();
         let answer = match answer {
@@ -329,7 +330,14 @@ impl ServerHandler for Gateway {
                 };
                 outcome.result = Some(super::result_shape(&result));
                 if let (Some(watch), Some(h)) = (watch, self.shared.recorder.handle()) {
-                    let learned = feedback::gather(h, call.id(), watch, feedback.wait).await;
+                    let learned = feedback::gather(
+                        h,
+                        &self.shared.owed,
+                        (call.id(), &request_name),
+                        watch,
+                        feedback.wait,
+                    )
+                    .await;
                     if feedback::append(&mut result, call.id(), &learned) && feedback.strict {
                         result.is_error = Some(true);
                     }
