@@ -9,6 +9,7 @@
 
 pub mod cdp;
 pub mod fake;
+pub mod feedback_pages;
 pub mod files;
 mod fixtures;
 pub mod http;

@@ -30,6 +30,7 @@ mod launch;
 mod layering;
 mod mcp;
 mod mcp_faults;
+mod mcp_feedback;
 mod mcp_linking;
 mod mcp_privacy;
 mod mcp_transport;
