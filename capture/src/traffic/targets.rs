@@ -34,9 +34,6 @@ const EARLY: Duration = Duration::from_millis(250);
 /// How much later than the stamp of its answer the page's report may be stamped (the page and
 /// the relay read one wall clock through different clocks).
 const LATE: Duration = Duration::from_millis(25);
-/// A typing step whose first character continued a run of insertions begun earlier takes the
-/// report of where that run started, if it is this recent.
-const TYPED_BEFORE: Duration = Duration::from_secs(5);
 
 const NOT_SEEN_CLICK: &str = "the relay's page agent saw no element receive the click";
 const NOT_SEEN_TYPING: &str = "the relay's page agent did not see where the text went";
@@ -81,21 +78,6 @@ impl Targets {
             .iter()
             .position(|l| l.moment == moment && l.at >= lo && l.at <= hi)?;
         q.remove(i)
-    }
-
-    /// The last `moment` report on `page` before `lo`, no older than `since`.
-    fn last_before(
-        &self,
-        page: &str,
-        moment: Moment,
-        lo: SystemTime,
-        since: SystemTime,
-    ) -> Option<&Located> {
-        self.recent
-            .get(page)?
-            .iter()
-            .rev()
-            .find(|l| l.moment == moment && l.at < lo && l.at >= since)
     }
 }
 
@@ -230,11 +212,9 @@ impl TrafficReader {
             let page = burst.target_id.as_deref().unwrap_or_default();
             let lo = earlier(burst.started, EARLY);
             let hi = burst.answered_at.max(burst.last) + LATE;
+            // Typing that ran on, within a tenth of a second, from a step before into the same
+            // element is reported once, for that step: this one is not replayable.
             if let Some(l) = self.targets.claim(page, Moment::Typed, lo, hi) {
-                return l.locator.sanitized(&self.sanitizer);
-            }
-            let since = earlier(lo, TYPED_BEFORE);
-            if let Some(l) = self.targets.last_before(page, Moment::Typed, lo, since) {
                 return l.locator.sanitized(&self.sanitizer);
             }
             NOT_SEEN_TYPING
@@ -275,10 +255,7 @@ mod tests {
         assert_eq!(second.at, at(120));
         assert!(t.claim("P", Moment::Hit, at(50), at(200)).is_none());
         assert!(t.claim("P", Moment::Typed, at(111), at(200)).is_none());
-        assert!(t.last_before("P", Moment::Typed, at(111), at(0)).is_some());
-        assert!(t
-            .last_before("P", Moment::Typed, at(111), at(111))
-            .is_none());
+        assert!(t.claim("P", Moment::Typed, at(0), at(110)).is_some());
         assert!(t.claim("Q", Moment::Hit, at(50), at(200)).is_some());
         assert!(t.claim("R", Moment::Hit, at(0), at(1000)).is_none());
     }

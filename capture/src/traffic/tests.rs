@@ -59,6 +59,17 @@ impl Harness {
     /// Feeds one event and writes what it produced, as the run writer would.
     fn handle(&mut self, event: TapEvent) {
         self.observer.handle(event);
+        self.write();
+    }
+
+    /// Ticks at `ms` and writes what that produced.
+    fn tick(&mut self, ms: u64) {
+        self.observer.tick(t(ms));
+        self.write();
+    }
+
+    /// Writes what the reader produced, as the run writer would.
+    fn write(&mut self) {
         for emit in self.observer.take().emits {
             let record = match emit {
                 Emit::Record(r) => r,
@@ -1263,4 +1274,179 @@ fn nested_wrappers_are_read_within_bounds() {
         "{urls:?}"
     );
     assert!(h.actions("Page.reload").is_empty());
+}
+
+/// A harness whose reader has the direct reader's way in: the requests it sends, and the
+/// sender of replies and page-agent reports.
+fn with_agent() -> (
+    Harness,
+    tokio::sync::mpsc::Sender<crate::direct::verify::VerifyReply>,
+    tokio::sync::mpsc::Receiver<crate::direct::verify::VerifyRequest>,
+) {
+    let mut h = Harness::new(TrafficOptions::default());
+    let (requests, asked) = tokio::sync::mpsc::channel(64);
+    let (reply, replies) = tokio::sync::mpsc::channel(64);
+    let pages = h.observer.pages.clone();
+    h.observer = TrafficReader::new(pages, TrafficOptions::default()).with_verifier(Verifier {
+        requests,
+        replies,
+        wait: Duration::from_secs(3),
+    });
+    (h, reply, asked)
+}
+
+/// The page agent's report of `moment` at `ms` on [`PAGE`].
+fn agent_saw(
+    tx: &tokio::sync::mpsc::Sender<crate::direct::verify::VerifyReply>,
+    moment: crate::direct::locate::Moment,
+    ms: u64,
+    locator: serde_json::Value,
+) {
+    let l = crate::direct::locate::Located {
+        target_id: PAGE.into(),
+        at: t(ms),
+        moment,
+        locator: serde_json::from_value(locator).unwrap(),
+    };
+    tx.try_send(crate::direct::verify::VerifyReply::Located(l))
+        .unwrap();
+}
+
+#[test]
+fn a_click_waits_for_what_it_hit_and_is_written_without_it_past_its_wait() {
+    use crate::direct::locate::Moment::Hit;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let press = |id: u64| json!({"id": id, "method": "Input.dispatchMouseEvent", "params": {"type": "mousePressed", "x": 10, "y": 20, "button": "left", "clickCount": 1}});
+    // Answered before the agent's report was read: the record waits for it.
+    h.send(1, 100, press(1));
+    h.recv(1, 105, json!({"id": 1, "result": {}}));
+    assert!(h.actions("click").is_empty());
+    assert_eq!(h.observer.holding(), 1);
+    // A report on another page, or outside the click's window, is not its.
+    agent_saw(&agent, Hit, 500, json!({"css": "#later"}));
+    agent_saw(
+        &agent,
+        Hit,
+        103,
+        json!({"role": "button", "name": "Sign in"}),
+    );
+    h.tick(106);
+    let clicks = h.actions("click");
+    assert_eq!(clicks.len(), 1, "{clicks:?}");
+    assert_eq!(
+        clicks[0].payload["target"],
+        json!({"role": "button", "name": "Sign in"})
+    );
+    assert_eq!(clicks[0].payload["point"]["x"], 10.0);
+    // A report read before the answer: written at once.
+    agent_saw(&agent, Hit, 201, json!({"testId": "menu"}));
+    h.tick(150);
+    h.send(1, 200, press(2));
+    h.recv(1, 204, json!({"id": 2, "result": {}}));
+    assert_eq!(
+        h.actions("click")[1].payload["target"],
+        json!({"testId": "menu"})
+    );
+    // No report (a frame the agent cannot read): written after its wait, not replayable.
+    h.send(1, 300, press(3));
+    h.recv(1, 305, json!({"id": 3, "result": {}}));
+    h.tick(900);
+    assert_eq!(h.actions("click").len(), 2);
+    h.tick(1306);
+    let clicks = h.actions("click");
+    assert_eq!(clicks.len(), 3);
+    assert_eq!(
+        clicks[2].payload["target"],
+        json!({"replayable": false, "why": "the relay's page agent saw no element receive the click"})
+    );
+    // The later report was never claimed by a click outside its window.
+    assert_eq!(h.observer.holding(), 0);
+}
+
+#[test]
+fn a_typing_step_names_its_variable_and_where_its_text_went() {
+    use crate::direct::locate::Moment::Typed;
+    let (mut h, agent, mut asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.sanitizer
+        .register_secret("ACCOUNT_PASSWORD", "hunter2-Secret")
+        .unwrap();
+    let mut id = 0;
+    let mut step = |h: &mut Harness, ms: u64, text: &str| {
+        id += 1;
+        h.send(
+            1,
+            ms,
+            json!({"id": id, "method": "Input.insertText", "params": {"text": text}}),
+        );
+        h.recv(1, ms + 2, json!({"id": id, "result": {}}));
+        // A command that ends the burst.
+        id += 1;
+        h.send(1, ms + 10, json!({"id": id, "method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", "key": "Tab"}}));
+        h.recv(1, ms + 11, json!({"id": id, "result": {}}));
+    };
+    agent_saw(&agent, Typed, 99, json!({"label": "Password"}));
+    step(&mut h, 100, "hunter2-Secret");
+    agent_saw(
+        &agent,
+        Typed,
+        1_001,
+        json!({"role": "textbox", "name": "Email"}),
+    );
+    step(&mut h, 1_000, "someone@example.com");
+    agent_saw(&agent, Typed, 2_001, json!({"placeholder": "Code"}));
+    step(&mut h, 2_000, "ab");
+    // The page echoed the earlier text into the next field's label before typing reached it.
+    agent_saw(
+        &agent,
+        Typed,
+        3_001,
+        json!({"label": "Hello someone@example.com"}),
+    );
+    step(&mut h, 3_000, "fourth-text");
+    // Typed where the agent saw nothing.
+    step(&mut h, 4_000, "fifth-text");
+    // Every step asked for its verdict; none comes: written after the wait.
+    let mut asked_for = 0;
+    while asked.try_recv().is_ok() {
+        asked_for += 1;
+    }
+    assert_eq!(asked_for, 5);
+    h.tick(60_000);
+    // Held steps are written as their wait ends, in any order: read in the format's order.
+    let mut typing = h.actions("type");
+    typing.sort_by_key(|r| r.started_at_ms);
+    assert_eq!(typing.len(), 5, "{typing:?}");
+    let input = |i: usize| typing[i].payload["input"]["variable"].clone();
+    let target = |i: usize| typing[i].payload["target"].clone();
+    assert_eq!(input(0), "ACCOUNT_PASSWORD");
+    assert_eq!(target(0), json!({"label": "Password"}));
+    let email = input(1);
+    assert!(email.as_str().unwrap().starts_with("TYPED_"), "{email}");
+    assert_eq!(target(1), json!({"role": "textbox", "name": "Email"}));
+    // Too short to be masked: a number of its own all the same.
+    let short = input(2);
+    assert!(
+        short.as_str().unwrap().starts_with("TYPED_") && short != email,
+        "{short}"
+    );
+    assert_eq!(target(2), json!({"placeholder": "Code"}));
+    assert_eq!(
+        target(3),
+        json!({"replayable": false, "why": "the element's name contains typed text"})
+    );
+    assert_eq!(
+        target(4),
+        json!({"replayable": false, "why": "the relay's page agent did not see where the text went"})
+    );
+    let journal = h.journal_text();
+    for literal in [
+        "hunter2-Secret",
+        "someone@example.com",
+        "fourth-text",
+        "fifth-text",
+    ] {
+        assert!(!journal.contains(literal), "{literal} in {journal}");
+    }
 }
