@@ -220,7 +220,11 @@ impl Page {
     async fn open(c: &Caller<'_>, server: Server, origin: &str) -> Page {
         let nav = c.call(server.navigate(&format!("{origin}/typing"))).await;
         assert_ne!(nav.is_error, Some(true), "{}", text_of(&nav));
-        let snapshot = text_of(&c.call(server.snapshot()).await);
+        let snapshot = c.call(server.snapshot()).await;
+        // No typing, no failure: nothing added.
+        assert!(feedback(&nav).is_none(), "{nav:?}");
+        assert!(feedback(&snapshot).is_none(), "{snapshot:?}");
+        let snapshot = text_of(&snapshot);
         Page {
             fields: TYPING_CASES
                 .iter()
@@ -396,6 +400,7 @@ async fn verdicts_failures_and_sweep(
         ))
         .await;
     received.push(("evaluate".into(), lengths.clone()));
+    assert!(feedback(&lengths).is_none(), "{lengths:?}");
     let lengths = text_of(&lengths);
     let quoted = lengths
         .lines()
@@ -514,6 +519,7 @@ async fn verdicts_failures_and_sweep(
     // The failures each click made, named in its result.
     let (save_text, save_meta) =
         feedback(&save).unwrap_or_else(|| panic!("nothing appended to Save: {save:?}"));
+    eprintln!("{server:?} Save: {save_text}\n{save_meta}");
     let save_url = format!("{}/api/save", site.origin);
     assert!(
         save_text.contains(&format!("- failed request: POST {save_url} → 500")),
@@ -530,6 +536,20 @@ async fn verdicts_failures_and_sweep(
     );
     let (sync_text, sync_meta) =
         feedback(&sync).unwrap_or_else(|| panic!("nothing appended to Sync: {sync:?}"));
+    // The page's error, as the journal has it: the typed text and the planted token by name.
+    let console = "save failed (500) for ${TYPED_1} token ${FEEDBACK_PLANTED_TOKEN}";
+    assert!(
+        save_text.contains(&format!("- console error: {console}")),
+        "{save_text}"
+    );
+    assert!(
+        save_meta["failures"]
+            .as_array()
+            .expect("failures")
+            .contains(&json!({"kind": "console", "level": "error", "text": console})),
+        "{save_meta}"
+    );
+    eprintln!("{server:?} Sync: {sync_text}\n{sync_meta}");
     let sync_url = format!("http://127.0.0.1:{port}/sync");
     assert!(
         sync_text.contains(&format!(
