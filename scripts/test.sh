@@ -11,6 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
+# The fuzz build for CI's short pass (scripts/fuzz.sh; docs/fuzzing.md says what each costs and
+# catches): AddressSanitizer on, 16 codegen units (cargo fuzz's default of 1 builds the largest
+# crates on one core; the targets run somewhat slower, and the short pass replays the kept corpus).
+export FUZZ_SANITIZER="${FUZZ_SANITIZER:-address}"
+export FUZZ_CODEGEN_UNITS="${FUZZ_CODEGEN_UNITS:-16}"
 # CI builds from a clean tree once: incremental compilation would only write caches nobody reads.
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
 
@@ -30,13 +35,39 @@ print_times() {
   printf '  %s\n' "${step_log[@]}" >&2
   printf '  %5d s  total\n' $(($(date +%s) - t0)) >&2
 }
-container_prepare=""
+# Jobs started in the background while the workspace compiles: "pid name log" each. All are
+# waited for before the first test runs, so no test shares the machine with them.
+background=()
 on_exit() {
-  # A failed step does not orphan the background preparation (it runs as root).
-  if [ -n "$container_prepare" ]; then wait "$container_prepare" 2>/dev/null || true; fi
+  # A failed step does not orphan a background job (the container preparation runs as root).
+  local job
+  for job in "${background[@]}"; do wait "${job%% *}" 2>/dev/null || true; done
   print_times
 }
 trap on_exit EXIT
+in_background() {
+  local name=$1 log=$2; shift 2
+  step "$name: started in the background (log: $log)"
+  mkdir -p "$(dirname "$log")"
+  "$@" >"$log" 2>&1 &
+  background+=("$! $log $name")
+}
+wait_background() {
+  local job pid log name rc failed=0
+  for job in "${background[@]}"; do
+    read -r pid log name <<<"$job"
+    step "waiting for the background job: $name"
+    rc=0
+    wait "$pid" || rc=$?
+    if [ "$rc" -ne 0 ]; then
+      tail -n 30 "$log" >&2
+      echo "test.sh: $name failed (log above: $log)" >&2
+      failed=1
+    fi
+  done
+  background=()
+  if [ "$failed" -ne 0 ]; then exit 1; fi
+}
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 apt_updated=0
@@ -86,26 +117,15 @@ if ! command -v cargo-deny >/dev/null 2>&1; then
   cargo install cargo-deny --locked
 fi
 
-# The container test's base image (apt installs, mmdebstrap from Debian's mirror, podman import:
-# mostly downloads and disk) is prepared in the background while the workspace compiles; it is
-# waited for before any test runs, so no test shares the machine with it.
-step "container base image: started in the background (log: target/container/prepare.log)"
-mkdir -p target/container
-scripts/container-test.sh prepare >target/container/prepare.log 2>&1 &
-container_prepare=$!
-wait_container_prepare() {
-  if [ -z "$container_prepare" ]; then return 0; fi
-  step "waiting for the container base image (scripts/container-test.sh prepare)"
-  local rc=0
-  wait "$container_prepare" || rc=$?
-  container_prepare=""
-  if [ "$rc" -ne 0 ]; then
-    tail -n 30 target/container/prepare.log >&2
-    echo "test.sh: preparing the container base image failed (log above, target/container/prepare.log)" >&2
-    exit 1
-  fi
-  grep -E '^ +[0-9.]+ s ' target/container/prepare.log >&2 || true
-}
+# While the workspace compiles (CPU-bound, with idle stretches where one crate or link holds
+# the build): the container test's base image (apt installs, mmdebstrap from Debian's mirror,
+# podman import: downloads and disk) and the fuzz targets (their own nightly build).
+in_background "the container's base image (scripts/container-test.sh prepare)" \
+  target/container/prepare.log scripts/container-test.sh prepare
+if [ "$FUZZ_SECONDS" -gt 0 ]; then
+  in_background "the fuzz targets' build (scripts/fuzz.sh build)" target/fuzz-build.log \
+    scripts/fuzz.sh build
+fi
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -140,7 +160,7 @@ fi
 step "cargo test --no-run (builds the binary the end-to-end tests run, with the tests' features)"
 cargo test --workspace --locked --no-run
 
-wait_container_prepare
+wait_background
 
 step "cargo test"
 cargo test --workspace --locked
@@ -159,7 +179,8 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
   # Two targets at a time from the kept corpus (fuzz/corpus-kept, where the last campaign
   # ended) and the seeds; new inputs go to target/fuzz-campaign, the kept corpus is not
   # touched (scripts/fuzz.sh without FUZZ_MERGE=0 merges it). Ten targets in five rounds of
-  # FUZZ_SECONDS: less time than seven targets one after another.
+  # FUZZ_SECONDS: less time than seven targets one after another. Built already, in the
+  # background while the workspace compiled.
   step "fuzzing each target for ${FUZZ_SECONDS}s, two at a time"
   FUZZ_MERGE=0 scripts/fuzz.sh "$FUZZ_SECONDS"
 fi
