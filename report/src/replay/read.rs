@@ -5,6 +5,9 @@
 use cdp_evidence::{ActionMethod, Kind, Source, Status, StoredRecord, Word};
 use serde_json::Value;
 
+/// The `tool` of the MCP gateway's own tool calls.
+const GATEWAY_TOOL: &str = "cdp-relay";
+
 /// Events kept at most; a longer run is exported up to here and says so.
 pub(crate) const MAX_EVENTS: usize = 100_000;
 
@@ -165,9 +168,15 @@ fn what(r: &StoredRecord) -> Option<What> {
     }
     let method = s(p, "method")?;
     if r.source.is_some() && r.is_from(&Source::MCP) {
+        let label = s(p, "label");
+        // The gateway's own bookkeeping (a summary, a secret registered, this export) is not
+        // a step of the agent's; a step it marked is.
+        if r.tool.as_deref() == Some(GATEWAY_TOOL) && label.is_none() {
+            return None;
+        }
         return Some(What::ToolCall {
             tool: r.tool.clone(),
-            label: s(p, "label"),
+            label,
             name: method,
         });
     }

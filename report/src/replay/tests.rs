@@ -360,6 +360,8 @@ fn a_run_created_page_is_the_tests_page_and_origins_get_variables() {
                "target": {"targetId": PAGE, "url": "https://pay.test/"}}),
         json!({"kind": "action", "source": "mcp", "tool": "chrome_devtools", "payload": {"method": "navigate_page"}}),
         json!({"kind": "action", "source": "device", "tool": "adb", "payload": {"method": "swipe"}}),
+        json!({"kind": "action", "source": "mcp", "tool": "cdp-relay", "payload": {"method": "evidence_summary"}}),
+        json!({"kind": "action", "source": "mcp", "tool": "cdp-relay", "payload": {"method": "evidence_mark_step", "label": "pay"}}),
     ])
     .text;
     assert!(

@@ -1,13 +1,16 @@
-//! `cdp-relay export` end to end: the demo's run becomes a Playwright spec that
-//! `@playwright/test` (with Debian's Chromium) runs green against a fresh demo site, through a
-//! relay that records the replay as a run of its own with the same steps and input types; the
-//! spec holds none of what was typed; and without one of its variables the replay fails at the
-//! step that needs it, naming the variable.
+//! `cdp-relay export` end to end: the demo's run, and an agent's run through the MCP gateway
+//! (chrome-devtools-mcp, a `fill_form` of three fields), become Playwright specs that
+//! `@playwright/test` (with Debian's Chromium) runs green against a fresh site, through a relay
+//! that records the replay as a run of its own with the same steps and input types; no spec
+//! holds what was typed; and without one of its variables the replay fails at the step that
+//! needs it, naming the variable.
 
-use cdp_relay_tests::files::leaks;
+use cdp_relay_tests::files::{leaks, Scratch};
+use cdp_relay_tests::mcp::{chrome_devtools_mcp, element, resource_text, text_of, McpGateway};
+use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::{clients_dir, collect_stderr, relay_binary, within, RelayProcess};
-use serde_json::Value;
-use std::collections::BTreeMap;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -166,6 +169,49 @@ fn steps(run_dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Writes `spec` as `replay.spec.ts` into `work` beside a Playwright config (Debian's
+/// Chromium, no browser download) and the clients' `node_modules`.
+fn prepare(work: &Path, spec: &str) {
+    std::fs::write(work.join("replay.spec.ts"), spec).expect("spec");
+    std::os::unix::fs::symlink(
+        clients_dir().join("node_modules"),
+        work.join("node_modules"),
+    )
+    .expect("node_modules link");
+    std::fs::write(
+        work.join("playwright.config.ts"),
+        "export default {\n  testDir: '.',\n  outputDir: './test-results',\n  workers: 1,\n  \
+         reporter: 'line',\n  use: { launchOptions: { executablePath: '/usr/bin/chromium' } },\n};\n",
+    )
+    .expect("config");
+}
+
+/// `cdp-relay launch` recording into `evidence`.
+async fn launch(evidence: &Path) -> RelayProcess {
+    RelayProcess::spawn(
+        &[
+            "launch",
+            "--listen",
+            "127.0.0.1:0",
+            "--evidence-dir",
+            &evidence.to_string_lossy(),
+        ],
+        &[],
+    )
+    .await
+}
+
+/// The one run under the evidence root `evidence`.
+fn only_run(evidence: &Path) -> PathBuf {
+    let runs: Vec<PathBuf> = std::fs::read_dir(evidence.join("runs"))
+        .expect("runs")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
 /// Runs `@playwright/test` on the spec in `work` with `env`; returns (success, output).
 async fn playwright(work: &Path, env: &[(&str, &str)]) -> (bool, String) {
     let cli = clients_dir()
@@ -203,7 +249,7 @@ async fn the_demos_run_replays_green_through_the_relay_and_fails_without_a_varia
 
     // The export, twice: the same bytes.
     let work = tempfile::tempdir().expect("work dir");
-    let spec_path = work.path().join("replay.spec.ts");
+    let spec_path = work.path().join("exported.ts");
     let export = |out: &Path| {
         let status = std::process::Command::new(relay_binary())
             .arg("export")
@@ -226,6 +272,7 @@ async fn the_demos_run_replays_green_through_the_relay_and_fails_without_a_varia
         std::fs::read_to_string(work.path().join("again.ts")).expect("again")
     );
     std::fs::remove_file(work.path().join("again.ts")).expect("rm");
+    std::fs::remove_file(&spec_path).expect("rm");
     for planted in [USERNAME, PASSWORD, OTP, SEARCH] {
         assert!(
             !leaks(spec.as_bytes(), planted),
@@ -245,29 +292,9 @@ async fn the_demos_run_replays_green_through_the_relay_and_fails_without_a_varia
 
     // A fresh site, a relay in front of a fresh Chromium, and the replay through it.
     let site = KeptDemo::start(&evidence.path().join("site")).await;
-    std::os::unix::fs::symlink(
-        clients_dir().join("node_modules"),
-        work.path().join("node_modules"),
-    )
-    .expect("node_modules link");
-    std::fs::write(
-        work.path().join("playwright.config.ts"),
-        "export default {\n  testDir: '.',\n  outputDir: './test-results',\n  workers: 1,\n  \
-         reporter: 'line',\n  use: { launchOptions: { executablePath: '/usr/bin/chromium' } },\n};\n",
-    )
-    .expect("config");
+    prepare(work.path(), &spec);
     let replay_evidence = tempfile::tempdir().expect("replay evidence");
-    let relay = RelayProcess::spawn(
-        &[
-            "launch",
-            "--listen",
-            "127.0.0.1:0",
-            "--evidence-dir",
-            &replay_evidence.path().to_string_lossy(),
-        ],
-        &[],
-    )
-    .await;
+    let relay = launch(replay_evidence.path()).await;
     let mut env: Vec<(&str, &str)> = variables
         .iter()
         .map(|(kind, name)| (name.as_str(), typed_value(kind)))
@@ -282,13 +309,7 @@ async fn the_demos_run_replays_green_through_the_relay_and_fails_without_a_varia
 
     // The replay's own run: the same steps and input types. The test's page is one it opened
     // (the demo's first page was already there).
-    let runs: Vec<PathBuf> = std::fs::read_dir(replay_evidence.path().join("runs"))
-        .expect("runs")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
-        .collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    let mut replayed = steps(&runs[0]);
+    let mut replayed = steps(&only_run(replay_evidence.path()));
     assert_eq!(
         replayed.first().map(String::as_str),
         Some("Target.createTarget")
@@ -317,4 +338,142 @@ async fn the_demos_run_replays_green_through_the_relay_and_fails_without_a_varia
         "the replay did not fail at line {fill_line}:\n{output}"
     );
     site.stop().await;
+}
+
+// What the agent types through the gateway (planted: no export may hold them).
+const AGENT_USER: &str = "ada.replay@example.test";
+const AGENT_PASSWORD: &str = "Repl4y-Gateway-Passw0rd";
+const AGENT_OTP: &str = "615284";
+
+fn login_site() -> HashMap<&'static str, Route> {
+    let login = r#"<!doctype html><title>Sign in</title>
+<form id="f">
+  <label for="user">Email</label><input id="user" name="user" type="email" autocomplete="username">
+  <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password">
+  <label for="otp">One-time code</label><input id="otp" name="otp" autocomplete="one-time-code" inputmode="numeric">
+  <button type="submit">Sign in</button>
+</form>
+<script>
+document.getElementById('f').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const ok = document.getElementById('user').value.length > 0
+    && document.getElementById('password').value.length > 0
+    && document.getElementById('otp').value.length > 0;
+  location.href = ok ? '/welcome' : '/refused';
+});
+</script>"#;
+    let mut r = HashMap::new();
+    r.insert("/login", Route::ok("text/html", login));
+    r.insert(
+        "/welcome",
+        Route::ok(
+            "text/html",
+            "<!doctype html><title>Welcome</title><h1>Welcome back</h1>",
+        ),
+    );
+    r.insert(
+        "/refused",
+        Route::ok("text/html", "<!doctype html><title>Refused</title>"),
+    );
+    r
+}
+
+#[tokio::test]
+async fn a_gateway_runs_fill_form_exports_to_three_fills_that_replay_green() {
+    let site = Site::start(login_site()).await;
+    let scratch = Scratch::new();
+    let mut args = vec!["--".to_owned()];
+    args.extend(chrome_devtools_mcp());
+    let gw = McpGateway::spawn(&args, &[("TMPDIR", scratch.path().as_os_str())]).await;
+    gw.call(
+        "evidence_register_secret",
+        json!({"name": "ACCOUNT_PASSWORD", "value": AGENT_PASSWORD}),
+    )
+    .await;
+    let nav = gw
+        .call(
+            "navigate_page",
+            json!({"type": "url", "url": format!("{}/login", site.origin)}),
+        )
+        .await;
+    assert_ne!(nav.is_error, Some(true), "{}", text_of(&nav));
+    let snapshot = text_of(&gw.call("take_snapshot", json!({})).await);
+    let (email, password, otp, sign_in) = (
+        element(&snapshot, "textbox \"Email\""),
+        element(&snapshot, "textbox \"Password\""),
+        element(&snapshot, "textbox \"One-time code\""),
+        element(&snapshot, "button \"Sign in\""),
+    );
+    let filled = gw
+        .call(
+            "fill_form",
+            json!({"elements": [
+                {"uid": email, "value": AGENT_USER},
+                {"uid": password, "value": AGENT_PASSWORD},
+                {"uid": otp, "value": AGENT_OTP}
+            ]}),
+        )
+        .await;
+    assert_ne!(filled.is_error, Some(true), "{}", text_of(&filled));
+    let clicked = gw.call("click", json!({"uid": sign_in})).await;
+    assert_ne!(clicked.is_error, Some(true), "{}", text_of(&clicked));
+    let welcome = gw.call("wait_for", json!({"text": ["Welcome back"]})).await;
+    assert_ne!(welcome.is_error, Some(true), "{}", text_of(&welcome));
+
+    // The tool's spec and the resource's: the same test.
+    let exported = gw.call("evidence_export_test", json!({})).await;
+    assert_ne!(exported.is_error, Some(true), "{}", text_of(&exported));
+    let spec = text_of(&exported);
+    let resource = resource_text(
+        &gw.read("evidence://runs/current/replay.spec.ts")
+            .await
+            .expect("the replay resource"),
+    );
+    assert_eq!(spec, resource);
+    let closed = gw.close().await;
+    let run_dir = closed.runs().remove(0);
+    for planted in [AGENT_USER, AGENT_PASSWORD, AGENT_OTP] {
+        assert!(!leaks(spec.as_bytes(), planted), "{spec}");
+    }
+    let fills: Vec<&str> = spec.lines().filter(|l| l.contains(".fill(")).collect();
+    assert_eq!(fills.len(), 3, "three fields, three fills:\n{spec}");
+    assert!(
+        fills[1].contains("input('ACCOUNT_PASSWORD', 'the password typed at step"),
+        "the registered secret's name:\n{spec}"
+    );
+    assert!(
+        spec.contains("// agent: fill_form (chrome_devtools)"),
+        "{spec}"
+    );
+
+    // Replayed through a relay: green, with the same steps and input types.
+    let work = tempfile::tempdir().expect("work dir");
+    prepare(work.path(), &spec);
+    let replay_evidence = tempfile::tempdir().expect("replay evidence");
+    let relay = launch(replay_evidence.path()).await;
+    let variables = input_variables(&spec);
+    let value = |kind: &str| match kind {
+        "email" => AGENT_USER,
+        "password" => AGENT_PASSWORD,
+        "one-time-code" => AGENT_OTP,
+        other => panic!("no {other} field on the page"),
+    };
+    let endpoint = relay.endpoint.clone();
+    let mut env: Vec<(&str, &str)> = variables
+        .iter()
+        .map(|(kind, name)| (name.as_str(), value(kind)))
+        .collect();
+    env.push(("BASE_URL", &site.origin));
+    env.push(("CDP_RELAY_ENDPOINT", &endpoint));
+    let (ok, output) = playwright(work.path(), &env).await;
+    assert!(ok, "the replay failed:\n{output}\n{spec}");
+    relay.stop().await;
+    let mut replayed = steps(&only_run(replay_evidence.path()));
+    assert_eq!(
+        replayed.first().map(String::as_str),
+        Some("Target.createTarget")
+    );
+    replayed.remove(0);
+    assert_eq!(replayed, steps(&run_dir), "{spec}");
+    scratch.assert_clean();
 }
