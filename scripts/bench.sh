@@ -7,6 +7,11 @@
 #   scripts/bench.sh                 three full runs (about 10 minutes)
 #   BENCH_RUNS=1 scripts/bench.sh    one run
 #   scripts/bench.sh --smoke         tiny sizes, prints the tables, leaves BENCHMARKS.md alone
+#   BENCH_MCP_FEEDBACK=1 scripts/bench.sh [--smoke]
+#                                    also, once, `relay-bench mcp-feedback` (the real browser MCP
+#                                    servers through `cdp-relay mcp` with and without feedback:
+#                                    about 10 minutes, a minute with --smoke); its table goes to
+#                                    stdout, for the hand-written "Feedback in tool results" section
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +44,11 @@ for i in $(seq 1 "$RUNS"); do
     target/release/relay-bench all $SMOKE | sed 's/^### /##### /; s/^#### /###### /'
   } >>"$out"
 done
+
+if [ "${BENCH_MCP_FEEDBACK:-0}" = 1 ]; then
+  echo "==> mcp-feedback" >&2
+  target/release/relay-bench mcp-feedback $SMOKE
+fi
 
 if [ -n "$SMOKE" ]; then
   cat "$out"

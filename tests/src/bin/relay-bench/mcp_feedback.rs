@@ -149,8 +149,13 @@ struct Said {
     appended: usize,
     /// Results with `isError: true`.
     errors: usize,
-    /// Typing steps by verdict: `true`, `false`, `"indeterminate"`, `null` (none in time).
+    /// This call's typing steps by verdict: `true`, `false`, `"indeterminate"`, `null` (none
+    /// in time).
     verdicts: HashMap<String, usize>,
+    /// Earlier calls' typing steps told in this result (owed to them), by verdict.
+    earlier: HashMap<String, usize>,
+    /// Results whose item carried nothing but earlier calls' typing.
+    only_earlier: usize,
     /// Results naming a failed request with status 500.
     failure_named: usize,
 }
@@ -171,18 +176,29 @@ impl Said {
         if head || !meta.is_null() {
             self.appended += 1;
         }
-        for step in meta["typing"].as_array().into_iter().flatten() {
+        let steps = meta["typing"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let failures = meta["failures"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for step in steps {
             let verdict = match &step["verified"] {
                 Value::Bool(b) => b.to_string(),
                 Value::String(s) => s.clone(),
                 _ => "null".into(),
             };
-            *self.verdicts.entry(verdict).or_default() += 1;
+            let into = if step["earlier"] == true {
+                &mut self.earlier
+            } else {
+                &mut self.verdicts
+            };
+            *into.entry(verdict).or_default() += 1;
         }
-        let named = meta["failures"]
-            .as_array()
-            .into_iter()
-            .flatten()
+        if !steps.is_empty() && failures.is_empty() && steps.iter().all(|s| s["earlier"] == true) {
+            self.only_earlier += 1;
+        }
+        let named = failures
+            .iter()
             .any(|f| f["kind"] == "network" && f["status"] == 500);
         if named {
             self.failure_named += 1;
@@ -247,11 +263,18 @@ async fn measure(server: Server, rounds: usize, calls: usize, extra: &[&str]) ->
     m
 }
 
-fn verdicts(said: &Said) -> String {
-    let mut v: Vec<(&String, &usize)> = said.verdicts.iter().collect();
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn verdicts(verdicts: &HashMap<String, usize>) -> String {
+    let mut v: Vec<(&String, &usize)> = verdicts.iter().collect();
     v.sort();
     if v.is_empty() {
-        return "no typing step".into();
+        return "none".into();
     }
     v.iter()
         .map(|(k, n)| format!("`{k}` {n}"))
@@ -264,14 +287,16 @@ pub async fn run(rounds: usize, calls: usize, extra: &[&str]) -> String {
     let servers = [Server::DevTools, Server::Playwright];
     let mut results = Vec::new();
     let started = Instant::now();
+    let load_before = load_average();
     for server in servers {
         results.push((server, measure(server, rounds, calls, extra).await));
     }
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{rounds} rounds × {calls} calls of each kind per path and server ({} s in all); times in ms from the agent's side.\n",
-        started.elapsed().as_secs()
+        "{rounds} rounds × {calls} calls of each kind per path and server ({} s in all; load average {load_before} before, {} after); times in ms from the agent's side.\n",
+        started.elapsed().as_secs(),
+        load_average()
     );
     let _ = writeln!(
         out,
@@ -300,14 +325,22 @@ pub async fn run(rounds: usize, calls: usize, extra: &[&str]) -> String {
         let [off, on] = &m.said;
         let appended_off: usize = off.iter().map(|s| s.appended).sum();
         let errors: usize = on.iter().chain(off.iter()).map(|s| s.errors).sum();
+        let mut earlier = HashMap::new();
+        for s in on.iter() {
+            for (k, n) in &s.earlier {
+                *earlier.entry(k.clone()).or_default() += n;
+            }
+        }
         let _ = writeln!(
             out,
-            "- {}: typing verdicts with feedback: {} (of {} typing calls); clicks that did nothing with an item appended: {}/{}; failing clicks naming the 500: {}/{}; results with an item or key under `--no-feedback`: {appended_off}; `isError` results: {errors}.",
+            "- {}: the typing calls' own verdicts: {} (of {} calls); earlier calls' verdicts told in a later result: {}; no-op clicks with an item appended: {}/{} ({} of them only an earlier call's verdict); failing clicks naming the 500: {}/{}; results with an item or key under `--no-feedback`: {appended_off}; `isError` results: {errors}.",
             server.name(),
-            verdicts(&on[0]),
+            verdicts(&on[0].verdicts),
             on[0].calls,
+            verdicts(&earlier),
             on[1].appended,
             on[1].calls,
+            on[1].only_earlier,
             on[2].failure_named,
             on[2].calls,
         );
@@ -337,15 +370,26 @@ mod tests {
                 "call": "a1",
                 "typing": [{"chars": 20, "inputType": "text", "verified": true, "reason": "landed"},
                            {"chars": 8, "inputType": "text", "verified": null},
-                           {"chars": 6, "inputType": "text", "verified": "indeterminate"}],
+                           {"chars": 6, "inputType": "text", "verified": "indeterminate"},
+                           {"chars": 1, "inputType": "text", "verified": false, "earlier": true}],
                 "failures": [{"kind": "network", "method": "POST", "url": "http://127.0.0.1:1/api/save", "status": 500}],
                 "more": {"typing": 0, "failures": 0}
             }}
         }))
         .unwrap();
         said.note(&typed);
-        assert_eq!((said.calls, said.appended, said.errors), (2, 1, 0));
-        assert_eq!(said.failure_named, 1);
-        assert_eq!(verdicts(&said), "`indeterminate` 1, `null` 1, `true` 1");
+        let owed: CallToolResult = serde_json::from_value(json!({
+            "content": [{"type": "text", "text": FEEDBACK_HEAD}],
+            "_meta": {META_KEY: {"typing": [{"verified": true, "earlier": true}], "failures": []}}
+        }))
+        .unwrap();
+        said.note(&owed);
+        assert_eq!((said.calls, said.appended, said.errors), (3, 2, 0));
+        assert_eq!((said.failure_named, said.only_earlier), (1, 1));
+        assert_eq!(
+            verdicts(&said.verdicts),
+            "`indeterminate` 1, `null` 1, `true` 1"
+        );
+        assert_eq!(verdicts(&said.earlier), "`false` 1, `true` 1");
     }
 }
