@@ -307,10 +307,11 @@ fn typing_lines_agree(text: &str, meta: &Value) {
         );
         assert!(line.starts_with(&head), "{line:?} for {t}");
         let said = &line[head.len()..];
+        let note = t["note"].as_str().unwrap_or_default();
         let ok = match &t["verified"] {
             Value::Bool(true) => said == "landed",
-            Value::Bool(false) => said.starts_with("did NOT land: "),
-            Value::String(s) if s == "indeterminate" => said.starts_with("not verified: "),
+            Value::Bool(false) => said == format!("did NOT land: {note}"),
+            Value::String(s) if s == "indeterminate" => said == format!("not verified: {note}"),
             Value::Null => said.starts_with("not verified yet"),
             other => panic!("verified is {other}"),
         };
@@ -760,7 +761,17 @@ async fn session(c: &Caller<'_>, server: Server, origin: &str) -> Vec<(String, S
     out.push(("navigate".to_owned(), nav));
     let page = Page::open(c, server, origin).await;
     for case in ["plain", "maxlength"] {
-        out.push((case.to_owned(), page.fill(c, server, case, false).await));
+        let started = Instant::now();
+        let r = page.fill(c, server, case, false).await;
+        let how = match c {
+            Caller::Gateway(_) => "through the gateway, --no-feedback",
+            Caller::Direct(_) => "the server alone",
+        };
+        eprintln!(
+            "{server:?} {case} ({how}): {} ms",
+            started.elapsed().as_millis()
+        );
+        out.push((case.to_owned(), r));
     }
     out.push((
         "sync".to_owned(),
