@@ -20,5 +20,6 @@ pub mod planted;
 pub mod raw;
 pub mod s3;
 pub mod site;
+pub mod target_pages;
 
 pub use fixtures::*;

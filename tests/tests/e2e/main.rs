@@ -37,5 +37,6 @@ mod mcp_transport;
 mod observer;
 mod report_browser;
 mod secrets_bounds;
+mod targets;
 mod upload;
 mod websocket;

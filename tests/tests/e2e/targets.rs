@@ -1,0 +1,216 @@
+//! Stable targets and named inputs: a click's or typing step's `payload.target` (the element's
+//! locator, as Playwright's code generator would pick it, taken by the relay's page agent) and a
+//! typing step's `payload.input.variable` (a registered secret's name, else `TYPED_<n>`).
+//!
+//! Playwright clicks and fills through the relay (with its own observer) on a page with one
+//! element per locator kind, and on a page that echoes the typed text into a button's name, a
+//! label and a heading: the echoing steps are not replayable, and no file of the run holds a
+//! typed literal. The agent's choice of locator (order, uniqueness, retargeting) is checked on
+//! its own, in a page, case by case.
+
+use cdp_evidence::{parse_journal, StoredRecord};
+use cdp_relay::EvidenceSettings;
+use cdp_relay_tests::cdp::Cdp;
+use cdp_relay_tests::files::{all_files, leaks};
+use cdp_relay_tests::http::request_with_body;
+use cdp_relay_tests::site::Site;
+use cdp_relay_tests::target_pages::{target_routes, typed};
+use cdp_relay_tests::{page_ws, run_node_client, within, Chromium, RelayFixture};
+use serde_json::{json, Value};
+
+/// The page agent, as the relay installs it.
+const AGENT: &str = include_str!("../../../capture/src/direct/agent.js");
+
+/// The records of `method` in the format's order (`startedAt`, then `actionId`).
+fn steps<'a>(records: &'a [StoredRecord], method: &str) -> Vec<&'a StoredRecord> {
+    let mut out: Vec<&StoredRecord> = records
+        .iter()
+        .filter(|r| r.kind == "action" && r.payload["method"] == method)
+        .collect();
+    out.sort_by(|a, b| (&a.started_at, &a.action_id).cmp(&(&b.started_at, &b.action_id)));
+    out
+}
+
+#[tokio::test]
+async fn clicks_and_fills_record_their_locators_and_echoes_never_come_back_through_one() {
+    within("targets", async {
+        let site = Site::start(target_routes()).await;
+        let chrome = Chromium::start().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let settings = EvidenceSettings {
+            root: dir.path().to_path_buf(),
+            observe: true,
+            ..EvidenceSettings::default()
+        };
+        let relay = RelayFixture::start_recording(&chrome.http(), settings).await;
+        let put = request_with_body(
+            &relay.authority(),
+            "PUT",
+            &format!("/relay/v1/secrets/{}", typed::PASSWORD_NAME),
+            &[],
+            typed::PASSWORD.as_bytes(),
+        )
+        .await;
+        assert_eq!(put.status, 204, "{}", put.text());
+
+        let cfg = json!({
+            "endpoint": relay.endpoint(),
+            "site": site.origin,
+            "email": typed::EMAIL,
+            "password": typed::PASSWORD,
+            "message": typed::MESSAGE,
+            "nick": typed::NICK,
+            "echoed": typed::ECHOED,
+            "second": typed::SECOND,
+        });
+        let run = run_node_client("targets.mjs", &cfg.to_string()).await;
+        assert!(run.ok, "targets.mjs failed:\n{}", run.stderr);
+        let summary = relay.stop().await.expect("pipeline summary");
+        let bytes = std::fs::read(summary.run_dir.join("actions.jsonl")).expect("journal");
+        let journal = parse_journal(&bytes);
+        assert!(journal.corrupt.is_empty(), "{:?}", journal.corrupt);
+        let records = journal.records;
+
+        let not_replayable =
+            json!({"replayable": false, "why": "the element's name contains typed text"});
+        let clicks: Vec<Value> = steps(&records, "click")
+            .iter()
+            .map(|r| r.payload["target"].clone())
+            .collect();
+        assert_eq!(
+            clicks,
+            [
+                json!({"testId": "save"}),
+                json!({"role": "button", "name": "Sign in"}),
+                json!({"css": "#tile"}),
+                json!({"role": "button", "name": "Inside", "frame": "#inner"}),
+                // The button's name, then the heading, held the echoed text.
+                not_replayable.clone(),
+                not_replayable.clone(),
+            ],
+            "{records:#?}"
+        );
+        let typing = steps(&records, "type");
+        let targets: Vec<Value> = typing.iter().map(|r| r.payload["target"].clone()).collect();
+        assert_eq!(
+            targets,
+            [
+                json!({"role": "textbox", "name": "Email"}),
+                json!({"label": "Password"}),
+                json!({"placeholder": "Your message"}),
+                json!({"css": "input[name=\"nickname\"]"}),
+                // Taken as typing started: before the page echoed it anywhere.
+                json!({"role": "textbox", "name": "Your name"}),
+                // Its label held the text typed before.
+                not_replayable,
+            ],
+            "{records:#?}"
+        );
+        let variables: Vec<&str> = typing
+            .iter()
+            .map(|r| r.payload["input"]["variable"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(variables[1], typed::PASSWORD_NAME, "{variables:?}");
+        for (i, v) in variables.iter().enumerate() {
+            if i != 1 {
+                assert!(v.starts_with("TYPED_"), "{variables:?}");
+            }
+        }
+        let mut distinct = variables.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), variables.len(), "{variables:?}");
+        // The page's echo was recorded, masked: the test saw what it means to test.
+        assert!(
+            String::from_utf8_lossy(&bytes).contains("greeted ${TYPED_"),
+            "no echo was recorded"
+        );
+
+        for literal in typed::ALL {
+            for len in 4..=literal.len() {
+                let prefix = &literal[..len];
+                for (path, bytes) in all_files(&summary.run_dir) {
+                    assert!(!leaks(&bytes, prefix), "typed prefix {prefix:?} in {path}");
+                }
+            }
+        }
+    })
+    .await;
+}
+
+/// The agent's choice, element by element of `/order` (each marked `data-case`).
+#[tokio::test]
+async fn the_agent_picks_the_first_locator_that_is_unique_in_codegen_order() {
+    within("locator order", async {
+        let site = Site::start(target_routes()).await;
+        let chrome = Chromium::start().await;
+        let mut c = Cdp::connect(&page_ws(&format!("127.0.0.1:{}", chrome.port())).await).await;
+        c.call("Page.enable", json!({})).await;
+        c.call(
+            "Page.navigate",
+            json!({ "url": format!("{}/order", site.origin) }),
+        )
+        .await;
+        let ready = "document.readyState === 'complete' && !!document.querySelector('[data-case]')";
+        within("the page to load", async {
+            loop {
+                let v = c
+                    .call(
+                        "Runtime.evaluate",
+                        json!({ "expression": ready, "returnByValue": true }),
+                    )
+                    .await;
+                if v["result"]["value"] == true {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        c.call(
+            "Runtime.evaluate",
+            json!({ "expression": AGENT, "returnByValue": true }),
+        )
+        .await;
+        let cases = c
+            .call(
+                "Runtime.evaluate",
+                json!({
+                    "expression": "Object.fromEntries([...document.querySelectorAll('[data-case]')].map((el) => [el.dataset.case, globalThis.__cdpRelayAgent.locate(el)]))",
+                    "returnByValue": true,
+                }),
+            )
+            .await["result"]["value"]
+            .clone();
+        let long = cases["long-name-cut-at-a-word"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            long.chars().count() <= 80 && long.starts_with("one two") && !long.ends_with(' '),
+            "{cases:#}"
+        );
+        assert!(
+            "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+                .starts_with(&long),
+            "{long}"
+        );
+        let expected = json!({
+            "testid": {"testId": "t1"},
+            "role-when-testid-repeats": {"role": "button", "name": "Twin two"},
+            "css-when-name-is-a-substring": {"css": "#links > a:nth-of-type(1)"},
+            "retarget-to-button": {"role": "button", "name": "Icon Delete"},
+            "textbox-named-by-wrapping-label": {"role": "textbox", "name": "Phone"},
+            "label-when-no-role": {"label": "Secret word"},
+            "role-ignores-hidden": {"role": "button", "name": "Hidden"},
+            "placeholder-when-no-name": {"placeholder": "Search"},
+            "css-by-name": {"css": "input[name=\"q\"]"},
+            "nothing-unique": {"why": "no-locator"},
+            "long-name-cut-at-a-word": {"role": "button", "name": long},
+            "label-stands-for-its-control": {"role": "checkbox", "name": "Remember me"},
+            "explicit-role": {"role": "button", "name": "Custom action"},
+        });
+        assert_eq!(cases, expected, "{cases:#}");
+    })
+    .await;
+}
