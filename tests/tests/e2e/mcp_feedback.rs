@@ -418,6 +418,19 @@ async fn verdicts_failures_and_sweep(
     received.push(("click Save".into(), save.clone()));
     received.push(("click Sync".into(), sync.clone()));
 
+    // evidence_summary reads the journal: once every typing step with its verdict is written.
+    let steps = typed
+        .iter()
+        .filter(|(case, slowly, _)| expected(server, case, *slowly).is_some())
+        .count();
+    gw.journal_until("the typing steps' verdicts", |records| {
+        records
+            .iter()
+            .filter(|r| r.payload["method"] == "type" && !r.payload["verification"].is_null())
+            .count()
+            >= steps
+    })
+    .await;
     let summary = gw.call("evidence_summary", json!({})).await;
     received.push(("evidence_summary".into(), summary.clone()));
 
