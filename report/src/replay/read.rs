@@ -4,6 +4,7 @@
 
 use cdp_evidence::{ActionMethod, Kind, Source, Status, StoredRecord, Word};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// The `tool` of the MCP gateway's own tool calls.
 const GATEWAY_TOOL: &str = "cdp-relay";
@@ -109,6 +110,8 @@ pub(crate) struct Events {
     pub events: Vec<Event>,
     pub left_out: usize,
     pub unreadable: usize,
+    /// The URL each page was last seen at (in file order).
+    urls: BTreeMap<String, Option<String>>,
 }
 
 impl Events {
@@ -125,9 +128,14 @@ impl Events {
         let page_url = tstr("url");
         if what == What::Seen {
             // Only a change of where a page is matters.
-            let last = self.events.iter().rev().find(|e| e.page == page);
-            if page.is_none() || last.is_some_and(|e| e.page_url == page_url) {
+            let Some(handle) = &page else { return };
+            if self.urls.get(handle) == Some(&page_url) {
                 return;
+            }
+        }
+        if let Some(handle) = &page {
+            if self.urls.get(handle) != Some(&page_url) {
+                self.urls.insert(handle.clone(), page_url.clone());
             }
         }
         if self.events.len() >= MAX_EVENTS {

@@ -411,3 +411,29 @@ fn report_html_says_how_to_export_the_run() {
         out.html
     );
 }
+
+#[test]
+fn a_long_run_of_plumbing_on_interleaved_pages_exports_quickly() {
+    let mut records = vec![on(PAGE, "/a", json!({"method": "Runtime.evaluate"}))];
+    for i in 0..20_000 {
+        let (page, path) = if i % 2 == 0 {
+            (PAGE2, "/b")
+        } else {
+            (PAGE, "/a")
+        };
+        records.push(on(
+            page,
+            path,
+            json!({"method": "Runtime.evaluate", "bytes": i}),
+        ));
+    }
+    records.push(on(
+        PAGE,
+        "/a",
+        json!({"method": "press", "detail": {"key": "Enter"}}),
+    ));
+    let started = std::time::Instant::now();
+    let out = spec(&records);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(out.figures.steps, 1, "{}", out.text);
+}
