@@ -416,10 +416,11 @@ fn report_html_says_how_to_export_the_run() {
 fn a_long_run_of_plumbing_on_interleaved_pages_exports_quickly() {
     let mut records = vec![on(PAGE, "/a", json!({"method": "Runtime.evaluate"}))];
     for i in 0..20_000 {
-        let (page, path) = if i % 2 == 0 {
-            (PAGE2, "/b")
-        } else {
-            (PAGE, "/a")
+        // The second page is somewhere new each time (kept); the first never moves (skipped).
+        let (page, path) = match i % 4 {
+            0 => (PAGE2, "/b"),
+            2 => (PAGE2, "/c"),
+            _ => (PAGE, "/a"),
         };
         records.push(on(
             page,
