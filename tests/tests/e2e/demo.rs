@@ -153,7 +153,16 @@ async fn demo_reports_every_failure_and_leaks_nothing() {
         let input = r.payload["input"].as_object().expect("input summary");
         let mut keys: Vec<&str> = input.keys().map(String::as_str).collect();
         keys.sort_unstable();
-        assert_eq!(keys, ["chars", "inputType"], "{}", r.payload);
+        assert_eq!(keys, ["chars", "inputType", "variable"], "{}", r.payload);
+        // A name standing for the text, never the text.
+        let variable = input["variable"].as_str().unwrap_or_default();
+        assert!(
+            variable
+                .strip_prefix("TYPED_")
+                .is_some_and(|n| n.parse::<u64>().is_ok()),
+            "{}",
+            r.payload
+        );
     }
     // The relay's own observer read each field's real type, and judged whether the text landed
     // (credentials are not read back: their verdict is indeterminate, by design).
