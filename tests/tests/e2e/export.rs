@@ -2,13 +2,19 @@
 //! (chrome-devtools-mcp, a `fill_form` of three fields), become Playwright specs that
 //! `@playwright/test` (with Debian's Chromium) runs green against a fresh site, through a relay
 //! that records the replay as a run of its own with the same steps and input types; no spec
-//! holds what was typed; and without one of its variables the replay fails at the step that
-//! needs it, naming the variable.
+//! holds what was typed, not even what a page echoed of it into a name (those steps stay
+//! comments); and without one of its variables the replay fails at the step that needs it,
+//! naming the variable.
 
+use cdp_relay::EvidenceSettings;
 use cdp_relay_tests::files::{leaks, Scratch};
+use cdp_relay_tests::http::request_with_body;
 use cdp_relay_tests::mcp::{chrome_devtools_mcp, element, resource_text, text_of, McpGateway};
 use cdp_relay_tests::site::{Route, Site};
-use cdp_relay_tests::{clients_dir, collect_stderr, relay_binary, within, RelayProcess};
+use cdp_relay_tests::{
+    clients_dir, collect_stderr, relay_binary, run_node_client, within, Chromium, RelayFixture,
+    RelayProcess,
+};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -476,4 +482,74 @@ async fn a_gateway_runs_fill_form_exports_to_three_fills_that_replay_green() {
     replayed.remove(0);
     assert_eq!(replayed, steps(&run_dir), "{spec}");
     scratch.assert_clean();
+}
+
+#[tokio::test]
+async fn echoed_typing_never_reaches_the_spec_and_its_steps_stay_comments() {
+    use cdp_relay_tests::target_pages::{target_routes, typed};
+    let site = Site::start(target_routes()).await;
+    let chrome = Chromium::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let settings = EvidenceSettings {
+        root: dir.path().to_path_buf(),
+        observe: true,
+        ..EvidenceSettings::default()
+    };
+    let relay = RelayFixture::start_recording(&chrome.http(), settings).await;
+    let put = request_with_body(
+        &relay.authority(),
+        "PUT",
+        &format!("/relay/v1/secrets/{}", typed::PASSWORD_NAME),
+        &[],
+        typed::PASSWORD.as_bytes(),
+    )
+    .await;
+    assert_eq!(put.status, 204, "{}", put.text());
+    let cfg = json!({
+        "endpoint": relay.endpoint(),
+        "site": site.origin,
+        "email": typed::EMAIL,
+        "password": typed::PASSWORD,
+        "message": typed::MESSAGE,
+        "nick": typed::NICK,
+        "echoed": typed::ECHOED,
+        "second": typed::SECOND,
+    });
+    let run = run_node_client("targets.mjs", &cfg.to_string()).await;
+    assert!(run.ok, "targets.mjs failed:\n{}", run.stderr);
+    let summary = relay.stop().await.expect("pipeline summary");
+
+    let out = std::process::Command::new(relay_binary())
+        .arg("export")
+        .arg(&summary.run_dir)
+        .output()
+        .expect("run cdp-relay export");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spec = String::from_utf8(out.stdout).expect("utf-8");
+    for literal in typed::ALL {
+        for len in 4..=literal.len() {
+            assert!(
+                !leaks(spec.as_bytes(), &literal[..len]),
+                "typed prefix {:?} in the spec:\n{spec}",
+                &literal[..len]
+            );
+        }
+    }
+    // The button named after the echo, the heading, and the field whose label held it.
+    let echoing: Vec<&str> = spec
+        .lines()
+        .filter(|l| l.contains("not replayable: the element's name contains typed text"))
+        .collect();
+    assert_eq!(echoing.len(), 3, "{spec}");
+    assert!(
+        spec.contains(&format!(
+            "await page.getByLabel('Password').fill(input('{}', 'the password typed at step",
+            typed::PASSWORD_NAME
+        )),
+        "{spec}"
+    );
 }
