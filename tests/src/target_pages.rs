@@ -84,7 +84,8 @@ document.getElementById('who').addEventListener('input', (e) => {
 <section><div><p><span>plain</span></p></div></section>
 <button data-case="long-name-cut-at-a-word">one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen</button>
 <label for="cb" data-case="label-stands-for-its-control">Remember me</label><input type="checkbox" id="cb">
-<div role="button" data-case="explicit-role">Custom action</div>"#,
+<div role="button" data-case="explicit-role">Custom action</div>
+<button id="close1" data-case="name-held-by-a-childs-label">Close</button><button><span aria-label="Close window">x</span></button>"#,
         ),
     );
     r

@@ -442,7 +442,18 @@
       const name = shorten(nameOf(el, role));
       const tags = ROLE_TAGS[role];
       const sel = tags ? `${tags},[role=${role}]` : `[role=${role}]`;
-      const same = (c) => roleOf(c) === role && !hiddenFromRoles(c) && has(nameOf(c, role), name);
+      // Each word of a name lies whole in one text node or attribute, so an element whose text
+      // lacks one and whose name comes from nothing else cannot match: its name is not computed
+      // (a list of two thousand links is looked through in a few milliseconds).
+      const words = name.toLowerCase().split(' ');
+      const mayMatch = (c) => {
+        if (c.tagName === 'INPUT' || c.tagName === 'SELECT' || c.tagName === 'TEXTAREA' || c.tagName === 'IMG') return true;
+        if (c.hasAttribute('aria-labelledby') || c.hasAttribute('aria-label') || c.hasAttribute('title')) return true;
+        const text = String(c.textContent || '').toLowerCase();
+        return words.every((w) => text.includes(w)) || !!c.querySelector('[aria-label],img[alt]');
+      };
+      const same = (c) =>
+        mayMatch(c) && roleOf(c) === role && has(nameOf(c, role), name) && !hiddenFromRoles(c);
       if (name && countOf(root, sel, same) === 1) return { role, name };
     }
     const label = shorten(labelOf(el));
@@ -508,20 +519,27 @@
     }
   };
 
-  // The field whose focus or focusin event is being dispatched: focus that moves on before the
-  // page's own handlers of that event have returned was bounced off it. A listener added to
+  // The field whose focus, focusin or keydown event is being dispatched: focus that moves on
+  // before the page's own handlers of that event have returned was bounced off it (a field
+  // that hands focus on as it gets it, or on the first key typed into it). A listener added to
   // the field while the event is still on its way runs after the page's own.
   let dispatching = null;
   const arriving = (type) => (e) => {
     const el = (e.composedPath && e.composedPath()[0]) || e.target;
     if (!el || !el.tagName) return;
-    const via = dispatching && dispatching !== el && editable(dispatching) ? dispatching : null;
+    if (type === 'keydown' && !e.isTrusted) return;
+    const via =
+      type !== 'keydown' && dispatching && dispatching !== el && editable(dispatching)
+        ? dispatching
+        : null;
     dispatching = el;
     const done = () => {
       if (dispatching === el) dispatching = null;
     };
     try {
       el.addEventListener(type, done, { once: true });
+      // A page that stops the event before it reaches the field: over with the task.
+      setTimeout(done, 0);
     } catch (_) {
       done();
     }
@@ -532,6 +550,7 @@
   };
   addEventListener('focus', arriving('focus'), true);
   addEventListener('focusin', arriving('focusin'), true);
+  addEventListener('keydown', arriving('keydown'), true);
 
   addEventListener(
     'beforeinput',

@@ -209,6 +209,8 @@ async fn the_agent_picks_the_first_locator_that_is_unique_in_codegen_order() {
             "long-name-cut-at-a-word": {"role": "button", "name": long},
             "label-stands-for-its-control": {"role": "checkbox", "name": "Remember me"},
             "explicit-role": {"role": "button", "name": "Custom action"},
+            // Another button's name, from its child's aria-label, holds this one's.
+            "name-held-by-a-childs-label": {"css": "#close1"},
         });
         assert_eq!(cases, expected, "{cases:#}");
     })
