@@ -1360,7 +1360,15 @@ fn a_click_waits_for_what_it_hit_and_is_written_without_it_past_its_wait() {
         clicks[2].payload["target"],
         json!({"replayable": false, "why": "the relay's page agent saw no element receive the click"})
     );
-    // The later report was never claimed by a click outside its window.
+    assert_eq!(h.observer.holding(), 0);
+    // The pipeline stops: a click still waiting is written at once.
+    h.send(1, 1400, press(4));
+    h.recv(1, 1405, json!({"id": 4, "result": {}}));
+    assert_eq!(h.observer.holding(), 1);
+    h.handle(TapEvent::Finish { at: t(1406) });
+    let clicks = h.actions("click");
+    assert_eq!(clicks.len(), 4);
+    assert_eq!(clicks[3].payload["target"]["replayable"], false);
     assert_eq!(h.observer.holding(), 0);
 }
 
