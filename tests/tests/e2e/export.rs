@@ -9,7 +9,9 @@
 use cdp_relay::EvidenceSettings;
 use cdp_relay_tests::files::{leaks, Scratch};
 use cdp_relay_tests::http::request_with_body;
-use cdp_relay_tests::mcp::{chrome_devtools_mcp, element, resource_text, text_of, McpGateway};
+use cdp_relay_tests::mcp::{
+    chrome_devtools_mcp, element, playwright_mcp, resource_text, text_of, McpGateway,
+};
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::{
     clients_dir, collect_stderr, relay_binary, run_node_client, within, Chromium, RelayFixture,
@@ -186,7 +188,7 @@ fn prepare(work: &Path, spec: &str) {
     .expect("node_modules link");
     std::fs::write(
         work.join("playwright.config.ts"),
-        "export default {\n  testDir: '.',\n  outputDir: './test-results',\n  workers: 1,\n  \
+        "export default {\n  testDir: '.',\n  outputDir: './test-results',\n  workers: 1,\n  timeout: 100_000,\n  \
          reporter: 'line',\n  use: { launchOptions: { executablePath: '/usr/bin/chromium' } },\n};\n",
     )
     .expect("config");
@@ -384,46 +386,105 @@ document.getElementById('f').addEventListener('submit', (e) => {
     r
 }
 
+/// The MCP server the gateway wraps, and how an agent signs in with its tools.
+#[derive(Clone, Copy, Debug)]
+enum Server {
+    ChromeDevtools,
+    Playwright,
+}
+
 #[tokio::test]
-async fn a_gateway_runs_fill_form_exports_to_three_fills_that_replay_green() {
+async fn a_chrome_devtools_mcp_runs_fill_form_exports_to_three_fills_that_replay_green() {
+    gateway_run_replays(Server::ChromeDevtools).await;
+}
+
+#[tokio::test]
+async fn a_playwright_mcp_runs_fill_form_exports_to_three_fills_that_replay_green() {
+    gateway_run_replays(Server::Playwright).await;
+}
+
+async fn gateway_run_replays(server: Server) {
     let site = Site::start(login_site()).await;
     let scratch = Scratch::new();
+    let output = tempfile::tempdir().expect("output dir");
     let mut args = vec!["--".to_owned()];
-    args.extend(chrome_devtools_mcp());
+    args.extend(match server {
+        Server::ChromeDevtools => chrome_devtools_mcp(),
+        Server::Playwright => playwright_mcp(output.path()),
+    });
     let gw = McpGateway::spawn(&args, &[("TMPDIR", scratch.path().as_os_str())]).await;
     gw.call(
         "evidence_register_secret",
         json!({"name": "ACCOUNT_PASSWORD", "value": AGENT_PASSWORD}),
     )
     .await;
+    let url = format!("{}/login", site.origin);
+    let (navigate, snapshot, fill, click, wait) = match server {
+        Server::ChromeDevtools => (
+            "navigate_page",
+            "take_snapshot",
+            "fill_form",
+            "click",
+            "wait_for",
+        ),
+        Server::Playwright => (
+            "browser_navigate",
+            "browser_snapshot",
+            "browser_fill_form",
+            "browser_click",
+            "browser_wait_for",
+        ),
+    };
     let nav = gw
         .call(
-            "navigate_page",
-            json!({"type": "url", "url": format!("{}/login", site.origin)}),
+            navigate,
+            match server {
+                Server::ChromeDevtools => json!({"type": "url", "url": url}),
+                Server::Playwright => json!({"url": url}),
+            },
         )
         .await;
     assert_ne!(nav.is_error, Some(true), "{}", text_of(&nav));
-    let snapshot = text_of(&gw.call("take_snapshot", json!({})).await);
+    let snapshot = text_of(&gw.call(snapshot, json!({})).await);
     let (email, password, otp, sign_in) = (
         element(&snapshot, "textbox \"Email\""),
         element(&snapshot, "textbox \"Password\""),
         element(&snapshot, "textbox \"One-time code\""),
         element(&snapshot, "button \"Sign in\""),
     );
-    let filled = gw
+    let fields = match server {
+        Server::ChromeDevtools => json!({"elements": [
+            {"uid": email, "value": AGENT_USER},
+            {"uid": password, "value": AGENT_PASSWORD},
+            {"uid": otp, "value": AGENT_OTP}
+        ]}),
+        Server::Playwright => json!({"fields": [
+            {"name": "Email", "type": "textbox", "target": email, "value": AGENT_USER},
+            {"name": "Password", "type": "textbox", "target": password, "value": AGENT_PASSWORD},
+            {"name": "One-time code", "type": "textbox", "target": otp, "value": AGENT_OTP}
+        ]}),
+    };
+    let filled = gw.call(fill, fields).await;
+    assert_ne!(filled.is_error, Some(true), "{}", text_of(&filled));
+    let clicked = gw
         .call(
-            "fill_form",
-            json!({"elements": [
-                {"uid": email, "value": AGENT_USER},
-                {"uid": password, "value": AGENT_PASSWORD},
-                {"uid": otp, "value": AGENT_OTP}
-            ]}),
+            click,
+            match server {
+                Server::ChromeDevtools => json!({"uid": sign_in}),
+                Server::Playwright => json!({"element": "Sign in button", "target": sign_in}),
+            },
         )
         .await;
-    assert_ne!(filled.is_error, Some(true), "{}", text_of(&filled));
-    let clicked = gw.call("click", json!({"uid": sign_in})).await;
     assert_ne!(clicked.is_error, Some(true), "{}", text_of(&clicked));
-    let welcome = gw.call("wait_for", json!({"text": ["Welcome back"]})).await;
+    let welcome = gw
+        .call(
+            wait,
+            match server {
+                Server::ChromeDevtools => json!({"text": ["Welcome back"]}),
+                Server::Playwright => json!({"text": "Welcome back"}),
+            },
+        )
+        .await;
     assert_ne!(welcome.is_error, Some(true), "{}", text_of(&welcome));
 
     // The tool's spec and the resource's: the same test.
@@ -447,10 +508,7 @@ async fn a_gateway_runs_fill_form_exports_to_three_fills_that_replay_green() {
         fills[1].contains("input('ACCOUNT_PASSWORD', 'the password typed at step"),
         "the registered secret's name:\n{spec}"
     );
-    assert!(
-        spec.contains("// agent: fill_form (chrome_devtools)"),
-        "{spec}"
-    );
+    assert!(spec.contains(&format!("// agent: {fill} (")), "{spec}");
 
     // Replayed through a relay: green, with the same steps and input types.
     let work = tempfile::tempdir().expect("work dir");
@@ -474,13 +532,19 @@ async fn a_gateway_runs_fill_form_exports_to_three_fills_that_replay_green() {
     let (ok, output) = playwright(work.path(), &env).await;
     assert!(ok, "the replay failed:\n{output}\n{spec}");
     relay.stop().await;
-    let mut replayed = steps(&only_run(replay_evidence.path()));
+    // The test's page is one it opened; the agent's may have been there already.
+    let opened = |mut steps: Vec<String>| {
+        if steps.first().map(String::as_str) == Some("Target.createTarget") {
+            steps.remove(0);
+        }
+        steps
+    };
+    let replayed = steps(&only_run(replay_evidence.path()));
     assert_eq!(
         replayed.first().map(String::as_str),
         Some("Target.createTarget")
     );
-    replayed.remove(0);
-    assert_eq!(replayed, steps(&run_dir), "{spec}");
+    assert_eq!(opened(replayed), opened(steps(&run_dir)), "{spec}");
     scratch.assert_clean();
 }
 
