@@ -52,6 +52,8 @@
   // steps into one field can be told apart.
   const SEGMENT_GAP = 100;
   const FOCUS_LOG = 64;
+  // A keydown and the insertion it makes are one task apart at most.
+  const KEY_TO_INPUT = 50;
   // An expando on the element's wrapper in this isolated world: invisible to page scripts,
   // shared by the agents of same-origin frames (same world).
   const STICKY = '__cdpRelaySensitive';
@@ -543,10 +545,25 @@
     } catch (_) {
       done();
     }
+    if (type === 'keydown') {
+      lastKey = { el, t: now() };
+      return;
+    }
     if (type === 'focus' || via) {
       focusLog.push({ el, t: now(), via });
       if (focusLog.length > FOCUS_LOG) focusLog.shift();
     }
+  };
+  // The target of the last trusted keydown: a key pressed in one field whose text goes into
+  // another was handed on by the page (focus moved in the keydown's handlers). Programmatic
+  // focus in a page without window focus fires no focus event, so the focus log alone misses it.
+  // Each key counts once: its insertion or its keyup consumes it.
+  let lastKey = null;
+  addEventListener('keyup', () => { lastKey = null; }, true);
+  const handedOn = (el, t) => {
+    const key = lastKey;
+    lastKey = null;
+    return key && key.el !== el && editable(key.el) && t - key.t < KEY_TO_INPUT ? key.el : null;
   };
   addEventListener('focus', arriving('focus'), true);
   addEventListener('focusin', arriving('focusin'), true);
@@ -566,6 +583,7 @@
       if (data == null && e.dataTransfer) data = e.dataTransfer.getData('text/plain');
       if (!data) return;
       const t = now();
+      const via = handedOn(el, t);
       const kind = kindOf(el);
       // Programmatic focus in a page without window focus fires no focusin: say it now.
       if (kind !== lastFocus) reportFocus();
@@ -575,7 +593,7 @@
         const v = secret ? null : valueOf(el);
         const before = v != null && v.length <= MAX_BEFORE ? v : null;
         const sel = secret || el.isContentEditable ? null : selection(el);
-        open = { el, kind, t0: t, t1: t, before, sel, data: '', count: 0, cut: false, done: false, owner: state };
+        open = { el, kind, t0: t, t1: t, before, sel, data: '', count: 0, cut: false, done: false, owner: state, via };
         // Where this typing went, as it was before the first character landed.
         report({ t: 'typed', at: t, target: locate(el) });
         log.push(open);
@@ -875,7 +893,7 @@
       settle(used);
       const fields = new Set(used.map((s) => s.el)).size;
       if (fields > 1) return { reason: 'focus-moved', kind: first.kind, expected: n, fields };
-      if (bounced(first, w)) {
+      if (first.via || bounced(first, w)) {
         // The field focused for this step handed focus on at once: the text went elsewhere.
         return { reason: 'bounced', kind: first.kind, expected: n };
       }
