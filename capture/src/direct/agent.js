@@ -407,12 +407,14 @@
     const root = rootOf(el);
     const one = (sel) => countOf(root, sel, () => true) === 1;
     const tag = el.tagName.toLowerCase();
-    if (el.id) {
+    // An id or name longer than a name is not a selector anyone would write (nor keep).
+    const short = (t) => t && t.length <= NAME_CHARS;
+    if (short(el.id)) {
       const s = `#${CSS.escape(el.id)}`;
       if (one(s)) return s;
     }
     const name = attr(el, 'name');
-    if (name) {
+    if (short(name)) {
       const s = `${tag}[name="${CSS.escape(name)}"]`;
       if (one(s)) return s;
     }
@@ -424,7 +426,7 @@
       const t = node.tagName.toLowerCase();
       const same = Array.from(parent.children).filter((c) => c.tagName === node.tagName);
       path.unshift(same.length > 1 ? `${t}:nth-of-type(${same.indexOf(node) + 1})` : t);
-      if (parent.id) {
+      if (short(parent.id)) {
         const s = `#${CSS.escape(parent.id)} > ${path.join(' > ')}`;
         if (one(s)) return s;
       }
