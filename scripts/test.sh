@@ -11,11 +11,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
-# The fuzz build for CI's short pass (scripts/fuzz.sh; docs/fuzzing.md says what each costs and
-# catches): AddressSanitizer on, 16 codegen units (cargo fuzz's default of 1 builds the largest
-# crates on one core; the targets run somewhat slower, and the short pass replays the kept corpus).
-export FUZZ_SANITIZER="${FUZZ_SANITIZER:-address}"
-export FUZZ_CODEGEN_UNITS="${FUZZ_CODEGEN_UNITS:-16}"
 # CI builds from a clean tree once: incremental compilation would only write caches nobody reads.
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
 
