@@ -9,8 +9,9 @@
 
 use std::fmt::Write as _;
 
-/// Characters that reorder or hide text without being visible themselves.
-fn is_invisible_control(c: char) -> bool {
+/// Characters that reorder or hide text without being visible themselves, and controls: shown
+/// as escapes wherever journal text is written out (the report, an exported spec).
+pub(crate) fn is_invisible_control(c: char) -> bool {
     matches!(
         c,
         '\u{061C}'

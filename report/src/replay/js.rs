@@ -17,7 +17,7 @@ pub(crate) fn string(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if needs_escape(c) => {
+            c if crate::text::is_invisible_control(c) => {
                 let mut units = [0u16; 2];
                 for u in c.encode_utf16(&mut units) {
                     let _ = write!(out, "\\u{u:04x}");
@@ -35,27 +35,6 @@ pub(crate) fn string(s: &str) -> String {
 /// block comment.
 pub(crate) fn comment(s: &str, max_chars: usize) -> String {
     line(s, max_chars).replace("*/", "*\\/")
-}
-
-/// Characters a literal shows as escapes: controls, line terminators, and the characters that
-/// reorder or hide text.
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061C}'
-                | '\u{115F}'
-                | '\u{1160}'
-                | '\u{180E}'
-                | '\u{200B}'..='\u{200F}'
-                | '\u{2028}'..='\u{202E}'
-                | '\u{2060}'..='\u{206F}'
-                | '\u{3164}'
-                | '\u{FE00}'..='\u{FE0F}'
-                | '\u{FEFF}'
-                | '\u{FFF9}'..='\u{FFFB}'
-                | '\u{E0000}'..='\u{E007F}'
-        )
 }
 
 /// True for a name usable as an environment variable and a JS identifier: `[A-Za-z_]` then

@@ -6,17 +6,12 @@
 //! comments); and without one of its variables the replay fails at the step that needs it,
 //! naming the variable.
 
-use cdp_relay::EvidenceSettings;
 use cdp_relay_tests::files::{leaks, Scratch};
-use cdp_relay_tests::http::request_with_body;
 use cdp_relay_tests::mcp::{
     chrome_devtools_mcp, element, playwright_mcp, resource_text, text_of, McpGateway,
 };
 use cdp_relay_tests::site::{Route, Site};
-use cdp_relay_tests::{
-    clients_dir, collect_stderr, relay_binary, run_node_client, within, Chromium, RelayFixture,
-    RelayProcess,
-};
+use cdp_relay_tests::{clients_dir, collect_stderr, relay_binary, within, RelayProcess};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -550,42 +545,12 @@ async fn gateway_run_replays(server: Server) {
 
 #[tokio::test]
 async fn echoed_typing_never_reaches_the_spec_and_its_steps_stay_comments() {
-    use cdp_relay_tests::target_pages::{target_routes, typed};
-    let site = Site::start(target_routes()).await;
-    let chrome = Chromium::start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let settings = EvidenceSettings {
-        root: dir.path().to_path_buf(),
-        observe: true,
-        ..EvidenceSettings::default()
-    };
-    let relay = RelayFixture::start_recording(&chrome.http(), settings).await;
-    let put = request_with_body(
-        &relay.authority(),
-        "PUT",
-        &format!("/relay/v1/secrets/{}", typed::PASSWORD_NAME),
-        &[],
-        typed::PASSWORD.as_bytes(),
-    )
-    .await;
-    assert_eq!(put.status, 204, "{}", put.text());
-    let cfg = json!({
-        "endpoint": relay.endpoint(),
-        "site": site.origin,
-        "email": typed::EMAIL,
-        "password": typed::PASSWORD,
-        "message": typed::MESSAGE,
-        "nick": typed::NICK,
-        "echoed": typed::ECHOED,
-        "second": typed::SECOND,
-    });
-    let run = run_node_client("targets.mjs", &cfg.to_string()).await;
-    assert!(run.ok, "targets.mjs failed:\n{}", run.stderr);
-    let summary = relay.stop().await.expect("pipeline summary");
+    use cdp_relay_tests::target_pages::typed;
+    let (_dir, run_dir) = super::targets::record_targets_run().await;
 
     let out = std::process::Command::new(relay_binary())
         .arg("export")
-        .arg(&summary.run_dir)
+        .arg(&run_dir)
         .output()
         .expect("run cdp-relay export");
     assert!(

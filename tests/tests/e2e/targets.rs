@@ -31,42 +31,49 @@ fn steps<'a>(records: &'a [StoredRecord], method: &str) -> Vec<&'a StoredRecord>
     out
 }
 
+/// Playwright (`targets.mjs`) through a recording relay with its own observer over the target
+/// pages, the password registered by name: the evidence directory (kept while held) and the run.
+pub(crate) async fn record_targets_run() -> (tempfile::TempDir, std::path::PathBuf) {
+    let site = Site::start(target_routes()).await;
+    let chrome = Chromium::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let settings = EvidenceSettings {
+        root: dir.path().to_path_buf(),
+        observe: true,
+        ..EvidenceSettings::default()
+    };
+    let relay = RelayFixture::start_recording(&chrome.http(), settings).await;
+    let put = request_with_body(
+        &relay.authority(),
+        "PUT",
+        &format!("/relay/v1/secrets/{}", typed::PASSWORD_NAME),
+        &[],
+        typed::PASSWORD.as_bytes(),
+    )
+    .await;
+    assert_eq!(put.status, 204, "{}", put.text());
+
+    let cfg = json!({
+        "endpoint": relay.endpoint(),
+        "site": site.origin,
+        "email": typed::EMAIL,
+        "password": typed::PASSWORD,
+        "message": typed::MESSAGE,
+        "nick": typed::NICK,
+        "echoed": typed::ECHOED,
+        "second": typed::SECOND,
+    });
+    let run = run_node_client("targets.mjs", &cfg.to_string()).await;
+    assert!(run.ok, "targets.mjs failed:\n{}", run.stderr);
+    let summary = relay.stop().await.expect("pipeline summary");
+    (dir, summary.run_dir)
+}
+
 #[tokio::test]
 async fn clicks_and_fills_record_their_locators_and_echoes_never_come_back_through_one() {
     within("targets", async {
-        let site = Site::start(target_routes()).await;
-        let chrome = Chromium::start().await;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let settings = EvidenceSettings {
-            root: dir.path().to_path_buf(),
-            observe: true,
-            ..EvidenceSettings::default()
-        };
-        let relay = RelayFixture::start_recording(&chrome.http(), settings).await;
-        let put = request_with_body(
-            &relay.authority(),
-            "PUT",
-            &format!("/relay/v1/secrets/{}", typed::PASSWORD_NAME),
-            &[],
-            typed::PASSWORD.as_bytes(),
-        )
-        .await;
-        assert_eq!(put.status, 204, "{}", put.text());
-
-        let cfg = json!({
-            "endpoint": relay.endpoint(),
-            "site": site.origin,
-            "email": typed::EMAIL,
-            "password": typed::PASSWORD,
-            "message": typed::MESSAGE,
-            "nick": typed::NICK,
-            "echoed": typed::ECHOED,
-            "second": typed::SECOND,
-        });
-        let run = run_node_client("targets.mjs", &cfg.to_string()).await;
-        assert!(run.ok, "targets.mjs failed:\n{}", run.stderr);
-        let summary = relay.stop().await.expect("pipeline summary");
-        let bytes = std::fs::read(summary.run_dir.join("actions.jsonl")).expect("journal");
+        let (_dir, run_dir) = record_targets_run().await;
+        let bytes = std::fs::read(run_dir.join("actions.jsonl")).expect("journal");
         let journal = parse_journal(&bytes);
         assert!(journal.corrupt.is_empty(), "{:?}", journal.corrupt);
         let records = journal.records;
@@ -129,7 +136,7 @@ async fn clicks_and_fills_record_their_locators_and_echoes_never_come_back_throu
         for literal in typed::ALL {
             for len in 4..=literal.len() {
                 let prefix = &literal[..len];
-                for (path, bytes) in all_files(&summary.run_dir) {
+                for (path, bytes) in all_files(&run_dir) {
                     assert!(!leaks(&bytes, prefix), "typed prefix {prefix:?} in {path}");
                 }
             }
