@@ -346,6 +346,34 @@ pub fn playwright_mcp(output_dir: &Path) -> Vec<String> {
     ]
 }
 
+/// An MCP server on its own, as an agent would start it: `command` (its `{cdp_url}` replaced by
+/// `cdp_url`) as a child killed on drop, and an rmcp client session on its stdio.
+pub async fn serve_directly(
+    command: &[String],
+    cdp_url: &str,
+) -> (tokio::process::Child, RunningService<RoleClient, ()>) {
+    let mut args: Vec<String> = command
+        .iter()
+        .map(|a| a.replace("{cdp_url}", cdp_url))
+        .collect();
+    let program = args.remove(0);
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(&args)
+        .kill_on_drop(true)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn the MCP server");
+    let session = ()
+        .serve(cdp_relay_mcp::transport(
+            child.stdout.take().expect("stdout"),
+            child.stdin.take().expect("stdin"),
+        ))
+        .await
+        .expect("a session with the MCP server alone");
+    (child, session)
+}
+
 /// The records of the run in `run` (its `actions.jsonl`).
 pub fn journal(run: &Path) -> Vec<cdp_evidence::StoredRecord> {
     let bytes = std::fs::read(run.join("actions.jsonl")).expect("journal");

@@ -475,34 +475,18 @@ async fn playwright_mcp_through_the_gateway() {
 async fn the_wrapped_servers_tools_list_is_the_servers_own_plus_the_gateways() {
     within("tools/list", async {
         // The server alone, as an agent would start it.
-        let mut cmd = tokio::process::Command::new("node");
         let chrome = cdp_relay_tests::Chromium::start().await;
-        let mut server_args = chrome_devtools_mcp();
-        server_args.remove(0);
-        for a in &mut server_args {
-            *a = a.replace("{cdp_url}", &chrome.http());
-        }
-        cmd.args(&server_args)
-            .kill_on_drop(true)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        let mut child = cmd.spawn().expect("node");
-        use rmcp::ServiceExt;
-        let direct = ()
-            .serve(cdp_relay_mcp::transport(
-                child.stdout.take().expect("stdout"),
-                child.stdin.take().expect("stdin"),
-            ))
-            .await
-            .expect("direct session");
+        let (_child, direct) =
+            cdp_relay_tests::mcp::serve_directly(&chrome_devtools_mcp(), &chrome.http()).await;
         let theirs = direct.list_all_tools().await.expect("direct tools");
         let scratch = Scratch::new();
         let mut args = vec!["--".to_owned()];
         args.extend(chrome_devtools_mcp());
         let gw = McpGateway::spawn(&args, &[("TMPDIR", scratch.path().as_os_str())]).await;
         let ours = gw.client().list_all_tools().await.expect("tools");
-        assert_eq!(ours.len(), theirs.len() + 5);
+        // The gateway's own: evidence_mark_step, evidence_register_secret, evidence_summary,
+        // evidence_finalize, evidence_export_test, relay_endpoint.
+        assert_eq!(ours.len(), theirs.len() + 6);
         assert_eq!(
             serde_json::to_value(&ours[..theirs.len()]).unwrap(),
             serde_json::to_value(&theirs).unwrap(),

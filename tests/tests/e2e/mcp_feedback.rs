@@ -26,7 +26,7 @@ use cdp_relay_tests::site::Site;
 use cdp_relay_tests::{within, Chromium};
 use rmcp::model::CallToolResult;
 use rmcp::service::RunningService;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -703,25 +703,8 @@ async fn strict(server: Server, site: &Site, scratch: &Scratch) {
 async fn no_feedback(server: Server, site: &Site, scratch: &Scratch) {
     let output = tempfile::tempdir().expect("output dir");
     let chrome = Chromium::start().await;
-    let mut direct_args = server.command(output.path());
-    for a in &mut direct_args {
-        *a = a.replace("{cdp_url}", &chrome.http());
-    }
-    let program = direct_args.remove(0);
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(&direct_args)
-        .kill_on_drop(true)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().expect("the server alone");
-    let direct = ()
-        .serve(cdp_relay_mcp::transport(
-            child.stdout.take().expect("stdout"),
-            child.stdin.take().expect("stdin"),
-        ))
-        .await
-        .expect("direct session");
+    let (mut child, direct) =
+        cdp_relay_tests::mcp::serve_directly(&server.command(output.path()), &chrome.http()).await;
     let theirs = session(&Caller::Direct(&direct), server, &site.origin).await;
     let _ = direct.cancel().await;
     let _ = child.wait().await;
