@@ -77,6 +77,14 @@ pub fn parse_line(line: &[u8], s: &Sanitizer) -> Result<Record, String> {
         Some(Kind::Lifecycle) => RecordKind::Lifecycle(lifecycle(fields)?),
         Some(Kind::Marker) => RecordKind::Marker(marker(fields)?),
         None => {
+            // The kind's name is kept as written: one the sanitizer would change is refused.
+            if s.text(kind_name).as_str() != kind_name {
+                return Err(
+                    "field `kind` holds text the sanitizer redacts (a registered secret \
+                    or a token): name the kind without it"
+                        .to_owned(),
+                );
+            }
             let custom = kind_name;
             let payload = obj
                 .get("payload")
@@ -471,5 +479,18 @@ mod tests {
             assert!(err.contains(expect), "{line}: {err}");
             assert!(!err.contains("hunter2"), "{line}: {err}");
         }
+    }
+
+    #[test]
+    fn a_custom_kind_holding_a_secret_is_refused() {
+        // A registered secret spelled with id characters inside a custom kind's name.
+        let line = r#"{"tool":"t","kind":"navigat.hunter2.ion","payload":{}}"#;
+        let err = record_json(line).unwrap_err();
+        assert!(
+            err.contains("`kind` holds text the sanitizer redacts"),
+            "{err}"
+        );
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(record_json(r#"{"tool":"t","kind":"navigation.slow","payload":{}}"#).is_ok());
     }
 }
