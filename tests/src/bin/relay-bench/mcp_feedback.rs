@@ -7,7 +7,9 @@
 //! * a call that types: `fill` / `browser_type` of 20 characters into a plain text field (with
 //!   feedback it waits, at most `--feedback-wait`, for the typing's verdict);
 //! * a call that does not type: a click on a button that does nothing;
-//! * a call whose click makes a request fail: `fetch` of a URL answering 500.
+//! * a call whose click makes a request fail: `fetch` of a URL answering 500, a new path each
+//!   time (the evidence folds a failure that repeats after its first ten: those are counted,
+//!   not told to the call).
 //!
 //! Besides the times, what the feedback path's results said (verdicts that arrived in time,
 //! failures named), so a fast row cannot hide feedback that never came.
@@ -43,7 +45,11 @@ const KINDS: [&str; 3] = [
 const PAGE: &str = "<!doctype html><title>Feedback bench</title>\
 <label>Name <input id=name type=text></label>\
 <button id=noop type=button>Nothing</button>\
-<button id=save type=button onclick=\"fetch('/api/save', {method: 'POST'})\">Save</button>";
+<button id=save type=button onclick=\"fetch('/api/save/' + (++saves), {method: 'POST'})\">Save</button>\
+<script>let saves = 0;</script>";
+
+/// Untimed calls of each kind per path before the rounds.
+const WARM: usize = 3;
 
 #[derive(Clone, Copy, Debug)]
 enum Server {
@@ -215,10 +221,14 @@ struct Measured {
 async fn measure(server: Server, rounds: usize, calls: usize, extra: &[&str]) -> Measured {
     let mut routes = HashMap::new();
     routes.insert("/", Route::ok("text/html", PAGE));
-    routes.insert(
-        "/api/save",
-        Route::ok("application/json", "{\"error\":\"bench\"}").status(500),
-    );
+    // Each click's request has a path of its own, so no failure is a repeat.
+    for n in 1..=WARM + rounds * calls {
+        let path: &'static str = Box::leak(format!("/api/save/{n}").into_boxed_str());
+        routes.insert(
+            path,
+            Route::ok("application/json", "{\"error\":\"bench\"}").status(500),
+        );
+    }
     let site = Site::start(routes).await;
     let url = format!("{}/", site.origin);
     let paths = [
@@ -231,7 +241,7 @@ async fn measure(server: Server, rounds: usize, calls: usize, extra: &[&str]) ->
     };
     // Warm both paths (the servers' first calls load code), untimed.
     for w in &paths {
-        for n in 0..3 {
+        for n in 0..WARM {
             for kind in 0..KINDS.len() {
                 let (tool, args) = w.call_of(server, kind, n);
                 w.gw.call(tool, args).await;
