@@ -368,10 +368,23 @@ pub(crate) fn append(result: &mut CallToolResult, id: &ActionId, learned: &Learn
         }
         typing.push(meta);
     }
-    let mut failures = Vec::new();
+    // The same failure again (a retried request) is one line with its count.
+    let mut told: Vec<(String, Value, u64)> = Vec::new();
     for l in &facts.failures {
         let (line, meta) = failure(l);
-        lines.push(line);
+        match told.iter_mut().find(|(seen, ..)| *seen == line) {
+            Some((_, _, n)) => *n += 1,
+            None => told.push((line, meta, 1)),
+        }
+    }
+    let mut failures = Vec::new();
+    for (line, mut meta, n) in told {
+        if n > 1 {
+            meta["count"] = json!(n);
+            lines.push(format!("{line} (×{n})"));
+        } else {
+            lines.push(line);
+        }
         failures.push(meta);
     }
     if facts.more_failures > 0 {
@@ -447,6 +460,7 @@ mod tests {
             record: Record::new(SafeText::literal("cdp"), RecordKind::Console(console)),
             shared: true,
         });
+        facts.failures.push(facts.failures[0].clone());
         facts.more_failures = 2;
         let learned = Learned {
             facts,
@@ -466,7 +480,10 @@ mod tests {
         ));
         assert!(text.contains("1 step(s) not verified yet (no verdict within 1000 ms"));
         assert!(text.contains("- console error: bad "));
-        assert!(text.contains("(maybe another call's"));
+        assert!(
+            text.contains("(maybe another call's: calls ran at once) (×2)"),
+            "{text}"
+        );
         assert!(text.contains("- 2 more failures"));
         assert!(!text.contains(secret), "{text}");
         let meta = &r.meta.as_ref().expect("meta").0[META_KEY];
@@ -475,6 +492,7 @@ mod tests {
         assert_eq!(meta["typing"][1]["reason"], "dropped-characters");
         assert_eq!(meta["typing"][2]["verified"], Value::Null);
         assert_eq!(meta["failures"][0]["shared"], true);
+        assert_eq!(meta["failures"][0]["count"], 2);
         assert_eq!(meta["more"]["failures"], 2);
         assert!(!meta.to_string().contains(secret));
         assert!(r.structured_content.is_none());

@@ -80,18 +80,22 @@ impl Pages {
             Some(id) => record.target(t.target(id, &self.sanitizer)),
             None => record,
         };
+        // The tool call it happened during hears of it, a repeat too: an agent retrying a
+        // failing save must not be told nothing once the journal only counts it.
+        let noted = self.calls().filter(|_| failure).map(|_| record.clone());
         // A repeat is counted, not recorded, and takes no frame.
-        if !t.once.fold(fold, &record, at) {
-            return None;
-        }
-        if !failure {
-            return Some(record);
-        }
-        let noted = self.calls().map(|_| record.clone());
-        let now = t.failure(target, record);
+        let first = t.once.fold(fold, &record, at);
+        let now = match (first, failure) {
+            (false, _) => None,
+            (true, false) => return Some(record),
+            (true, true) => t.failure(target, record),
+        };
         drop(t);
         if let (Some(calls), Some(record)) = (self.calls(), noted) {
             calls.note_failure(&record);
+        }
+        if !first {
+            return None;
         }
         tracing::trace!(
             "{}: a failure; it waits for a frame: {}",

@@ -481,3 +481,35 @@ fn a_page_nothing_is_known_of_is_named_by_its_handle_until_it_is_known() {
     assert_eq!(known["title"], "Checkout", "{known}");
     assert_eq!(known["targetId"], first["targetId"]);
 }
+
+/// A failure the journal folds into a count still reaches the tool call it happened during:
+/// an agent retrying a failing save hears of every failure, not the first ten.
+#[test]
+fn repeated_failures_still_reach_their_call() {
+    use reports::{By, Reported};
+    let pages = Pages::new(Arc::new(Sanitizer::new()), true);
+    let calls = crate::calls::ToolCalls::default();
+    pages.tell_failures_to(calls.clone());
+    let call = cdp_evidence::ActionId::at(t(0));
+    calls.begin(call.clone(), t(0));
+    let s = Sanitizer::new();
+    let mut written = 0;
+    for i in 0..30u32 {
+        let console =
+            cdp_evidence::Console::new(cdp_evidence::ConsoleLevel::Error, s.text("save failed"));
+        let key =
+            crate::pages::dedup::EventKey::console(PAGE, "error", f64::from(i), "save failed");
+        let at = t(1 + u64::from(i));
+        written += usize::from(
+            pages
+                .report(By::Traffic, PAGE, None, Reported::Console(console, key), at)
+                .is_some(),
+        );
+    }
+    assert!(
+        written < 30,
+        "the journal folds repeats ({written} written)"
+    );
+    let facts = calls.facts(&call).expect("the call");
+    assert_eq!(facts.failures.len() + facts.more_failures, 30);
+}

@@ -67,6 +67,12 @@ async fn tools_and_results_pass_through_unchanged_and_each_call_is_recorded() {
             .expect("direct session");
         let scratch = Scratch::new();
         let gw = gateway(&scratch, &[]).await;
+        let quiet_scratch = Scratch::new();
+        let quiet = McpGateway::spawn(
+            &tagged(&quiet_scratch, &["--no-feedback"], &[]),
+            &[("TMPDIR", quiet_scratch.path().as_os_str())],
+        )
+        .await;
 
         let theirs = direct.list_all_tools().await.expect("direct tools");
         let ours = gw.client().list_all_tools().await.expect("tools through the gateway");
@@ -79,6 +85,7 @@ async fn tools_and_results_pass_through_unchanged_and_each_call_is_recorded() {
                 "evidence_register_secret",
                 "evidence_summary",
                 "evidence_finalize",
+                "evidence_export_test",
                 "relay_endpoint"
             ]
         );
@@ -101,7 +108,15 @@ async fn tools_and_results_pass_through_unchanged_and_each_call_is_recorded() {
                 serde_json::to_string(&want).unwrap(),
                 "{name}: byte for byte"
             );
+            // And with the gateway's feedback off.
+            let got = quiet.call(name, a.clone()).await;
+            assert_eq!(
+                serde_json::to_string(&got).unwrap(),
+                serde_json::to_string(&want).unwrap(),
+                "{name}: byte for byte with --no-feedback"
+            );
         }
+        drop(quiet);
         // The server's resources and prompts pass through, with the gateway's resources added.
         let direct_resources = direct.list_all_resources().await.expect("direct resources");
         let resources = gw.client().list_all_resources().await.expect("resources");
