@@ -9,6 +9,7 @@
 #   scripts/fuzz.sh build                  only build the targets (all in one cargo build)
 #   FUZZ_MERGE=0 scripts/fuzz.sh 20        CI: fuzz only, leave the kept corpus untouched
 #   FUZZ_PARALLEL=1 scripts/fuzz.sh 60     one target at a time
+#   FUZZ_TARGETS="sanitize_text mcp_args" scripts/fuzz.sh 3600   only these targets
 #   FUZZ_SANITIZER=none                    no AddressSanitizer (default address; see docs/fuzzing.md)
 #   FUZZ_CODEGEN_UNITS=16                  faster build, slower runs (default: cargo fuzz's 1)
 #
@@ -23,7 +24,7 @@ SECONDS_PER_TARGET="${1:-600}"
 FUZZ_MERGE="${FUZZ_MERGE:-1}"
 FUZZ_PARALLEL="${FUZZ_PARALLEL:-2}"
 KEEP_FILES="${KEEP_FILES:-1000}"
-KEEP_BYTES="${KEEP_BYTES:-2097152}"
+KEEP_BYTES="${KEEP_BYTES:-409600}"
 # Longest input kept: 1,000 files of this size stay near the byte bound.
 KEEP_MAX_LEN="${KEEP_MAX_LEN:-4096}"
 FUZZ_SANITIZER="${FUZZ_SANITIZER:-address}"
@@ -63,6 +64,15 @@ work=target/fuzz-campaign
 rm -rf "$work"
 mkdir -p "$work"
 targets=$(cd fuzz && cargo +nightly fuzz list)
+if [ -n "${FUZZ_TARGETS:-}" ]; then
+  for t in $FUZZ_TARGETS; do
+    if ! grep -qx "$t" <<<"$targets"; then
+      echo "fuzz: no target '$t' in FUZZ_TARGETS; the targets are: $(echo $targets)" >&2
+      exit 2
+    fi
+  done
+  targets=$FUZZ_TARGETS
+fi
 # Built once up front, all targets in one cargo build: parallel `cargo fuzz run`s would wait on
 # each other's build lock.
 (cd fuzz && cargo +nightly fuzz build "${build_flags[@]}") >"$work/build.log" 2>&1 || {
@@ -87,6 +97,13 @@ run_one() {
   else
     echo 1 >"$work/$t/rc"
   fi
+  # CPU seconds the run got (its children's user + system time): on a shared machine a run of
+  # N seconds may get much less of a core.
+  # (`times` straight into a file: in a pipeline it would run in a subshell that has no children.)
+  times >"$work/$t/times"
+  tail -n 1 "$work/$t/times" | awk '{ printf "%d\n", to_s($1) + to_s($2) }
+    function to_s(v,  m) { m = v; sub(/m.*/, "", m); sub(/^[0-9]+m/, "", v); sub(/s$/, "", v); return m * 60 + v }' \
+    >"$work/$t/cpu"
 }
 
 running=0
@@ -101,7 +118,7 @@ done
 wait
 
 failed=0
-printf '%-18s %12s %8s %9s %8s  %s\n' target executions cov ft corpus crash
+printf '%-18s %7s %12s %8s %9s %8s  %s\n' target cpu_s executions cov ft corpus crash
 for t in $targets; do
   log="$work/$t/log"
   # `#123456 DONE cov: 812 ft: 3021 corp: 240/18Kb ...`, or the last stats line before a crash.
@@ -118,7 +135,7 @@ for t in $targets; do
     crash="${crash:-no artifact: see $log}"
     crash="${crash#../}"
   fi
-  printf '%-18s %12s %8s %9s %8s  %s\n' "$t" "${done_runs:-${execs:-?}}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$crash"
+  printf '%-18s %7s %12s %8s %9s %8s  %s\n' "$t" "$(cat "$work/$t/cpu" 2>/dev/null || echo ?)" "${done_runs:-${execs:-?}}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$crash"
 done
 
 if [ "$failed" -ne 0 ]; then
