@@ -16,7 +16,7 @@
 use crate::rules::Rule;
 use crate::secrets::{Registry, SecretMatch};
 use crate::summary::Counters;
-use crate::text::{may_bridge, Replacement};
+use crate::text::{becomes_attribute, may_bridge, Replacement};
 use std::borrow::Cow;
 
 /// The text after the merged replacements.
@@ -97,6 +97,7 @@ pub(crate) fn merge<'a>(
         // to the replacement was never judged on its own (`…%22|8E5B…` leaves a bare CDP id
         // once `%22` is gone). Those results go through the rules again.
         again |= !c.secrets.is_empty() || may_bridge(text, c.start, c.end);
+        let with_start = out.len();
         match (c.rules.as_slice(), c.secrets.as_slice()) {
             ([r], []) => {
                 let r = &rules[*r];
@@ -118,6 +119,7 @@ pub(crate) fn merge<'a>(
                 counters.count(rule);
             }
         }
+        again = again || becomes_attribute(text, c.start, c.end, &out[with_start..]);
     }
     out.push_str(&text[copied..]);
     Merged {

@@ -7,7 +7,7 @@
 use crate::handles::{is_protected, protected_spans, Handles};
 use crate::keys::{classify, is_whole_line_header, KeyClass};
 use crate::prefilter::may_match;
-use crate::rules::{find_at, Detector, Hit, Parts, Rule, Sibling};
+use crate::rules::{find_at, reads_as_attribute, Detector, Hit, Parts, Rule, Sibling};
 use crate::summary::Counters;
 use std::borrow::Cow;
 
@@ -149,7 +149,8 @@ fn apply_rules_once<'a>(text: &'a str, ctx: &Ctx<'_>) -> (Cow<'a, str>, bool) {
     let mut copied = 0;
     let mut bridged = false;
     for r in found {
-        bridged |= may_bridge(text, r.start, r.end);
+        bridged |=
+            may_bridge(text, r.start, r.end) || becomes_attribute(text, r.start, r.end, &r.with);
         out.push_str(&text[copied..r.start]);
         out.push_str(&r.with);
         copied = r.end;
@@ -177,6 +178,36 @@ pub(crate) fn may_bridge(text: &str, start: usize, end: usize) -> bool {
     let fence = |c: Option<char>| c.is_none_or(|c| c.is_whitespace() || matches!(c, '"' | '\''));
     span.contains(breaks)
         && !(fence(text[..start].chars().next_back()) && fence(text[end..].chars().next()))
+}
+
+/// True when replacing `start..end` with `with` makes the blank-separated token around it read
+/// as an HTML attribute where it did not (see [`reads_as_attribute`]). The name/value detector
+/// allows attributes between `value=` and `name=`: in `value=x Bearer\u{fffd}OK5 name=csrf` the
+/// middle token is none, and once a marker it is one, so the next pass would redact `x`.
+pub(crate) fn becomes_attribute(text: &str, start: usize, end: usize, with: &str) -> bool {
+    let (from, to) = token_around(text, start, end);
+    if reads_as_attribute(&text[from..to]) {
+        return false;
+    }
+    let after = [&text[from..start], with, &text[end..to]].concat();
+    reads_as_attribute(&after)
+}
+
+/// The token holding `start..end`: out to a blank or a JSON-escaped `\n`, `\r`, `\t` (what
+/// separates attributes to the name/value detector) on each side.
+fn token_around(text: &str, start: usize, end: usize) -> (usize, usize) {
+    let b = text.as_bytes();
+    let blank = |i: usize| matches!(b[i], b' ' | b'\t' | b'\r' | b'\n');
+    let escape = |i: usize| b[i] == b'\\' && matches!(b.get(i + 1), Some(b'n' | b'r' | b't'));
+    let mut from = start;
+    while from > 0 && !blank(from - 1) && !(from >= 2 && escape(from - 2)) {
+        from -= 1;
+    }
+    let mut to = end;
+    while to < b.len() && !blank(to) && !escape(to) {
+        to += 1;
+    }
+    (from, to)
 }
 
 /// True when removing `span` may change how the quotes around it pair up: it holds a quote (in

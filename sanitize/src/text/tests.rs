@@ -332,3 +332,59 @@ fn the_scan_after_a_value_never_reads_a_name_tail() {
         "x_session_token=[redacted:session] next"
     );
 }
+
+/// A token the name/value detector does not take for an attribute (a replacement character, a
+/// `+`, more than 64 characters) sits between `value=` and `name=`; a rule replaces it with a
+/// marker, which does read as one, so a second pass joined the two into one tag and redacted the
+/// value the first pass kept. The campaign's finding (its binary prefix dropped) and its family.
+#[test]
+fn a_token_that_becomes_an_attribute_when_redacted_is_judged_in_the_same_pass() {
+    let s = Sanitizer::new();
+    // A JWT of more than 64 characters: a token detector replaces it whole.
+    let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+    let cases = [
+        "secrnt='abc'value=T\u{fffd}\u{fffd}Beaar\u{fffd}accesskeyhorzation: Beaar\u{fffd}\u{fffd}OK5 name=csrf".to_string(),
+        format!("<input value=TOK4 {jwt} name=_csrf>"),
+        format!("<input value=TOK4 data-a=1 {jwt} name=_csrf>"),
+        format!("value=TOK4\t{jwt}\tname=csrf"),
+    ];
+    for input in cases {
+        let once = clean(&s, &input);
+        assert_eq!(clean(&s, &once), once, "not a fixed point: {input}");
+        assert!(once.contains("value=[redacted:csrf]"), "{input} → {once}");
+        assert!(!once.contains("TOK4"), "{once}");
+    }
+}
+
+/// The check that sends a text to another round: only a token that did not read as an
+/// attribute and does once replaced.
+#[test]
+fn becoming_an_attribute_is_told_from_staying_one() {
+    let text = "a value=x Bearer\u{fffd}tok b";
+    let start = text.find("Bearer").unwrap();
+    let end = text.find(" b").unwrap();
+    assert!(super::becomes_attribute(
+        text,
+        start,
+        end,
+        "[redacted:secret]"
+    ));
+    let plain = "a value=x Bearer tok b";
+    let start = plain.find("tok").unwrap();
+    assert!(!super::becomes_attribute(
+        plain,
+        start,
+        start + 3,
+        "[redacted:secret]"
+    ));
+    // Inside a token that stays what it was.
+    let inner = "a token=abc+def b";
+    let start = inner.find("abc").unwrap();
+    assert!(!super::becomes_attribute(
+        inner,
+        start,
+        start + 7,
+        "[redacted:token]"
+    ));
+    assert_eq!(super::token_around("x\\nab\\ty", 3, 4), (3, 5));
+}
