@@ -93,6 +93,7 @@ impl Target {
             "--evidence-upload"
         };
         let (bucket, prefix) = parse_url(&settings.url, flag)?;
+        install_crypto_provider();
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(&bucket)
             .with_client_options(
@@ -235,6 +236,13 @@ impl Target {
             ),
         }
     }
+}
+
+/// reqwest's TLS (rustls, built without a provider of its own) uses the process's default
+/// crypto provider: ring, as object_store's signing does. An error means one is installed
+/// already (ours, or a program that embeds this library chose its own).
+fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// `s3://bucket/prefix` → (bucket, prefix without slashes at either end).
