@@ -45,10 +45,13 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 die() { printf 'container-test: %s\n' "$*" >&2; exit 1; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 apt_updated=0
+apt_lock=/var/lock/cdp-relay-apt.lock
 apt_install() {
-  if [ "$apt_updated" -eq 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
-  # Waits for dpkg's lock rather than failing: CI may install something else at the same time.
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "$@" >/dev/null
+  # One apt at a time (scripts/test.sh takes the same lock): CI installs its test clients at the
+  # same time, and concurrent updates fail on apt's lists lock.
+  if [ "$apt_updated" -eq 0 ]; then as_root flock "$apt_lock" apt-get update -qq; apt_updated=1; fi
+  as_root flock "$apt_lock" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    -o DPkg::Lock::Timeout=600 "$@" >/dev/null
 }
 
 # Phase timing: each phase's wall time, printed as a table at the end (and on failure).

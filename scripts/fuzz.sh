@@ -12,6 +12,7 @@
 #   FUZZ_TARGETS="sanitize_text mcp_args" scripts/fuzz.sh 3600   only these targets
 #   FUZZ_SANITIZER=none                    no AddressSanitizer (default address; see docs/fuzzing.md)
 #   FUZZ_CODEGEN_UNITS=16                  faster build, slower runs (default: cargo fuzz's 1)
+#   FUZZ_OPT_LEVEL=1                       faster build, slower runs, no debug info (default 3)
 #
 # Prints per target: executions, coverage (cov/ft of libFuzzer's final stats), corpus size, and
 # the artifact of any crash. Exits non-zero if any target crashed.
@@ -29,6 +30,7 @@ KEEP_BYTES="${KEEP_BYTES:-409600}"
 KEEP_MAX_LEN="${KEEP_MAX_LEN:-4096}"
 FUZZ_SANITIZER="${FUZZ_SANITIZER:-address}"
 FUZZ_CODEGEN_UNITS="${FUZZ_CODEGEN_UNITS:-}"
+FUZZ_OPT_LEVEL="${FUZZ_OPT_LEVEL:-3}"
 case "$SECONDS_PER_TARGET" in '' | *[!0-9]*)
   echo "usage: scripts/fuzz.sh [build] [SECONDS_PER_TARGET] (a whole number of seconds)" >&2
   exit 2
@@ -44,12 +46,22 @@ case "$FUZZ_CODEGEN_UNITS" in *[!0-9]*)
   exit 2
   ;;
 esac
+case "$FUZZ_OPT_LEVEL" in 0 | 1 | 2 | 3) ;; *)
+  echo "fuzz: FUZZ_OPT_LEVEL is 0, 1, 2 or 3, not '$FUZZ_OPT_LEVEL'" >&2
+  exit 2
+  ;;
+esac
 # The same flags for build, run and merge (different ones would rebuild everything). Another
 # flavour than the default builds in its own target directory, so switching rebuilds nothing.
 build_flags=(--sanitizer "$FUZZ_SANITIZER")
 if [ -n "$FUZZ_CODEGEN_UNITS" ]; then build_flags+=(--codegen-units "$FUZZ_CODEGEN_UNITS"); fi
-if [ "$FUZZ_SANITIZER" != address ] || [ -n "$FUZZ_CODEGEN_UNITS" ]; then
-  build_flags+=(--target-dir "$PWD/target/fuzz-$FUZZ_SANITIZER-cgu${FUZZ_CODEGEN_UNITS:-1}")
+# A lower optimization level (cargo fuzz builds its release profile) drops the debug info too:
+# only crash reports use it, and it is a good part of the build's cost.
+if [ "$FUZZ_OPT_LEVEL" != 3 ]; then
+  export CARGO_PROFILE_RELEASE_OPT_LEVEL="$FUZZ_OPT_LEVEL" CARGO_PROFILE_RELEASE_DEBUG=0
+fi
+if [ "$FUZZ_SANITIZER" != address ] || [ -n "$FUZZ_CODEGEN_UNITS" ] || [ "$FUZZ_OPT_LEVEL" != 3 ]; then
+  build_flags+=(--target-dir "$PWD/target/fuzz-$FUZZ_SANITIZER-cgu${FUZZ_CODEGEN_UNITS:-1}-o$FUZZ_OPT_LEVEL")
 fi
 
 if ! rustup toolchain list | grep -q '^nightly'; then

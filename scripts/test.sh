@@ -8,6 +8,7 @@
 #   scripts/test.sh                 everything
 #   FUZZ_SECONDS=0 scripts/test.sh  skip fuzzing (default 10 s per target)
 #   FUZZ_SANITIZER=address scripts/test.sh   fuzz with AddressSanitizer (default none here)
+#   FUZZ_OPT_LEVEL=3 scripts/test.sh   fuzz targets fully optimized (default 1 here)
 #   TEST_THREADS=2 scripts/test.sh  tests at a time in each test binary (default 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,9 @@ FUZZ_SECONDS="${FUZZ_SECONDS:-10}"
 # forbids it) and made the targets' build the most expensive of CI's (about 1,050 CPU seconds
 # against 650 without). Campaigns (scripts/fuzz.sh) keep it.
 export FUZZ_SANITIZER="${FUZZ_SANITIZER:-none}"
+# And at opt-level 1 without debug info: a third of the CPU of the default build (364 against
+# 649 CPU seconds) for about two thirds of its executions per second.
+export FUZZ_OPT_LEVEL="${FUZZ_OPT_LEVEL:-1}"
 # The end-to-end tests mostly wait (on Chromium, a typing gap, a child's exit): with two at a
 # time the machine was half idle; four at a time cut the e2e binary from 546 s to 454 s.
 TEST_THREADS="${TEST_THREADS:-4}"
@@ -76,55 +80,67 @@ wait_background() {
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 apt_updated=0
+apt_lock=/var/lock/cdp-relay-apt.lock
 apt_install() {
-  if [ "$apt_updated" -eq 0 ]; then as_root apt-get update -qq; apt_updated=1; fi
-  # Waits for dpkg's lock: the container preparation may be installing at the same time.
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "$@" >/dev/null
+  # One apt at a time (scripts/container-test.sh takes the same lock): the container
+  # preparation installs in the background too, and concurrent updates fail on apt's lists lock.
+  if [ "$apt_updated" -eq 0 ]; then as_root flock "$apt_lock" apt-get update -qq; apt_updated=1; fi
+  as_root flock "$apt_lock" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    -o DPkg::Lock::Timeout=600 "$@" >/dev/null
 }
 
-step "prerequisites"
-if [ -z "${CDP_RELAY_BROWSER:-}" ] && ! command -v chromium >/dev/null 2>&1; then
-  step "installing Debian's chromium"
-  apt_install chromium
-fi
-if [ ! -x /usr/sbin/nginx ] && ! command -v nginx >/dev/null 2>&1; then
-  step "installing Debian's nginx (a peer in the benchmark smoke run)"
-  apt_install nginx
-fi
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  step "installing Node.js"
-  apt_install nodejs npm
-fi
-if [ ! -d tests/clients/node_modules/playwright-core ] || [ ! -d tests/clients/node_modules/puppeteer-core ] \
-   || [ tests/clients/package-lock.json -nt tests/clients/node_modules/.package-lock.json ]; then
-  step "installing the npm test clients (playwright-core, puppeteer-core, chrome-devtools-mcp, @playwright/mcp; no browser downloads)"
-  PUPPETEER_SKIP_DOWNLOAD=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
-    npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
-fi
-
-py=target/pyclients
-if [ ! -x "$py/bin/python" ] || [ tests/clients/requirements.txt -nt "$py/installed" ]; then
-  step "installing the Python test clients (tests/clients/requirements.txt: pyppeteer) into $py"
+# The test clients and the browser: downloads and disk, so a background job while the
+# workspace compiles (on a fresh machine apt's chromium alone took most of a minute).
+test_prerequisites() {
+  if [ -z "${CDP_RELAY_BROWSER:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+    step "installing Debian's chromium"
+    apt_install chromium
+  fi
+  if [ ! -x /usr/sbin/nginx ] && ! command -v nginx >/dev/null 2>&1; then
+    step "installing Debian's nginx (a peer in the benchmark smoke run)"
+    apt_install nginx
+  fi
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    step "installing Node.js"
+    apt_install nodejs npm
+  fi
+  if [ ! -d tests/clients/node_modules/playwright-core ] || [ ! -d tests/clients/node_modules/puppeteer-core ] \
+     || [ tests/clients/package-lock.json -nt tests/clients/node_modules/.package-lock.json ]; then
+    step "installing the npm test clients (playwright-core, puppeteer-core, chrome-devtools-mcp, @playwright/mcp; no browser downloads)"
+    PUPPETEER_SKIP_DOWNLOAD=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+      npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
+  fi
+  local py=target/pyclients
+  if [ ! -x "$py/bin/python" ] || [ tests/clients/requirements.txt -nt "$py/installed" ]; then
+    step "installing the Python test clients (tests/clients/requirements.txt: pyppeteer) into $py"
+    python_venv "$py"
+    "$py/bin/pip" install --quiet --disable-pip-version-check -r tests/clients/requirements.txt
+    touch "$py/installed"
+  fi
+  if [ ! -x "$kv/bin/kubernetes-validate" ]; then
+    step "installing kubernetes-validate (PyPI) into $kv"
+    python_venv "$kv"
+    "$kv/bin/pip" install --quiet --disable-pip-version-check kubernetes-validate
+  fi
+}
+# A fresh virtual environment at $1 (Debian's python3-venv when the machine's python3 lacks venv).
+python_venv() {
   if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv --help >/dev/null 2>&1; then
     apt_install python3 python3-venv
   fi
-  rm -rf "$py"
-  if ! python3 -m venv "$py" >/dev/null 2>&1; then
+  rm -rf "$1"
+  if ! python3 -m venv "$1" >/dev/null 2>&1; then
     apt_install python3-venv
-    python3 -m venv "$py"
+    python3 -m venv "$1"
   fi
-  "$py/bin/pip" install --quiet --disable-pip-version-check -r tests/clients/requirements.txt
-  touch "$py/installed"
-fi
-
-if ! command -v cargo-deny >/dev/null 2>&1; then
-  step "installing cargo-deny (crates.io) into ~/.cargo/bin"
-  cargo install cargo-deny --locked
-fi
+}
+kv=target/kubernetes-validate
 
 # While the workspace compiles (CPU-bound, with idle stretches where one crate or link holds
-# the build): the container test's base image (apt installs, mmdebstrap from Debian's mirror,
-# podman import: downloads and disk) and the fuzz targets (their own nightly build).
+# the build): the test clients and the browser, the container test's base image (apt installs,
+# mmdebstrap from Debian's mirror, podman import: downloads and disk) and the fuzz targets
+# (their own nightly build).
+in_background "the browser and the test clients" target/test-prerequisites.log test_prerequisites
 in_background "the container's base image (scripts/container-test.sh prepare)" \
   target/container/prepare.log scripts/container-test.sh prepare
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
@@ -138,34 +154,28 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+if ! command -v cargo-deny >/dev/null 2>&1; then
+  # Without cargo-deny's release profile (fat LTO, one codegen unit), which is most of its
+  # build: the checks CI runs do not need the speed.
+  step "installing cargo-deny (crates.io) into ~/.cargo/bin"
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
+    cargo install cargo-deny --locked
+fi
 step "cargo deny check licenses bans sources (deny.toml: licenses, bans, crates.io only; offline)"
 cargo deny check --hide-inclusion-graph licenses bans sources
 
 step "every library without its default features"
 cargo check --workspace --lib --locked --no-default-features
 
-step "deploy/kubernetes against the Kubernetes schemas (kubernetes-validate, offline)"
-kv=target/kubernetes-validate
-if [ ! -x "$kv/bin/kubernetes-validate" ]; then
-  step "installing kubernetes-validate (PyPI) into $kv"
-  if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv --help >/dev/null 2>&1; then
-    apt_install python3 python3-venv
-  fi
-  rm -rf "$kv"
-  if ! python3 -m venv "$kv" >/dev/null 2>&1; then
-    apt_install python3-venv
-    python3 -m venv "$kv"
-  fi
-  "$kv/bin/pip" install --quiet --disable-pip-version-check kubernetes-validate
-fi
-# The oldest Kubernetes release still commonly run, and the newest the package knows.
-"$kv/bin/kubernetes-validate" --strict --quiet -k 1.29.0 deploy/kubernetes/*.yaml
-"$kv/bin/kubernetes-validate" --strict --quiet deploy/kubernetes/*.yaml
-
 step "cargo test --no-run (builds the binary the end-to-end tests run, with the tests' features)"
 cargo test --workspace --locked --no-run
 
 wait_background
+
+step "deploy/kubernetes against the Kubernetes schemas (kubernetes-validate, offline)"
+# The oldest Kubernetes release still commonly run, and the newest the package knows.
+"$kv/bin/kubernetes-validate" --strict --quiet -k 1.29.0 deploy/kubernetes/*.yaml
+"$kv/bin/kubernetes-validate" --strict --quiet deploy/kubernetes/*.yaml
 
 step "cargo test ($TEST_THREADS tests at a time per binary)"
 cargo test --workspace --locked -- --test-threads "$TEST_THREADS"
