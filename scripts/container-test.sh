@@ -105,9 +105,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   step "installing ${missing[*]}"
   apt_install "${missing[@]}"
 fi
-command -v node >/dev/null 2>&1 || die "node is missing: install Node.js (scripts/test.sh does) and retry"
-[ -d tests/clients/node_modules/playwright-core ] \
-  || die "tests/clients/node_modules/playwright-core is missing: run \`npm ci --prefix tests/clients\` (scripts/test.sh does) and retry"
+# Only the test drives Playwright: scripts/test.sh installs it while the preparation runs.
+if [ "$MODE" = test ]; then
+  command -v node >/dev/null 2>&1 || die "node is missing: install Node.js (scripts/test.sh does) and retry"
+  [ -d tests/clients/node_modules/playwright-core ] \
+    || die "tests/clients/node_modules/playwright-core is missing: run \`npm ci --prefix tests/clients\` (scripts/test.sh does) and retry"
+fi
 
 # ---------------------------------------------------------------------------------------------
 bin=target/release/cdp-relay
