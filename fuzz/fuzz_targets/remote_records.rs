@@ -3,7 +3,8 @@
 //!
 //! Input: a secret literal, a NUL, then the body. Properties: no panic; every accepted record
 //! comes from a non-blank line; a registered secret never appears in an accepted record nor in
-//! the refusal (which names lines by number, never their content).
+//! the refusal (which names lines by number, never their content), unless the refusal's own
+//! words spell it.
 
 #![no_main]
 
@@ -44,8 +45,16 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(reply) => {
             assert_eq!(reply.status, 400);
-            if registered {
-                assert!(!reply.body.contains(&literal), "secret in {:?}", reply.body);
+            if registered && reply.body.contains(&literal) {
+                // The refusal's own words and numbers can spell a literal (` 2: no` in `line 2:
+                // not valid JSON`): it is echoed only if it goes when the body no longer holds
+                // it (each occurrence masked by as many bytes, so columns stay put).
+                let masked = mask(body, literal.as_bytes());
+                let again = parse_body(&masked, &s)
+                    .err()
+                    .map(|r| r.body)
+                    .unwrap_or_default();
+                assert!(again.contains(&literal), "secret in {:?}", reply.body);
             }
         }
     }
@@ -54,3 +63,21 @@ fuzz_target!(|data: &[u8]| {
 const REFUSAL_WORDS: &str = "${FUZZ_SECRET} \
     cdp-relay: line 0123456789: ; nothing was appended (see docs/evidence-format.md) \
     (and more bad line(s)) no records in the body; send one JSON record per line";
+
+/// `body` with every occurrence of `literal` replaced by as many `x`s.
+fn mask(body: &[u8], literal: &[u8]) -> Vec<u8> {
+    let mut out = body.to_vec();
+    if literal.is_empty() {
+        return out;
+    }
+    let mut i = 0;
+    while i + literal.len() <= out.len() {
+        if out[i..].starts_with(literal) {
+            out[i..i + literal.len()].fill(b'x');
+            i += literal.len();
+        } else {
+            i += 1;
+        }
+    }
+    out
+}

@@ -16,17 +16,8 @@
 use crate::rules::Rule;
 use crate::secrets::{Registry, SecretMatch};
 use crate::summary::Counters;
-use crate::text::{becomes_attribute, may_bridge, Replacement};
+use crate::text::Replacement;
 use std::borrow::Cow;
-
-/// The text after the merged replacements.
-pub(crate) struct Merged<'a> {
-    pub(crate) text: Cow<'a, str>,
-    /// A replacement may have joined its neighbours into something a rule could now match, or a
-    /// literal's replacement changed what a rule sees (a literal inside a key, or ending inside
-    /// a word): the rules must look again at the result.
-    pub(crate) again: bool,
-}
 
 /// One overlapping group of replacements.
 #[derive(Default)]
@@ -37,25 +28,21 @@ struct Component {
     secrets: Vec<usize>,
 }
 
-/// Applies `rules` and `secrets` (each sorted and non-overlapping, both found on `text`) to
-/// `text`, counting what it emits. `registry` is the one `secrets` came from (`None` when there
-/// are none).
+/// Applies `rules` and `secrets` (each sorted; secrets overlap only where two take the same
+/// handle; both found on `text`) to `text`, counting what it emits (borrowed when there are
+/// none). `registry` is the one `secrets` came from (`None` when there are none).
 pub(crate) fn merge<'a>(
     text: &'a str,
     rules: Vec<Replacement>,
     secrets: &[SecretMatch],
     registry: Option<&Registry>,
     counters: &Counters,
-) -> Merged<'a> {
+) -> Cow<'a, str> {
     if rules.is_empty() && secrets.is_empty() {
-        return Merged {
-            text: Cow::Borrowed(text),
-            again: false,
-        };
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
-    let mut again = false;
     let (mut i, mut j) = (0, 0);
     while i < rules.len() || j < secrets.len() {
         // Start a component at the earliest remaining span, then absorb every span that
@@ -92,12 +79,6 @@ pub(crate) fn merge<'a>(
         }
         out.push_str(&text[copied..c.start]);
         copied = c.end;
-        // The rules judged the original text around their own spans. A literal's span (alone
-        // or in a union) ends where the literal does, maybe inside a word: what it leaves next
-        // to the replacement was never judged on its own (`…%22|8E5B…` leaves a bare CDP id
-        // once `%22` is gone). Those results go through the rules again.
-        again |= !c.secrets.is_empty() || may_bridge(text, c.start, c.end);
-        let with_start = out.len();
         match (c.rules.as_slice(), c.secrets.as_slice()) {
             ([r], []) => {
                 let r = &rules[*r];
@@ -119,13 +100,9 @@ pub(crate) fn merge<'a>(
                 counters.count(rule);
             }
         }
-        again = again || becomes_attribute(text, c.start, c.end, &out[with_start..]);
     }
     out.push_str(&text[copied..]);
-    Merged {
-        text: Cow::Owned(out),
-        again,
-    }
+    Cow::Owned(out)
 }
 
 fn within(r: &Replacement, s: &SecretMatch) -> bool {
@@ -175,9 +152,7 @@ mod tests {
 
     fn run(text: &str, rules: Vec<Replacement>, r: &Registry) -> String {
         let secrets = r.find(text);
-        merge(text, rules, &secrets, Some(r), &Counters::default())
-            .text
-            .into_owned()
+        merge(text, rules, &secrets, Some(r), &Counters::default()).into_owned()
     }
 
     #[test]

@@ -189,18 +189,6 @@ macro_rules! html_attr {
     };
 }
 
-/// True when `token` (no blanks) reads as one HTML attribute to the name/value detector, as a
-/// marker or placeholder always does. A token of other characters (a `+`, a replacement
-/// character, more than 64 of them) does not, so replacing it with a marker can join a `value=`
-/// and a `name=` around it into one tag for the next pass.
-pub(crate) fn reads_as_attribute(token: &str) -> bool {
-    static ATTRIBUTE: LazyLock<meta::Regex> = LazyLock::new(|| {
-        meta::Regex::new(concat!("(?x)^(?:", html_attr!(), ")$"))
-            .expect("the attribute pattern compiles")
-    });
-    ATTRIBUTE.is_match(token)
-}
-
 /// The JSON sibling forms of the name/value detector: `{"name": …, "value": …}` and the other
 /// way round.
 macro_rules! name_value_json {

@@ -265,45 +265,51 @@ impl Sanitizer {
 
     /// The text pipeline. Registered literals and the rules are both found on the text as
     /// given — so a literal can never hide from a rule the name it needs (`password`, `code`,
-    /// `Bearer`) — and merged (`merge.rs`): every byte either would remove is removed. If that
-    /// changed what a rule could see (a placeholder, or a replacement that joined its
-    /// neighbours), the rules run again until nothing changes. Then the cap.
+    /// `Bearer`) — and merged (`merge.rs`): every byte either would remove is removed. A text
+    /// that changed goes through the whole pass again until nothing changes: a replacement
+    /// changes what its neighbours look like (a literal ending inside a word leaves a bare id
+    /// next to its placeholder; a handle's last characters and the text after it can spell a
+    /// registered literal). Then the cap.
     pub(crate) fn sanitize_str<'a>(&self, s: &'a str, max_chars: usize) -> Cow<'a, str> {
         let ctx = Ctx {
             handles: &self.handles,
             counters: &self.counters,
         };
-        let found = {
+        let passed = {
             let registry = self.registry();
-            if registry.is_empty() {
-                Vec::new()
-            } else {
-                registry.find(s)
+            match self.one_pass(s, &registry, &ctx) {
+                Cow::Borrowed(_) => Cow::Borrowed(s),
+                Cow::Owned(mut current) => {
+                    for _ in 0..text::MAX_EXTRA_ROUNDS {
+                        match self.one_pass(&current, &registry, &ctx) {
+                            Cow::Borrowed(_) => break,
+                            Cow::Owned(o) if o == current => break,
+                            Cow::Owned(o) => current = o,
+                        }
+                    }
+                    Cow::Owned(current)
+                }
             }
+        };
+        text::cap(passed, max_chars, &ctx)
+    }
+
+    /// One pass of [`Sanitizer::sanitize_str`]: literals and rules found on `s`, merged.
+    fn one_pass<'a>(&self, s: &'a str, registry: &Registry, ctx: &Ctx<'_>) -> Cow<'a, str> {
+        let found = if registry.is_empty() {
+            Vec::new()
+        } else {
+            registry.find(s)
         };
         // A truncation marker we appended earlier is not part of the text: no rule may read
         // it as the rest of a value.
         let body_end = truncated_prefix_len(s).unwrap_or(s.len());
-        let rules = text::replacements(&s[..body_end], &ctx);
-        let merged = if found.is_empty() {
+        let rules = text::replacements(&s[..body_end], ctx);
+        if found.is_empty() {
             merge::merge(s, rules, &[], None, &self.counters)
         } else {
-            merge::merge(s, rules, &found, Some(&self.registry()), &self.counters)
-        };
-        let after = if merged.again {
-            let current = merged.text;
-            let body_end = truncated_prefix_len(&current).unwrap_or(current.len());
-            match text::apply_rules_fixpoint(&current[..body_end], &ctx) {
-                Cow::Borrowed(_) => current,
-                Cow::Owned(mut o) => {
-                    o.push_str(&current[body_end..]);
-                    Cow::Owned(o)
-                }
-            }
-        } else {
-            merged.text
-        };
-        text::cap(after, max_chars, &ctx)
+            merge::merge(s, rules, &found, Some(registry), &self.counters)
+        }
     }
 }
 

@@ -25,7 +25,7 @@
 //!   literal, not quadratic.
 //! - Memory only: nothing here is `Serialize`, and `Debug` prints counts, never literals.
 
-use crate::handles::protected_spans;
+use crate::handles::{is_handle, protected_spans};
 use crate::spelling::{spellings, Spelling};
 use crate::SecretError;
 use std::collections::HashMap;
@@ -68,6 +68,9 @@ const KEY_BYTES: usize = 4;
 /// Longest typed literal kept, in bytes (the relay buffers the same): characters typed beyond it
 /// are not protected.
 pub const TYPED_MAX_BYTES: usize = 4096;
+
+/// A byte range of a text: start, end.
+type Span = (usize, usize);
 
 /// One occurrence of a registered literal (or of a protected prefix of a typed one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -487,7 +490,13 @@ impl Registry {
         {
             return out;
         }
-        let spans = protected_spans(text, &|n| self.by_name.contains_key(n));
+        // A handle is no shelter: its characters and the text after it can spell a literal
+        // (`…3c82` + `/devtools` holds `2/devt`). A match that touches one takes the whole
+        // handle with it, so no fragment of either stays.
+        let (handles, spans): (Vec<Span>, Vec<Span>) =
+            protected_spans(text, &|n| self.by_name.contains_key(n))
+                .into_iter()
+                .partition(|&(start, end)| is_handle(&text[start..end]));
         let mut buf = String::new();
         let mut gap_start = 0;
         let gaps = spans
@@ -514,6 +523,15 @@ impl Registry {
                 }
             }
             gap_start = span_end;
+        }
+        if !handles.is_empty() {
+            for m in &mut out {
+                let (first, last) = (m.start, m.end);
+                for &(start, end) in handles.iter().filter(|&&(a, b)| a < last && first < b) {
+                    m.start = m.start.min(start);
+                    m.end = m.end.max(end);
+                }
+            }
         }
         out
     }

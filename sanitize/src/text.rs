@@ -7,7 +7,7 @@
 use crate::handles::{is_protected, protected_spans, Handles};
 use crate::keys::{classify, is_whole_line_header, KeyClass};
 use crate::prefilter::may_match;
-use crate::rules::{find_at, reads_as_attribute, Detector, Hit, Parts, Rule, Sibling};
+use crate::rules::{find_at, Detector, Hit, Parts, Rule, Sibling};
 use crate::summary::Counters;
 use std::borrow::Cow;
 
@@ -137,114 +137,43 @@ fn rescan_from(hit: &Hit, start: usize) -> usize {
     }
 }
 
-/// Applies every text rule to `text` in one left-to-right pass (borrowed when nothing changed),
-/// and says whether a replacement may have joined its neighbours
-/// into something a rule could now match (see [`may_bridge`]).
-fn apply_rules_once<'a>(text: &'a str, ctx: &Ctx<'_>) -> (Cow<'a, str>, bool) {
+/// Applies every text rule to `text` in one left-to-right pass (borrowed when nothing changed).
+fn apply_rules_once<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
     let found = replacements(text, ctx);
     if found.is_empty() {
-        return (Cow::Borrowed(text), false);
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
-    let mut bridged = false;
     for r in found {
-        bridged |=
-            may_bridge(text, r.start, r.end) || becomes_attribute(text, r.start, r.end, &r.with);
         out.push_str(&text[copied..r.start]);
         out.push_str(&r.with);
         copied = r.end;
         ctx.counters.count(r.rule);
     }
     out.push_str(&text[copied..]);
-    (Cow::Owned(out), bridged)
+    Cow::Owned(out)
 }
 
-/// True when replacing `start..end` may let a rule see its neighbours as one token: the span
-/// held a token boundary (a blank, `/`, `?`, `#`, a quote, `<`, `>`, `\`) that the marker does
-/// not, and the span is not itself fenced off by blanks, quotes or the text's ends. Replacing a
-/// key block in `https://x-----BEGIN … KEY-----user@h` leaves `https://x[…]user@h`, which reads
-/// as userinfo; replacing a cookie header's value up to the end of its line cannot join anything.
-pub(crate) fn may_bridge(text: &str, start: usize, end: usize) -> bool {
-    let span = &text[start..end];
-    // An `=` right before a quote was maybe an attribute's (`token content="…"` reads as a
-    // scheme and its credential `content=`): with it gone, the tag reads differently.
-    let assignment = span.ends_with('=') && text[end..].starts_with(['"', '\'', '\\']);
-    if assignment || pairs_quotes(span) {
-        return true;
-    }
-    let breaks =
-        |c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>' | '\\');
-    let fence = |c: Option<char>| c.is_none_or(|c| c.is_whitespace() || matches!(c, '"' | '\''));
-    span.contains(breaks)
-        && !(fence(text[..start].chars().next_back()) && fence(text[end..].chars().next()))
-}
-
-/// True when replacing `start..end` with `with` makes the blank-separated token around it read
-/// as an HTML attribute where it did not (see [`reads_as_attribute`]). The name/value detector
-/// allows attributes between `value=` and `name=`: in `value=x Bearer\u{fffd}OK5 name=csrf` the
-/// middle token is none, and once a marker it is one, so the next pass would redact `x`.
-pub(crate) fn becomes_attribute(text: &str, start: usize, end: usize, with: &str) -> bool {
-    let (from, to) = token_around(text, start, end);
-    if reads_as_attribute(&text[from..to]) {
-        return false;
-    }
-    let after = [&text[from..start], with, &text[end..to]].concat();
-    reads_as_attribute(&after)
-}
-
-/// The token holding `start..end`: out to a blank or a JSON-escaped `\n`, `\r`, `\t` (what
-/// separates attributes to the name/value detector) on each side.
-fn token_around(text: &str, start: usize, end: usize) -> (usize, usize) {
-    let b = text.as_bytes();
-    let blank = |i: usize| matches!(b[i], b' ' | b'\t' | b'\r' | b'\n');
-    let escape = |i: usize| b[i] == b'\\' && matches!(b.get(i + 1), Some(b'n' | b'r' | b't'));
-    let mut from = start;
-    while from > 0 && !blank(from - 1) && !(from >= 2 && escape(from - 2)) {
-        from -= 1;
-    }
-    let mut to = end;
-    while to < b.len() && !blank(to) && !escape(to) {
-        to += 1;
-    }
-    (from, to)
-}
-
-/// True when removing `span` may change how the quotes around it pair up: it holds a quote (in
-/// any spelling: `"`, `'`, `\"`, `&quot;`, `&#39;`…) or a line break, which end quoted values.
-/// Fences do not help then: a `"…"` value runs through blanks and `'`, so with a `'…'` value's
-/// inside gone, `name="csrf-x='` and `'_y" content=…` of the next tag read as one attribute.
-fn pairs_quotes(span: &str) -> bool {
-    span.contains(['"', '\'', '\\', '\r', '\n'])
-        || span
-            .match_indices('&')
-            .any(|(i, _)| span[i + 1..].starts_with(['q', 'a', '#', 'Q', 'A']))
-}
-
-/// Rounds of [`apply_rules_fixpoint`] after the first; real text settles in one.
-const MAX_EXTRA_ROUNDS: usize = 4;
+/// Rounds of the text pipeline after the first; real text settles in one or two.
+pub(crate) const MAX_EXTRA_ROUNDS: usize = 5;
 
 /// Applies the rules until nothing changes. A replacement changes what its neighbours look
 /// like (a key block removed from between `https://x` and `user@` leaves `https://x…@`, a marker
-/// after `Bearer word+=` ends that word), and only a fixed point makes sanitizing twice equal
-/// sanitizing once. Borrowed when nothing changed.
+/// after `Bearer word+=` ends that word, a token that did not read as an HTML attribute does
+/// once it is a marker), and only a fixed point makes sanitizing twice equal sanitizing once.
+/// Every text that changed gets one more round: guessing which replacements could matter
+/// missed shapes fuzzing found, twice. Borrowed when nothing changed.
 pub(crate) fn apply_rules_fixpoint<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
-    let (mut current, mut bridged) = match apply_rules_once(text, ctx) {
-        (Cow::Borrowed(_), _) => return Cow::Borrowed(text),
-        (Cow::Owned(o), bridged) => (o, bridged),
+    let mut current = match apply_rules_once(text, ctx) {
+        Cow::Borrowed(_) => return Cow::Borrowed(text),
+        Cow::Owned(o) => o,
     };
-    // Another round only when a replacement could have joined its neighbours: elsewhere the
-    // text around every marker is what the first round already judged.
     for _ in 0..MAX_EXTRA_ROUNDS {
-        if !bridged {
-            break;
-        }
         match apply_rules_once(&current, ctx) {
-            (Cow::Borrowed(_), _) => break,
-            (Cow::Owned(o), b) => {
-                current = o;
-                bridged = b;
-            }
+            Cow::Borrowed(_) => break,
+            Cow::Owned(o) if o == current => break,
+            Cow::Owned(o) => current = o,
         }
     }
     Cow::Owned(current)

@@ -157,6 +157,30 @@ mod tests {
         }
     }
 
+    /// A fuzzing campaign's finding (4 December 2026): a handle's last characters and the path
+    /// after it spelled a registered literal that the input held nowhere. The literal takes the
+    /// handle with it.
+    #[test]
+    fn a_handle_never_completes_a_registered_literal() {
+        let s = Sanitizer::new();
+        let url = "http://127.0.0.1:9222/devtools/page/8E/devtools/";
+        let handle = s.handle("8E");
+        let handle = handle.as_str();
+        assert_eq!(
+            s.url(url).as_str(),
+            format!("http://127.0.0.1:9222/devtools/page/{handle}/devtools/")
+        );
+        let literal = format!("{}/devtools", &handle[handle.len() - 2..]);
+        assert!(!url.contains(&literal));
+        s.register_secret("SECRET", &literal).expect("a valid name");
+        let out = s.url(url);
+        assert_eq!(
+            out.as_str(),
+            "http://127.0.0.1:9222/devtools/page/${SECRET}/"
+        );
+        assert_eq!(s.text(out.as_str()).as_str(), out.as_str(), "a fixed point");
+    }
+
     #[test]
     fn capability_paths_become_handles() {
         let s = Sanitizer::new();

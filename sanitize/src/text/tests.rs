@@ -356,35 +356,16 @@ fn a_token_that_becomes_an_attribute_when_redacted_is_judged_in_the_same_pass() 
     }
 }
 
-/// The check that sends a text to another round: only a token that did not read as an
-/// attribute and does once replaced.
+/// A fuzzing campaign's input (4 December 2026) where the value after `'abc'` was redacted only
+/// by a third round: the second redacted `'abc'`, which the first had left to an overlapping
+/// match. Every text that changes now gets another round, whatever changed it.
 #[test]
-fn becoming_an_attribute_is_told_from_staying_one() {
-    let text = "a value=x Bearer\u{fffd}tok b";
-    let start = text.find("Bearer").unwrap();
-    let end = text.find(" b").unwrap();
-    assert!(super::becomes_attribute(
-        text,
-        start,
-        end,
-        "[redacted:secret]"
-    ));
-    let plain = "a value=x Bearer tok b";
-    let start = plain.find("tok").unwrap();
-    assert!(!super::becomes_attribute(
-        plain,
-        start,
-        start + 3,
-        "[redacted:secret]"
-    ));
-    // Inside a token that stays what it was.
-    let inner = "a token=abc+def b";
-    let start = inner.find("abc").unwrap();
-    assert!(!super::becomes_attribute(
-        inner,
-        start,
-        start + 7,
-        "[redacted:token]"
-    ));
-    assert_eq!(super::token_around("x\\nab\\ty", 3, 4), (3, 5));
+fn a_value_two_rounds_deep_is_redacted_in_one_call() {
+    let s = Sanitizer::new();
+    let bytes = b"<ma a name=\"t='TOK1'>\nsname=\"t='TOK1'>\nsecrnt='abc'value=T\x90\x90Beaar\x9d\x8daccesskeyhorzatIon: Beaar\x9d\x8d\x90OK5 name=csrfecrnt='abc'value=T\x90\x90Beaar\x9d\x8daccesskeyhorzatIon: Beaar\x9d\x8d\x90OK5 name=csrf";
+    let input = String::from_utf8_lossy(bytes);
+    let once = clean(&s, &input);
+    assert_eq!(clean(&s, &once), once, "not a fixed point: {input}");
+    assert_eq!(once.matches("value=[redacted:csrf]").count(), 2, "{once}");
+    assert!(!once.contains("OK5"), "{once}");
 }
