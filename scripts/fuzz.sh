@@ -7,6 +7,8 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]   default 600
 #   scripts/fuzz.sh build                  only build the targets (all in one cargo build)
+#   scripts/fuzz.sh merge                  only merge what the last run found into the kept corpus
+#                                          (after a run where a target crashed: the others' finds)
 #   FUZZ_MERGE=0 scripts/fuzz.sh 20        CI: fuzz only, leave the kept corpus untouched
 #   FUZZ_PARALLEL=1 scripts/fuzz.sh 60     one target at a time
 #   FUZZ_TARGETS="sanitize_text mcp_args" scripts/fuzz.sh 3600   only these targets
@@ -20,7 +22,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_ONLY=0
+MERGE_ONLY=0
 if [ "${1:-}" = build ]; then BUILD_ONLY=1; shift; fi
+if [ "${1:-}" = merge ]; then MERGE_ONLY=1; shift; fi
 SECONDS_PER_TARGET="${1:-600}"
 FUZZ_MERGE="${FUZZ_MERGE:-1}"
 FUZZ_PARALLEL="${FUZZ_PARALLEL:-2}"
@@ -73,7 +77,7 @@ fi
 
 kept=fuzz/corpus-kept
 work=target/fuzz-campaign
-rm -rf "$work"
+if [ "$MERGE_ONLY" = 0 ]; then rm -rf "$work"; fi
 mkdir -p "$work"
 targets=$(cd fuzz && cargo +nightly fuzz list)
 if [ -n "${FUZZ_TARGETS:-}" ]; then
@@ -118,6 +122,7 @@ run_one() {
     >"$work/$t/cpu"
 }
 
+if [ "$MERGE_ONLY" = 0 ]; then
 running=0
 for t in $targets; do
   run_one "$t" &
@@ -161,6 +166,7 @@ if [ "$failed" -ne 0 ]; then
   echo "  (cd fuzz && cargo +nightly fuzz run ${build_flags[*]} TARGET ../ARTIFACT)" >&2
   exit 1
 fi
+fi
 if [ "$FUZZ_MERGE" = 0 ]; then
   exit 0
 fi
@@ -168,7 +174,12 @@ fi
 echo
 echo "minimizing the kept corpus ($kept/<target>: at most $KEEP_FILES files, $KEEP_BYTES bytes, inputs of at most $KEEP_MAX_LEN bytes)"
 for t in $targets; do
+  if [ ! -d "$work/$t/new" ]; then
+    echo "fuzz: nothing to merge for $t ($work/$t/new is missing)" >&2
+    continue
+  fi
   merged="$work/$t/merged"
+  rm -rf "$merged"
   mkdir -p "$merged"
   # Merge keeps the smallest set of inputs with the same coverage (what `cargo fuzz cmin` runs).
   # Inputs longer than KEEP_MAX_LEN are left out first so the bound cannot be broken by one file.
