@@ -195,7 +195,8 @@ for t in $targets; do
     n=$(find "$merged" -type f | wc -l)
     bytes=$(find "$merged" -type f -printf '%s\n' | awk '{s+=$1} END {print s+0}')
     if [ "$n" -le "$KEEP_FILES" ] && [ "$bytes" -le "$KEEP_BYTES" ]; then break; fi
-    find "$merged" -type f -printf '%s %p\n' | sort -rn | head -n 50 | cut -d' ' -f2- | xargs rm -f
+    # awk, not head: head's early exit would kill sort with SIGPIPE, which pipefail reports.
+    find "$merged" -type f -printf '%s %p\n' | sort -rn | awk 'NR <= 50' | cut -d' ' -f2- | xargs rm -f
   done
   rm -rf "$kept/$t"
   mv "$merged" "$kept/$t"
