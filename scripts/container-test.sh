@@ -11,12 +11,15 @@
 #     S3 server within --shutdown-grace, and nothing left running.
 # Installs podman, buildah, mmdebstrap, runc and uidmap with apt when missing. Needs root (or
 # sudo), the npm test clients (tests/clients/node_modules, as scripts/test.sh installs them) and
-# network access to deb.debian.org.
+# network access to Debian's mirror, which is read from this machine's apt sources.
 #
 #   scripts/container-test.sh
 #   scripts/container-test.sh prepare only the prerequisites and the base image (imported), no
 #                                     cargo build: CI runs it while it compiles
 #   CONTAINER_SUITE=trixie            the Debian release of the base (default trixie)
+#   CONTAINER_MIRROR=url              Debian's mirror (default: the machine's apt sources')
+#   CONTAINER_SECURITY_MIRROR=url     its security archive (default: the apt sources', else
+#                                     the mirror's URL with -security appended)
 #   CONTAINER_KEEP=1                  keep the image and the run's files after the test
 #   CONTAINER_BINARY=path             copy this cdp-relay into the image instead of building
 #                                     target/release/cdp-relay when it is older than the sources
@@ -33,8 +36,6 @@ case "$MODE" in test | prepare) ;; *)
 esac
 
 SUITE="${CONTAINER_SUITE:-trixie}"
-MIRROR=http://deb.debian.org/debian
-SECURITY=http://deb.debian.org/debian-security
 KEEP="${CONTAINER_KEEP:-0}"
 work=target/container
 BUCKET=fleet
@@ -44,6 +45,19 @@ POD=cdp-relay-0
 step() { printf '\n==> %s\n' "$*" >&2; }
 die() { printf 'container-test: %s\n' "$*" >&2; exit 1; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# The URL of the archive whose path ends in /$1 (debian, debian-security) in this machine's apt
+# sources, deb822 or one-line, comments left out: the mirror the machine already trusts.
+apt_archive() {
+  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list \
+    2>/dev/null | sed 's/#.*//' | grep -oE 'https?://[^ ]+' | sed 's:/*$::' | grep -E "/$1\$" |
+    head -n 1 || true
+}
+MIRROR="${CONTAINER_MIRROR:-$(apt_archive debian)}"
+[ -n "$MIRROR" ] ||
+  die "no Debian mirror in this machine's apt sources: set CONTAINER_MIRROR to one's URL"
+SECURITY="${CONTAINER_SECURITY_MIRROR:-$(apt_archive debian-security)}"
+SECURITY="${SECURITY:-$MIRROR-security}"
 apt_updated=0
 apt_lock=/var/lock/cdp-relay-apt.lock
 apt_install() {

@@ -157,11 +157,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 if ! command -v cargo-deny >/dev/null 2>&1; then
   # Unoptimized, without its release profile's fat LTO and single codegen unit: 88 CPU seconds
   # instead of several minutes, and the checks CI runs still take under two seconds.
-  step "installing cargo-deny (crates.io, unoptimized) into ~/.cargo/bin"
+  step "installing cargo-deny (from the Rust package registry, unoptimized) into ~/.cargo/bin"
   CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256 CARGO_PROFILE_RELEASE_OPT_LEVEL=0 \
     CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=false cargo install cargo-deny --locked
 fi
-step "cargo deny check licenses bans sources (deny.toml: licenses, bans, crates.io only; offline)"
+step "cargo deny check licenses bans sources (deny.toml: licenses, bans, the one Rust package registry; offline)"
 cargo deny check --hide-inclusion-graph licenses bans sources
 
 step "every library without its default features"

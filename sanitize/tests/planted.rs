@@ -455,9 +455,9 @@ const CASES: &[Case] = &[
     },
     Case {
         what: ".npmrc auth token",
-        input: "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789",
+        input: "//npm.registry.test/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789",
         gone: &["npm_abcdefghijklmnopqrstuvwxyz0123456789"],
-        kept: &["//registry.npmjs.org/:_authToken=[redacted:token]"],
+        kept: &["//npm.registry.test/:_authToken=[redacted:token]"],
     },
     Case {
         what: "OpenAI-style and Stripe keys in prose",

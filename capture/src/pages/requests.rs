@@ -1,6 +1,11 @@
 //! Joins `Network.requestWillBeSent` (URL, method, resource type) with `Network.loadingFailed`
 //! (which carries no URL) and with `Network.responseReceived` statuses ≥ 400.
 //!
+//! A request the server answered below 400 and whose load Chromium then aborts is no failure:
+//! a navigation answered 204 (a form posted to an API), or a body nobody read, ends in
+//! `net::ERR_ABORTED` after a perfectly good response. Any other error after such a response
+//! (a body cut short: `ERR_CONTENT_LENGTH_MISMATCH`) still is one.
+//!
 //! Each observer keeps one table per stream of events it reads (the traffic reader per
 //! connection, keyed by session; the relay's own per page), and both join through here, so a
 //! failed request reads the same whoever saw it. The table is bounded; raw URLs live here in
@@ -31,6 +36,8 @@ struct Request {
     seen_at: SystemTime,
     /// A ≥ 400 response was already recorded; a later loadingFailed is the same failure.
     reported: bool,
+    /// A response below 400 came: an abort after it is no failure.
+    answered: bool,
     /// DevTools made it for itself, not the page: it is no failure of the page's.
     devtools: bool,
 }
@@ -137,6 +144,7 @@ impl Requests {
                 timestamp: p.timestamp,
                 seen_at: at,
                 reported: false,
+                answered: false,
                 devtools: devtools_own(url, &p.document_url),
             }
         };
@@ -152,19 +160,22 @@ impl Requests {
         true
     }
 
-    /// A response with status ≥ 400 is a failure (recorded once).
+    /// A response with status ≥ 400 is a failure (recorded once); one below is remembered.
     pub(crate) fn response(
         &mut self,
         session: Option<&str>,
         p: &cdp::ResponseReceived<'_>,
         s: &Sanitizer,
     ) -> Option<Failure> {
-        if p.response.status < 400 {
-            return None;
-        }
         let req = self
             .map
             .get_mut(key(&mut self.scratch, session, &p.request_id));
+        if p.response.status < 400 {
+            if let Some(r) = req {
+                r.answered = true;
+            }
+            return None;
+        }
         let devtools = match &req {
             Some(r) => r.devtools,
             None => devtools_own(&p.response.url, ""),
@@ -213,6 +224,10 @@ impl Requests {
             .map
             .remove(key(&mut self.scratch, session, &p.request_id));
         if req.as_ref().is_some_and(|r| r.reported || r.devtools) {
+            return None;
+        }
+        let answered = req.as_ref().is_some_and(|r| r.answered);
+        if answered && (p.canceled || p.error_text.contains("ERR_ABORTED")) {
             return None;
         }
         let mut error = p.error_text.to_string();
@@ -364,5 +379,68 @@ mod tests {
         assert_eq!(path_of("https://a.test"), None);
         assert_eq!(path_of("https://a.test/p#f"), Some("/p"));
         assert_eq!(path_of("nonsense"), None);
+    }
+
+    /// A navigation answered 204 (a form posted to an API) ends in `net::ERR_ABORTED` after its
+    /// response, as Chromium reports it: no failure. A body cut short after a 200, an abort
+    /// with no response, and an abort after a 500 (already recorded once) still read as before.
+    #[test]
+    fn an_abort_after_a_good_response_is_no_failure() {
+        let s = Sanitizer::new();
+        let mut r = Requests::new(16);
+        let sent = |r: &mut Requests, id: &str| {
+            let p = cdp::RequestWillBeSent {
+                request_id: id.into(),
+                document_url: "http://app.test/".into(),
+                request: cdp::Request {
+                    url: "http://app.test/api/save".into(),
+                    method: "POST".into(),
+                },
+                resource_type: Some("Document".into()),
+                timestamp: 1.0,
+            };
+            assert!(r.sent(None, &p, SystemTime::UNIX_EPOCH));
+        };
+        let answered = |r: &mut Requests, id: &str, status: u16| {
+            let p = cdp::ResponseReceived {
+                request_id: id.into(),
+                response: cdp::Response {
+                    status,
+                    status_text: "".into(),
+                    url: "http://app.test/api/save".into(),
+                },
+                resource_type: Some("Document".into()),
+                timestamp: 1.2,
+            };
+            r.response(None, &p, &s)
+        };
+        let failed = |r: &mut Requests, id: &str, error: &str, canceled: bool| {
+            let p = cdp::LoadingFailed {
+                request_id: id.into(),
+                error_text: error.into(),
+                canceled,
+                timestamp: 1.5,
+                ..cdp::LoadingFailed::default()
+            };
+            r.failed(None, &p, &s)
+        };
+        for (id, status, canceled) in [("1", 204, true), ("2", 200, false), ("3", 304, true)] {
+            sent(&mut r, id);
+            assert!(answered(&mut r, id, status).is_none());
+            assert!(
+                failed(&mut r, id, "net::ERR_ABORTED", canceled).is_none(),
+                "{id}"
+            );
+        }
+        sent(&mut r, "4");
+        assert!(answered(&mut r, "4", 200).is_none());
+        let (cut, _) = failed(&mut r, "4", "net::ERR_CONTENT_LENGTH_MISMATCH", false)
+            .expect("a body cut short is a failure");
+        assert_eq!(cut.status(), None);
+        sent(&mut r, "5");
+        assert!(failed(&mut r, "5", "net::ERR_ABORTED", true).is_some());
+        sent(&mut r, "6");
+        assert!(answered(&mut r, "6", 500).is_some());
+        assert!(failed(&mut r, "6", "net::ERR_ABORTED", true).is_none());
     }
 }

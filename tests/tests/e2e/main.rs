@@ -34,6 +34,7 @@ mod mcp_feedback;
 mod mcp_linking;
 mod mcp_privacy;
 mod mcp_transport;
+mod network_outcomes;
 mod observer;
 mod report_browser;
 mod secrets_bounds;
