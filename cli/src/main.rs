@@ -422,8 +422,8 @@ fn is_usage(e: &anyhow::Error) -> bool {
         c.downcast_ref::<Usage>().is_some()
             || c.downcast_ref::<cdp_relay::Error>()
                 .is_some_and(cdp_relay::Error::is_usage)
-            || c.downcast_ref::<cdp_relay::proxy::Error>()
-                .is_some_and(cdp_relay::proxy::Error::is_usage)
+            || c.downcast_ref::<cdp_relay_proxy::Error>()
+                .is_some_and(cdp_relay_proxy::Error::is_usage)
     })
 }
 

@@ -123,7 +123,7 @@ impl Relayed {
             .then(|| config.evidence.root.clone());
         let (browser, recording) = match config.proxy.upstream.clone() {
             Some(up) => {
-                cdp_relay::proxy::upstream::probe(&up).await?;
+                cdp_relay_proxy::upstream::probe(&up).await?;
                 (
                     None,
                     Recording::start(config, EvidenceNeed::BestEffort).await?,

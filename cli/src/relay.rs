@@ -1,8 +1,8 @@
 //! `cdp-relay serve` and `cdp-relay launch`: the same [`Recording`] (relay + evidence pipeline),
 //! started and stopped the same way; `launch` also owns a browser.
 
-use cdp_relay::proxy::upstream::probe;
 use cdp_relay::{Config, EvidenceNeed, LaunchConfig, Recording};
+use cdp_relay_proxy::upstream::probe;
 use std::process::ExitCode;
 
 /// `cdp-relay serve`: probe the upstream, bind, print the endpoint, serve until a signal.

@@ -38,6 +38,7 @@
 
 mod args;
 mod child;
+mod error;
 mod feedback;
 mod journal;
 mod resources;
@@ -47,6 +48,7 @@ mod tools;
 mod transport;
 
 pub use child::{ChildCommand, Endpoints};
+pub use error::Error;
 pub use feedback::{Feedback, DEFAULT_FEEDBACK_WAIT};
 
 /// The argument reduction, for the fuzz targets (`fuzz/fuzz_targets/mcp_args.rs`) only.
@@ -57,7 +59,6 @@ pub mod fuzzing {
 
 use cdp_capture::PipelineHandle;
 use cdp_evidence::{LifecycleEvent, Status, ToolResult};
-use cdp_relay::Error;
 use child::{AgentLink, Child};
 use journal::Recorder;
 use rmcp::model::{CallToolResult, Tool};
@@ -74,7 +75,7 @@ pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest MCP message read from the agent or the wrapped server (rmcp's own default, 16 MiB,
 /// silently drops a larger line — a full-page screenshot can be one). As the relay's
 /// `--max-message-size` default: Chrome's own limit.
-pub const MAX_MESSAGE_BYTES: usize = cdp_relay::DEFAULT_MAX_MESSAGE_SIZE;
+pub const MAX_MESSAGE_BYTES: usize = cdp_relay_proxy::DEFAULT_MAX_MESSAGE_SIZE;
 
 /// How long in-flight calls get to end once the wrapped server is gone, before they are
 /// written as interrupted.
@@ -228,7 +229,7 @@ impl Gateway {
                     clean,
                 )
                 .await
-                .map_err(|e| Error::Mcp { reason: e.0 })?;
+                .map_err(|e| Error::Server { reason: e.0 })?;
                 Some(Arc::new(child))
             }
         };
@@ -272,13 +273,13 @@ impl Gateway {
         let name = self.shared.clean(&child.name);
         let tools = tokio::time::timeout(within, child.peer().list_all_tools())
             .await
-            .map_err(|_| Error::Mcp {
+            .map_err(|_| Error::Server {
                 reason: format!(
                     "the MCP server `{name}` did not list its tools within {}s",
                     within.as_secs()
                 ),
             })?
-            .map_err(|e| Error::Mcp {
+            .map_err(|e| Error::Server {
                 reason: format!(
                     "the MCP server `{name}` did not list its tools: {}",
                     self.shared.clean(&e.to_string())
@@ -288,7 +289,7 @@ impl Gateway {
             .iter()
             .find(|t| tools::NAMES.contains(&t.name.as_ref()))
         {
-            return Err(Error::Mcp {
+            return Err(Error::Server {
                 reason: format!(
                     "the MCP server `{name}` offers a tool named `{}`, which is one of cdp-relay's own evidence tools; wrap a server without it",
                     self.shared.clean(&t.name)
@@ -353,7 +354,7 @@ impl Gateway {
     {
         let service = rmcp::serve_server(self.clone(), transport)
             .await
-            .map_err(|e| Error::Mcp {
+            .map_err(|e| Error::Session {
                 reason: format!(
                     "the agent's MCP session did not start: {}",
                     self.shared.clean(&e.to_string())

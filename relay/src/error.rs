@@ -65,13 +65,6 @@ pub enum Error {
         reason: String,
     },
 
-    /// The MCP gateway could not start: the wrapped server failed, or the agent's session.
-    #[error("{reason}")]
-    Mcp {
-        /// What happened, already sanitized.
-        reason: String,
-    },
-
     /// A filesystem or process error with the path it concerns.
     #[error("{context} {path}: {source}")]
     Io {

@@ -43,11 +43,9 @@ mod recording;
 pub mod remote;
 pub mod upload;
 
-/// The evidence pipeline (its own crate, `cdp-capture`, which knows no uploader or server).
-pub use cdp_capture as capture;
+// The types of the pipeline and the proxy this crate's own API hands out; a user of the rest of
+// `cdp-capture` or `cdp-relay-proxy` declares that crate.
 pub use cdp_capture::{Pipeline, PipelineHandle, PipelineSummary};
-/// The proxy (its own crate, `cdp-relay-proxy`, which knows nothing of evidence).
-pub use cdp_relay_proxy as proxy;
 pub use cdp_relay_proxy::{
     ListenPolicy, OriginPolicy, ProxyConfig, Relay, Stats, StatsSnapshot, Token, Upstream,
     DEFAULT_MAX_MESSAGE_SIZE,

@@ -13,7 +13,7 @@
 //! an error message.
 
 use anyhow::Context as _;
-use cdp_relay::capture::client::{self, CallError, Client, Config, ConnectError, Events, Overflow};
+use cdp_capture::client::{self, CallError, Client, Config, ConnectError, Events, Overflow};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -336,7 +336,7 @@ impl Cdp {
 /// `webSocketDebuggerUrl` from the relay's `/json/version` (the relay rewrote it to itself).
 async fn browser_url(endpoint: &str) -> anyhow::Result<String> {
     let relay = cdp_relay::Upstream::parse(endpoint)?;
-    let version = cdp_relay::proxy::upstream::version(&relay)
+    let version = cdp_relay_proxy::upstream::version(&relay)
         .await
         .context("the relay's /json/version")?;
     Ok(version.websocket_url)
