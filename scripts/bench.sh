@@ -19,14 +19,12 @@ RUNS="${BENCH_RUNS:-3}"
 SMOKE=""
 if [ "${1:-}" = "--smoke" ]; then SMOKE="--smoke"; RUNS=1; fi
 
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# as_root, apt_install
+source scripts/lib.sh
 need_apt=()
 command -v chromium >/dev/null 2>&1 || [ -n "${CDP_RELAY_BROWSER:-}" ] || need_apt+=(chromium)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need_apt+=(nginx)
-if [ "${#need_apt[@]}" -gt 0 ]; then
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
+if [ "${#need_apt[@]}" -gt 0 ]; then apt_install "${need_apt[@]}"; fi
 if [ ! -d tests/clients/node_modules/http-proxy ]; then
   PUPPETEER_SKIP_DOWNLOAD=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
     npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error

@@ -44,7 +44,8 @@ POD=cdp-relay-0
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 die() { printf 'container-test: %s\n' "$*" >&2; exit 1; }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# as_root, apt_install
+source scripts/lib.sh
 
 # The URL of the archive whose path ends in /$1 (debian, debian-security) in this machine's apt
 # sources, deb822 or one-line, comments left out: the mirror the machine already trusts.
@@ -58,15 +59,6 @@ MIRROR="${CONTAINER_MIRROR:-$(apt_archive debian)}"
   die "no Debian mirror in this machine's apt sources: set CONTAINER_MIRROR to one's URL"
 SECURITY="${CONTAINER_SECURITY_MIRROR:-$(apt_archive debian-security)}"
 SECURITY="${SECURITY:-$MIRROR-security}"
-apt_updated=0
-apt_lock=/var/lock/cdp-relay-apt.lock
-apt_install() {
-  # One apt at a time (scripts/test.sh takes the same lock): CI installs its test clients at the
-  # same time, and concurrent updates fail on apt's lists lock.
-  if [ "$apt_updated" -eq 0 ]; then as_root flock "$apt_lock" apt-get update -qq; apt_updated=1; fi
-  as_root flock "$apt_lock" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    -o DPkg::Lock::Timeout=600 "$@" >/dev/null
-}
 
 # Phase timing: each phase's wall time, printed as a table at the end (and on failure).
 now() { date +%s.%N; }

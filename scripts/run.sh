@@ -8,13 +8,13 @@
 #   scripts/run.sh launch [ARGS...]     any other cdp-relay command instead, e.g. `launch`
 set -euo pipefail
 cd "$(dirname "$0")/.."
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# as_root, apt_install
+source scripts/lib.sh
 if [ -z "${CDP_RELAY_BROWSER:-}" ] && ! command -v chromium >/dev/null 2>&1 \
    && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1 \
    && ! command -v google-chrome-stable >/dev/null 2>&1; then
   echo "==> no Chromium found; installing Debian's chromium" >&2
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  apt_install chromium
 fi
 echo "==> building cdp-relay (release)" >&2
 cargo build --release --locked --bin cdp-relay >&2

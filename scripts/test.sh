@@ -77,17 +77,9 @@ wait_background() {
   background=()
   if [ "$failed" -ne 0 ]; then exit 1; fi
 }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# as_root, apt_install
+source scripts/lib.sh
 
-apt_updated=0
-apt_lock=/var/lock/cdp-relay-apt.lock
-apt_install() {
-  # One apt at a time (scripts/container-test.sh takes the same lock): the container
-  # preparation installs in the background too, and concurrent updates fail on apt's lists lock.
-  if [ "$apt_updated" -eq 0 ]; then as_root flock "$apt_lock" apt-get update -qq; apt_updated=1; fi
-  as_root flock "$apt_lock" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    -o DPkg::Lock::Timeout=600 "$@" >/dev/null
-}
 
 # The test clients and the browser: downloads and disk, so a background job while the
 # workspace compiles (on a fresh machine apt's chromium alone took most of a minute).
