@@ -26,8 +26,10 @@ if (!cfg.endpoint || !cfg.direct || !cfg.client || !cfg.site || !cfg.scenario) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const MARK = `hostile-${cfg.client}-${process.pid}`;
 const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-const waitFor = async (what) => {
-  console.log(JSON.stringify({ wait: what }));
+// `since`: when the client did what the awaited frame follows (ms since the epoch): the
+// observer may decide on that frame before this line is read.
+const waitFor = async (what, since) => {
+  console.log(JSON.stringify({ wait: what, since }));
   await lines.next();
 };
 
@@ -192,7 +194,7 @@ if (cfg.scenario === 'nav') {
     // The observer decides on its frame after the click before the next step. (The 204 and
     // the download are failed requests to the observer: the frame wanted after them waits for
     // one it may keep — the next document's — and is decided there.)
-    if (i === 0) await waitFor('the frame after the #receipt navigation');
+    if (i === 0) await waitFor('the frame after the #receipt navigation', t2);
   }
   const t0 = Date.now();
   await client.goto(`${cfg.site}/next`);
@@ -206,10 +208,11 @@ if (cfg.scenario === 'nav') {
     if (f.keys) await client.keys(f.selector, f.secret);
     else await client.type(f.selector, f.secret);
     if (f.reveal) await client.click(f.reveal);
+    const clicked = Date.now();
     await client.click('#blank');
     await client.screenshot();
     if (f.control) await control();
-    await waitFor(`frames of the ${f.name} document`);
+    await waitFor(`frames of the ${f.name} document`, clicked);
   }
   await client.goto(`${cfg.site}/next`);
   await client.screenshot();

@@ -125,7 +125,9 @@ async fn drive(cfg: &Value, evidence: &Path, observe: bool) {
         let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
         if v.get("wait").is_some() {
             if observe {
-                let since = now_ms();
+                // From when the client acted, not from when its line was read: under load the
+                // observer may decide on the frame before (a wait from the read timed out).
+                let since = v["since"].as_u64().unwrap_or_else(now_ms);
                 observer_frame_after(&run_dir(evidence), since).await;
             }
             stdin.write_all(b"go\n").await.expect("stdin");
