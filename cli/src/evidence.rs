@@ -139,7 +139,7 @@ pub fn run_evidence(args: EvidenceArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn usage(msg: String) -> anyhow::Error {
-    super::Usage(msg).into()
+    crate::args::Usage(msg).into()
 }
 
 fn open_store(dir: &EvidenceDir) -> anyhow::Result<Store> {

@@ -11,7 +11,7 @@
 //! stdout is the MCP session: nothing else is ever written to it. Logs go to stderr.
 
 use super::signals::Shutdown;
-use super::RelayArgs;
+use crate::args::RelayArgs;
 use cdp_relay::{Browser, EvidenceNeed, LaunchConfig, Recording};
 use cdp_relay_mcp::{ChildCommand, Endpoints, Gateway, GatewayConfig, StopReason};
 use clap::Args;
@@ -90,7 +90,7 @@ pub enum UnverifiedTyping {
 
 /// Runs the command: stdio is the agent's MCP session.
 pub(crate) fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
-    let rt = super::runtime(args.relay.threads)?;
+    let rt = crate::args::runtime(args.relay.threads)?;
     let out = rt.block_on(serve(args));
     // A read of stdin may still be parked in a blocking thread: do not wait for it.
     rt.shutdown_timeout(Duration::from_millis(200));

@@ -11,7 +11,7 @@ pub(crate) async fn serve(config: Config) -> anyhow::Result<ExitCode> {
         .proxy
         .upstream
         .clone()
-        .ok_or_else(|| super::Usage("serve needs --upstream".into()))?;
+        .ok_or_else(|| crate::args::Usage("serve needs --upstream".into()))?;
     let mut shutdown = super::signals::Shutdown::listen();
     probe(&upstream).await?;
     let recording = Recording::start(config, EvidenceNeed::BestEffort).await?;

@@ -2,7 +2,7 @@
 //! `summary.md`, and print the path of `report.html`.
 
 use super::evidence::EvidenceDir;
-use super::Usage;
+use crate::args::Usage;
 use anyhow::Context as _;
 use cdp_evidence::{EvidenceConfig, Store};
 use std::io::Write;

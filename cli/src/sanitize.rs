@@ -7,7 +7,7 @@
 //! string, not the document), writing it on its own line. A closed stdout (`| head`) ends the
 //! command quietly with status 0.
 
-use super::Usage;
+use crate::args::Usage;
 use anyhow::Context;
 use cdp_evidence::BoundedLine;
 use cdp_sanitize::{LineSanitizer, Sanitizer};

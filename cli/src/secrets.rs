@@ -2,7 +2,7 @@
 //! empty or blank, else the command refuses to start with a one-line usage error. A secret that
 //! silently protects nothing is worse than no flag.
 
-use super::Usage;
+use crate::args::Usage;
 
 /// Reads each named variable; the values never appear in an error.
 pub(crate) fn from_env(names: &[String]) -> Result<Vec<(String, String)>, Usage> {

@@ -10,7 +10,7 @@
 //! policy), and a run that still fails stays local and pending for the next try.
 
 use super::evidence::EvidenceDir;
-use super::Usage;
+use crate::args::Usage;
 use anyhow::Context as _;
 use cdp_relay::upload::{self, Attempt, RunOptions, Target, UploadState};
 use cdp_relay::{SecretValue, UploadSettings};
@@ -134,7 +134,7 @@ pub fn run_upload(args: UploadCmdArgs) -> anyhow::Result<ExitCode> {
             upload::MAX_RETRIES
         );
     }
-    let failed = super::runtime(Some(1))?.block_on(async {
+    let failed = crate::args::runtime(Some(1))?.block_on(async {
         let target = Target::new(&settings)?;
         let opts = RunOptions {
             only_failed: settings.only_failed,
@@ -196,7 +196,7 @@ pub(crate) fn after_finalize(args: &UploadArgs, run_dir: &Path) -> anyhow::Resul
     let Some(settings) = args.settings()? else {
         return Ok(());
     };
-    let line = super::runtime(Some(1))?.block_on(async {
+    let line = crate::args::runtime(Some(1))?.block_on(async {
         let target = Target::new(&settings)?;
         let opts = RunOptions {
             only_failed: settings.only_failed,
@@ -239,7 +239,7 @@ pub(crate) fn runs_remote(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let settings = settings_for(url, true)?;
-    let listing = super::runtime(Some(1))?.block_on(async {
+    let listing = crate::args::runtime(Some(1))?.block_on(async {
         let target = Target::for_reading(&settings)?;
         anyhow::Ok(upload::list_runs(&target, args.limit, args.session.as_deref()).await?)
     })?;
@@ -348,7 +348,7 @@ fn remote_table(runs: &[upload::RemoteRun]) -> String {
 /// is not fetched (any pod can write the bucket; a planted page could carry a script).
 pub(crate) fn report_remote(url: &str, run_id: &str, out: &Path) -> anyhow::Result<PathBuf> {
     let settings = settings_for(url, true)?;
-    let dir = super::runtime(Some(1))?.block_on(async {
+    let dir = crate::args::runtime(Some(1))?.block_on(async {
         let target = Target::for_reading(&settings)?;
         anyhow::Ok(upload::fetch_run(&target, run_id, out).await?)
     })?;

@@ -81,6 +81,8 @@ pub use words::{Word, Words};
 
 // What `words!` expands to names, from the crates that use it.
 #[doc(hidden)]
-pub use serde as __serde;
+pub mod __serde {
+    pub use serde::{Deserialize, Deserializer, Serialize, Serializer};
+}
 #[doc(hidden)]
 pub use words::__words_de;

@@ -77,7 +77,7 @@ pub struct DemoArgs {
 
 /// Runs `cdp-relay demo`.
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    super::runtime(None)?.block_on(demo(args))
+    crate::args::runtime(None)?.block_on(demo(args))
 }
 
 async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
