@@ -95,5 +95,5 @@ pub use store::Store;
 /// The vocabulary: the format's words, each spelled once (see `docs/evidence-format.md`).
 pub use vocab::{
     ActionDetail, ActionMethod, ConsoleLevel, FrameAfter, Kind, LifecycleEvent, MarkerName,
-    MouseButton, RunStatus, Status, VerdictReason,
+    MouseButton, RunStatus, Status, VerdictReason, GATEWAY_TOOL,
 };

@@ -8,7 +8,7 @@
 //! joining), dialog and crash state, a navigation waiting for its load, verifications queued.
 //! Target ids are raw here, in memory only.
 
-use super::locate::{self, Located, Moment, RawLocator};
+use super::locate::{self, AgentLocator, Located, Moment, Options};
 use super::verify::{field_kind, VerifyReply, VerifyRequest};
 use super::{BINDING, TOOL, WORLD};
 use crate::cdp::frame::{leading, Frame, Leading};
@@ -85,19 +85,38 @@ enum AgentMessage {
         #[serde(default)]
         kind: String,
     },
-    /// An element received a trusted `pointerdown` at `at` (wall-clock ms): its locator.
+    /// An element received a trusted `pointerdown` at `at` (wall-clock ms): its locator, and
+    /// the element the pointer rested on first when the clicked one was shown by hovering it.
     Hit {
         #[serde(default)]
         at: f64,
         #[serde(default)]
-        target: RawLocator,
+        target: AgentLocator,
+        #[serde(default)]
+        hover: Option<AgentLocator>,
     },
     /// Typing started in an element at `at`: its locator.
     Typed {
         #[serde(default)]
         at: f64,
         #[serde(default)]
-        target: RawLocator,
+        target: AgentLocator,
+    },
+    /// A `<select>` changed at `at`: its locator and the chosen options' labels.
+    Chose {
+        #[serde(default)]
+        at: f64,
+        #[serde(default)]
+        target: AgentLocator,
+        #[serde(default)]
+        options: Option<Options>,
+    },
+    /// A file input's files were set at `at`: its locator (never a file's name).
+    Files {
+        #[serde(default)]
+        at: f64,
+        #[serde(default)]
+        target: AgentLocator,
     },
 }
 
@@ -327,15 +346,23 @@ fn agent_event(
                 );
                 return true;
             }
-            let (moment, ms, locator) = match serde_json::from_str(&p.payload) {
+            let (moment, ms, locator, hover, options) = match serde_json::from_str(&p.payload) {
                 Ok(AgentMessage::Focus { kind: word }) => {
                     let kind = field_kind(&word);
                     tracing::trace!("observer: focus {}", kind.map_or("?", |_| word.as_str()));
                     pages.focused_at(target, kind, at);
                     return true;
                 }
-                Ok(AgentMessage::Hit { at, target }) => (Moment::Hit, at, target),
-                Ok(AgentMessage::Typed { at, target }) => (Moment::Typed, at, target),
+                Ok(AgentMessage::Hit { at, target, hover }) => {
+                    (Moment::Hit, at, target, hover, None)
+                }
+                Ok(AgentMessage::Typed { at, target }) => (Moment::Typed, at, target, None, None),
+                Ok(AgentMessage::Chose {
+                    at,
+                    target,
+                    options,
+                }) => (Moment::Chose, at, target, None, options),
+                Ok(AgentMessage::Files { at, target }) => (Moment::Files, at, target, None, None),
                 Err(_) => return true,
             };
             located.push(VerifyReply::Located(Located {
@@ -343,6 +370,8 @@ fn agent_event(
                 at: locate::agent_time(ms, at),
                 moment,
                 locator,
+                hover,
+                options,
             }));
         }
         O::PageLoadEventFired
@@ -373,6 +402,24 @@ mod tests {
         assert!(matches!(m, AgentMessage::Hit { at, .. } if at == 1.5));
         let m = serde_json::from_str(r#"{"t":"typed","target":{"why":"no-locator"}}"#).unwrap();
         assert!(matches!(m, AgentMessage::Typed { at, .. } if at == 0.0));
+        let m = serde_json::from_str(
+            r#"{"t":"hit","at":2,"target":{"text":"Pricing"},"hover":{"role":"button","name":"Products"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(m, AgentMessage::Hit { hover: Some(_), .. }));
+        let m = serde_json::from_str(
+            r#"{"t":"chose","at":3,"target":{"label":"Colour"},"options":["Blue"]}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            m,
+            AgentMessage::Chose {
+                options: Some(_),
+                ..
+            }
+        ));
+        let m = serde_json::from_str(r##"{"t":"files","at":4,"target":{"css":"#f"}}"##).unwrap();
+        assert!(matches!(m, AgentMessage::Files { .. }));
         for other in [r#"{"t":"blur"}"#, r#"{"kind":"email"}"#, "[]"] {
             assert!(
                 serde_json::from_str::<AgentMessage>(other).is_err(),

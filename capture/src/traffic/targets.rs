@@ -1,20 +1,23 @@
-//! The element a click or a typing step went to (`payload.target`), and the name standing for a
-//! step's typed text (`payload.input.variable`).
+//! The element a click, a typing step, a `<select>` choice or a file choice went to
+//! (`payload.target`), and the name standing for a step's typed text (`payload.input.variable`).
 //!
 //! The relay's page agent reports a locator whenever an element receives a trusted
-//! `pointerdown` or typing starts in one (`direct/locate.rs`); the reports reach this reader,
-//! raw and in memory only, with the verdicts. A click's record waits — bounded, like a typing
-//! step waits for its verdict — for the report in its time window; a typing step takes the
-//! report of where its first character went when it is written. Either is sanitized only then,
-//! after every keystroke forwarded before the step was registered with the sanitizer. The hot
-//! path never waits: only records do.
+//! `pointerdown`, typing starts in one, or a `<select>` or file input changes
+//! (`direct/locate.rs`); the reports reach this reader, raw and in memory only, with the
+//! verdicts. A click's or file choice's record waits — bounded, like a typing step waits for its
+//! verdict — for the report in its time window; a typing step takes the report of where its
+//! first character went when it is written. A `<select>` choice has no command of its own (a
+//! client sets it by script): its report becomes a `select` step when a client's command to the
+//! page was sent at most [`CHOICE_AFTER`] before it, so a page's own script changing a select
+//! is not taken for a step. Each is sanitized only then, after every keystroke forwarded before
+//! the step was registered with the sanitizer. The hot path never waits: only records do.
 
 use super::burst::Burst;
 use super::correlate::action_record;
 use super::{Key, TrafficReader};
 use crate::cdp::IdMap;
 use crate::direct::locate::{Located, Moment};
-use cdp_evidence::{Action, Locator, Record, Status};
+use cdp_evidence::{Action, ActionMethod, Locator, Record, Status};
 use cdp_sanitize::{SafeJson, SafeText};
 use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
@@ -23,7 +26,7 @@ use std::time::{Duration, SystemTime};
 const PER_PAGE: usize = 64;
 /// Pages reports are kept for; past it the table starts again.
 const MAX_PAGES: usize = 256;
-/// Clicks waiting for their report at once; past it, clicks are written at once.
+/// Steps waiting for their report at once; past it, they are written at once.
 const MAX_HELD: usize = 1024;
 /// How long a click's record waits for the agent's report (it usually arrives before the
 /// click's answer: the agent reports from inside the event).
@@ -34,22 +37,27 @@ const EARLY: Duration = Duration::from_millis(250);
 /// How much later than the stamp of its answer the page's report may be stamped (the page and
 /// the relay read one wall clock through different clocks).
 const LATE: Duration = Duration::from_millis(25);
+/// How long after a client's command to a page a `<select>` change there is that command's
+/// doing (Playwright's `selectOption`, a browser MCP server's fill: one script call each).
+pub(super) const CHOICE_AFTER: Duration = Duration::from_secs(2);
 
 const NOT_SEEN_CLICK: &str = "the relay's page agent saw no element receive the click";
+const NOT_SEEN_FILES: &str = "the relay's page agent saw no file input change";
 const NOT_SEEN_TYPING: &str = "the relay's page agent did not see where the text went";
 const SET_BY_SCRIPT: &str = "the text was set as a value attribute, not typed";
 const TOO_LONG: &str = "more text was typed than the relay keeps";
 const UNKNOWN_PAGE: &str = "the page is not known";
 
-/// The agent's reports and the clicks waiting for theirs.
+/// The agent's reports, the steps waiting for theirs, and when clients last acted on each page.
 #[derive(Default)]
 pub(super) struct Targets {
     recent: IdMap<String, VecDeque<Located>>,
-    held: VecDeque<HeldClick>,
+    held: VecDeque<HeldStep>,
+    acted: IdMap<String, VecDeque<SystemTime>>,
 }
 
 impl Targets {
-    /// Clicks waiting for their report.
+    /// Steps waiting for their report.
     pub(super) fn holding(&self) -> usize {
         self.held.len()
     }
@@ -79,11 +87,33 @@ impl Targets {
             .position(|l| l.moment == moment && l.at >= lo && l.at <= hi)?;
         q.remove(i)
     }
+
+    /// A client's command that can change the page was sent to `page` at `at`.
+    pub(super) fn acted(&mut self, page: String, at: SystemTime) {
+        if self.acted.len() >= MAX_PAGES && !self.acted.contains_key(&page) {
+            self.acted.clear();
+        }
+        let q = self.acted.entry(page).or_default();
+        if q.len() >= PER_PAGE {
+            q.pop_front();
+        }
+        q.push_back(at);
+    }
+
+    /// True when a client's command was sent to `page` at most [`CHOICE_AFTER`] before `at`
+    /// (or up to [`EARLY`] after: the stamp of a forwarded command is taken late).
+    fn acted_before(&self, page: &str, at: SystemTime) -> bool {
+        self.acted.get(page).is_some_and(|q| {
+            q.iter()
+                .any(|&sent| sent <= at + EARLY && earlier(at, CHOICE_AFTER) <= sent)
+        })
+    }
 }
 
-/// A click answered by the browser whose record waits for the agent's report.
-pub(super) struct HeldClick {
+/// A click or a file choice answered by the browser whose record waits for the agent's report.
+pub(super) struct HeldStep {
     page: String,
+    moment: Moment,
     lo: SystemTime,
     hi: SystemTime,
     deadline: SystemTime,
@@ -95,32 +125,60 @@ pub(super) struct HeldClick {
     target: Option<SafeJson>,
 }
 
+/// What a held step's record is written with.
+pub(super) struct Answered {
+    pub(super) action: Action,
+    pub(super) started: SystemTime,
+    pub(super) duration: Duration,
+    pub(super) status: Status,
+    pub(super) error: Option<SafeText>,
+    pub(super) target: Option<SafeJson>,
+    /// When the browser answered.
+    pub(super) at: SystemTime,
+}
+
 fn earlier(t: SystemTime, by: Duration) -> SystemTime {
     t.checked_sub(by).unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
 impl TrafficReader {
-    /// A report from the page agent: kept for the step it belongs to.
+    /// A report from the page agent: a `<select>` choice is a step now (or nothing, when no
+    /// client acted on the page just before); the others are kept for the step they belong to.
     pub(super) fn located(&mut self, l: Located) {
+        if l.moment == Moment::Chose {
+            return self.chose(l);
+        }
         self.targets.keep(l);
     }
 
-    /// A click on (connection, session), forwarded at `started` and answered at `at`: written
-    /// once the agent's report of what it hit is here (or its wait is over). Without the relay's
-    /// own observer there is no report to wait for.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn click_answered(
-        &mut self,
-        conn: u64,
-        key: &Key,
-        mut action: Action,
-        started: SystemTime,
-        duration: Duration,
-        status: Status,
-        error: Option<SafeText>,
-        target: Option<SafeJson>,
-        at: SystemTime,
-    ) {
+    /// A `select` step from the agent's report of a `<select>` that changed.
+    fn chose(&mut self, l: Located) {
+        if !self.targets.acted_before(&l.target_id, l.at) {
+            tracing::debug!("a select changed with no client command just before: not a step");
+            return;
+        }
+        let mut action = Action::new(ActionMethod::Select);
+        let (target, options) = l.choice(&self.sanitizer);
+        action.target = Some(target);
+        action.options = options;
+        let page = Some(self.pages.target(&l.target_id));
+        let r = action_record(action, l.at, Duration::ZERO, Status::Ok, None, page);
+        self.emit(r);
+    }
+
+    /// A click or file choice on (connection, session), answered: written once the agent's
+    /// report of what it hit (`moment`) is here (or its wait is over). Without the relay's own
+    /// observer there is no report to wait for.
+    pub(super) fn held_answered(&mut self, conn: u64, key: &Key, moment: Moment, step: Answered) {
+        let Answered {
+            mut action,
+            started,
+            duration,
+            status,
+            error,
+            target,
+            at,
+        } = step;
         if self.verifier.is_none() {
             let r = action_record(action, started, duration, status, error, target);
             return self.emit(r);
@@ -132,15 +190,16 @@ impl TrafficReader {
                     if page.is_none() {
                         UNKNOWN_PAGE
                     } else {
-                        NOT_SEEN_CLICK
+                        not_seen(moment)
                     },
                 )));
                 let r = action_record(action, started, duration, status, error, target);
                 return self.emit(r);
             }
         };
-        self.targets.held.push_back(HeldClick {
+        self.targets.held.push_back(HeldStep {
             page,
+            moment,
             lo: earlier(started, EARLY),
             hi: at.max(started) + LATE,
             deadline: at + CLICK_WAIT,
@@ -151,23 +210,29 @@ impl TrafficReader {
             error,
             target,
         });
-        self.release_clicks(at, false);
+        self.release_held(at, false);
     }
 
-    /// Writes the held clicks whose report is here, and (`all`, or past their wait) the others
+    /// Writes the held steps whose report is here, and (`all`, or past their wait) the others
     /// as not replayable.
-    pub(super) fn release_clicks(&mut self, now: SystemTime, all: bool) {
+    pub(super) fn release_held(&mut self, now: SystemTime, all: bool) {
         let mut waiting = VecDeque::new();
         while let Some(mut c) = self.targets.held.pop_front() {
-            let found = self.targets.claim(&c.page, Moment::Hit, c.lo, c.hi);
+            let found = self.targets.claim(&c.page, c.moment, c.lo, c.hi);
             if found.is_none() && !all && now < c.deadline {
                 waiting.push_back(c);
                 continue;
             }
-            c.action.target = Some(match found {
-                Some(l) => l.locator.sanitized(&self.sanitizer),
-                None => Locator::not_replayable(SafeText::literal(NOT_SEEN_CLICK)),
-            });
+            match found {
+                Some(l) => {
+                    c.action.target = Some(l.locator.sanitized(&self.sanitizer));
+                    c.action.hover = l.hover.map(|h| h.sanitized(&self.sanitizer));
+                }
+                None => {
+                    let why = not_seen(c.moment);
+                    c.action.target = Some(Locator::not_replayable(SafeText::literal(why)));
+                }
+            }
             let r = action_record(c.action, c.started, c.duration, c.status, c.error, c.target);
             self.emit(r);
         }
@@ -223,10 +288,18 @@ impl TrafficReader {
     }
 }
 
+/// Why a held step is not replayable when its report never came.
+fn not_seen(moment: Moment) -> &'static str {
+    match moment {
+        Moment::Files => NOT_SEEN_FILES,
+        Moment::Hit | Moment::Typed | Moment::Chose => NOT_SEEN_CLICK,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::direct::locate::RawLocator;
+    use crate::direct::locate::AgentLocator;
 
     fn at(ms: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms)
@@ -237,8 +310,10 @@ mod tests {
             target_id: page.into(),
             at: at(ms),
             moment,
-            locator: serde_json::from_value::<RawLocator>(serde_json::json!({ "css": css }))
+            locator: serde_json::from_value::<AgentLocator>(serde_json::json!({ "css": css }))
                 .unwrap(),
+            hover: None,
+            options: None,
         }
     }
 
@@ -258,6 +333,23 @@ mod tests {
         assert!(t.claim("P", Moment::Typed, at(0), at(110)).is_some());
         assert!(t.claim("Q", Moment::Hit, at(50), at(200)).is_some());
         assert!(t.claim("R", Moment::Hit, at(0), at(1000)).is_none());
+    }
+
+    #[test]
+    fn a_choice_is_a_step_only_just_after_a_clients_command_to_its_page() {
+        let mut t = Targets::default();
+        t.acted("P".into(), at(1_000));
+        assert!(t.acted_before("P", at(1_000)));
+        assert!(t.acted_before("P", at(2_900)));
+        // The command's stamp may come a little after the page saw it.
+        assert!(t.acted_before("P", at(900)));
+        assert!(!t.acted_before("P", at(3_100)), "too long after");
+        assert!(!t.acted_before("P", at(500)), "before the command");
+        assert!(!t.acted_before("Q", at(1_000)), "another page");
+        for i in 0..(PER_PAGE as u64 + 5) {
+            t.acted("P".into(), at(10_000 + i));
+        }
+        assert_eq!(t.acted["P"].len(), PER_PAGE);
     }
 
     #[test]

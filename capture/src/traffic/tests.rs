@@ -1302,14 +1302,133 @@ fn agent_saw(
     ms: u64,
     locator: serde_json::Value,
 ) {
+    agent_reported(tx, moment, ms, json!({"target": locator}));
+}
+
+/// The page agent's report of `moment` at `ms` on [`PAGE`], its members (`target`, `hover`,
+/// `options`) as the agent writes them.
+fn agent_reported(
+    tx: &tokio::sync::mpsc::Sender<crate::direct::verify::VerifyReply>,
+    moment: crate::direct::locate::Moment,
+    ms: u64,
+    report: serde_json::Value,
+) {
     let l = crate::direct::locate::Located {
         target_id: PAGE.into(),
         at: t(ms),
         moment,
-        locator: serde_json::from_value(locator).unwrap(),
+        locator: serde_json::from_value(report["target"].clone()).unwrap(),
+        hover: serde_json::from_value(report["hover"].clone()).unwrap(),
+        options: serde_json::from_value(report["options"].clone()).unwrap(),
     };
     tx.try_send(crate::direct::verify::VerifyReply::Located(l))
         .unwrap();
+}
+
+#[test]
+fn a_click_that_needed_a_hover_records_what_to_hover() {
+    use crate::direct::locate::Moment::Hit;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    agent_reported(
+        &agent,
+        Hit,
+        101,
+        json!({"target": {"role": "link", "name": "Pricing", "exact": true},
+               "hover": {"role": "button", "name": "Products", "exact": true}}),
+    );
+    h.tick(99);
+    h.send(1, 100, json!({"id": 1, "method": "Input.dispatchMouseEvent", "params": {"type": "mousePressed", "x": 10, "y": 20, "button": "left", "clickCount": 1}}));
+    h.recv(1, 104, json!({"id": 1, "result": {}}));
+    let clicks = h.actions("click");
+    assert_eq!(clicks.len(), 1);
+    assert_eq!(
+        clicks[0].payload["hover"],
+        json!({"role": "button", "name": "Products", "exact": true})
+    );
+    assert_eq!(
+        clicks[0].payload["target"],
+        json!({"role": "link", "name": "Pricing", "exact": true})
+    );
+}
+
+#[test]
+fn a_select_changed_by_a_clients_script_is_a_step_with_the_options_label() {
+    use crate::direct::locate::Moment::Chose;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.sanitizer
+        .register_secret("HOME_ADDRESS", "12 Hidden Lane")
+        .unwrap();
+    // Playwright's selectOption: one script call, during which the select changes.
+    h.send(1, 100, json!({"id": 1, "method": "Runtime.callFunctionOn", "params": {"functionDeclaration": "(e) => e", "objectId": "o"}}));
+    agent_reported(
+        &agent,
+        Chose,
+        102,
+        json!({"target": {"label": "Colour", "exact": true}, "options": ["Blue"]}),
+    );
+    h.tick(103);
+    // A page's own script changing a select, long after any command: not a step.
+    agent_reported(
+        &agent,
+        Chose,
+        5_000,
+        json!({"target": {"label": "Colour"}, "options": ["Red"]}),
+    );
+    h.tick(5_001);
+    // A choice whose label is a secret: the step is there, its label is not.
+    h.send(1, 6_000, json!({"id": 2, "method": "Runtime.callFunctionOn", "params": {"functionDeclaration": "(e) => e", "objectId": "o"}}));
+    agent_reported(
+        &agent,
+        Chose,
+        6_001,
+        json!({"target": {"label": "Ship to"}, "options": ["12 Hidden Lane"]}),
+    );
+    h.tick(6_002);
+    let selects = h.actions("select");
+    assert_eq!(selects.len(), 2, "{selects:?}");
+    assert_eq!(
+        selects[0].payload["target"],
+        json!({"label": "Colour", "exact": true})
+    );
+    assert_eq!(selects[0].payload["options"], json!(["Blue"]));
+    assert_eq!(selects[1].payload["target"]["replayable"], false);
+    assert!(selects[1].payload.get("options").is_none());
+    assert!(!h.journal_text().contains("Hidden Lane"));
+}
+
+#[test]
+fn a_file_choice_records_its_input_and_never_a_file_name() {
+    use crate::direct::locate::Moment::Files;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(1, 100, json!({"id": 1, "method": "DOM.setFileInputFiles", "params": {"files": ["/home/ada/private-receipt.pdf"], "objectId": "o"}}));
+    agent_reported(
+        &agent,
+        Files,
+        101,
+        json!({"target": {"label": "Receipt", "exact": true}}),
+    );
+    h.recv(1, 103, json!({"id": 1, "result": {}}));
+    h.tick(104);
+    // Another, with no report: written after its wait, not replayable.
+    h.send(1, 200, json!({"id": 2, "method": "DOM.setFileInputFiles", "params": {"files": ["/tmp/a", "/tmp/b"], "objectId": "o"}}));
+    h.recv(1, 203, json!({"id": 2, "result": {}}));
+    h.tick(1_300);
+    let files = h.actions("DOM.setFileInputFiles");
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(
+        files[0].payload["target"],
+        json!({"label": "Receipt", "exact": true})
+    );
+    assert_eq!(files[0].payload["detail"]["files"], 1);
+    assert_eq!(
+        files[1].payload["target"],
+        json!({"replayable": false, "why": "the relay's page agent saw no file input change"})
+    );
+    assert_eq!(files[1].payload["detail"]["files"], 2);
+    assert!(!h.journal_text().contains("private-receipt"));
 }
 
 #[test]
