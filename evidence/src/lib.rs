@@ -76,8 +76,8 @@ pub use paths::{
 };
 pub use reader::{
     parse_journal, read_bounded_line, read_journal_from, read_line_prefix, scan_journal,
-    BoundedLine, CorruptLine, JournalLine, JournalRead, StoredPayload, StoredRecord, TornTail,
-    MAX_LINE_BYTES,
+    BoundedLine, CorruptLine, JournalLine, JournalRead, StoredPage, StoredPayload, StoredRecord,
+    TornTail, MAX_LINE_BYTES,
 };
 pub use record::tool::{JsonType, StoredToolArgument, ToolArgument, ToolArgumentOf, ToolResult};
 pub use record::{
