@@ -51,11 +51,11 @@ pub(crate) enum Moment {
 /// `Debug` names the members present, never their text.
 #[derive(Clone, PartialEq, Deserialize)]
 #[serde(transparent)]
-pub(crate) struct AgentLocator(StoredLocator);
+pub(crate) struct AgentLocator(Box<StoredLocator>);
 
 impl Default for AgentLocator {
     fn default() -> AgentLocator {
-        AgentLocator(StoredLocator::not_replayable(String::new()))
+        AgentLocator(Box::new(StoredLocator::not_replayable(String::new())))
     }
 }
 
