@@ -113,6 +113,14 @@ pub struct Export {
     pub figures: ExportFigures,
 }
 
+/// The Playwright locator expression the export writes for `locator` on the test's `page`
+/// (`page.locator('#outer').contentFrame().getByRole('button', { name: 'Pay', exact: true })`),
+/// or `None` for one that names no replayable locator. The end-to-end tests resolve it with
+/// Playwright itself.
+pub fn playwright_locator(locator: &cdp_evidence::StoredLocator) -> Option<String> {
+    playwright::locator_expr("page", locator)
+}
+
 /// Exports the run in `run_dir` as a test in `format`, with the default options.
 pub fn export(run_dir: &Path, format: Format) -> Result<Export, ReportError> {
     export_with(

@@ -420,7 +420,7 @@ fn unknown() -> String {
 
 /// A Playwright locator expression on `page`: a `contentFrame()` per frame level, then the
 /// locator, `exact: true` when the recorded name matches as a whole.
-fn locator_expr(page: &str, locator: &StoredLocator) -> Option<String> {
+pub(crate) fn locator_expr(page: &str, locator: &StoredLocator) -> Option<String> {
     let mut base = page.to_owned();
     for frame in locator.frame_path() {
         let _ = write!(base, ".locator({}).contentFrame()", string(frame));
