@@ -134,6 +134,9 @@ words! {
         /// An option chosen in a `<select>` (set by script, as Playwright and the browser MCP
         /// servers do, or by the keyboard): `target`, `options`.
         Select = "select",
+        /// Files chosen for a file input by script (a client that sets them in the page):
+        /// `target`, `detail.files`. Files set with `DOM.setFileInputFiles` are that record's.
+        Files = "files",
         /// The relay's own picture of a page (its artifact), or why there is none
         /// (`detail.screenshotWithheld`).
         Frame = "frame",

@@ -3,9 +3,10 @@
 //   {"mode": "locate", "endpoint", "url", "agent": path}: the agent (installed in every frame)
 //     reports its locator of each element marked `data-case`, in any frame or open shadow root:
 //     {"cases": {case: locator}}.
-//   {"mode": "resolve", "endpoint", "url", "exprs": [expression on `page`]}: each Playwright
-//     locator expression resolved on a fresh load of the page: {"resolved": [{count, case}]},
-//     `case` the `data-case` (or `data-aim`) of the one element it finds.
+//   {"mode": "resolve", "endpoint", "url", "exprs": [expression on `page`, or {expr, hover}]}:
+//     each Playwright locator expression resolved, in order, on a fresh load of the page (one
+//     marked `hover` is then hovered): {"resolved": [{count, case}]}, `case` the `data-case` (or
+//     `data-aim`) of the one element it finds.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 
@@ -40,11 +41,15 @@ try {
     console.log(JSON.stringify({ cases }));
   } else {
     const resolved = [];
-    for (const expr of cfg.exprs) {
+    for (const item of cfg.exprs) {
+      // An item is an expression, or {expr, hover}: resolved, then hovered (as the replay does
+      // before a click on what the hover shows).
+      const expr = typeof item === 'string' ? item : item.expr;
       const locator = new Function('page', `return ${expr};`)(page);
       const count = await locator.count();
       const which = count === 1 ? await locator.evaluate((e) => e.dataset.case ?? e.dataset.aim ?? null) : null;
       resolved.push({ count, case: which });
+      if (count === 1 && item.hover) await locator.hover();
     }
     console.log(JSON.stringify({ resolved }));
   }

@@ -661,6 +661,7 @@
   const locate = (el) => {
     try {
       if (!el || !el.tagName) return { why: 'no-element' };
+      if (el.tagName === 'BODY' || el.tagName === 'HTML') return { why: 'page-background' };
       const found = locatorOf(el);
       if (isTop || found.why) return found;
       const frames = framePath();
@@ -817,6 +818,10 @@
     return trigger;
   };
 
+  // A press is reported once it reaches the document. One stopped before it (by a listener
+  // on the window that stops it, as a client's hit-target check does before it retries the
+  // click elsewhere) never reached the page: it is reported as such once its dispatch is over.
+  const presses = new WeakMap();
   addEventListener(
     'pointerdown',
     (e) => {
@@ -831,6 +836,21 @@
       }
       const o = { t: 'hit', at: now(), target: locate(aimed) };
       if (hover) o.hover = locate(hover);
+      presses.set(e, o);
+      setTimeout(() => {
+        if (!presses.has(e)) return;
+        presses.delete(e);
+        report({ ...o, blocked: true });
+      }, 0);
+    },
+    true,
+  );
+  document.addEventListener(
+    'pointerdown',
+    (e) => {
+      const o = presses.get(e);
+      if (!o) return;
+      presses.delete(e);
       report(o);
     },
     true,
@@ -868,7 +888,7 @@
         const target = secret ? { why: 'sensitive-choice' } : locate(el);
         report({ t: 'chose', at: now(), target, options: secret ? null : chosen(el) });
       } else if (el.tagName === 'INPUT' && inputType(el) === 'file') {
-        report({ t: 'files', at: now(), target: locate(el) });
+        report({ t: 'files', at: now(), target: locate(el), count: (el.files || []).length });
       }
     },
     true,

@@ -93,6 +93,7 @@ fn agent_why(word: &str) -> &'static str {
             "no test id, role and name, label, placeholder or text picks out the element alone, and its id or class looks generated (it would differ at the replay)"
         }
         "no-element" => "the click hit no element",
+        "page-background" => "the click hit the page itself, not an element on it",
         "cross-origin-frame" => "the element is inside a frame of another origin",
         "unnamed-frame" => "no selector picks out a frame on the way to the element",
         "sensitive-choice" => "the choice was made in a field marked sensitive (payment, password or marked by the page)",
@@ -188,6 +189,10 @@ pub(crate) struct Located {
     pub(crate) hover: Option<AgentLocator>,
     /// For a `<select>` choice: the chosen options' labels (`None`: the agent named none).
     pub(crate) options: Option<Options>,
+    /// For a press: it never reached the document (stopped on the window).
+    pub(crate) blocked: bool,
+    /// For a file choice: how many files.
+    pub(crate) count: Option<u64>,
 }
 
 impl Located {

@@ -94,6 +94,9 @@ enum AgentMessage {
         target: AgentLocator,
         #[serde(default)]
         hover: Option<AgentLocator>,
+        /// The press never reached the document (stopped on the window).
+        #[serde(default)]
+        blocked: bool,
     },
     /// Typing started in an element at `at`: its locator.
     Typed {
@@ -111,13 +114,59 @@ enum AgentMessage {
         #[serde(default)]
         options: Option<Options>,
     },
-    /// A file input's files were set at `at`: its locator (never a file's name).
+    /// A file input's files were set at `at`: its locator and how many (never a file's name).
     Files {
         #[serde(default)]
         at: f64,
         #[serde(default)]
         target: AgentLocator,
+        #[serde(default)]
+        count: Option<u64>,
     },
+}
+
+/// A locator report of the page agent's, as the traffic reader takes it.
+fn agent_report(target_id: String, message: AgentMessage, received: SystemTime) -> Located {
+    let mut l = Located {
+        target_id,
+        at: received,
+        moment: Moment::Hit,
+        locator: AgentLocator::default(),
+        hover: None,
+        options: None,
+        blocked: false,
+        count: None,
+    };
+    let ms = match message {
+        AgentMessage::Focus { .. } => 0.0,
+        AgentMessage::Hit {
+            at,
+            target,
+            hover,
+            blocked,
+        } => {
+            (l.locator, l.hover, l.blocked) = (target, hover, blocked);
+            at
+        }
+        AgentMessage::Typed { at, target } => {
+            (l.moment, l.locator) = (Moment::Typed, target);
+            at
+        }
+        AgentMessage::Chose {
+            at,
+            target,
+            options,
+        } => {
+            (l.moment, l.locator, l.options) = (Moment::Chose, target, options);
+            at
+        }
+        AgentMessage::Files { at, target, count } => {
+            (l.moment, l.locator, l.count) = (Moment::Files, target, count);
+            at
+        }
+    };
+    l.at = locate::agent_time(ms, received);
+    l
 }
 
 /// The observer's pages, by its session on each.
@@ -346,33 +395,21 @@ fn agent_event(
                 );
                 return true;
             }
-            let (moment, ms, locator, hover, options) = match serde_json::from_str(&p.payload) {
+            let message = match serde_json::from_str(&p.payload) {
                 Ok(AgentMessage::Focus { kind: word }) => {
                     let kind = field_kind(&word);
                     tracing::trace!("observer: focus {}", kind.map_or("?", |_| word.as_str()));
                     pages.focused_at(target, kind, at);
                     return true;
                 }
-                Ok(AgentMessage::Hit { at, target, hover }) => {
-                    (Moment::Hit, at, target, hover, None)
-                }
-                Ok(AgentMessage::Typed { at, target }) => (Moment::Typed, at, target, None, None),
-                Ok(AgentMessage::Chose {
-                    at,
-                    target,
-                    options,
-                }) => (Moment::Chose, at, target, None, options),
-                Ok(AgentMessage::Files { at, target }) => (Moment::Files, at, target, None, None),
+                Ok(m) => m,
                 Err(_) => return true,
             };
-            located.push(VerifyReply::Located(Located {
-                target_id: page.target_id.clone(),
-                at: locate::agent_time(ms, at),
-                moment,
-                locator,
-                hover,
-                options,
-            }));
+            located.push(VerifyReply::Located(agent_report(
+                page.target_id.clone(),
+                message,
+                at,
+            )));
         }
         O::PageLoadEventFired
         | O::PageJavascriptDialogOpening

@@ -146,7 +146,8 @@ impl TrafficReader {
                 self.end_typing(conn, &key, at, reach);
                 if matches!(reach, Reach::Page | Reach::Script) {
                     if let Some(page) = self.raw_target(conn, &key) {
-                        self.targets.acted(page, at);
+                        let files = action.method == ActionMethod::DomSetFileInputFiles;
+                        self.targets.acted(page, at, files);
                     }
                 }
                 let trigger = if action.method == ActionMethod::Click {

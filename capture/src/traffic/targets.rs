@@ -17,7 +17,7 @@ use super::correlate::action_record;
 use super::{Key, TrafficReader};
 use crate::cdp::IdMap;
 use crate::direct::locate::{Located, Moment};
-use cdp_evidence::{Action, ActionMethod, Locator, Record, Status};
+use cdp_evidence::{Action, ActionDetail, ActionMethod, Locator, Record, Status};
 use cdp_sanitize::{SafeJson, SafeText};
 use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
@@ -53,7 +53,13 @@ const UNKNOWN_PAGE: &str = "the page is not known";
 pub(super) struct Targets {
     recent: IdMap<String, VecDeque<Located>>,
     held: VecDeque<HeldStep>,
-    acted: IdMap<String, VecDeque<SystemTime>>,
+    acted: IdMap<String, VecDeque<Acted>>,
+}
+
+/// A client's command to a page that can change it.
+struct Acted {
+    at: SystemTime,
+    files: bool,
 }
 
 impl Targets {
@@ -88,8 +94,9 @@ impl Targets {
         q.remove(i)
     }
 
-    /// A client's command that can change the page was sent to `page` at `at`.
-    pub(super) fn acted(&mut self, page: String, at: SystemTime) {
+    /// A client's command that can change the page was sent to `page` at `at`; `files` when it
+    /// was a `DOM.setFileInputFiles` (its own record takes the agent's report of the input).
+    pub(super) fn acted(&mut self, page: String, at: SystemTime, files: bool) {
         if self.acted.len() >= MAX_PAGES && !self.acted.contains_key(&page) {
             self.acted.clear();
         }
@@ -97,15 +104,17 @@ impl Targets {
         if q.len() >= PER_PAGE {
             q.pop_front();
         }
-        q.push_back(at);
+        q.push_back(Acted { at, files });
     }
 
-    /// True when a client's command was sent to `page` at most [`CHOICE_AFTER`] before `at`
-    /// (or up to [`EARLY`] after: the stamp of a forwarded command is taken late).
-    fn acted_before(&self, page: &str, at: SystemTime) -> bool {
+    /// True when a client's command (`files`: a `DOM.setFileInputFiles`) was sent to `page` at
+    /// most [`CHOICE_AFTER`] before `at` (or up to [`EARLY`] after: the stamp of a forwarded
+    /// command is taken late).
+    fn acted_before(&self, page: &str, at: SystemTime, files: bool) -> bool {
         self.acted.get(page).is_some_and(|q| {
-            q.iter()
-                .any(|&sent| sent <= at + EARLY && earlier(at, CHOICE_AFTER) <= sent)
+            q.iter().any(|a| {
+                (a.files || !files) && a.at <= at + EARLY && earlier(at, CHOICE_AFTER) <= a.at
+            })
         })
     }
 }
@@ -145,15 +154,20 @@ impl TrafficReader {
     /// A report from the page agent: a `<select>` choice is a step now (or nothing, when no
     /// client acted on the page just before); the others are kept for the step they belong to.
     pub(super) fn located(&mut self, l: Located) {
-        if l.moment == Moment::Chose {
-            return self.chose(l);
+        match l.moment {
+            Moment::Chose => self.chose(l),
+            // Set with `DOM.setFileInputFiles`: that command's record takes the report.
+            Moment::Files if self.targets.acted_before(&l.target_id, l.at, true) => {
+                self.targets.keep(l)
+            }
+            Moment::Files => self.files_by_script(l),
+            Moment::Hit | Moment::Typed => self.targets.keep(l),
         }
-        self.targets.keep(l);
     }
 
     /// A `select` step from the agent's report of a `<select>` that changed.
     fn chose(&mut self, l: Located) {
-        if !self.targets.acted_before(&l.target_id, l.at) {
+        if !self.targets.acted_before(&l.target_id, l.at, false) {
             tracing::debug!("a select changed with no client command just before: not a step");
             return;
         }
@@ -161,6 +175,24 @@ impl TrafficReader {
         let (target, options) = l.choice(&self.sanitizer);
         action.target = Some(target);
         action.options = options;
+        let page = Some(self.pages.target(&l.target_id));
+        let r = action_record(action, l.at, Duration::ZERO, Status::Ok, None, page);
+        self.emit(r);
+    }
+
+    /// A `files` step from the agent's report of a file input a client's script set.
+    fn files_by_script(&mut self, l: Located) {
+        if !self.targets.acted_before(&l.target_id, l.at, false) {
+            tracing::debug!("a file input changed with no client command just before: not a step");
+            return;
+        }
+        let mut action = Action::new(ActionMethod::Files);
+        action.target = Some(l.locator.sanitized(&self.sanitizer));
+        let detail = ActionDetail {
+            files: l.count,
+            ..ActionDetail::default()
+        };
+        action.detail = Some(detail.sanitized(&self.sanitizer));
         let page = Some(self.pages.target(&l.target_id));
         let r = action_record(action, l.at, Duration::ZERO, Status::Ok, None, page);
         self.emit(r);
@@ -227,6 +259,7 @@ impl TrafficReader {
                 Some(l) => {
                     c.action.target = Some(l.locator.sanitized(&self.sanitizer));
                     c.action.hover = l.hover.map(|h| h.sanitized(&self.sanitizer));
+                    c.action.received = l.blocked.then_some(false);
                 }
                 None => {
                     let why = not_seen(c.moment);
@@ -314,6 +347,8 @@ mod tests {
                 .unwrap(),
             hover: None,
             options: None,
+            blocked: false,
+            count: None,
         }
     }
 
@@ -338,16 +373,20 @@ mod tests {
     #[test]
     fn a_choice_is_a_step_only_just_after_a_clients_command_to_its_page() {
         let mut t = Targets::default();
-        t.acted("P".into(), at(1_000));
-        assert!(t.acted_before("P", at(1_000)));
-        assert!(t.acted_before("P", at(2_900)));
+        t.acted("P".into(), at(1_000), false);
+        assert!(t.acted_before("P", at(1_000), false));
+        assert!(t.acted_before("P", at(2_900), false));
         // The command's stamp may come a little after the page saw it.
-        assert!(t.acted_before("P", at(900)));
-        assert!(!t.acted_before("P", at(3_100)), "too long after");
-        assert!(!t.acted_before("P", at(500)), "before the command");
-        assert!(!t.acted_before("Q", at(1_000)), "another page");
+        assert!(t.acted_before("P", at(900), false));
+        assert!(!t.acted_before("P", at(3_100), false), "too long after");
+        assert!(!t.acted_before("P", at(500), false), "before the command");
+        assert!(!t.acted_before("Q", at(1_000), false), "another page");
+        // Only a `DOM.setFileInputFiles` counts as one.
+        assert!(!t.acted_before("P", at(1_000), true));
+        t.acted("P".into(), at(1_100), true);
+        assert!(t.acted_before("P", at(1_200), true));
         for i in 0..(PER_PAGE as u64 + 5) {
-            t.acted("P".into(), at(10_000 + i));
+            t.acted("P".into(), at(10_000 + i), false);
         }
         assert_eq!(t.acted["P"].len(), PER_PAGE);
     }

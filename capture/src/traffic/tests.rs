@@ -1320,6 +1320,8 @@ fn agent_reported(
         locator: serde_json::from_value(report["target"].clone()).unwrap(),
         hover: serde_json::from_value(report["hover"].clone()).unwrap(),
         options: serde_json::from_value(report["options"].clone()).unwrap(),
+        blocked: report["blocked"].as_bool().unwrap_or(false),
+        count: report["count"].as_u64(),
     };
     tx.try_send(crate::direct::verify::VerifyReply::Located(l))
         .unwrap();
@@ -1396,6 +1398,64 @@ fn a_select_changed_by_a_clients_script_is_a_step_with_the_options_label() {
     assert_eq!(selects[1].payload["target"]["replayable"], false);
     assert!(selects[1].payload.get("options").is_none());
     assert!(!h.journal_text().contains("Hidden Lane"));
+}
+
+#[test]
+fn files_a_clients_script_sets_are_a_step_of_their_own() {
+    use crate::direct::locate::Moment::Files;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    // Playwright over a remote connection: the files are set in the page by a script call.
+    h.send(1, 100, json!({"id": 1, "method": "Runtime.callFunctionOn", "params": {"functionDeclaration": "(e) => e", "objectId": "o"}}));
+    agent_reported(
+        &agent,
+        Files,
+        102,
+        json!({"target": {"label": "Receipt", "exact": true}, "count": 2}),
+    );
+    h.tick(103);
+    // The page's own script, long after any command: not a step.
+    agent_reported(
+        &agent,
+        Files,
+        9_000,
+        json!({"target": {"label": "Receipt"}, "count": 1}),
+    );
+    h.tick(9_001);
+    let files = h.actions("files");
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        files[0].payload["target"],
+        json!({"label": "Receipt", "exact": true})
+    );
+    assert_eq!(files[0].payload["detail"]["files"], 2);
+    assert!(h.actions("DOM.setFileInputFiles").is_empty());
+}
+
+#[test]
+fn a_press_the_page_never_received_says_so() {
+    use crate::direct::locate::Moment::Hit;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let press = |id: u64| json!({"id": id, "method": "Input.dispatchMouseEvent", "params": {"type": "mousePressed", "x": 10, "y": 20, "button": "left", "clickCount": 1}});
+    // A client's hit-target check stopped the first press on the window; it retried.
+    h.send(1, 100, press(1));
+    agent_reported(
+        &agent,
+        Hit,
+        101,
+        json!({"target": {"testId": "behind"}, "blocked": true}),
+    );
+    h.recv(1, 104, json!({"id": 1, "result": {}}));
+    h.send(1, 200, press(2));
+    agent_reported(&agent, Hit, 201, json!({"target": {"testId": "tile"}}));
+    h.recv(1, 204, json!({"id": 2, "result": {}}));
+    h.tick(205);
+    let clicks = h.actions("click");
+    assert_eq!(clicks.len(), 2, "{clicks:?}");
+    assert_eq!(clicks[0].payload["received"], false);
+    assert!(clicks[1].payload.get("received").is_none());
+    assert_eq!(clicks[1].payload["target"], json!({"testId": "tile"}));
 }
 
 #[test]

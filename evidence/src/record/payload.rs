@@ -179,6 +179,11 @@ pub struct ActionOf<F: Form> {
     /// For a `select` step: the labels of the options chosen (page text, sanitized).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<F::Text>>,
+    /// For a click: `false` when the page never received the press (a listener on the window
+    /// stopped it before the document, as a client's hit-target check does before it retries
+    /// the click); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received: Option<bool>,
     /// A size in bytes (an evaluated expression, a screenshot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
@@ -533,6 +538,7 @@ impl Action {
             target: None,
             hover: None,
             options: None,
+            received: None,
             bytes: None,
             detail: None,
             verification: None,

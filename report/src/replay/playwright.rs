@@ -160,6 +160,11 @@ fn write(step: &Step<'_>, event: &Event) -> Written {
             "the run scrolled here: Playwright scrolls each element into view before acting on it"
                 .into(),
         ),
+        What::UnreceivedClick => Written::Comment(
+            "a press the page never received (its client stopped it and clicked again): not \
+             replayed"
+                .into(),
+        ),
         What::NotExported { method, why } => gap(comment(method, 80), *why, None),
     }
 }

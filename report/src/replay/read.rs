@@ -77,6 +77,9 @@ pub(crate) enum What {
     },
     /// A mouse wheel: Playwright scrolls an element into view itself before acting on it.
     Scroll,
+    /// A press the page never received (stopped on the window, as a client's hit-target check
+    /// does before it retries the click): nothing to replay.
+    UnreceivedClick,
     /// A step the export does not reproduce (a tap, another producer's action): its method
     /// word and why.
     NotExported {
@@ -102,7 +105,10 @@ impl What {
     pub(crate) fn is_step(&self) -> bool {
         !matches!(
             self,
-            What::ToolCall { .. } | What::Failure { .. } | What::PageLocation
+            What::ToolCall { .. }
+                | What::Failure { .. }
+                | What::PageLocation
+                | What::UnreceivedClick
         )
     }
 }
@@ -257,6 +263,7 @@ fn is_step_method(method: &Word<ActionMethod, &str>) -> bool {
                 | M::PageReload
                 | M::PageNavigateToHistoryEntry
                 | M::DomSetFileInputFiles
+                | M::Files
                 | M::TargetCreateTarget
                 | M::TargetCloseTarget
         )
@@ -285,6 +292,7 @@ fn action_step(record: &StoredRecord, action: &StoredAction) -> What {
         },
         Word::Known(M::PageReload) => What::Reload,
         Word::Known(M::PageNavigateToHistoryEntry) => What::History,
+        Word::Known(M::Click) if action.received == Some(false) => What::UnreceivedClick,
         Word::Known(M::Click) => What::Click {
             target: target(),
             point: action.point.map(|p| (p.x, p.y)),
@@ -307,7 +315,7 @@ fn action_step(record: &StoredRecord, action: &StoredAction) -> What {
             target: target(),
             options: action.options.clone().unwrap_or_default(),
         },
-        Word::Known(M::DomSetFileInputFiles) => What::Files {
+        Word::Known(M::DomSetFileInputFiles | M::Files) => What::Files {
             target: target(),
             count: detail.files,
         },

@@ -509,6 +509,32 @@ fn a_double_click_recorded_as_two_presses_is_one_double_click() {
 }
 
 #[test]
+fn a_press_the_page_never_received_is_no_step_and_script_set_files_are() {
+    let out = spec(&[
+        on(
+            PAGE,
+            "/",
+            json!({"method": "click", "target": {"text": "Colour Red"}, "received": false}),
+        ),
+        on(
+            PAGE,
+            "/",
+            json!({"method": "click", "target": {"text": "Tile", "exact": true}}),
+        ),
+        on(
+            PAGE,
+            "/",
+            json!({"method": "files", "detail": {"files": 1}, "target": {"label": "Receipt"}}),
+        ),
+    ]);
+    let t = &out.text;
+    assert!(t.contains("  // a press the page never received (its client stopped it and clicked again): not replayed\n  // 1. click\n  await page.getByText('Tile', { exact: true }).click();\n"), "{t}");
+    assert!(!t.contains("Colour Red"), "{t}");
+    assert!(t.contains("await page.getByLabel('Receipt').setInputFiles(files('FILE_1', 'the file chosen at step 2'));"), "{t}");
+    assert_eq!(out.figures.steps, 2);
+}
+
+#[test]
 fn a_click_that_needed_a_hover_hovers_first() {
     let out = spec(&[
         on(

@@ -158,12 +158,13 @@ async fn agent_locators(endpoint: &str, url: &str) -> Value {
     run.report.expect("a report")["cases"].clone()
 }
 
-/// Each locator expression resolved by Playwright on a fresh load of `url`: (elements found,
-/// the `data-case` or `data-aim` of the one found).
+/// Each locator expression (or `{expr, hover: true}`, hovered once found) resolved by
+/// Playwright, in order, on a fresh load of `url`: (elements found, the `data-case` or
+/// `data-aim` of the one found).
 pub(crate) async fn resolve(
     endpoint: &str,
     url: &str,
-    exprs: &[String],
+    exprs: &[Value],
 ) -> Vec<(u64, Option<String>)> {
     let cfg = json!({"mode": "resolve", "endpoint": endpoint, "url": url, "exprs": exprs});
     let run = run_node_client("locators.mjs", &cfg.to_string()).await;
@@ -242,7 +243,7 @@ async fn the_agent_picks_the_first_locator_that_is_unique_in_codegen_order() {
             let stored: StoredLocator = serde_json::from_value(locator.clone()).expect("locator");
             if let Some(expr) = cdp_report::replay::playwright_locator(&stored) {
                 names.push(name.clone());
-                exprs.push(expr);
+                exprs.push(Value::String(expr));
             }
         }
         assert_eq!(exprs.len(), expected.as_object().unwrap().len() - 2);
