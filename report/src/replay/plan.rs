@@ -76,9 +76,9 @@ fn is_run_name(name: &str) -> bool {
 impl Plan {
     pub(crate) fn new(events: &[Event]) -> Plan {
         let mut plan = Plan::default();
-        for (i, e) in events.iter().enumerate() {
-            if e.what.is_step() {
-                plan.numbers.insert(i, plan.numbers.len() + 1);
+        for (index, event) in events.iter().enumerate() {
+            if event.what.is_step() {
+                plan.numbers.insert(index, plan.numbers.len() + 1);
             }
         }
         plan.place_pages(events);

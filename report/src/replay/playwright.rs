@@ -257,8 +257,8 @@ fn click(
         (_, false) => format!("click({{ {button} }})"),
     };
     let mut lines = Vec::new();
-    if let Some(h) = hover {
-        lines.push(format!("await {h}.hover();"));
+    if let Some(hovered) = hover {
+        lines.push(format!("await {hovered}.hover();"));
     }
     lines.push(format!("await {locator}.{call};"));
     Written::Step { title, lines }
@@ -368,7 +368,7 @@ fn open_page(step: &Step<'_>, url: Option<&str>) -> Written {
             );
         }
     }
-    let goto = |var: &str| url.map(|u| format!("await {var}.goto({});", step.plan.url_expr(u)));
+    let goto = |var: &str| url.map(|to| format!("await {var}.goto({});", step.plan.url_expr(to)));
     match var {
         "page" => Written::Step {
             title: "open a page: the test's own `page`".into(),
@@ -408,7 +408,7 @@ fn element(page: &str, target: &Target) -> Result<(String, Option<String>), Stri
         Target::Element { locator, hover } => {
             let found = locator_expr(page, locator).ok_or_else(unknown)?;
             let hover = match hover {
-                Some(h) => Some(locator_expr(page, h).ok_or_else(unknown)?),
+                Some(hovered) => Some(locator_expr(page, hovered).ok_or_else(unknown)?),
                 None => None,
             };
             Ok((found, hover))
@@ -470,9 +470,9 @@ fn input_words(input_type: Option<&str>) -> &'static str {
 }
 
 fn number(x: f64) -> String {
-    let r = (x * 100.0).round() / 100.0;
-    if r.is_finite() {
-        format!("{r}")
+    let rounded = (x * 100.0).round() / 100.0;
+    if rounded.is_finite() {
+        format!("{rounded}")
     } else {
         "0".to_owned()
     }
@@ -499,11 +499,11 @@ impl Body {
         let Some((var, url)) = plan.unannounced.get(&index) else {
             return;
         };
-        let w = &mut self.text;
-        let _ = writeln!(w, "  // A page the run did not see being opened.");
-        let _ = writeln!(w, "  const {var} = await context.newPage();");
-        if let Some(u) = url {
-            let _ = writeln!(w, "  await {var}.goto({});", plan.url_expr(u));
+        let out = &mut self.text;
+        let _ = writeln!(out, "  // A page the run did not see being opened.");
+        let _ = writeln!(out, "  const {var} = await context.newPage();");
+        if let Some(url) = url {
+            let _ = writeln!(out, "  await {var}.goto({});", plan.url_expr(url));
         }
     }
 
@@ -530,43 +530,49 @@ impl Body {
     fn gap(&mut self, number: usize, numbered: &str, title: &str, why: &str, code: Option<String>) {
         self.gaps += 1;
         self.first_gap.get_or_insert(number);
-        let w = &mut self.text;
-        let _ = writeln!(w, "  // {numbered}{title}: not replayable: {why}");
-        if let Some(c) = code {
-            let _ = writeln!(w, "  // {c}");
+        let out = &mut self.text;
+        let _ = writeln!(out, "  // {numbered}{title}: not replayable: {why}");
+        if let Some(code) = code {
+            let _ = writeln!(out, "  // {code}");
         }
         let what = format!("step {number}, {title}");
         if self.allow_gaps {
             let message = format!("{what}, cannot be replayed: {why}");
-            let _ = writeln!(w, "  test.fixme(true, {});", string(&message));
+            let _ = writeln!(out, "  test.fixme(true, {});", string(&message));
         } else {
-            let _ = writeln!(w, "  gap({});", string(&format!("{what}: {why}")));
+            let _ = writeln!(out, "  gap({});", string(&format!("{what}: {why}")));
         }
     }
 
     fn step(&mut self, step: &Step<'_>, numbered: &str, title: &str, lines: &[String]) {
         let page = step.page;
         let plan = step.plan;
-        self.typed |= lines.iter().any(|l| l.contains("await typed("));
-        self.files |= lines.iter().any(|l| l.contains("setInputFiles(files("));
-        let w = &mut self.text;
-        let _ = writeln!(w, "  // {numbered}{title}");
+        self.typed |= lines.iter().any(|line| line.contains("await typed("));
+        self.files |= lines
+            .iter()
+            .any(|line| line.contains("setInputFiles(files("));
+        let out = &mut self.text;
+        let _ = writeln!(out, "  // {numbered}{title}");
         if lines.is_empty() {
             return;
         }
         let popup = plan.popups.get(&step.index);
         if let Some(var) = popup {
-            let _ = writeln!(w, "  const {var}Promise = {page}.waitForEvent('popup');");
+            let _ = writeln!(out, "  const {var}Promise = {page}.waitForEvent('popup');");
         }
-        for l in lines {
-            let _ = writeln!(w, "  {l}");
+        for line in lines {
+            let _ = writeln!(out, "  {line}");
         }
         if let Some(var) = popup {
-            let _ = writeln!(w, "  const {var} = await {var}Promise;");
+            let _ = writeln!(out, "  const {var} = await {var}Promise;");
         }
         if let Some(url) = plan.navigations.get(&step.index) {
             self.waits = true;
-            let _ = writeln!(w, "  await {page}.waitForURL(at({}));", plan.url_expr(url));
+            let _ = writeln!(
+                out,
+                "  await {page}.waitForURL(at({}));",
+                plan.url_expr(url)
+            );
         }
     }
 }
@@ -600,11 +606,11 @@ fn assemble(
     out
 }
 
-fn header_comment(o: &mut String, header: &Header<'_>, events: &Events, counts: Counts) {
+fn header_comment(out: &mut String, header: &Header<'_>, events: &Events, counts: Counts) {
     let run = comment(header.run_id, 140);
-    let _ = writeln!(o, "// Replay of the cdp-relay evidence run {run}.");
+    let _ = writeln!(out, "// Replay of the cdp-relay evidence run {run}.");
     if let Some(s) = header.session {
-        let _ = writeln!(o, "// Session: {}.", comment(s, 140));
+        let _ = writeln!(out, "// Session: {}.", comment(s, 140));
     }
     let gaps = match (counts.first_gap, header.allow_gaps) {
         (None, _) => "every one of them is replayed".to_owned(),
@@ -620,13 +626,12 @@ fn header_comment(o: &mut String, header: &Header<'_>, events: &Events, counts: 
         ),
     };
     let _ = writeln!(
-        o,
+        out,
         "// Written by `cdp-relay export`: {} steps; {gaps}.",
         counts.steps
     );
     if header.still_recording {
-        let _ = writeln!(
-            o,
+        let _ = writeln!(out,
             "// The run was still being recorded when it was exported: what was written after that \
              moment is not here (a typing step waits up to 4 s for its verdict, a click 1 s for \
              its element, a failure for its frame). Export it again once the run is finalized."
@@ -634,19 +639,19 @@ fn header_comment(o: &mut String, header: &Header<'_>, events: &Events, counts: 
     }
     if events.left_out > 0 {
         let _ = writeln!(
-            o,
+            out,
             "// The run is longer than one export reads: its last {} records are not here.",
             events.left_out
         );
     }
-    let _ = writeln!(o, "//");
+    let _ = writeln!(out, "//");
 }
 
-fn variables_comment(o: &mut String, plan: &Plan) {
+fn variables_comment(out: &mut String, plan: &Plan) {
     if plan.origins.is_empty() && plan.inputs.is_empty() {
-        let _ = writeln!(o, "// Variables: none.");
+        let _ = writeln!(out, "// Variables: none.");
     } else {
-        let _ = writeln!(o, "// Variables (environment):");
+        let _ = writeln!(out, "// Variables (environment):");
         let width = plan
             .origins
             .iter()
@@ -656,7 +661,7 @@ fn variables_comment(o: &mut String, plan: &Plan) {
             .unwrap_or(0);
         for (origin, var) in &plan.origins {
             let _ = writeln!(
-                o,
+                out,
                 "//   {var:width$}  an origin the run visited; default {}",
                 comment(origin, MAX_COMMENT)
             );
@@ -665,32 +670,32 @@ fn variables_comment(o: &mut String, plan: &Plan) {
         inputs.sort_by_key(|(_, facts)| facts.steps.first().copied());
         for (name, facts) in inputs {
             let var = format!("{INPUT_PREFIX}{name}");
-            let _ = writeln!(o, "//   {var:width$}  {}", input_line(facts));
+            let _ = writeln!(out, "//   {var:width$}  {}", input_line(facts));
         }
     }
     if !plan.inputs.is_empty() {
-        let _ = writeln!(
-            o,
+        let _ =
+            writeln!(out,
             "// Each input is read from its variable just before its step; the test fails there, \
              naming it, when it is not set. Inputs are CDP_RELAY_VAR_<NAME>, NAME the run's own \
              name for it (a registered secret's, else TYPED_<n>; FILE_<n> for a file input), the \
              variables the MCP gateway resolves ${{NAME}} from: no other variable is ever read as \
              an input."
         );
-        let _ = writeln!(
-            o,
+        let _ =
+            writeln!(out,
             "// Through a relay, each named input is registered as the relay's secret NAME before \
              its step (PUT /relay/v1/secrets/NAME), so the replay's own run names it too and never \
              holds its value."
         );
     }
-    let _ = writeln!(o, "//");
+    let _ = writeln!(out, "//");
     let _ = writeln!(
-        o,
+        out,
         "// To record the replay too, run it through a relay: set {ENDPOINT_VARIABLE} to the \
          endpoint `cdp-relay launch` prints."
     );
-    let _ = writeln!(o);
+    let _ = writeln!(out);
 }
 
 /// One input's line in the header: what the run knows of it.
@@ -733,17 +738,17 @@ fn list(steps: &[usize]) -> String {
 }
 
 /// The imports, the fixture that connects through a relay, and the helpers the body uses.
-fn prelude(o: &mut String, plan: &Plan, body: &Body) {
+fn prelude(out: &mut String, plan: &Plan, body: &Body) {
     let _ = writeln!(
-        o,
+        out,
         "import {{ test as base, chromium, type Browser }} from '@playwright/test';"
     );
     if body.files {
-        let _ = writeln!(o, "import {{ delimiter }} from 'node:path';");
+        let _ = writeln!(out, "import {{ delimiter }} from 'node:path';");
     }
-    let _ = writeln!(o);
+    let _ = writeln!(out);
     let _ = writeln!(
-        o,
+        out,
         "const endpoint = process.env.{ENDPOINT_VARIABLE};
 const test = endpoint
   ? base.extend<{{}}, {{ browser: Browser }}>({{
@@ -759,17 +764,17 @@ const test = endpoint
   : base;"
     );
     if !plan.origins.is_empty() {
-        let _ = writeln!(o);
+        let _ = writeln!(out);
         for (origin, var) in &plan.origins {
             let _ = writeln!(
-                o,
+                out,
                 "const {var} = origin({}, {});",
                 string(var),
                 string(origin)
             );
         }
         let _ = writeln!(
-            o,
+            out,
             "
 /** The origin in environment variable `name`, else the one the run visited. */
 function origin(name: string, recorded: string): string {{
@@ -778,8 +783,7 @@ function origin(name: string, recorded: string): string {{
         );
     }
     if body.typed || body.files {
-        let _ = writeln!(
-            o,
+        let _ = writeln!(out,
             "
 /** The value of input `name` (environment variable {INPUT_PREFIX}<name>); throws, naming the
  * variable, when it is not set. */
@@ -792,11 +796,11 @@ function input(name: string, what: string): string {{
         );
     }
     if body.typed {
-        typed_helpers(o);
+        typed_helpers(out);
     }
     if body.files {
         let _ = writeln!(
-            o,
+            out,
             "
 /** The paths in input `name` (several separated by the path list separator, ':'). */
 function files(name: string, what: string): string[] {{
@@ -806,7 +810,7 @@ function files(name: string, what: string): string[] {{
     }
     if body.waits {
         let _ = writeln!(
-            o,
+            out,
             "
 /** Matches a page URL by origin and path (the run kept no query or fragment). */
 function at(expected: string): (url: URL) => boolean {{
@@ -816,7 +820,7 @@ function at(expected: string): (url: URL) => boolean {{
     }
     if body.gaps > 0 && !body.allow_gaps {
         let _ = writeln!(
-            o,
+            out,
             "
 /** A step the export could not write: the test stops there, saying why. */
 function gap(step: string): never {{
@@ -824,14 +828,13 @@ function gap(step: string): never {{
 }}"
         );
     }
-    let _ = writeln!(o);
+    let _ = writeln!(out);
 }
 
 /// `typed` (an input, registered with the relay first) and `register`.
-fn typed_helpers(o: &mut String) {
+fn typed_helpers(out: &mut String) {
     let min = cdp_sanitize::MIN_SECRET_CHARS;
-    let _ = writeln!(
-        o,
+    let _ = writeln!(out,
         "
 /** The value of typed input `name`. Through a relay, a named one is registered first as the
  * relay's secret `name`, so the replay's run names it and never holds it (a TYPED_<n> is the
