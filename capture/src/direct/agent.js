@@ -981,12 +981,17 @@
       const secret = SENSITIVE.has(kind);
       if (secret) scrub(el, kind);
       if (!open || open.done || open.el !== el || open.kind !== kind || t - open.t1 > SEGMENT_GAP) {
+        // Typing that goes on in the element of the segment still open (after a pause) is
+        // reported as such: the relay takes it for a step only when no fresh report fits.
+        const continued = !!open && !open.done && open.el === el;
         const v = secret ? null : valueOf(el);
         const before = v != null && v.length <= MAX_BEFORE ? v : null;
         const sel = secret || el.isContentEditable ? null : selection(el);
         open = { el, kind, t0: t, t1: t, before, sel, data: '', count: 0, cut: false, done: false, owner: state, via };
         // Where this typing went, as it was before the first character landed.
-        report({ t: 'typed', at: t, target: locate(el) });
+        const o = { t: 'typed', at: t, target: locate(el) };
+        if (continued) o.continued = true;
+        report(o);
         log.push(open);
         if (log.length > MAX_SEGMENTS) log.shift().done = true;
       }

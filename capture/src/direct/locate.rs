@@ -193,6 +193,9 @@ pub(crate) struct Located {
     pub(crate) blocked: bool,
     /// For a file choice: how many files.
     pub(crate) count: Option<u64>,
+    /// For typing: it went on in the element typed into just before, after a pause (the step
+    /// of typing that began there owns it).
+    pub(crate) continued: bool,
 }
 
 impl Located {

@@ -98,12 +98,15 @@ enum AgentMessage {
         #[serde(default)]
         blocked: bool,
     },
-    /// Typing started in an element at `at`: its locator.
+    /// Typing started in an element at `at`: its locator; `continued` when it goes on in the
+    /// element typed into just before (after a pause).
     Typed {
         #[serde(default)]
         at: f64,
         #[serde(default)]
         target: AgentLocator,
+        #[serde(default)]
+        continued: bool,
     },
     /// A `<select>` changed at `at`: its locator and the chosen options' labels.
     Chose {
@@ -136,6 +139,7 @@ fn agent_report(target_id: String, message: AgentMessage, received: SystemTime) 
         options: None,
         blocked: false,
         count: None,
+        continued: false,
     };
     let ms = match message {
         AgentMessage::Focus { .. } => 0.0,
@@ -148,8 +152,12 @@ fn agent_report(target_id: String, message: AgentMessage, received: SystemTime) 
             (l.locator, l.hover, l.blocked) = (target, hover, blocked);
             at
         }
-        AgentMessage::Typed { at, target } => {
-            (l.moment, l.locator) = (Moment::Typed, target);
+        AgentMessage::Typed {
+            at,
+            target,
+            continued,
+        } => {
+            (l.moment, l.locator, l.continued) = (Moment::Typed, target, continued);
             at
         }
         AgentMessage::Chose {

@@ -37,6 +37,10 @@ const EARLY: Duration = Duration::from_millis(250);
 /// How much later than the stamp of its answer the page's report may be stamped (the page and
 /// the relay read one wall clock through different clocks).
 const LATE: Duration = Duration::from_millis(25);
+/// How much earlier than the stamp of a typing step's first key a report of typing going on
+/// in a field may be its own (a second step into the same field); the wider [`EARLY`] would take
+/// the step before, going on after a pause, for it.
+const GOING_ON_EARLY: Duration = Duration::from_millis(50);
 /// How long after a client's command to a page a `<select>` change there is that command's
 /// doing (Playwright's `selectOption`, a browser MCP server's fill: one script call each).
 pub(super) const CHOICE_AFTER: Duration = Duration::from_secs(2);
@@ -77,6 +81,31 @@ impl Targets {
             q.pop_front();
         }
         q.push_back(l);
+    }
+
+    /// Where a typing step whose first key was stamped at `started` sent its text: the first
+    /// unclaimed report of typing that started in an element in [`lo`, `hi`], claimed; when
+    /// there is none, one of typing that went on in the element typed into just before, from
+    /// [`GOING_ON_EARLY`] before `started` (earlier, it is the step before going on after a
+    /// pause). Reports of the same element going on in the window belong to the step and leave
+    /// with it.
+    fn claim_typed(
+        &mut self,
+        page: &str,
+        started: SystemTime,
+        lo: SystemTime,
+        hi: SystemTime,
+    ) -> Option<Located> {
+        let q = self.recent.get_mut(page)?;
+        let in_window = |l: &Located| l.moment == Moment::Typed && l.at >= lo && l.at <= hi;
+        let going_on_from = earlier(started, GOING_ON_EARLY);
+        let i = q
+            .iter()
+            .position(|l| in_window(l) && !l.continued)
+            .or_else(|| q.iter().position(|l| in_window(l) && l.at >= going_on_from))?;
+        let found = q.remove(i)?;
+        q.retain(|l| !(in_window(l) && l.continued && l.locator == found.locator));
+        Some(found)
     }
 
     /// The first unclaimed `moment` report on `page` in [`lo`, `hi`], claimed.
@@ -312,7 +341,7 @@ impl TrafficReader {
             let hi = burst.answered_at.max(burst.last) + LATE;
             // Typing that ran on, within a tenth of a second, from a step before into the same
             // element is reported once, for that step: this one is not replayable.
-            if let Some(l) = self.targets.claim(page, Moment::Typed, lo, hi) {
+            if let Some(l) = self.targets.claim_typed(page, burst.started, lo, hi) {
                 return l.locator.sanitized(&self.sanitizer);
             }
             NOT_SEEN_TYPING
@@ -349,6 +378,7 @@ mod tests {
             options: None,
             blocked: false,
             count: None,
+            continued: false,
         }
     }
 
@@ -389,6 +419,38 @@ mod tests {
             t.acted("P".into(), at(10_000 + i), false);
         }
         assert_eq!(t.acted["P"].len(), PER_PAGE);
+    }
+
+    #[test]
+    fn typing_takes_a_fresh_report_over_one_that_went_on_in_the_field_before() {
+        let mut t = Targets::default();
+        let typed = |ms: u64, css: &str, continued: bool| Located {
+            continued,
+            ..report("P", Moment::Typed, ms, css)
+        };
+        // The password step: its start, then (after a pause) more of it; then the code step.
+        t.keep(typed(100, "#pw", false));
+        t.keep(typed(400, "#pw", true));
+        t.keep(typed(520, "#otp", false));
+        // The code step's window reaches back before its start: its own report is taken.
+        let otp = t.claim_typed("P", at(510), at(260), at(700)).unwrap();
+        assert_eq!(otp.at, at(520));
+        // The password step takes its start, and what went on in its window leaves with it.
+        let pw = t.claim_typed("P", at(100), at(0), at(450)).unwrap();
+        assert_eq!(pw.at, at(100));
+        assert!(t.claim_typed("P", at(0), at(0), at(1000)).is_none());
+        // With no fresh report, typing that went on from just before the step is its (a second
+        // step into one field); from well before, it is the step before going on: not its.
+        t.keep(typed(2_000, "#pw", true));
+        assert!(t
+            .claim_typed("P", at(2_200), at(1_950), at(2_300))
+            .is_none());
+        assert_eq!(
+            t.claim_typed("P", at(2_010), at(1_760), at(2_100))
+                .unwrap()
+                .at,
+            at(2_000)
+        );
     }
 
     #[test]

@@ -1322,6 +1322,7 @@ fn agent_reported(
         options: serde_json::from_value(report["options"].clone()).unwrap(),
         blocked: report["blocked"].as_bool().unwrap_or(false),
         count: report["count"].as_u64(),
+        continued: report["continued"].as_bool().unwrap_or(false),
     };
     tx.try_send(crate::direct::verify::VerifyReply::Located(l))
         .unwrap();
