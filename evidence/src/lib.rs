@@ -76,8 +76,8 @@ pub use paths::{
 };
 pub use reader::{
     parse_journal, read_bounded_line, read_journal_from, read_line_prefix, scan_journal,
-    BoundedLine, CorruptLine, JournalLine, JournalRead, StoredPayload, StoredRecord, TornTail,
-    MAX_LINE_BYTES,
+    BoundedLine, CorruptLine, JournalLine, JournalRead, StoredPage, StoredPayload, StoredRecord,
+    TornTail, MAX_LINE_BYTES,
 };
 pub use record::tool::{JsonType, StoredToolArgument, ToolArgument, ToolArgumentOf, ToolResult};
 pub use record::{
@@ -95,5 +95,5 @@ pub use store::Store;
 /// The vocabulary: the format's words, each spelled once (see `docs/evidence-format.md`).
 pub use vocab::{
     ActionDetail, ActionMethod, ConsoleLevel, FrameAfter, Kind, LifecycleEvent, MarkerName,
-    MouseButton, RunStatus, Status, VerdictReason,
+    MouseButton, RunStatus, Status, VerdictReason, GATEWAY_TOOL,
 };

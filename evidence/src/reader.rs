@@ -128,6 +128,23 @@ impl StoredRecord {
         typed.unwrap_or(StoredPayload::Mismatch)
     }
 
+    /// The page the record names (`target`): its handle, URL and opener, each when it is a
+    /// string.
+    pub fn page(&self) -> StoredPage {
+        let field = |k: &str| {
+            self.target
+                .as_ref()
+                .and_then(|t| t.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        StoredPage {
+            target_id: field("targetId"),
+            url: field("url"),
+            opener_id: field("openerId"),
+        }
+    }
+
     /// The tool call this record happened during (`payload.toolCall`), when it names one.
     pub fn tool_call(&self) -> Option<&str> {
         self.payload
@@ -179,6 +196,18 @@ impl StoredRecord {
     pub fn is_from(&self, source: &crate::Source) -> bool {
         self.source.as_deref() == Some(source.as_str())
     }
+}
+
+/// The page a record names, as read back ([`StoredRecord::page`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoredPage {
+    /// `target.targetId`: the page's handle (a sanitizer handle, never a CDP id).
+    pub target_id: Option<String>,
+    /// `target.url`: where the page was when the record was made (origin and path).
+    pub url: Option<String>,
+    /// `target.openerId`: the handle of the page that opened it.
+    pub opener_id: Option<String>,
 }
 
 /// A record's payload in the format's schema; see [`StoredRecord::typed_payload`].

@@ -11,6 +11,10 @@ use cdp_sanitize::{words, SafeJson, Sanitizer, Word};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The `tool` of the MCP gateway's own records: its tool calls (`evidence_*`, the steps an agent
+/// marks) and its lifecycle events.
+pub const GATEWAY_TOOL: &str = "cdp-relay";
+
 words! {
     /// Outcome of a record (`status`). A closed set: readers may rely on these four words.
     pub enum Status {
@@ -127,6 +131,12 @@ words! {
         Press = "press",
         /// A typing burst: `input`, `verification`.
         Type = "type",
+        /// An option chosen in a `<select>` (set by script, as Playwright and the browser MCP
+        /// servers do, or by the keyboard): `target`, `options`.
+        Select = "select",
+        /// Files chosen for a file input by script (a client that sets them in the page):
+        /// `target`, `detail.files`. Files set with `DOM.setFileInputFiles` are that record's.
+        Files = "files",
         /// The relay's own picture of a page (its artifact), or why there is none
         /// (`detail.screenshotWithheld`).
         Frame = "frame",
@@ -150,7 +160,7 @@ words! {
         PageCaptureScreenshot = "Page.captureScreenshot",
         /// `Page.bringToFront`.
         PageBringToFront = "Page.bringToFront",
-        /// `DOM.setFileInputFiles`: `detail.files`.
+        /// `DOM.setFileInputFiles`: `detail.files`, and `target` (the file input).
         DomSetFileInputFiles = "DOM.setFileInputFiles",
         /// `Runtime.evaluate`: `bytes` of the expression.
         RuntimeEvaluate = "Runtime.evaluate",

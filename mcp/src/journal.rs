@@ -23,8 +23,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
-/// The `tool` of the gateway's own records and tools.
-pub(crate) const GATEWAY_TOOL: &str = "cdp-relay";
+/// The `tool` of the gateway's own records: evidence's vocabulary.
+pub(crate) use cdp_evidence::GATEWAY_TOOL;
 
 /// A call begun and not yet written.
 struct Pending {

@@ -124,6 +124,22 @@ pub(crate) fn parse(uri: &str) -> Result<Target<'_>, ErrorData> {
     }
 }
 
+/// How long a reader of the run being recorded waits for what the relay saw before the read to
+/// be written.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits, at most [`SETTLE`], until what the relay saw before now is in the journal: the traffic
+/// reader has handled every copy stamped before now, and the writer has appended everything
+/// sent to it. Records still held for a frame, a verdict or a click's element come later; a
+/// replay spec of a run still being recorded says so in its header.
+pub(crate) async fn settle(h: &cdp_capture::PipelineHandle) {
+    let written = async {
+        h.order().caught_up().await;
+        h.writer().sync().await;
+    };
+    let _ = tokio::time::timeout(SETTLE, written).await;
+}
+
 /// What the resource reader needs: the root, and the run being recorded.
 pub(crate) struct Evidence<'a> {
     pub store: &'a Store,

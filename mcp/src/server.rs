@@ -430,6 +430,7 @@ impl ServerHandler for Gateway {
             };
             // What is queued for the journal is part of what the agent asks for.
             self.shared.recorder.flush().await;
+            resources::settle(h).await;
             let current = Some(h.status().run_id);
             let uri = request.uri.clone();
             // File reads and rendering block: keep them off the runtime's workers.

@@ -204,6 +204,7 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
         }
         (EXPORT_TEST, Some(h)) => {
             recorder.flush().await;
+            super::resources::settle(&h).await;
             let status = h.status();
             let run_dir = match str_arg(args, "runId") {
                 None => Ok((status.run_id, status.run_dir)),
@@ -234,6 +235,8 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
                         "resource": format!("{}/{run_id}/{}", super::resources::PREFIX, cdp_report::replay::SPEC_FILE),
                         "steps": f.steps,
                         "notReplayable": f.not_replayable,
+                        "firstNotReplayable": f.first_gap,
+                        "stillRecording": f.still_recording,
                         "variables": f.variables,
                     }));
                     (r, Outcome::ok(None))

@@ -255,18 +255,39 @@
 
   // ---- Locators ------------------------------------------------------------------------------
   // What a replay finds an element by, in Playwright codegen's order: `data-testid`, ARIA role
-  // and accessible name, label, placeholder, a short CSS path. Each must pick out the element
-  // alone the way Playwright matches it (a name, label or placeholder as a case-insensitive
-  // substring, hidden elements left out of roles only); else the next is tried. Never a value.
+  // and accessible name, label, placeholder, text, a short CSS path. Each must pick out the
+  // element alone the way Playwright resolves it — across the frame's document and every open
+  // shadow root in it; a name, label, placeholder or text as a case-insensitive substring, or
+  // with `exact` as the whole text, case-sensitively (tried first); hidden elements left out of
+  // roles only; hidden text left out of accessible names only — else the next is tried. An id, a
+  // name or a class that looks generated (`r-7f3a9c`, `Button_primary__3xK9a`, `:r1:`) is never
+  // used: it would differ at the replay. Never a value.
   const NAME_CHARS = 80;
   const MAX_CANDIDATES = 2000;
-  const norm = (t) => String(t || '').replace(/\s+/g, ' ').trim();
-  // Longer text is cut at a word: Playwright matches a substring, so a cut name still matches.
+  const MAX_TEXT_CANDIDATES = 10000;
+  const MAX_ROOTS = 64;
+  // Playwright's normalizeWhiteSpace.
+  const norm = (t) => String(t || '').replace(/[\u200b\u00ad]/g, '').trim().replace(/\s+/g, ' ');
+  // Longer text is cut at a word: Playwright matches a substring, so a cut name still matches
+  // (but never exactly).
   const shorten = (t) => {
     if (t.length <= NAME_CHARS) return t;
     const c = t.slice(0, NAME_CHARS);
     const sp = c.lastIndexOf(' ');
     return sp >= NAME_CHARS / 2 ? c.slice(0, sp) : c;
+  };
+  // An identifier a build tool or framework made up: React's `:r1:`/`«r1»`, CSS-in-JS and CSS
+  // modules (`css-1q2w3e`, `sc-…`, `Button_primary__3xK9a`), and any part of at least four
+  // characters mixing two or more digits with letters (`r-7f3a9c`, `ember123`) or four digits.
+  // The same rule as the export's (report/src/replay/guard.rs).
+  const looksGenerated = (id) => {
+    const s = String(id || '');
+    if (/[:«»]/.test(s) || /^(css|sc|jsx|emotion|styled|svelte)-/i.test(s) || /__/.test(s)) return true;
+    return s.split(/[-_.]+/).some((part) => {
+      const digits = (part.match(/[0-9]/g) || []).length;
+      const letters = (part.match(/[A-Za-z]/g) || []).length;
+      return part.length >= 4 && ((digits >= 2 && letters >= 1) || digits === part.length);
+    });
   };
   const ROLES = new Set([
     'button', 'link', 'textbox', 'searchbox', 'checkbox', 'radio', 'combobox', 'listbox', 'option',
@@ -324,24 +345,85 @@
       return false;
     }
   };
-  // The text of a subtree as a name: text, images' alt, children's aria-label; hidden parts left out.
+  // The computed style of `el`, or null when it is not rendered (display:none,
+  // visibility:hidden, aria-hidden): then its text is no part of an accessible name.
+  const renderedStyle = (el) => {
+    if (el.getAttribute('aria-hidden') === 'true') return null;
+    try {
+      const st = getComputedStyle(el);
+      return st.display === 'none' || st.visibility === 'hidden' || st.visibility === 'collapse' ? null : st;
+    } catch (_) {
+      return { display: 'inline' };
+    }
+  };
+  // The text of a subtree as a name, as Playwright's accessible names take it: text, images'
+  // alt, children's aria-label, hidden parts left out, a space around what is not inline.
   const contentText = (node, depth = 0) => {
     let out = '';
     if (!node || depth > 12) return out;
-    for (const c of node.childNodes || []) {
+    let kids = node.shadowRoot ? node.shadowRoot.childNodes : node.childNodes || [];
+    if (node.tagName === 'SLOT' && node.assignedNodes && node.assignedNodes().length) kids = node.assignedNodes();
+    for (const c of kids) {
       if (out.length > 4 * NAME_CHARS) break;
       if (c.nodeType === 3) out += c.data;
       else if (c.nodeType === 1) {
-        if (c.getAttribute('aria-hidden') === 'true' || c.tagName === 'SCRIPT' || c.tagName === 'STYLE') continue;
+        if (c.tagName === 'SCRIPT' || c.tagName === 'STYLE' || c.tagName === 'TEMPLATE') continue;
+        const st = renderedStyle(c);
+        if (!st) continue;
+        const pad = st.display !== 'inline' || c.tagName === 'BR' ? ' ' : '';
         const al = attr(c, 'aria-label');
-        if (al) out += ` ${al} `;
-        else if (c.tagName === 'IMG') out += ` ${attr(c, 'alt')} `;
-        else out += ` ${contentText(c, depth + 1)} `;
+        let t;
+        if (al) t = al;
+        else if (c.tagName === 'IMG') t = attr(c, 'alt');
+        else t = contentText(c, depth + 1);
+        out += pad + t + pad;
       }
     }
     return out;
   };
   const rootOf = (el) => (el.getRootNode ? el.getRootNode() : document);
+  // The document of `el` and every open shadow root in it: where Playwright's locators look.
+  const rootsOf = (el) => {
+    const doc = el.ownerDocument || document;
+    const out = [doc];
+    for (let i = 0; i < out.length && out.length < MAX_ROOTS; i += 1) {
+      let all;
+      try {
+        all = out[i].querySelectorAll('*');
+      } catch (_) {
+        continue;
+      }
+      for (const h of all) if (h.shadowRoot && out.length < MAX_ROOTS) out.push(h.shadowRoot);
+    }
+    return out;
+  };
+  // Every element matching `sel` in `roots`; null when there are more than `max`.
+  const queryDeep = (roots, sel, max = MAX_CANDIDATES) => {
+    const out = [];
+    for (const r of roots) {
+      let found;
+      try {
+        found = r.querySelectorAll(sel);
+      } catch (_) {
+        return null;
+      }
+      for (const c of found) out.push(c);
+      if (out.length > max) return null;
+    }
+    return out;
+  };
+  // How many elements of `roots` matching `sel` pass `pick`, stopping at two; `Infinity` when
+  // there are too many to look at.
+  const countOf = (roots, sel, pick, max = MAX_CANDIDATES) => {
+    const all = queryDeep(roots, sel, max);
+    if (!all) return Infinity;
+    let n = 0;
+    for (const c of all) {
+      if (pick(c)) n += 1;
+      if (n > 1) break;
+    }
+    return n;
+  };
   const byIds = (el) => {
     const root = rootOf(el);
     return attr(el, 'aria-labelledby')
@@ -361,8 +443,50 @@
     }
     return text;
   };
-  // Playwright's getByLabel: a <label>, aria-labelledby, or aria-label.
-  const labelOf = (el) => norm(labelsOf(el)) || norm(byIds(el)) || norm(attr(el, 'aria-label'));
+  // Playwright's elementText: all text below, hidden or not, and a shadow root's; cached per
+  // locate call.
+  const textOfEl = (cache, el) => {
+    let v = cache.get(el);
+    if (v !== undefined) return v;
+    let full = '';
+    const skip = el.nodeName === 'SCRIPT' || el.nodeName === 'NOSCRIPT' || el.nodeName === 'STYLE' || (el.ownerDocument && el.ownerDocument.head && el.ownerDocument.head.contains(el));
+    if (!skip) {
+      if (el.nodeName === 'INPUT' && (el.type === 'submit' || el.type === 'button')) full = String(el.value);
+      else {
+        for (let c = el.firstChild; c; c = c.nextSibling) {
+          if (c.nodeType === 3) full += c.nodeValue || '';
+          else if (c.nodeType === 1) full += textOfEl(cache, c).full;
+        }
+        if (el.shadowRoot) full += textOfEl(cache, el.shadowRoot).full;
+      }
+    }
+    v = { full, normalized: norm(full), skip };
+    cache.set(el, v);
+    return v;
+  };
+  // The elements a label can name.
+  const LABELLED = '[aria-labelledby],[aria-label],button,meter,output,progress,select,textarea,input';
+  // The texts Playwright's getByLabel matches: aria-labelledby's elements, else aria-label,
+  // else the <label>s of a labelable element.
+  const labelTexts = (cache, el) => {
+    const ids = attr(el, 'aria-labelledby').split(/\s+/).filter(Boolean);
+    if (ids.length) {
+      const root = rootOf(el);
+      return ids
+        .map((id) => (root.getElementById && root.getElementById(id)) || null)
+        .filter(Boolean)
+        .map((l) => textOfEl(cache, l).normalized);
+    }
+    const al = attr(el, 'aria-label');
+    if (al.trim()) return [norm(al)];
+    const labelable = ['BUTTON', 'METER', 'OUTPUT', 'PROGRESS', 'SELECT', 'TEXTAREA'].includes(el.nodeName) || (el.nodeName === 'INPUT' && el.type !== 'hidden');
+    if (!labelable) return [];
+    try {
+      return Array.from(el.labels || []).slice(0, 4).map((l) => textOfEl(cache, l).normalized);
+    } catch (_) {
+      return [];
+    }
+  };
   const nameOf = (el, role) => {
     const named = norm(byIds(el)) || norm(attr(el, 'aria-label'));
     if (named) return named;
@@ -385,38 +509,42 @@
     }
     return norm(attr(el, 'title'));
   };
-  // How many elements of `root` matching `sel` pass `pick`, stopping at two; `Infinity` when there
-  // are too many to look at.
-  const countOf = (root, sel, pick) => {
-    let all;
-    try {
-      all = root.querySelectorAll(sel);
-    } catch (_) {
-      return Infinity;
-    }
-    if (all.length > MAX_CANDIDATES) return Infinity;
-    let n = 0;
-    for (const c of all) {
-      if (pick(c)) n += 1;
-      if (n > 1) break;
-    }
-    return n;
+  // Does `text` match `part` as Playwright matches it: whole and case-sensitive (`exact`), or
+  // as a case-insensitive substring?
+  const matches = (text, part, exact) => (exact ? text === part : text.toLowerCase().includes(part.toLowerCase()));
+  // Exact first (it keeps matching when other text grows around it), then as a substring.
+  const uniquely = (value, count) => {
+    if (!value) return null;
+    const whole = value.length <= NAME_CHARS;
+    const v = shorten(value);
+    if (whole && count(v, true) === 1) return { value: v, exact: true };
+    if (count(v, false) === 1) return { value: v, exact: false };
+    return null;
   };
-  const has = (text, part) => text.toLowerCase().includes(part.toLowerCase());
-  const cssOf = (el) => {
-    const root = rootOf(el);
-    const one = (sel) => countOf(root, sel, () => true) === 1;
+  const cssOf = (el, frame) => {
+    const roots = rootsOf(el);
+    const one = (sel) => countOf(roots, sel, () => true) === 1;
     const tag = el.tagName.toLowerCase();
-    // An id or name longer than a name is not a selector anyone would write (nor keep).
-    const short = (t) => t && t.length <= NAME_CHARS;
-    if (short(el.id)) {
+    // An id or name longer than a name is not a selector anyone would write (nor keep); one
+    // that looks generated would differ at the replay.
+    const usable = (t) => t && t.length <= NAME_CHARS && !looksGenerated(t);
+    if (usable(el.id)) {
       const s = `#${CSS.escape(el.id)}`;
       if (one(s)) return s;
     }
     const name = attr(el, 'name');
-    if (short(name)) {
+    if (usable(name)) {
       const s = `${tag}[name="${CSS.escape(name)}"]`;
       if (one(s)) return s;
+    }
+    if (frame) {
+      // A frame is often the only one, or has a title.
+      if (one(tag)) return tag;
+      const title = attr(el, 'title');
+      if (title && title.length <= NAME_CHARS) {
+        const s = `${tag}[title="${CSS.escape(title)}"]`;
+        if (one(s)) return s;
+      }
     }
     // A short path down from the nearest ancestor with an id of its own.
     const path = [];
@@ -426,7 +554,7 @@
       const t = node.tagName.toLowerCase();
       const same = Array.from(parent.children).filter((c) => c.tagName === node.tagName);
       path.unshift(same.length > 1 ? `${t}:nth-of-type(${same.indexOf(node) + 1})` : t);
-      if (short(parent.id)) {
+      if (usable(parent.id)) {
         const s = `#${CSS.escape(parent.id)} > ${path.join(' > ')}`;
         if (one(s)) return s;
       }
@@ -434,44 +562,71 @@
     }
     return null;
   };
+  // Would only an id, name or class that looks generated pick `el` out? (Then saying so beats
+  // "no locator".)
+  const generatedOnly = (el) => {
+    const own = [el.id, attr(el, 'name'), ...Array.from(el.classList || [])];
+    return own.some((t) => t && looksGenerated(t));
+  };
+  // Playwright's text engine keeps an element whose text matches when none of its children's
+  // does (`self`).
+  const textSelf = (cache, el, match) => {
+    const t = textOfEl(cache, el);
+    if (t.skip || !match(t.normalized)) return false;
+    for (let c = el.firstElementChild; c; c = c.nextElementSibling) {
+      if (match(textOfEl(cache, c).normalized)) return false;
+    }
+    return !(el.shadowRoot && match(textOfEl(cache, el.shadowRoot).normalized));
+  };
   // The element itself, in its frame.
   const locatorOf = (el) => {
-    const root = rootOf(el);
+    const roots = rootsOf(el);
+    const cache = new Map();
     const testId = attr(el, 'data-testid');
-    if (testId && testId.length <= NAME_CHARS && countOf(root, '[data-testid]', (c) => attr(c, 'data-testid') === testId) === 1) {
+    if (testId && testId.length <= NAME_CHARS && countOf(roots, '[data-testid]', (c) => attr(c, 'data-testid') === testId) === 1) {
       return { testId };
     }
     const role = roleOf(el);
     if (role) {
-      const name = shorten(nameOf(el, role));
       const tags = ROLE_TAGS[role];
       const sel = tags ? `${tags},[role=${role}]` : `[role=${role}]`;
-      // Each word of a name lies whole in one text node or attribute, so an element whose text
-      // lacks one and whose name comes from nothing else cannot match: its name is not computed
-      // (a list of two thousand links is looked through in a few milliseconds).
-      const words = name.toLowerCase().split(' ');
-      const mayMatch = (c) => {
-        if (c.tagName === 'INPUT' || c.tagName === 'SELECT' || c.tagName === 'TEXTAREA' || c.tagName === 'IMG') return true;
-        if (c.hasAttribute('aria-labelledby') || c.hasAttribute('aria-label') || c.hasAttribute('title')) return true;
-        const text = String(c.textContent || '').toLowerCase();
-        return words.every((w) => text.includes(w)) || !!c.querySelector('[aria-label],img[alt]');
-      };
-      const same = (c) =>
-        mayMatch(c) && roleOf(c) === role && has(nameOf(c, role), name) && !hiddenFromRoles(c);
-      if (name && countOf(root, sel, same) === 1) return { role, name };
+      const byName = uniquely(nameOf(el, role), (name, exact) => {
+        // Each word of a name lies whole in one text node or attribute, so an element whose
+        // text lacks one and whose name comes from nothing else cannot match: its name is not
+        // computed (a list of two thousand links is looked through in a few milliseconds).
+        const words = name.toLowerCase().split(' ');
+        const mayMatch = (c) => {
+          if (c.tagName === 'INPUT' || c.tagName === 'SELECT' || c.tagName === 'TEXTAREA' || c.tagName === 'IMG') return true;
+          if (c.hasAttribute('aria-labelledby') || c.hasAttribute('aria-label') || c.hasAttribute('title') || c.shadowRoot) return true;
+          const text = String(c.textContent || '').toLowerCase();
+          return words.every((w) => text.includes(w)) || !!c.querySelector('[aria-label],img[alt]');
+        };
+        return countOf(roots, sel, (c) => mayMatch(c) && roleOf(c) === role && matches(nameOf(c, role), name, exact) && !hiddenFromRoles(c));
+      });
+      if (byName) return byName.exact ? { role, name: byName.value, exact: true } : { role, name: byName.value };
     }
-    const label = shorten(labelOf(el));
-    if (label) {
-      const same = (c) => has(labelOf(c), label);
-      if (countOf(root, 'input,textarea,select,button,[aria-label],[aria-labelledby]', same) === 1) return { label };
+    const labels = labelTexts(cache, el).filter(Boolean);
+    for (const l of labels) {
+      const byLabel = uniquely(l, (label, exact) =>
+        countOf(roots, LABELLED, (c) => labelTexts(cache, c).some((t) => matches(t, label, exact))));
+      if (byLabel) return byLabel.exact ? { label: byLabel.value, exact: true } : { label: byLabel.value };
     }
-    const placeholder = shorten(norm(attr(el, 'placeholder')));
-    if (placeholder && countOf(root, '[placeholder]', (c) => has(attr(c, 'placeholder'), placeholder)) === 1) {
-      return { placeholder };
+    const byPlaceholder = uniquely(norm(attr(el, 'placeholder')), (p, exact) =>
+      countOf(roots, '[placeholder]', (c) => matches(norm(attr(c, 'placeholder')), p, exact)));
+    if (byPlaceholder) {
+      return byPlaceholder.exact ? { placeholder: byPlaceholder.value, exact: true } : { placeholder: byPlaceholder.value };
     }
-    const css = cssOf(el);
+    const own = textOfEl(cache, el).normalized;
+    if (own && !['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName)) {
+      const byText = uniquely(own, (text, exact) => {
+        const match = (t) => matches(t, text, exact);
+        return textSelf(cache, el, match) ? countOf(roots, '*', (c) => textSelf(cache, c, match), MAX_TEXT_CANDIDATES) : 2;
+      });
+      if (byText) return byText.exact ? { text: byText.value, exact: true } : { text: byText.value };
+    }
+    const css = cssOf(el, false);
     if (css) return { css };
-    return { why: 'no-locator' };
+    return { why: generatedOnly(el) ? 'generated-id' : 'no-locator' };
   };
   // What a click on `el` is aimed at: the control or link it is part of (a label stands for its
   // control when that can be clicked).
@@ -482,25 +637,259 @@
     if (t.tagName === 'LABEL' && t.control && !hiddenFromRoles(t.control)) return t.control;
     return t;
   };
-  // The locator of `el`, with the frame it is in when that is a child of the top frame.
+  // The selector of each <iframe> from the top document down to this frame, outermost first;
+  // or why there is none.
+  const framePath = () => {
+    const path = [];
+    let w = window;
+    for (let depth = 0; w !== w.top; depth += 1) {
+      let fe = null;
+      try {
+        fe = w.frameElement;
+      } catch (_) {
+        fe = null;
+      }
+      if (!fe) return { why: 'cross-origin-frame' };
+      const sel = depth < 8 ? cssOf(fe, true) : null;
+      if (!sel) return { why: 'unnamed-frame' };
+      path.unshift(sel);
+      w = w.parent;
+    }
+    return { path };
+  };
+  // The locator of `el`, with the frames it is in below the top frame.
   const locate = (el) => {
     try {
       if (!el || !el.tagName) return { why: 'no-element' };
+      if (el.tagName === 'BODY' || el.tagName === 'HTML') return { why: 'page-background' };
       const found = locatorOf(el);
       if (isTop || found.why) return found;
-      if (window.parent !== window.top) return { why: 'nested-frame' };
-      const frame = window.frameElement ? cssOf(window.frameElement) : null;
-      return frame ? { ...found, frame } : { why: 'unnamed-frame' };
+      const frames = framePath();
+      return frames.why ? { why: frames.why } : { ...found, frames: frames.path };
     } catch (_) {
       return { why: 'error' };
     }
   };
+
+  // ---- Hovering ------------------------------------------------------------------------------
+  // A click that needed the pointer to rest on another element first (a menu): a replay hovers
+  // that element before it clicks. The rule: the clicked element lies in an element `shown` that
+  // was shown because the pointer was over another one, `trigger` — by a `:hover` style rule
+  // (`.menu:hover .sub { display: block }`: `shown` matches the rule, `trigger` is the ancestor
+  // the rule's hovered part matches), or by the page's script (`shown` was inserted, or its
+  // style, class or `hidden` changed to make it rendered, within a second of the pointer
+  // entering `trigger`, outside `shown`). What is hovered is the element the pointer entered
+  // last inside `trigger` and outside `shown` (what a user moved over), else `trigger`.
+  const OVER_LOG = 32;
+  const SHOW_AFTER_OVER = 1000;
+  const overLog = [];
+  addEventListener(
+    'pointerover',
+    (e) => {
+      if (!e.isTrusted) return;
+      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      if (!el || el.nodeType !== 1) return;
+      overLog.push({ el, t: now() });
+      if (overLog.length > OVER_LOG) overLog.shift();
+    },
+    true,
+  );
+  const shownBy = new WeakMap();
+  try {
+    new MutationObserver((records) => {
+      const last = overLog[overLog.length - 1];
+      if (!last || now() - last.t > SHOW_AFTER_OVER) return;
+      const mark = (node) => {
+        if (!node || node.nodeType !== 1 || node.contains(last.el) || shownBy.has(node)) return;
+        if (node.getClientRects().length === 0) return;
+        shownBy.set(node, last.el);
+      };
+      for (const r of records) {
+        if (r.type === 'childList') for (const n of r.addedNodes) mark(n);
+        else mark(r.target);
+      }
+    }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['style', 'class', 'hidden'] });
+  } catch (_) {
+    // No document element yet: script-shown menus are not seen in this document.
+  }
+  // The `:hover` rules of `root`'s style sheets that show or hide something, as selector lists.
+  const hoverSelectors = (root) => {
+    const out = [];
+    let seen = 0;
+    const walk = (rules, depth) => {
+      for (const r of rules) {
+        seen += 1;
+        if (out.length > 200 || depth > 4 || seen > 20000) return;
+        if (r.cssRules && !r.selectorText) walk(r.cssRules, depth + 1);
+        const st = r.style;
+        if (!r.selectorText || !r.selectorText.includes(':hover') || !st) continue;
+        if (st.display || st.visibility || st.opacity || st.pointerEvents || st.maxHeight || st.transform) out.push(r.selectorText);
+      }
+    };
+    for (const sheet of Array.from((root && root.styleSheets) || []).slice(0, 64)) {
+      try {
+        walk(sheet.cssRules, 0);
+      } catch (_) {
+        // A cross-origin style sheet: its rules cannot be read.
+      }
+    }
+    return out;
+  };
+  // One complex selector with `:hover` split at the hovered compound: the selector the hovered
+  // element matches (`:hover` left out), when only descendant or child combinators follow it.
+  const hoveredPart = (complex) => {
+    const at = complex.indexOf(':hover');
+    let end = at;
+    let depth = 0;
+    for (; end < complex.length; end += 1) {
+      const ch = complex[end];
+      if (ch === '(' || ch === '[') depth += 1;
+      else if (ch === ')' || ch === ']') depth -= 1;
+      else if (depth === 0 && /[\s>+~]/.test(ch)) break;
+    }
+    const rest = complex.slice(end).trim();
+    if (!rest || rest.startsWith('+') || rest.startsWith('~')) return null;
+    const part = complex.slice(0, end).replace(/:hover/g, '').trim();
+    return part === '' || /[\s>+~]$/.test(part) ? `${part}*` : part;
+  };
+  const splitList = (list) => {
+    const out = [];
+    let depth = 0;
+    let from = 0;
+    for (let i = 0; i < list.length; i += 1) {
+      const ch = list[i];
+      if (ch === '(' || ch === '[') depth += 1;
+      else if (ch === ')' || ch === ']') depth -= 1;
+      else if (ch === ',' && depth === 0) {
+        out.push(list.slice(from, i));
+        from = i + 1;
+      }
+    }
+    out.push(list.slice(from));
+    return out.map((s) => s.trim()).filter(Boolean);
+  };
+  // (shown, trigger) for `el` by a `:hover` rule, or null.
+  const byHoverRule = (el) => {
+    const roots = [rootOf(el)];
+    if (roots[0] !== document) roots.push(document);
+    for (const root of roots) {
+      for (const list of hoverSelectors(root)) {
+        for (const complex of splitList(list)) {
+          if (!complex.includes(':hover')) continue;
+          const hovered = hoveredPart(complex);
+          if (!hovered) continue;
+          let shown = null;
+          try {
+            for (let n = el; n && n.nodeType === 1; n = n.parentElement) {
+              if (n.matches(complex)) {
+                shown = n;
+                break;
+              }
+            }
+            const trigger = shown && shown.parentElement && shown.parentElement.closest(hovered);
+            if (trigger && trigger.matches(':hover')) return { shown, trigger };
+          } catch (_) {
+            // A selector this engine does not take.
+          }
+        }
+      }
+    }
+    return null;
+  };
+  // (shown, trigger) for `el` by the page's script, or null.
+  const byScript = (el) => {
+    for (let n = el; n && n.nodeType === 1; n = n.parentElement) {
+      const trigger = shownBy.get(n);
+      if (trigger && trigger.isConnected && !n.contains(trigger)) return { shown: n, trigger };
+    }
+    return null;
+  };
+  // The element to hover before clicking `el`, or null when the click needed none.
+  const hoverOf = (el) => {
+    const found = byHoverRule(el) || byScript(el);
+    if (!found) return null;
+    const { shown, trigger } = found;
+    for (let i = overLog.length - 1; i >= 0; i -= 1) {
+      const o = overLog[i].el;
+      if (!o.isConnected || shown.contains(o) || !(o === trigger || trigger.contains(o))) continue;
+      const aimed = aimOf(o);
+      return trigger.contains(aimed) && !shown.contains(aimed) ? aimed : o;
+    }
+    return trigger;
+  };
+
+  // A press is reported once it reaches the document. One stopped before it (by a listener
+  // on the window that stops it, as a client's hit-target check does before it retries the
+  // click elsewhere) never reached the page: it is reported as such once its dispatch is over.
+  const presses = new WeakMap();
   addEventListener(
     'pointerdown',
     (e) => {
       if (!e.isTrusted) return;
       const el = (e.composedPath && e.composedPath()[0]) || e.target;
-      report({ t: 'hit', at: now(), target: locate(el && el.nodeType === 1 ? aimOf(el) : null) });
+      const aimed = el && el.nodeType === 1 ? aimOf(el) : null;
+      let hover = null;
+      try {
+        hover = aimed ? hoverOf(aimed) : null;
+      } catch (_) {
+        hover = null;
+      }
+      const o = { t: 'hit', at: now(), target: locate(aimed) };
+      if (hover) o.hover = locate(hover);
+      presses.set(e, o);
+      setTimeout(() => {
+        if (!presses.has(e)) return;
+        presses.delete(e);
+        report({ ...o, blocked: true });
+      }, 0);
+    },
+    true,
+  );
+  document.addEventListener(
+    'pointerdown',
+    (e) => {
+      const o = presses.get(e);
+      if (!o) return;
+      presses.delete(e);
+      report(o);
+    },
+    true,
+  );
+
+  // ---- Choices ---------------------------------------------------------------------------------
+  // A <select> or a file input changed (set by script, as Playwright and the browser MCP servers
+  // set them, or by the keyboard): its locator, and for a select the labels of the chosen
+  // options (page text), unless the field is a sensitive one. Never a value, never a file name.
+  const MAX_OPTIONS = 16;
+  const chosen = (sel) => {
+    const labels = Array.from(sel.selectedOptions || []).map((o) => norm(o.label));
+    if (labels.length === 0 || labels.length > MAX_OPTIONS) return null;
+    const all = Array.from(sel.options || []).map((o) => norm(o.label));
+    const once = (l) => l && l.length <= NAME_CHARS && all.filter((x) => x === l).length === 1;
+    return labels.every(once) ? labels : null;
+  };
+  const sensitiveChoice = (el) => {
+    const k = (() => {
+      try {
+        return classify(el, 'SELECT');
+      } catch (_) {
+        return 'unknown';
+      }
+    })();
+    return SENSITIVE.has(k) || k === 'unknown';
+  };
+  addEventListener(
+    'change',
+    (e) => {
+      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      if (!el || !el.tagName) return;
+      if (el.tagName === 'SELECT') {
+        const secret = sensitiveChoice(el);
+        const target = secret ? { why: 'sensitive-choice' } : locate(el);
+        report({ t: 'chose', at: now(), target, options: secret ? null : chosen(el) });
+      } else if (el.tagName === 'INPUT' && inputType(el) === 'file') {
+        report({ t: 'files', at: now(), target: locate(el), count: (el.files || []).length });
+      }
     },
     true,
   );
@@ -592,12 +981,17 @@
       const secret = SENSITIVE.has(kind);
       if (secret) scrub(el, kind);
       if (!open || open.done || open.el !== el || open.kind !== kind || t - open.t1 > SEGMENT_GAP) {
+        // Typing that goes on in the element of the segment still open (after a pause) is
+        // reported as such: the relay takes it for a step only when no fresh report fits.
+        const continued = !!open && !open.done && open.el === el;
         const v = secret ? null : valueOf(el);
         const before = v != null && v.length <= MAX_BEFORE ? v : null;
         const sel = secret || el.isContentEditable ? null : selection(el);
         open = { el, kind, t0: t, t1: t, before, sel, data: '', count: 0, cut: false, done: false, owner: state, via };
         // Where this typing went, as it was before the first character landed.
-        report({ t: 'typed', at: t, target: locate(el) });
+        const o = { t: 'typed', at: t, target: locate(el) };
+        if (continued) o.continued = true;
+        report(o);
         log.push(open);
         if (log.length > MAX_SEGMENTS) log.shift().done = true;
       }

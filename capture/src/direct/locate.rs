@@ -1,14 +1,17 @@
-//! Where a click or a typing step went: the page agent's locators (`agent.js`, *Locators*).
+//! Where a click, a typing step, a `<select>` choice or a file choice went: the page agent's
+//! locators (`agent.js`, *Locators*).
 //!
-//! The agent takes one when an element receives a trusted `pointerdown` and when typing starts
-//! in an element, and reports it over its binding at once, so a navigation the step causes cannot
-//! lose it. The direct reader hands it on, raw, over the in-memory channel to the traffic reader,
-//! which picks the report in a step's time window and sanitizes it into the step's
-//! `payload.target` ([`RawLocator::sanitized`]) only then, after every keystroke forwarded before
-//! the step was registered. Text that held anything typed in the run, or anything else the
-//! sanitizer redacts, is never recorded: the step is not replayable instead.
+//! The agent takes one when an element receives a trusted `pointerdown`, when typing starts in
+//! an element, and when a `<select>` or a file input changes, and reports it over its binding at
+//! once, so a navigation the step causes cannot lose it. The direct reader hands it on, raw, over
+//! the in-memory channel to the traffic reader, which picks the report in a step's time window
+//! and sanitizes it into the step's `payload.target` ([`AgentLocator::sanitized`]) only then,
+//! after every keystroke forwarded before the step was registered. The agent reports a locator in
+//! the evidence format's own shape ([`StoredLocator`], read here as page text that is not
+//! sanitized yet); text that held anything typed in the run, or anything else the sanitizer
+//! redacts, is never recorded: the step is not replayable instead.
 
-use cdp_evidence::Locator;
+use cdp_evidence::{Locator, LocatorKind, StoredLocator};
 use cdp_sanitize::{SafeText, Sanitizer};
 use serde::Deserialize;
 use std::time::{Duration, SystemTime};
@@ -16,11 +19,20 @@ use std::time::{Duration, SystemTime};
 /// Longest text a locator member may have (the agent cuts names at 80 characters); a longer
 /// one is not recorded.
 const MAX_CHARS: usize = 256;
+/// Most frame levels a locator may go down.
+const MAX_FRAMES: usize = 8;
+/// Most options a `<select>` step may record.
+pub(crate) const MAX_OPTIONS: usize = 16;
 
 /// Why a step is not replayable when its locator held typed text.
 pub(crate) const TYPED_TEXT: &str = "the element's name contains typed text";
 /// … when it held other text the sanitizer redacts.
 const REDACTED: &str = "the element's name contains text the relay redacts";
+/// … when a chosen option's label held typed text or a redaction.
+const OPTION_REDACTED: &str =
+    "the chosen option's label contains typed text or text the relay redacts";
+/// … when the agent reported no label for the choice.
+const NO_OPTION: &str = "the relay's page agent could not name the chosen option";
 
 /// When the agent took the locator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,50 +41,45 @@ pub(crate) enum Moment {
     Hit,
     /// Typing started in the element.
     Typed,
+    /// A `<select>` changed: a choice was made.
+    Chose,
+    /// A file input's files were set.
+    Files,
 }
 
-/// A locator as the page agent reported it: page text, raw, memory only. `Debug` names the
-/// members present, never their text.
-#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct RawLocator {
-    #[serde(default)]
-    test_id: Option<String>,
-    #[serde(default)]
-    role: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    label: Option<String>,
-    #[serde(default)]
-    placeholder: Option<String>,
-    #[serde(default)]
-    css: Option<String>,
-    #[serde(default)]
-    frame: Option<String>,
-    /// The agent's word for why there is none (`no-locator`, `nested-frame`, …).
-    #[serde(default)]
-    why: Option<String>,
+/// A locator as the page agent reported it, in the format's shape: page text, raw, memory only.
+/// `Debug` names the members present, never their text.
+#[derive(Clone, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct AgentLocator(Box<StoredLocator>);
+
+impl Default for AgentLocator {
+    fn default() -> AgentLocator {
+        AgentLocator(Box::new(StoredLocator::not_replayable(String::new())))
+    }
 }
 
-impl std::fmt::Debug for RawLocator {
+impl std::fmt::Debug for AgentLocator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let l = &self.0;
         let present = [
-            ("testId", &self.test_id),
-            ("role", &self.role),
-            ("name", &self.name),
-            ("label", &self.label),
-            ("placeholder", &self.placeholder),
-            ("css", &self.css),
-            ("frame", &self.frame),
-            ("why", &self.why),
+            ("testId", l.test_id.is_some()),
+            ("role", l.role.is_some()),
+            ("name", l.name.is_some()),
+            ("label", l.label.is_some()),
+            ("placeholder", l.placeholder.is_some()),
+            ("text", l.text.is_some()),
+            ("css", l.css.is_some()),
+            ("exact", l.exact.is_some()),
+            ("frames", l.frames.is_some()),
+            ("why", l.why.is_some()),
         ];
         let names: Vec<&str> = present
             .iter()
-            .filter(|(_, v)| v.is_some())
+            .filter(|(_, p)| *p)
             .map(|(n, _)| *n)
             .collect();
-        write!(f, "RawLocator({})", names.join(", "))
+        write!(f, "AgentLocator({})", names.join(", "))
     }
 }
 
@@ -80,43 +87,77 @@ impl std::fmt::Debug for RawLocator {
 fn agent_why(word: &str) -> &'static str {
     match word {
         "no-locator" => {
-            "no test id, role and name, label, placeholder or short CSS path picks out the element alone"
+            "no test id, role and name, label, placeholder, text or short CSS path picks out the element alone"
+        }
+        "generated-id" => {
+            "no test id, role and name, label, placeholder or text picks out the element alone, and its id or class looks generated (it would differ at the replay)"
         }
         "no-element" => "the click hit no element",
-        "nested-frame" => "the element is inside a frame inside a frame",
-        "unnamed-frame" => "no selector picks out the frame the element is in",
+        "page-background" => "the click hit the page itself, not an element on it",
+        "cross-origin-frame" => "the element is inside a frame of another origin",
+        "unnamed-frame" => "no selector picks out a frame on the way to the element",
+        "sensitive-choice" => "the choice was made in a field marked sensitive (payment, password or marked by the page)",
         _ => "the relay's page agent could not describe the element",
     }
 }
 
-impl RawLocator {
+impl AgentLocator {
     /// The locator to record: each member's text through the run's sanitizer, unchanged, or
-    /// not replayable (typed text, a redaction, an empty or over-long member).
+    /// not replayable (typed text, a redaction, an empty or over-long member). Which member is
+    /// the locator is evidence's rule ([`StoredLocator::kind`]).
     pub(crate) fn sanitized(&self, s: &Sanitizer) -> Locator {
-        if let Some(word) = &self.why {
-            return Locator::not_replayable(SafeText::literal(agent_why(word)));
-        }
+        let raw = &self.0;
         let clean = |t: &str| -> Result<SafeText, &'static str> { clean(s, t) };
         let one = || -> Result<Locator, &'static str> {
-            let found = if let Some(id) = &self.test_id {
-                Locator::test_id(clean(id)?)
-            } else if let (Some(role), Some(name)) = (&self.role, &self.name) {
-                Locator::role(clean(role)?, clean(name)?)
-            } else if let Some(label) = &self.label {
-                Locator::label(clean(label)?)
-            } else if let Some(p) = &self.placeholder {
-                Locator::placeholder(clean(p)?)
-            } else if let Some(css) = &self.css {
-                Locator::css(clean(css)?)
-            } else {
-                return Err(agent_why(""));
+            let found = match raw.kind() {
+                Some(LocatorKind::NotReplayable(_)) => return Err(agent_why("")),
+                Some(LocatorKind::TestId(id)) => Locator::test_id(clean(id)?),
+                Some(LocatorKind::Role { role, name }) => Locator::role(clean(role)?, clean(name)?),
+                Some(LocatorKind::Label(label)) => Locator::label(clean(label)?),
+                Some(LocatorKind::Placeholder(p)) => Locator::placeholder(clean(p)?),
+                Some(LocatorKind::Text(t)) => Locator::text(clean(t)?),
+                Some(LocatorKind::Css(css)) => Locator::css(clean(css)?),
+                None => return Err(agent_why(raw.why.as_deref().unwrap_or(""))),
             };
-            Ok(match &self.frame {
-                Some(frame) => found.in_frame(clean(frame)?),
-                None => found,
+            let path = raw.frame_path();
+            if path.len() > MAX_FRAMES {
+                return Err(agent_why("unnamed-frame"));
+            }
+            let frames = path.into_iter().map(clean).collect::<Result<Vec<_>, _>>()?;
+            let found = found.in_frames(frames);
+            Ok(if raw.is_exact() {
+                found.exactly()
+            } else {
+                found
             })
         };
         one().unwrap_or_else(|why| Locator::not_replayable(SafeText::literal(why)))
+    }
+}
+
+/// The labels of the options a `<select>` step chose: page text, raw, memory only. `Debug`
+/// says how many, never which.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct Options(Vec<String>);
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Options({})", self.0.len())
+    }
+}
+
+impl Options {
+    /// The labels to record, each through the run's sanitizer, unchanged; else why the choice
+    /// cannot be replayed.
+    pub(crate) fn sanitized(&self, s: &Sanitizer) -> Result<Vec<SafeText>, &'static str> {
+        if self.0.is_empty() || self.0.len() > MAX_OPTIONS {
+            return Err(NO_OPTION);
+        }
+        self.0
+            .iter()
+            .map(|label| clean(s, label).map_err(|_| OPTION_REDACTED))
+            .collect()
     }
 }
 
@@ -143,7 +184,34 @@ pub(crate) struct Located {
     /// When the agent took it.
     pub(crate) at: SystemTime,
     pub(crate) moment: Moment,
-    pub(crate) locator: RawLocator,
+    pub(crate) locator: AgentLocator,
+    /// For a click: the element the pointer rested on first for the clicked one to show.
+    pub(crate) hover: Option<AgentLocator>,
+    /// For a `<select>` choice: the chosen options' labels (`None`: the agent named none).
+    pub(crate) options: Option<Options>,
+    /// For a press: it never reached the document (stopped on the window).
+    pub(crate) blocked: bool,
+    /// For a file choice: how many files.
+    pub(crate) count: Option<u64>,
+    /// For typing: it went on in the element typed into just before, after a pause (the step
+    /// of typing that began there owns it).
+    pub(crate) continued: bool,
+}
+
+impl Located {
+    /// A `<select>` choice to record: the select's locator and the chosen options' labels, or
+    /// not replayable (the locator, or a label the sanitizer would change, or none named).
+    pub(crate) fn choice(&self, s: &Sanitizer) -> (Locator, Option<Vec<SafeText>>) {
+        let target = self.locator.sanitized(s);
+        if let Some(LocatorKind::NotReplayable(_)) = target.kind() {
+            return (target, None);
+        }
+        match self.options.as_ref().map(|o| o.sanitized(s)) {
+            Some(Ok(labels)) => (target, Some(labels)),
+            Some(Err(why)) => (Locator::not_replayable(SafeText::literal(why)), None),
+            None => (Locator::not_replayable(SafeText::literal(NO_OPTION)), None),
+        }
+    }
 }
 
 /// The agent's time (wall-clock milliseconds) of a report received at `received`. On one machine
@@ -174,7 +242,7 @@ mod tests {
     use super::*;
     use cdp_evidence::LocatorKind;
 
-    fn raw(json: serde_json::Value) -> RawLocator {
+    fn raw(json: serde_json::Value) -> AgentLocator {
         serde_json::from_value(json).unwrap()
     }
 
@@ -202,22 +270,35 @@ mod tests {
         let l =
             raw(serde_json::json!({"placeholder": "you@example.com", "css": "#e"})).sanitized(&s);
         assert_eq!(l.kind(), Some(LocatorKind::Placeholder("you@example.com")));
-        let l = raw(serde_json::json!({"css": "#email", "frame": "#pay"})).sanitized(&s);
+        let l = raw(serde_json::json!({"text": "Tile", "exact": true})).sanitized(&s);
+        assert_eq!(l.kind(), Some(LocatorKind::Text("Tile")));
+        assert!(l.is_exact());
+        let l =
+            raw(serde_json::json!({"css": "#email", "frames": ["#pay", "iframe"]})).sanitized(&s);
         assert_eq!(l.kind(), Some(LocatorKind::Css("#email")));
-        assert_eq!(serde_json::to_value(&l).unwrap()["frame"], "#pay");
-        let l = raw(serde_json::json!({"why": "nested-frame"})).sanitized(&s);
+        assert_eq!(
+            serde_json::to_value(&l).unwrap(),
+            serde_json::json!({"css": "#email", "frames": ["#pay", "iframe"]})
+        );
+        // A run's one `frame` (as the agent wrote it before) is read as a path of one.
+        let l = raw(serde_json::json!({"css": "#email", "frame": "#pay"})).sanitized(&s);
+        assert_eq!(l.frame_path(), ["#pay"]);
+        let l = raw(serde_json::json!({"why": "cross-origin-frame"})).sanitized(&s);
         assert_eq!(
             l.kind(),
             Some(LocatorKind::NotReplayable(
-                "the element is inside a frame inside a frame"
+                "the element is inside a frame of another origin"
             ))
         );
+        let l = raw(serde_json::json!({"why": "generated-id"})).sanitized(&s);
+        assert!(kind(&l).contains("looks generated"), "{}", kind(&l));
         // Unknown words, nothing at all, empty or over-long text: not replayable.
         for j in [
             serde_json::json!({"why": "<b>x</b>"}),
             serde_json::json!({}),
             serde_json::json!({"label": "  "}),
             serde_json::json!({"css": "x".repeat(MAX_CHARS + 1)}),
+            serde_json::json!({"css": "#a", "frames": vec!["iframe"; MAX_FRAMES + 1]}),
         ] {
             let l = raw(j.clone()).sanitized(&s);
             assert!(kind(&l).contains("NotReplayable"), "{j}: {}", kind(&l));
@@ -241,7 +322,11 @@ mod tests {
                 TYPED_TEXT,
             ),
             (
-                serde_json::json!({"css": "#ok", "frame": "iframe[name=\"Zw4TypedBBB2\"]"}),
+                serde_json::json!({"css": "#ok", "frames": ["#outer", "iframe[name=\"Zw4TypedBBB2\"]"]}),
+                TYPED_TEXT,
+            ),
+            (
+                serde_json::json!({"text": "Zw4TypedBBB2", "exact": true}),
                 TYPED_TEXT,
             ),
             (
@@ -263,12 +348,30 @@ mod tests {
         // Three characters are not masked anywhere: a name holding them is page text as usual.
         let l = raw(serde_json::json!({"label": "Zw4"})).sanitized(&s);
         assert_eq!(l.kind(), Some(LocatorKind::Label("Zw4")));
+        // A chosen option's label is page text too: an echo or a secret in it is never recorded.
+        let options =
+            |labels: &[&str]| serde_json::from_value::<Options>(serde_json::json!(labels)).unwrap();
+        let kept = options(&["Blue", "Dark green"]).sanitized(&s).unwrap();
+        assert_eq!(
+            kept.iter().map(SafeText::as_str).collect::<Vec<_>>(),
+            ["Blue", "Dark green"]
+        );
+        for labels in [
+            &["Zw4TypedBBB2"][..],
+            &["Blue", "key sk-live-0123"],
+            &[],
+            &["  "],
+        ] {
+            let refused = options(labels).sanitized(&s);
+            assert!(refused.is_err(), "{labels:?}");
+        }
+        assert_eq!(format!("{:?}", options(&["Blue"])), "Options(1)");
     }
 
     #[test]
     fn raw_locators_do_not_print_their_text() {
-        let l = raw(serde_json::json!({"role": "button", "name": "hunter2"}));
-        assert_eq!(format!("{l:?}"), "RawLocator(role, name)");
+        let l = raw(serde_json::json!({"role": "button", "name": "hunter2", "exact": true}));
+        assert_eq!(format!("{l:?}"), "AgentLocator(role, name, exact)");
     }
 
     #[test]

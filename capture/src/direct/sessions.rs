@@ -8,7 +8,7 @@
 //! joining), dialog and crash state, a navigation waiting for its load, verifications queued.
 //! Target ids are raw here, in memory only.
 
-use super::locate::{self, Located, Moment, RawLocator};
+use super::locate::{self, AgentLocator, Located, Moment, Options};
 use super::verify::{field_kind, VerifyReply, VerifyRequest};
 use super::{BINDING, TOOL, WORLD};
 use crate::cdp::frame::{leading, Frame, Leading};
@@ -85,20 +85,96 @@ enum AgentMessage {
         #[serde(default)]
         kind: String,
     },
-    /// An element received a trusted `pointerdown` at `at` (wall-clock ms): its locator.
+    /// An element received a trusted `pointerdown` at `at` (wall-clock ms): its locator, and
+    /// the element the pointer rested on first when the clicked one was shown by hovering it.
     Hit {
         #[serde(default)]
         at: f64,
         #[serde(default)]
-        target: RawLocator,
+        target: AgentLocator,
+        #[serde(default)]
+        hover: Option<AgentLocator>,
+        /// The press never reached the document (stopped on the window).
+        #[serde(default)]
+        blocked: bool,
     },
-    /// Typing started in an element at `at`: its locator.
+    /// Typing started in an element at `at`: its locator; `continued` when it goes on in the
+    /// element typed into just before (after a pause).
     Typed {
         #[serde(default)]
         at: f64,
         #[serde(default)]
-        target: RawLocator,
+        target: AgentLocator,
+        #[serde(default)]
+        continued: bool,
     },
+    /// A `<select>` changed at `at`: its locator and the chosen options' labels.
+    Chose {
+        #[serde(default)]
+        at: f64,
+        #[serde(default)]
+        target: AgentLocator,
+        #[serde(default)]
+        options: Option<Options>,
+    },
+    /// A file input's files were set at `at`: its locator and how many (never a file's name).
+    Files {
+        #[serde(default)]
+        at: f64,
+        #[serde(default)]
+        target: AgentLocator,
+        #[serde(default)]
+        count: Option<u64>,
+    },
+}
+
+/// A locator report of the page agent's, as the traffic reader takes it.
+fn agent_report(target_id: String, message: AgentMessage, received: SystemTime) -> Located {
+    let mut l = Located {
+        target_id,
+        at: received,
+        moment: Moment::Hit,
+        locator: AgentLocator::default(),
+        hover: None,
+        options: None,
+        blocked: false,
+        count: None,
+        continued: false,
+    };
+    let ms = match message {
+        AgentMessage::Focus { .. } => 0.0,
+        AgentMessage::Hit {
+            at,
+            target,
+            hover,
+            blocked,
+        } => {
+            (l.locator, l.hover, l.blocked) = (target, hover, blocked);
+            at
+        }
+        AgentMessage::Typed {
+            at,
+            target,
+            continued,
+        } => {
+            (l.moment, l.locator, l.continued) = (Moment::Typed, target, continued);
+            at
+        }
+        AgentMessage::Chose {
+            at,
+            target,
+            options,
+        } => {
+            (l.moment, l.locator, l.options) = (Moment::Chose, target, options);
+            at
+        }
+        AgentMessage::Files { at, target, count } => {
+            (l.moment, l.locator, l.count) = (Moment::Files, target, count);
+            at
+        }
+    };
+    l.at = locate::agent_time(ms, received);
+    l
 }
 
 /// The observer's pages, by its session on each.
@@ -327,23 +403,21 @@ fn agent_event(
                 );
                 return true;
             }
-            let (moment, ms, locator) = match serde_json::from_str(&p.payload) {
+            let message = match serde_json::from_str(&p.payload) {
                 Ok(AgentMessage::Focus { kind: word }) => {
                     let kind = field_kind(&word);
                     tracing::trace!("observer: focus {}", kind.map_or("?", |_| word.as_str()));
                     pages.focused_at(target, kind, at);
                     return true;
                 }
-                Ok(AgentMessage::Hit { at, target }) => (Moment::Hit, at, target),
-                Ok(AgentMessage::Typed { at, target }) => (Moment::Typed, at, target),
+                Ok(m) => m,
                 Err(_) => return true,
             };
-            located.push(VerifyReply::Located(Located {
-                target_id: page.target_id.clone(),
-                at: locate::agent_time(ms, at),
-                moment,
-                locator,
-            }));
+            located.push(VerifyReply::Located(agent_report(
+                page.target_id.clone(),
+                message,
+                at,
+            )));
         }
         O::PageLoadEventFired
         | O::PageJavascriptDialogOpening
@@ -373,6 +447,24 @@ mod tests {
         assert!(matches!(m, AgentMessage::Hit { at, .. } if at == 1.5));
         let m = serde_json::from_str(r#"{"t":"typed","target":{"why":"no-locator"}}"#).unwrap();
         assert!(matches!(m, AgentMessage::Typed { at, .. } if at == 0.0));
+        let m = serde_json::from_str(
+            r#"{"t":"hit","at":2,"target":{"text":"Pricing"},"hover":{"role":"button","name":"Products"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(m, AgentMessage::Hit { hover: Some(_), .. }));
+        let m = serde_json::from_str(
+            r#"{"t":"chose","at":3,"target":{"label":"Colour"},"options":["Blue"]}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            m,
+            AgentMessage::Chose {
+                options: Some(_),
+                ..
+            }
+        ));
+        let m = serde_json::from_str(r##"{"t":"files","at":4,"target":{"css":"#f"}}"##).unwrap();
+        assert!(matches!(m, AgentMessage::Files { .. }));
         for other in [r#"{"t":"blur"}"#, r#"{"kind":"email"}"#, "[]"] {
             assert!(
                 serde_json::from_str::<AgentMessage>(other).is_err(),

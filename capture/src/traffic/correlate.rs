@@ -3,11 +3,13 @@
 //! `sessionId`, and interruption of commands left unanswered (close, detach, timeout).
 
 use super::commands::{self, Command};
+use super::targets::Answered;
 use super::typing::Reach;
 use super::{Key, TrafficReader, TOOL};
 use crate::cdp::frame::Frame;
 use crate::cdp::methods::CommandMethod;
 use crate::cdp::params as cdp;
+use crate::direct::locate::Moment;
 use crate::pages::veto::{Commit, Withheld};
 use crate::{cdp::IdMap, Emit, NewArtifact};
 use cdp_evidence::{Action, ActionMethod, Record, RecordKind, Status};
@@ -113,6 +115,9 @@ pub(super) enum Waiting {
 pub(super) enum StepKind {
     Click,
     Navigation,
+    /// A file input's files set (`DOM.setFileInputFiles`): its record waits for the agent's
+    /// report of the input, as a click's does.
+    Files,
 }
 
 /// How often unanswered commands are looked for.
@@ -139,7 +144,19 @@ impl TrafficReader {
         let waiting = match cmd {
             Command::Action(action, reach) => {
                 self.end_typing(conn, &key, at, reach);
-                let trigger = (action.method == ActionMethod::Click).then_some(StepKind::Click);
+                if matches!(reach, Reach::Page | Reach::Script) {
+                    if let Some(page) = self.raw_target(conn, &key) {
+                        let files = action.method == ActionMethod::DomSetFileInputFiles;
+                        self.targets.acted(page, at, files);
+                    }
+                }
+                let trigger = if action.method == ActionMethod::Click {
+                    Some(StepKind::Click)
+                } else if action.method == ActionMethod::DomSetFileInputFiles {
+                    Some(StepKind::Files)
+                } else {
+                    None
+                };
                 let target = self.target_for(conn, &key);
                 Waiting::Action {
                     action,
@@ -261,11 +278,23 @@ impl TrafficReader {
                         self.pages.clicked(&target);
                     }
                 }
-                if trigger == Some(StepKind::Click) {
-                    // Its record waits for the page agent's report of what it hit.
-                    return self.click_answered(
-                        conn, key, action, p.started, duration, status, error, target, at,
-                    );
+                let moment = match trigger {
+                    Some(StepKind::Click) => Some(Moment::Hit),
+                    Some(StepKind::Files) => Some(Moment::Files),
+                    Some(StepKind::Navigation) | None => None,
+                };
+                if let Some(moment) = moment {
+                    // Its record waits for the page agent's report of what it acted on.
+                    let step = Answered {
+                        action,
+                        started: p.started,
+                        duration,
+                        status,
+                        error,
+                        target,
+                        at,
+                    };
+                    return self.held_answered(conn, key, moment, step);
                 }
                 let r = action_record(action, p.started, duration, status, error, target);
                 self.emit(r);

@@ -1302,14 +1302,194 @@ fn agent_saw(
     ms: u64,
     locator: serde_json::Value,
 ) {
+    agent_reported(tx, moment, ms, json!({"target": locator}));
+}
+
+/// The page agent's report of `moment` at `ms` on [`PAGE`], its members (`target`, `hover`,
+/// `options`) as the agent writes them.
+fn agent_reported(
+    tx: &tokio::sync::mpsc::Sender<crate::direct::verify::VerifyReply>,
+    moment: crate::direct::locate::Moment,
+    ms: u64,
+    report: serde_json::Value,
+) {
     let l = crate::direct::locate::Located {
         target_id: PAGE.into(),
         at: t(ms),
         moment,
-        locator: serde_json::from_value(locator).unwrap(),
+        locator: serde_json::from_value(report["target"].clone()).unwrap(),
+        hover: serde_json::from_value(report["hover"].clone()).unwrap(),
+        options: serde_json::from_value(report["options"].clone()).unwrap(),
+        blocked: report["blocked"].as_bool().unwrap_or(false),
+        count: report["count"].as_u64(),
+        continued: report["continued"].as_bool().unwrap_or(false),
     };
     tx.try_send(crate::direct::verify::VerifyReply::Located(l))
         .unwrap();
+}
+
+#[test]
+fn a_click_that_needed_a_hover_records_what_to_hover() {
+    use crate::direct::locate::Moment::Hit;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    agent_reported(
+        &agent,
+        Hit,
+        101,
+        json!({"target": {"role": "link", "name": "Pricing", "exact": true},
+               "hover": {"role": "button", "name": "Products", "exact": true}}),
+    );
+    h.tick(99);
+    h.send(1, 100, json!({"id": 1, "method": "Input.dispatchMouseEvent", "params": {"type": "mousePressed", "x": 10, "y": 20, "button": "left", "clickCount": 1}}));
+    h.recv(1, 104, json!({"id": 1, "result": {}}));
+    let clicks = h.actions("click");
+    assert_eq!(clicks.len(), 1);
+    assert_eq!(
+        clicks[0].payload["hover"],
+        json!({"role": "button", "name": "Products", "exact": true})
+    );
+    assert_eq!(
+        clicks[0].payload["target"],
+        json!({"role": "link", "name": "Pricing", "exact": true})
+    );
+}
+
+#[test]
+fn a_select_changed_by_a_clients_script_is_a_step_with_the_options_label() {
+    use crate::direct::locate::Moment::Chose;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.sanitizer
+        .register_secret("HOME_ADDRESS", "12 Hidden Lane")
+        .unwrap();
+    // Playwright's selectOption: one script call, during which the select changes.
+    h.send(1, 100, json!({"id": 1, "method": "Runtime.callFunctionOn", "params": {"functionDeclaration": "(e) => e", "objectId": "o"}}));
+    agent_reported(
+        &agent,
+        Chose,
+        102,
+        json!({"target": {"label": "Colour", "exact": true}, "options": ["Blue"]}),
+    );
+    h.tick(103);
+    // A page's own script changing a select, long after any command: not a step.
+    agent_reported(
+        &agent,
+        Chose,
+        5_000,
+        json!({"target": {"label": "Colour"}, "options": ["Red"]}),
+    );
+    h.tick(5_001);
+    // A choice whose label is a secret: the step is there, its label is not.
+    h.send(1, 6_000, json!({"id": 2, "method": "Runtime.callFunctionOn", "params": {"functionDeclaration": "(e) => e", "objectId": "o"}}));
+    agent_reported(
+        &agent,
+        Chose,
+        6_001,
+        json!({"target": {"label": "Ship to"}, "options": ["12 Hidden Lane"]}),
+    );
+    h.tick(6_002);
+    let selects = h.actions("select");
+    assert_eq!(selects.len(), 2, "{selects:?}");
+    assert_eq!(
+        selects[0].payload["target"],
+        json!({"label": "Colour", "exact": true})
+    );
+    assert_eq!(selects[0].payload["options"], json!(["Blue"]));
+    assert_eq!(selects[1].payload["target"]["replayable"], false);
+    assert!(selects[1].payload.get("options").is_none());
+    assert!(!h.journal_text().contains("Hidden Lane"));
+}
+
+#[test]
+fn files_a_clients_script_sets_are_a_step_of_their_own() {
+    use crate::direct::locate::Moment::Files;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    // Playwright over a remote connection: the files are set in the page by a script call.
+    h.send(1, 100, json!({"id": 1, "method": "Runtime.callFunctionOn", "params": {"functionDeclaration": "(e) => e", "objectId": "o"}}));
+    agent_reported(
+        &agent,
+        Files,
+        102,
+        json!({"target": {"label": "Receipt", "exact": true}, "count": 2}),
+    );
+    h.tick(103);
+    // The page's own script, long after any command: not a step.
+    agent_reported(
+        &agent,
+        Files,
+        9_000,
+        json!({"target": {"label": "Receipt"}, "count": 1}),
+    );
+    h.tick(9_001);
+    let files = h.actions("files");
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        files[0].payload["target"],
+        json!({"label": "Receipt", "exact": true})
+    );
+    assert_eq!(files[0].payload["detail"]["files"], 2);
+    assert!(h.actions("DOM.setFileInputFiles").is_empty());
+}
+
+#[test]
+fn a_press_the_page_never_received_says_so() {
+    use crate::direct::locate::Moment::Hit;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let press = |id: u64| json!({"id": id, "method": "Input.dispatchMouseEvent", "params": {"type": "mousePressed", "x": 10, "y": 20, "button": "left", "clickCount": 1}});
+    // A client's hit-target check stopped the first press on the window; it retried.
+    h.send(1, 100, press(1));
+    agent_reported(
+        &agent,
+        Hit,
+        101,
+        json!({"target": {"testId": "behind"}, "blocked": true}),
+    );
+    h.recv(1, 104, json!({"id": 1, "result": {}}));
+    h.send(1, 200, press(2));
+    agent_reported(&agent, Hit, 201, json!({"target": {"testId": "tile"}}));
+    h.recv(1, 204, json!({"id": 2, "result": {}}));
+    h.tick(205);
+    let clicks = h.actions("click");
+    assert_eq!(clicks.len(), 2, "{clicks:?}");
+    assert_eq!(clicks[0].payload["received"], false);
+    assert!(clicks[1].payload.get("received").is_none());
+    assert_eq!(clicks[1].payload["target"], json!({"testId": "tile"}));
+}
+
+#[test]
+fn a_file_choice_records_its_input_and_never_a_file_name() {
+    use crate::direct::locate::Moment::Files;
+    let (mut h, agent, _asked) = with_agent();
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.send(1, 100, json!({"id": 1, "method": "DOM.setFileInputFiles", "params": {"files": ["/home/ada/private-receipt.pdf"], "objectId": "o"}}));
+    agent_reported(
+        &agent,
+        Files,
+        101,
+        json!({"target": {"label": "Receipt", "exact": true}}),
+    );
+    h.recv(1, 103, json!({"id": 1, "result": {}}));
+    h.tick(104);
+    // Another, with no report: written after its wait, not replayable.
+    h.send(1, 200, json!({"id": 2, "method": "DOM.setFileInputFiles", "params": {"files": ["/tmp/a", "/tmp/b"], "objectId": "o"}}));
+    h.recv(1, 203, json!({"id": 2, "result": {}}));
+    h.tick(1_300);
+    let files = h.actions("DOM.setFileInputFiles");
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(
+        files[0].payload["target"],
+        json!({"label": "Receipt", "exact": true})
+    );
+    assert_eq!(files[0].payload["detail"]["files"], 1);
+    assert_eq!(
+        files[1].payload["target"],
+        json!({"replayable": false, "why": "the relay's page agent saw no file input change"})
+    );
+    assert_eq!(files[1].payload["detail"]["files"], 2);
+    assert!(!h.journal_text().contains("private-receipt"));
 }
 
 #[test]

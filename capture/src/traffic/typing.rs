@@ -423,7 +423,7 @@ impl TrafficReader {
                 VerifyReply::Located(l) => self.located(l),
             }
         }
-        self.release_clicks(now, false);
+        self.release_held(now, false);
         for reply in verdicts {
             let Some(mut held) = self.held.remove(&reply.burst) else {
                 continue;
@@ -474,7 +474,7 @@ impl TrafficReader {
 
     /// Writes every held step without waiting longer (the pipeline stops).
     pub(super) fn release_all(&mut self) {
-        self.release_clicks(SystemTime::now(), true);
+        self.release_held(SystemTime::now(), true);
         let all: Vec<u64> = self.held.keys().copied().collect();
         for seq in all {
             self.release(seq, "the relay stopped before the reading");

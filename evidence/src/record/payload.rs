@@ -168,9 +168,22 @@ pub struct ActionOf<F: Form> {
     /// Where a click or tap landed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub point: Option<Point>,
-    /// For a click or a typing step: how a replay finds the element ([`LocatorOf`]).
+    /// For a click, a typing step, a `select` or a file choice: how a replay finds the element
+    /// ([`LocatorOf`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<LocatorOf<F>>,
+    /// For a click: the element the pointer rested on before it for the clicked one to show (a
+    /// menu opened by hovering), which a replay hovers first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hover: Option<LocatorOf<F>>,
+    /// For a `select` step: the labels of the options chosen (page text, sanitized).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<F::Text>>,
+    /// For a click: `false` when the page never received the press (a listener on the window
+    /// stopped it before the document, as a client's hit-target check does before it retries
+    /// the click); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received: Option<bool>,
     /// A size in bytes (an evaluated expression, a screenshot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
@@ -191,13 +204,14 @@ pub struct ActionOf<F: Form> {
     pub label: Option<F::Text>,
 }
 
-/// `payload.target` of a click or a typing step: exactly one locator for the element, the first
-/// that exists and is unique enough in the order Playwright's code generator prefers — a test id
-/// (`testId`), an ARIA role and accessible name (`role` + `name`), a label, a placeholder, a
-/// short CSS selector (`css`) — with `frame` (the CSS selector of the `<iframe>` in its parent)
-/// when the element is in a child frame; or `replayable: false` and a value-free `why`. Its
-/// text is page text, sanitized; a name that held typed text is never recorded (the step is not
-/// replayable instead).
+/// `payload.target` of a click, a typing step, a `select` or a file choice: exactly one locator
+/// for the element, the first that exists and picks it out alone in the order Playwright's code
+/// generator prefers — a test id (`testId`), an ARIA role and accessible name (`role` + `name`),
+/// a label, a placeholder, its text, a short CSS selector (`css`) — with `exact` when the whole
+/// name (label, placeholder, text) picks it out, and `frames` (the CSS selector of each
+/// `<iframe>` on the way down, outermost first) when the element is in a child frame; or
+/// `replayable: false` and a value-free `why`. Its text is page text, sanitized; a name that held
+/// typed text is never recorded (the step is not replayable instead).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(
     rename_all = "camelCase",
@@ -223,11 +237,22 @@ pub struct LocatorOf<F: Form> {
     /// Its placeholder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placeholder: Option<F::Text>,
-    /// A short CSS selector (by id, by `tag[name="…"]`).
+    /// Its text (`getByText`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<F::Text>,
+    /// A short CSS selector (by id, by `tag[name="…"]`, a short path down from an id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub css: Option<F::Text>,
-    /// The CSS selector of the `<iframe>` the element is in, in its parent document.
+    /// `true` when the name, label, placeholder or text matches as a whole, case-sensitively
+    /// (Playwright's `exact: true`); absent: as a case-insensitive substring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<bool>,
+    /// The CSS selector of each `<iframe>` between the top document and the element, outermost
+    /// first, each in its parent document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<Vec<F::Text>>,
+    /// One frame level, as runs recorded before `frames` wrote it; read, never written.
+    #[serde(default, skip_serializing)]
     pub frame: Option<F::Text>,
     /// `false` when no locator is safe to record; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,7 +275,10 @@ impl<F: Form> LocatorOf<F> {
             name: None,
             label: None,
             placeholder: None,
+            text: None,
             css: None,
+            exact: None,
+            frames: None,
             frame: None,
             replayable: None,
             why: None,
@@ -290,6 +318,14 @@ impl<F: Form> LocatorOf<F> {
         }
     }
 
+    /// By its text.
+    pub fn text(text: F::Text) -> LocatorOf<F> {
+        LocatorOf {
+            text: Some(text),
+            ..LocatorOf::empty()
+        }
+    }
+
     /// By a CSS selector.
     pub fn css(css: F::Text) -> LocatorOf<F> {
         LocatorOf {
@@ -307,10 +343,32 @@ impl<F: Form> LocatorOf<F> {
         }
     }
 
-    /// The same locator, inside the `<iframe>` that `frame` selects in its parent.
-    pub fn in_frame(mut self, frame: F::Text) -> LocatorOf<F> {
-        self.frame = Some(frame);
+    /// The same locator, matching its name, label, placeholder or text as a whole.
+    pub fn exactly(mut self) -> LocatorOf<F> {
+        self.exact = Some(true);
         self
+    }
+
+    /// The same locator, inside the `<iframe>`s `frames` select, outermost first (none: the top
+    /// document).
+    pub fn in_frames(mut self, frames: Vec<F::Text>) -> LocatorOf<F> {
+        self.frames = (!frames.is_empty()).then_some(frames);
+        self
+    }
+
+    /// Whether the name, label, placeholder or text matches as a whole.
+    pub fn is_exact(&self) -> bool {
+        self.exact == Some(true)
+    }
+
+    /// The `<iframe>` selectors on the way down to the element, outermost first: `frames`, or
+    /// the one `frame` of runs recorded before it.
+    pub fn frame_path(&self) -> Vec<&str> {
+        match (&self.frames, &self.frame) {
+            (Some(frames), _) => frames.iter().map(AsRef::as_ref).collect(),
+            (None, Some(frame)) => vec![frame.as_ref()],
+            (None, None) => Vec::new(),
+        }
     }
 
     /// Which locator this is, in the format's order; `None` for one that names none.
@@ -331,6 +389,8 @@ impl<F: Form> LocatorOf<F> {
             LocatorKind::Label(label)
         } else if let Some(p) = t(&self.placeholder) {
             LocatorKind::Placeholder(p)
+        } else if let Some(text) = t(&self.text) {
+            LocatorKind::Text(text)
         } else if let Some(css) = t(&self.css) {
             LocatorKind::Css(css)
         } else {
@@ -355,6 +415,8 @@ pub enum LocatorKind<'a> {
     Label(&'a str),
     /// `getByPlaceholder(placeholder)`.
     Placeholder(&'a str),
+    /// `getByText(text)`.
+    Text(&'a str),
     /// `locator(css)`.
     Css(&'a str),
     /// Not replayable, and why.
@@ -474,6 +536,9 @@ impl Action {
             input: None,
             point: None,
             target: None,
+            hover: None,
+            options: None,
+            received: None,
             bytes: None,
             detail: None,
             verification: None,

@@ -552,9 +552,16 @@ fn a_step_s_locator_and_variable_read_back_as_written() {
             },
         ),
         (
-            Locator::label(SafeText::literal("Email")).in_frame(SafeText::literal("#pay")),
-            serde_json::json!({"label": "Email", "frame": "#pay"}),
+            Locator::label(SafeText::literal("Email"))
+                .exactly()
+                .in_frames(vec![SafeText::literal("#outer"), SafeText::literal("#pay")]),
+            serde_json::json!({"label": "Email", "exact": true, "frames": ["#outer", "#pay"]}),
             LocatorKind::Label("Email"),
+        ),
+        (
+            Locator::text(SafeText::literal("Tile")),
+            serde_json::json!({"text": "Tile"}),
+            LocatorKind::Text("Tile"),
         ),
         (
             Locator::placeholder(SafeText::literal("you@example.com")),
@@ -596,6 +603,31 @@ fn a_step_s_locator_and_variable_read_back_as_written() {
         );
         assert_eq!(serde_json::to_value(&read).unwrap(), written);
     }
+    // A click's hover and a select's options read back as written; a run's one `frame` (as
+    // runs before `frames` wrote it) reads as a path of one.
+    let mut a = Action::new(ActionMethod::Select);
+    a.target = Some(Locator::label(SafeText::literal("Colour")));
+    a.hover = Some(Locator::role(
+        SafeText::literal("button"),
+        SafeText::literal("Products"),
+    ));
+    a.options = Some(vec![SafeText::literal("Blue")]);
+    let (written, read) = read_back(&Record::new(
+        SafeText::literal("cdp"),
+        RecordKind::Action(a),
+    ));
+    assert_eq!(written["method"], "select");
+    assert_eq!(written["options"], serde_json::json!(["Blue"]));
+    assert_eq!(written["hover"]["name"], "Products");
+    let P::Action(read) = read else {
+        panic!("{read:?}")
+    };
+    assert_eq!(read.options.as_deref(), Some(&["Blue".to_owned()][..]));
+    assert_eq!(read.method, ActionMethod::Select);
+    let legacy: crate::StoredLocator =
+        serde_json::from_value(serde_json::json!({"css": "#a", "frame": "#pay"})).unwrap();
+    assert_eq!(legacy.frame_path(), ["#pay"]);
+    assert!(!legacy.is_exact());
     // A record without them (an older run, another producer) reads as before.
     let (written, read) = read_back(&Record::new(
         SafeText::literal("cdp"),

@@ -1,40 +1,35 @@
-//! The run's journal read into what a replay needs, in the format's order (`startedAt`, then
-//! `actionId`): the steps the agent took, the failures the browser answered, and where each page
-//! was. Everything else (framework plumbing, screenshots, frames, markers) is left out.
+//! The run's journal read into what a replay needs, through the evidence format's own types
+//! (`StoredRecord::typed_payload`, `StoredLocator::kind`), in the format's order (`startedAt`,
+//! then `actionId`): the steps the agent took, the failures the browser answered, and where each
+//! page was. Everything else (framework plumbing, screenshots, frames, markers) is left out.
 
-use cdp_evidence::{ActionMethod, Kind, Source, Status, StoredRecord, Word};
-use serde_json::Value;
+use super::guard::generated_selector;
+use cdp_evidence::{
+    ActionMethod, LocatorKind, MouseButton, Source, Status, StoredAction, StoredConsole,
+    StoredLocator, StoredNetwork, StoredPayload, StoredRecord, Word, GATEWAY_TOOL,
+};
 use std::collections::BTreeMap;
-
-/// The `tool` of the MCP gateway's own tool calls.
-const GATEWAY_TOOL: &str = "cdp-relay";
 
 /// Events kept at most; a longer run is exported up to here and says so.
 pub(crate) const MAX_EVENTS: usize = 100_000;
+/// Presses of one double (or triple) click are at most this far apart (Chromium's own interval
+/// is 500 ms; a client sends them back to back).
+const MULTI_CLICK_MS: u64 = 1_000;
 
-/// A locator as the relay's page agent recorded it (`payload.target`).
+/// What a click, typing step, choice or file choice was aimed at.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Locator {
-    TestId(String),
-    Role { role: String, name: Option<String> },
-    Label(String),
-    Placeholder(String),
-    Css(String),
-}
-
-/// What a click or a typing step was aimed at.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Aim {
-    /// A locator, inside the frame `frame` (a CSS selector of the `<iframe>`) when set.
-    At {
-        locator: Locator,
-        frame: Option<String>,
+pub(crate) enum Target {
+    /// The element's locator (a replayable one), and the element to hover first, if the click
+    /// needed one.
+    Element {
+        locator: Box<StoredLocator>,
+        hover: Option<Box<StoredLocator>>,
     },
-    /// The relay said it cannot be replayed, and why.
+    /// The run says it cannot be replayed, and why.
     NotReplayable(String),
     /// No `payload.target` (a run recorded before locators, or a producer without them).
     Missing,
-    /// A `payload.target` this version does not understand.
+    /// A `payload.target` that names no locator this version reads.
     Unknown,
 }
 
@@ -48,19 +43,29 @@ pub(crate) enum What {
     Reload,
     History,
     Click {
-        aim: Aim,
+        target: Target,
         point: Option<(f64, f64)>,
-        button: Option<String>,
+        button: Option<Word<MouseButton>>,
         count: u64,
     },
     Type {
-        aim: Aim,
+        target: Target,
         chars: u64,
         input_type: Option<String>,
         variable: Option<String>,
     },
     Press {
         key: Option<String>,
+    },
+    /// Options chosen in a `<select>`, by label.
+    Select {
+        target: Target,
+        options: Vec<String>,
+    },
+    /// Files set on a file input (`DOM.setFileInputFiles`): how many.
+    Files {
+        target: Target,
+        count: Option<u64>,
     },
     /// `Target.createTarget`.
     OpenPage {
@@ -70,8 +75,13 @@ pub(crate) enum What {
     ClosePage {
         handle: Option<String>,
     },
-    /// A step the export does not reproduce (a tap, a scroll, an upload, another producer's
-    /// action): its method word.
+    /// A mouse wheel: Playwright scrolls an element into view itself before acting on it.
+    Scroll,
+    /// A press the page never received (stopped on the window, as a client's hit-target check
+    /// does before it retries the click): nothing to replay.
+    UnreceivedClick,
+    /// A step the export does not reproduce (a tap, another producer's action): its method
+    /// word and why.
     NotExported {
         method: String,
         why: &'static str,
@@ -86,8 +96,21 @@ pub(crate) enum What {
     Failure {
         text: String,
     },
-    /// Only where a page was (a record of plumbing, a frame, a screenshot).
-    Seen,
+    /// Nothing done: the record only says where a page was (plumbing, a frame, a screenshot).
+    PageLocation,
+}
+
+impl What {
+    /// True for what a replay does (or, for a gap, fails at): not a comment, not a location.
+    pub(crate) fn is_step(&self) -> bool {
+        !matches!(
+            self,
+            What::ToolCall { .. }
+                | What::Failure { .. }
+                | What::PageLocation
+                | What::UnreceivedClick
+        )
+    }
 }
 
 /// One event, with the page it happened on.
@@ -115,27 +138,21 @@ pub(crate) struct Events {
 }
 
 impl Events {
-    pub(crate) fn push(&mut self, r: &StoredRecord) {
-        let Some(what) = what(r) else { return };
-        let target = r.target.as_ref();
-        let tstr = |k: &str| {
-            target
-                .and_then(|t| t.get(k))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let page = tstr("targetId");
-        let page_url = tstr("url");
-        if what == What::Seen {
+    pub(crate) fn push(&mut self, record: &StoredRecord) {
+        let Some(what) = what(record) else { return };
+        let page = record.page();
+        if what == What::PageLocation {
             // Only a change of where a page is matters.
-            let Some(handle) = &page else { return };
-            if self.urls.get(handle) == Some(&page_url) {
+            let Some(handle) = &page.target_id else {
+                return;
+            };
+            if self.urls.get(handle) == Some(&page.url) {
                 return;
             }
         }
-        if let Some(handle) = &page {
-            if self.urls.get(handle) != Some(&page_url) {
-                self.urls.insert(handle.clone(), page_url.clone());
+        if let Some(handle) = &page.target_id {
+            if self.urls.get(handle) != Some(&page.url) {
+                self.urls.insert(handle.clone(), page.url.clone());
             }
         }
         if self.events.len() >= MAX_EVENTS {
@@ -143,189 +160,297 @@ impl Events {
             return;
         }
         self.events.push(Event {
-            at: r.started_at_ms,
-            id: r.action_id.clone(),
-            page,
-            page_url,
-            opener: tstr("openerId"),
+            at: record.started_at_ms,
+            id: record.action_id.clone(),
+            page: page.target_id,
+            page_url: page.url,
+            opener: page.opener_id,
             what,
         });
     }
 
-    /// Orders the events as the format says: `startedAt`, then `actionId` (a record without a
-    /// time last).
+    /// Orders the events as the format says (`startedAt`, then `actionId`; a record without a
+    /// time last) and folds the presses of a double or triple click into one click.
     pub(crate) fn sort(&mut self) {
         self.events
             .sort_by(|a, b| (a.at.is_none(), a.at, &a.id).cmp(&(b.at.is_none(), b.at, &b.id)));
+        self.fold_multi_clicks();
     }
-}
 
-fn s(v: &Value, k: &str) -> Option<String> {
-    v.get(k).and_then(Value::as_str).map(str::to_owned)
+    /// A double click is recorded as two presses (click counts 1 and 2, as the browser receives
+    /// them): replayed as they were recorded they would be a click and a double click, three
+    /// clicks. A press whose count follows the previous step's, on the same element and page,
+    /// soon after, is that click's next press.
+    fn fold_multi_clicks(&mut self) {
+        let mut kept: Vec<Event> = Vec::with_capacity(self.events.len());
+        let mut last_step: Option<usize> = None;
+        for event in std::mem::take(&mut self.events) {
+            if let (
+                What::Click {
+                    target,
+                    count,
+                    button,
+                    ..
+                },
+                Some(i),
+            ) = (&event.what, last_step)
+            {
+                let before = &mut kept[i];
+                let soon = match (before.at, event.at) {
+                    (Some(a), Some(b)) => b.saturating_sub(a) <= MULTI_CLICK_MS,
+                    _ => false,
+                };
+                if let What::Click {
+                    target: t,
+                    count: c,
+                    button: b,
+                    ..
+                } = &mut before.what
+                {
+                    if *count >= 2 && *c + 1 == *count && t == target && b == button && soon {
+                        *c = *count;
+                        before.at = event.at.or(before.at);
+                        continue;
+                    }
+                }
+            }
+            if event.what.is_step() {
+                last_step = Some(kept.len());
+            }
+            kept.push(event);
+        }
+        self.events = kept;
+    }
 }
 
 /// What one record means to a replay; `None` for records that do not matter at all.
-fn what(r: &StoredRecord) -> Option<What> {
-    let p = &r.payload;
-    match r.kind_word().known() {
-        Some(Kind::Action) => {}
-        Some(Kind::Network) => return Some(network(r)),
-        Some(Kind::Console) => return console(r),
-        Some(Kind::Lifecycle | Kind::Marker) => return None,
-        None => return Some(What::Seen),
+fn what(record: &StoredRecord) -> Option<What> {
+    match record.typed_payload() {
+        StoredPayload::Action(action) => Some(action_step(record, &action)),
+        StoredPayload::Network(failure) => Some(network(record, &failure)),
+        StoredPayload::Console(entry) => console(record, &entry),
+        StoredPayload::Custom => Some(What::PageLocation),
+        StoredPayload::Mismatch => mismatched(record),
+        _ => None,
     }
-    let method = s(p, "method")?;
-    if r.source.is_some() && r.is_from(&Source::MCP) {
-        let label = s(p, "label");
-        // The gateway's own bookkeeping (a summary, a secret registered, this export) is not
-        // a step of the agent's; a step it marked is.
-        if r.tool.as_deref() == Some(GATEWAY_TOOL) && label.is_none() {
-            return None;
+}
+
+/// A built-in record whose payload does not fit the format: a gap when it was a step.
+fn mismatched(record: &StoredRecord) -> Option<What> {
+    let method = record.action_method()?;
+    let step = is_step_method(&method) || is_foreign(record);
+    Some(if step {
+        What::NotExported {
+            method: method.as_str().to_owned(),
+            why: "its record does not fit the evidence format",
         }
-        return Some(What::ToolCall {
-            tool: r.tool.clone(),
-            label,
-            name: method,
-        });
-    }
-    let foreign = r.source.is_some() && !r.is_from(&Source::RELAY);
-    let detail = p.get("detail").unwrap_or(&Value::Null);
-    let url = s(p, "url");
+    } else {
+        What::PageLocation
+    })
+}
+
+fn is_step_method(method: &Word<ActionMethod, &str>) -> bool {
     use ActionMethod as M;
-    Some(
-        match Word::<ActionMethod, &str>::from_text(method.as_str()) {
-            Word::Known(M::PageNavigate) => What::Navigate {
-                url,
-                error: r.error.clone().filter(|_| {
-                    r.status.as_deref().map(Word::<Status, &str>::from_text)
-                        == Some(Word::Known(Status::Error))
-                }),
-            },
-            Word::Known(M::PageReload) => What::Reload,
-            Word::Known(M::PageNavigateToHistoryEntry) => What::History,
-            Word::Known(M::Click) => What::Click {
-                aim: aim(p),
-                point: p.get("point").and_then(|pt| {
-                    Some((
-                        pt.get("x").and_then(Value::as_f64)?,
-                        pt.get("y").and_then(Value::as_f64)?,
-                    ))
-                }),
-                button: s(detail, "button"),
-                count: detail
-                    .get("clickCount")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(1),
-            },
-            Word::Known(M::Type) => {
-                let input = p.get("input").unwrap_or(&Value::Null);
-                What::Type {
-                    aim: aim(p),
-                    chars: input.get("chars").and_then(Value::as_u64).unwrap_or(0),
-                    input_type: s(input, "inputType"),
-                    variable: s(input, "variable"),
-                }
-            }
-            Word::Known(M::Press) => What::Press {
-                key: s(detail, "key"),
-            },
-            Word::Known(M::TargetCreateTarget) => What::OpenPage { url },
-            Word::Known(M::TargetCloseTarget) => What::ClosePage {
-                handle: s(detail, "targetId"),
-            },
-            Word::Known(M::Tap) => What::NotExported {
-                method,
-                why: "a touch the export does not reproduce",
-            },
-            Word::Known(M::Scroll) => What::NotExported {
-                method,
-                why: "scrolling is left to Playwright's actions",
-            },
-            Word::Known(M::DomSetFileInputFiles) => What::NotExported {
-                method,
-                why: "the run does not keep which files were chosen",
-            },
-            Word::Other(_) if foreign => What::NotExported {
-                method,
-                why: "another producer's action, not a browser step",
-            },
-            _ => What::Seen,
-        },
+    matches!(
+        method,
+        Word::Known(
+            M::Click
+                | M::Tap
+                | M::Press
+                | M::Type
+                | M::Select
+                | M::PageNavigate
+                | M::PageReload
+                | M::PageNavigateToHistoryEntry
+                | M::DomSetFileInputFiles
+                | M::Files
+                | M::TargetCreateTarget
+                | M::TargetCloseTarget
+        )
     )
 }
 
-/// `payload.target` read into an [`Aim`].
-fn aim(p: &Value) -> Aim {
-    let Some(t) = p.get("target").filter(|t| !t.is_null()) else {
-        return Aim::Missing;
-    };
-    if t.get("replayable").and_then(Value::as_bool) == Some(false) {
-        return Aim::NotReplayable(s(t, "why").unwrap_or_else(|| "no reason recorded".to_owned()));
+fn is_foreign(record: &StoredRecord) -> bool {
+    record.source.is_some() && !record.is_from(&Source::RELAY)
+}
+
+/// An action record: a step, a tool call, or only where its page was.
+fn action_step(record: &StoredRecord, action: &StoredAction) -> What {
+    if record.is_from(&Source::MCP) {
+        return tool_call(record, action).unwrap_or(What::PageLocation);
     }
-    let locator = if let Some(id) = s(t, "testId") {
-        Locator::TestId(id)
-    } else if let Some(role) = s(t, "role") {
-        Locator::Role {
-            role,
-            name: s(t, "name"),
+    let detail = action.details();
+    let target = || target_of(action);
+    use ActionMethod as M;
+    match &action.method {
+        Word::Known(M::PageNavigate) => What::Navigate {
+            url: action.url.clone(),
+            error: record
+                .error
+                .clone()
+                .filter(|_| record.status_word() == Some(Word::Known(Status::Error))),
+        },
+        Word::Known(M::PageReload) => What::Reload,
+        Word::Known(M::PageNavigateToHistoryEntry) => What::History,
+        Word::Known(M::Click) if action.received == Some(false) => What::UnreceivedClick,
+        Word::Known(M::Click) => What::Click {
+            target: target(),
+            point: action.point.map(|p| (p.x, p.y)),
+            button: detail.button,
+            count: detail.click_count.unwrap_or(1),
+        },
+        Word::Known(M::Type) => {
+            let input = action.input.as_ref();
+            What::Type {
+                target: target(),
+                chars: input.map_or(0, |i| i.chars),
+                input_type: input
+                    .and_then(|i| i.input_type.as_ref())
+                    .map(|t| t.as_str().to_owned()),
+                variable: input.and_then(|i| i.variable.clone()),
+            }
         }
-    } else if let Some(label) = s(t, "label") {
-        Locator::Label(label)
-    } else if let Some(ph) = s(t, "placeholder") {
-        Locator::Placeholder(ph)
-    } else if let Some(css) = s(t, "css") {
-        Locator::Css(css)
-    } else {
-        return Aim::Unknown;
-    };
-    Aim::At {
-        locator,
-        frame: s(t, "frame"),
+        Word::Known(M::Press) => What::Press { key: detail.key },
+        Word::Known(M::Select) => What::Select {
+            target: target(),
+            options: action.options.clone().unwrap_or_default(),
+        },
+        Word::Known(M::DomSetFileInputFiles | M::Files) => What::Files {
+            target: target(),
+            count: detail.files,
+        },
+        Word::Known(M::TargetCreateTarget) => What::OpenPage {
+            url: action.url.clone(),
+        },
+        Word::Known(M::TargetCloseTarget) => What::ClosePage {
+            handle: detail.target_id,
+        },
+        Word::Known(M::Tap) => What::NotExported {
+            method: action.method.as_str().to_owned(),
+            why: "a touch the export does not reproduce",
+        },
+        Word::Known(M::Scroll) => What::Scroll,
+        Word::Other(method) if is_foreign(record) => What::NotExported {
+            method: method.clone(),
+            why: "another producer's action, not a browser step",
+        },
+        _ => What::PageLocation,
     }
 }
 
-fn network(r: &StoredRecord) -> What {
-    let p = &r.payload;
-    let method = s(p, "method").unwrap_or_else(|| "request".to_owned());
-    let url = s(p, "url").unwrap_or_default();
+/// An agent's tool call through the gateway; `None` for the gateway's own bookkeeping (a
+/// summary, a secret registered, this export), which is no step of the agent's unless it
+/// marked one.
+fn tool_call(record: &StoredRecord, action: &StoredAction) -> Option<What> {
+    let label = action.label.clone();
+    if record.tool.as_deref() == Some(GATEWAY_TOOL) && label.is_none() {
+        return None;
+    }
+    Some(What::ToolCall {
+        tool: record.tool.clone(),
+        name: action.method.as_str().to_owned(),
+        label,
+    })
+}
+
+/// `payload.target` (and `payload.hover`) read into a [`Target`]: the locator the format's
+/// rule names ([`StoredLocator::kind`]), unless a selector in it looks generated.
+fn target_of(action: &StoredAction) -> Target {
+    let Some(locator) = &action.target else {
+        return Target::Missing;
+    };
+    if let Some(refused) = refusal(locator) {
+        return refused;
+    }
+    let hover = match &action.hover {
+        None => None,
+        Some(h) => match refusal(h) {
+            None => Some(Box::new(h.clone())),
+            Some(Target::NotReplayable(why)) => {
+                return Target::NotReplayable(format!(
+                    "the click needed a hover over another element first, and that one cannot be \
+                     found again: {why}"
+                ))
+            }
+            Some(_) => {
+                return Target::NotReplayable(
+                    "the click needed a hover over another element first, and its recorded \
+                     locator is not one this version reads"
+                        .to_owned(),
+                )
+            }
+        },
+    };
+    Target::Element {
+        locator: Box::new(locator.clone()),
+        hover,
+    }
+}
+
+/// Why `locator` cannot be replayed, as a [`Target`]; `None` when it can.
+fn refusal(locator: &StoredLocator) -> Option<Target> {
+    match locator.kind() {
+        None => Some(Target::Unknown),
+        Some(LocatorKind::NotReplayable(why)) => Some(Target::NotReplayable(if why.is_empty() {
+            "no reason recorded".to_owned()
+        } else {
+            why.to_owned()
+        })),
+        Some(kind) => {
+            let own_css = match kind {
+                LocatorKind::Css(css) => Some(css),
+                _ => None,
+            };
+            let generated = own_css
+                .into_iter()
+                .chain(locator.frame_path())
+                .any(generated_selector);
+            generated.then(|| {
+                Target::NotReplayable(
+                    "its CSS selector uses an id or class that looks generated (it would differ \
+                     at the replay)"
+                        .to_owned(),
+                )
+            })
+        }
+    }
+}
+
+fn network(record: &StoredRecord, failure: &StoredNetwork) -> What {
+    let url = failure.url.as_str();
     // Same origin as the page: the path says enough.
-    let page_origin = r
-        .target
-        .as_ref()
-        .and_then(|t| t.get("url"))
-        .and_then(Value::as_str)
-        .and_then(origin);
-    let shown = match (origin(&url), page_origin) {
-        (Some(o), Some(po)) if o == po => url[o.len()..].to_owned(),
+    let page_url = record.page().url;
+    let page_origin = page_url.as_deref().and_then(origin);
+    let shown = match (origin(url), page_origin) {
+        (Some(o), Some(po)) if o == po => &url[o.len()..],
         _ => url,
     };
-    let outcome = match (p.get("status").and_then(Value::as_u64), s(p, "errorText")) {
+    let outcome = match (failure.status, &failure.error_text) {
         (Some(status), _) => status.to_string(),
-        (None, Some(e)) => e,
+        (None, Some(e)) => e.clone(),
         (None, None) => "failed".to_owned(),
     };
     What::Failure {
-        text: format!("{method} {shown} → {outcome}{}", repeats(r)),
+        text: format!("{} {shown} → {outcome}{}", failure.method, repeats(record)),
     }
 }
 
-fn console(r: &StoredRecord) -> Option<What> {
-    let p = &r.payload;
-    let level = s(p, "level")?;
-    if level == "warning" {
+fn console(record: &StoredRecord, entry: &StoredConsole) -> Option<What> {
+    if entry.level == cdp_evidence::ConsoleLevel::Warning {
         return None;
     }
     Some(What::Failure {
         text: format!(
-            "console {level} \"{}\"{}",
-            s(p, "text").unwrap_or_default(),
-            repeats(r)
+            "console {} \"{}\"{}",
+            entry.level.as_str(),
+            entry.text,
+            repeats(record)
         ),
     })
 }
 
-fn repeats(r: &StoredRecord) -> String {
-    match r.repeat.as_ref().map(|rep| rep.count) {
+fn repeats(record: &StoredRecord) -> String {
+    match record.repeat.as_ref().map(|rep| rep.count) {
         Some(n) if n > 0 => format!(" (and {n} more times)"),
         _ => String::new(),
     }

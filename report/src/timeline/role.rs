@@ -157,7 +157,7 @@ pub(crate) fn action_role(a: &StoredAction, foreign: bool) -> Role {
         M::TargetCreateTarget => What::OpenPage { url },
         M::TargetCloseTarget => What::ClosePage,
         M::BrowserClose => What::CloseBrowser,
-        M::DomSetFileInputFiles => What::Upload {
+        M::DomSetFileInputFiles | M::Files => What::Upload {
             files: detail.files,
         },
         other => What::Action {

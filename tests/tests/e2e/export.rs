@@ -1,17 +1,27 @@
-//! `cdp-relay export` end to end: the demo's run, and an agent's run through the MCP gateway
-//! (chrome-devtools-mcp, a `fill_form` of three fields), become Playwright specs that
-//! `@playwright/test` (with Debian's Chromium) runs green against a fresh site, through a relay
-//! that records the replay as a run of its own with the same steps and input types; no spec
-//! holds what was typed, not even what a page echoed of it into a name (those steps stay
-//! comments); and without one of its variables the replay fails at the step that needs it,
-//! naming the variable.
+//! `cdp-relay export` end to end: the demo's run, an agent's run through the MCP gateway
+//! (chrome-devtools-mcp, a `fill_form` of three fields), and Playwright's run over a shop of
+//! every kind of step (a `<select>`, a file input, a double click, a hover menu, a generated id,
+//! an open shadow root, a frame two levels down, a name with hidden text, typing) become
+//! Playwright specs that `@playwright/test` (with Debian's Chromium) runs green against a fresh
+//! site, through a relay that records the replay as a run of its own with the same steps and
+//! input types, each named input registered there under its name; the shop's server sees the
+//! replay do exactly what the run did, and every locator in the spec resolves, with Playwright,
+//! to the one element the run acted on. No spec holds what was typed, not even what a page echoed
+//! of it into a name; a step that cannot be replayed fails the test there, saying why (or with
+//! `--allow-gaps` marks it fixme); and without one of its variables the replay fails at the step
+//! that needs it, naming the variable.
 
 use cdp_relay_tests::files::{leaks, Scratch};
+use cdp_relay_tests::http::request_with_body;
 use cdp_relay_tests::mcp::{
     chrome_devtools_mcp, element, playwright_mcp, resource_text, text_of, McpGateway,
 };
 use cdp_relay_tests::site::{Route, Site};
-use cdp_relay_tests::{clients_dir, collect_stderr, relay_binary, within, RelayProcess};
+use cdp_relay_tests::target_pages::{shop, shop_routes, LogSite};
+use cdp_relay_tests::{
+    clients_dir, collect_stderr, relay_binary, run_node_client, within, Chromium, RelayFixture,
+    RelayProcess,
+};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -331,9 +341,10 @@ async fn the_demos_run_replays_green_through_the_relay_and_fails_without_a_varia
         )),
         "{output}"
     );
+    let name = password.trim_start_matches("CDP_RELAY_VAR_");
     let fill_line = spec
         .lines()
-        .position(|l| l.contains(".fill(") && l.contains(&format!("'{password}'")))
+        .position(|l| l.contains(".fill(") && l.contains(&format!("typed('{name}'")))
         .expect("the password's fill")
         + 1;
     assert!(
@@ -500,7 +511,7 @@ async fn gateway_run_replays(server: Server) {
     let fills: Vec<&str> = spec.lines().filter(|l| l.contains(".fill(")).collect();
     assert_eq!(fills.len(), 3, "three fields, three fills:\n{spec}");
     assert!(
-        fills[1].contains("input('ACCOUNT_PASSWORD', 'the password typed at step"),
+        fills[1].contains("typed('ACCOUNT_PASSWORD', 'the password typed at step"),
         "the registered secret's name:\n{spec}"
     );
     assert!(spec.contains(&format!("// agent: {fill} (")), "{spec}");
@@ -576,9 +587,261 @@ async fn echoed_typing_never_reaches_the_spec_and_its_steps_stay_comments() {
     assert_eq!(echoing.len(), 3, "{spec}");
     assert!(
         spec.contains(&format!(
-            "await page.getByLabel('Password').fill(input('{}', 'the password typed at step",
+            "await page.getByLabel('Password', {{ exact: true }}).fill(await typed('{}', 'the password typed at step",
             typed::PASSWORD_NAME
         )),
         "{spec}"
     );
+}
+
+/// Playwright (`fidelity.mjs`, `scenario`) through a recording relay with its own observer over
+/// the shop, the coupon registered by name: the evidence directory (kept while held) and the run.
+async fn record_shop(
+    site: &LogSite,
+    scenario: &str,
+    receipt: &Path,
+) -> (tempfile::TempDir, PathBuf) {
+    let chrome = Chromium::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let settings = cdp_relay::EvidenceSettings {
+        root: dir.path().to_path_buf(),
+        observe: true,
+        ..cdp_relay::EvidenceSettings::default()
+    };
+    let relay = RelayFixture::start_recording(&chrome.http(), settings).await;
+    let put = request_with_body(
+        &relay.authority(),
+        "PUT",
+        &format!("/relay/v1/secrets/{}", shop::COUPON_NAME),
+        &[],
+        shop::COUPON.as_bytes(),
+    )
+    .await;
+    assert_eq!(put.status, 204, "{}", put.text());
+    let cfg = json!({
+        "endpoint": relay.endpoint(),
+        "site": site.origin,
+        "scenario": scenario,
+        "colour": shop::COLOUR,
+        "file": receipt,
+        "coupon": shop::COUPON,
+    });
+    let run = run_node_client("fidelity.mjs", &cfg.to_string()).await;
+    assert!(run.ok, "fidelity.mjs failed:\n{}", run.stderr);
+    let summary = relay.stop().await.expect("pipeline summary");
+    (dir, summary.run_dir)
+}
+
+/// `cdp-relay export RUN_DIR [ARGS]`: the spec.
+fn export_spec(run_dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(relay_binary())
+        .arg("export")
+        .arg(run_dir)
+        .args(args)
+        .output()
+        .expect("run cdp-relay export");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// The locator expressions of the spec's steps, in order: what each action is called on (a
+/// hover's as `{expr, hover: true}`).
+fn locator_expressions(spec: &str) -> Vec<Value> {
+    const ACTIONS: [&str; 6] = [
+        ".click(",
+        ".dblclick(",
+        ".hover(",
+        ".fill(",
+        ".selectOption(",
+        ".setInputFiles(",
+    ];
+    spec.lines()
+        .filter_map(|l| {
+            let l = l.trim().strip_prefix("await page.")?;
+            let at = ACTIONS.iter().filter_map(|a| l.rfind(a)).max()?;
+            let expr = format!("page.{}", &l[..at]);
+            Some(if l[at..].starts_with(".hover(") {
+                json!({"expr": expr, "hover": true})
+            } else {
+                Value::String(expr)
+            })
+        })
+        .collect()
+}
+
+/// What the shop's server hears when every step is done as Playwright did it.
+const SHOP_LOG: [&str; 11] = [
+    "select=Blue",
+    "file=Zr7-private-receipt.txt&size=23",
+    "click=counter",
+    "click=counter",
+    "dblclick=counter",
+    "menu=pricing",
+    "tile=1",
+    "twin=shadow",
+    "deep=1",
+    "save=1",
+    "apply=21",
+];
+
+#[tokio::test]
+async fn every_kind_of_step_replays_as_recorded_and_the_server_sees_the_same() {
+    let site = LogSite::start(shop_routes()).await;
+    let files = tempfile::tempdir().expect("files");
+    let receipt = files.path().join("Zr7-private-receipt.txt");
+    std::fs::write(&receipt, shop::RECEIPT).expect("receipt");
+    let (_evidence, run_dir) = record_shop(&site, "shop", &receipt).await;
+    assert_eq!(site.log(), SHOP_LOG, "the recording itself");
+
+    let spec = export_spec(&run_dir, &[]);
+    assert!(!spec.contains("not replayable"), "{spec}");
+    for planted in [shop::COUPON, "Zr7-private-receipt", shop::RECEIPT] {
+        assert!(
+            !leaks(spec.as_bytes(), planted),
+            "{planted} in the spec:\n{spec}"
+        );
+    }
+    for line in [
+        "await page.getByRole('combobox', { name: 'Colour', exact: true }).selectOption({ label: 'Blue' });",
+        "await page.getByLabel('Receipt', { exact: true }).setInputFiles(files('FILE_1', 'the file chosen at step ",
+        "await page.getByTestId('counter').dblclick();",
+        "await page.getByRole('button', { name: 'Products', exact: true }).hover();",
+        "await page.getByRole('link', { name: 'Pricing', exact: true }).click();",
+        "await page.getByText('Quarterly tile', { exact: true }).click();",
+        "await page.locator('#widget-inner > button').click();",
+        "await page.locator('#outer').contentFrame().locator('iframe').contentFrame().getByRole('button', { name: 'Deep', exact: true }).click();",
+        "await page.getByRole('button', { name: 'Save', exact: true }).click();",
+        "await page.getByRole('textbox', { name: 'Coupon', exact: true }).fill(await typed('COUPON_CODE', 'the text typed at step ",
+    ] {
+        assert!(spec.contains(line), "{line} not in:\n{spec}");
+    }
+
+    // Every locator the spec acts on, resolved by Playwright on a fresh shop: one element each,
+    // the one the run acted on (the test's marks).
+    let exprs = locator_expressions(&spec);
+    let chrome = Chromium::start().await;
+    let endpoint = format!("http://127.0.0.1:{}", chrome.port());
+    let resolved =
+        super::targets::resolve(&endpoint, &format!("{}/shop", site.origin), &exprs).await;
+    let found: Vec<(u64, Option<String>)> = resolved;
+    let expected = [
+        "colour", "receipt", "counter", "products", "pricing", "tile", "shadow", "deep", "save",
+        "coupon", "apply",
+    ];
+    assert_eq!(
+        found,
+        expected
+            .iter()
+            .map(|c| (1, Some((*c).to_owned())))
+            .collect::<Vec<_>>(),
+        "{exprs:#?}"
+    );
+    drop(chrome);
+
+    // Replayed through a relay: green, and the server hears exactly what it heard.
+    site.clear();
+    let work = tempfile::tempdir().expect("work dir");
+    prepare(work.path(), &spec);
+    let replay_evidence = tempfile::tempdir().expect("replay evidence");
+    let relay = launch(replay_evidence.path()).await;
+    let endpoint = relay.endpoint.clone();
+    let receipt_path = receipt.to_string_lossy().into_owned();
+    let env = [
+        ("BASE_URL", site.origin.as_str()),
+        ("CDP_RELAY_VAR_COUPON_CODE", shop::COUPON),
+        ("CDP_RELAY_VAR_FILE_1", receipt_path.as_str()),
+        ("CDP_RELAY_ENDPOINT", endpoint.as_str()),
+    ];
+    let (ok, output) = playwright(work.path(), &env).await;
+    assert!(ok, "the replay failed:\n{output}\n{spec}");
+    relay.stop().await;
+    assert_eq!(
+        site.log(),
+        SHOP_LOG,
+        "the replay did something else:\n{spec}"
+    );
+
+    // The replay's own run names the coupon's variable (registered there before the fill) and
+    // holds its value nowhere.
+    let replay_run = only_run(replay_evidence.path());
+    let journal = std::fs::read_to_string(replay_run.join("actions.jsonl")).expect("journal");
+    let typing: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("record"))
+        .filter(|r| r["payload"]["method"] == "type")
+        .collect();
+    assert_eq!(typing.len(), 1, "{journal}");
+    assert_eq!(typing[0]["payload"]["input"]["variable"], shop::COUPON_NAME);
+    for (path, bytes) in cdp_relay_tests::files::all_files(&replay_run) {
+        assert!(!leaks(&bytes, shop::COUPON), "the coupon in {path}");
+    }
+}
+
+#[tokio::test]
+async fn a_step_that_cannot_be_replayed_fails_the_test_there_unless_gaps_are_allowed() {
+    let site = LogSite::start(shop_routes()).await;
+    let files = tempfile::tempdir().expect("files");
+    let receipt = files.path().join("unused.txt");
+    let (_evidence, run_dir) = record_shop(&site, "gaps", &receipt).await;
+    assert_eq!(site.log(), ["first=1", "plain=1", "card=1", "after=1"]);
+
+    let spec = export_spec(&run_dir, &[]);
+    let no_locator = "no test id, role and name, label, placeholder, text or short CSS path picks out the element alone";
+    let generated = "no test id, role and name, label, placeholder or text picks out the element alone, and its id or class looks generated";
+    let gaps: Vec<&str> = spec
+        .lines()
+        .filter(|l| l.contains(": not replayable: "))
+        .collect();
+    assert_eq!(gaps.len(), 2, "{spec}");
+    assert!(gaps[0].contains(no_locator), "{spec}");
+    assert!(gaps[1].contains(generated), "{spec}");
+    let gap_line = spec
+        .lines()
+        .position(|l| l.trim_start().starts_with("gap('step "))
+        .expect("the first gap's call")
+        + 1;
+    assert!(spec.lines().nth(gap_line - 1).unwrap().contains(no_locator));
+
+    // Without --allow-gaps: the test fails at the first gap, saying why; nothing after it ran.
+    site.clear();
+    let work = tempfile::tempdir().expect("work dir");
+    prepare(work.path(), &spec);
+    let env = [("BASE_URL", site.origin.as_str())];
+    let (ok, output) = playwright(work.path(), &env).await;
+    assert!(
+        !ok,
+        "the replay passed over a step it could not take:\n{output}"
+    );
+    assert!(
+        output.contains("Error: not replayable: step ") && output.contains(no_locator),
+        "{output}"
+    );
+    assert!(
+        output.contains(&format!("replay.spec.ts:{gap_line}:")),
+        "the replay did not fail at line {gap_line}:\n{output}\n{spec}"
+    );
+    assert_eq!(site.log(), ["first=1"]);
+
+    // With --allow-gaps: fixme at the first gap (skipped, not passed), nothing after it ran.
+    site.clear();
+    let spec = export_spec(&run_dir, &["--allow-gaps"]);
+    let fixme = spec
+        .lines()
+        .find(|l| l.trim_start().starts_with("test.fixme(true, 'step "))
+        .expect("a fixme");
+    assert!(
+        fixme.contains(&format!("cannot be replayed: {no_locator}")),
+        "{spec}"
+    );
+    let work = tempfile::tempdir().expect("work dir");
+    prepare(work.path(), &spec);
+    let (ok, output) = playwright(work.path(), &env).await;
+    assert!(ok, "a fixme replay is not a failure:\n{output}");
+    assert!(output.contains("1 skipped"), "{output}");
+    assert!(!output.contains("1 passed"), "{output}");
+    assert_eq!(site.log(), ["first=1"]);
 }

@@ -5,21 +5,25 @@
 //! Playwright clicks and fills through the relay (with its own observer) on a page with one
 //! element per locator kind, and on a page that echoes the typed text into a button's name, a
 //! label and a heading: the echoing steps are not replayable, and no file of the run holds a
-//! typed literal. The agent's choice of locator (order, uniqueness, retargeting) is checked on
-//! its own, in a page, case by case.
+//! typed literal. The agent's choice of locator (order, uniqueness across shadow roots, frames
+//! two levels down, hidden text, generated ids, retargeting) is checked on its own, in a page,
+//! case by case, and every locator it picks is resolved by Playwright itself, written as the
+//! export writes it: it finds exactly one element, the one the agent described.
 
-use cdp_evidence::{parse_journal, StoredRecord};
+use cdp_evidence::{parse_journal, StoredLocator, StoredRecord};
 use cdp_relay::EvidenceSettings;
-use cdp_relay_tests::cdp::Cdp;
 use cdp_relay_tests::files::{all_files, leaks};
 use cdp_relay_tests::http::request_with_body;
 use cdp_relay_tests::site::Site;
 use cdp_relay_tests::target_pages::{target_routes, typed};
-use cdp_relay_tests::{page_ws, run_node_client, within, Chromium, RelayFixture};
+use cdp_relay_tests::{run_node_client, within, Chromium, RelayFixture};
 use serde_json::{json, Value};
 
-/// The page agent, as the relay installs it.
-const AGENT: &str = include_str!("../../../capture/src/direct/agent.js");
+/// The page agent's source, as the relay installs it.
+const AGENT_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../capture/src/direct/agent.js"
+);
 
 /// The records of `method` in the format's order (`startedAt`, then `actionId`).
 fn steps<'a>(records: &'a [StoredRecord], method: &str) -> Vec<&'a StoredRecord> {
@@ -88,9 +92,9 @@ async fn clicks_and_fills_record_their_locators_and_echoes_never_come_back_throu
             clicks,
             [
                 json!({"testId": "save"}),
-                json!({"role": "button", "name": "Sign in"}),
-                json!({"css": "#tile"}),
-                json!({"role": "button", "name": "Inside", "frame": "#inner"}),
+                json!({"role": "button", "name": "Sign in", "exact": true}),
+                json!({"text": "Tile", "exact": true}),
+                json!({"role": "button", "name": "Inside", "exact": true, "frames": ["#inner"]}),
                 // The button's name, then the heading, held the echoed text.
                 not_replayable.clone(),
                 not_replayable.clone(),
@@ -102,12 +106,12 @@ async fn clicks_and_fills_record_their_locators_and_echoes_never_come_back_throu
         assert_eq!(
             targets,
             [
-                json!({"role": "textbox", "name": "Email"}),
-                json!({"label": "Password"}),
-                json!({"placeholder": "Your message"}),
+                json!({"role": "textbox", "name": "Email", "exact": true}),
+                json!({"label": "Password", "exact": true}),
+                json!({"placeholder": "Your message", "exact": true}),
                 json!({"css": "input[name=\"nickname\"]"}),
                 // Taken as typing started: before the page echoed it anywhere.
-                json!({"role": "textbox", "name": "Your name"}),
+                json!({"role": "textbox", "name": "Your name", "exact": true}),
                 // Its label held the text typed before.
                 not_replayable,
             ],
@@ -145,50 +149,49 @@ async fn clicks_and_fills_record_their_locators_and_echoes_never_come_back_throu
     .await;
 }
 
-/// The agent's choice, element by element of `/order` (each marked `data-case`).
+/// The agent's locators of `url`'s elements marked `data-case` (any frame, any open shadow
+/// root), taken through Playwright on the browser at `endpoint`.
+async fn agent_locators(endpoint: &str, url: &str) -> Value {
+    let cfg = json!({"mode": "locate", "endpoint": endpoint, "url": url, "agent": AGENT_PATH});
+    let run = run_node_client("locators.mjs", &cfg.to_string()).await;
+    assert!(run.ok, "locators.mjs locate failed:\n{}", run.stderr);
+    run.report.expect("a report")["cases"].clone()
+}
+
+/// Each locator expression (or `{expr, hover: true}`, hovered once found) resolved by
+/// Playwright, in order, on a fresh load of `url`: (elements found, the `data-case` or
+/// `data-aim` of the one found).
+pub(crate) async fn resolve(
+    endpoint: &str,
+    url: &str,
+    exprs: &[Value],
+) -> Vec<(u64, Option<String>)> {
+    let cfg = json!({"mode": "resolve", "endpoint": endpoint, "url": url, "exprs": exprs});
+    let run = run_node_client("locators.mjs", &cfg.to_string()).await;
+    assert!(run.ok, "locators.mjs resolve failed:\n{}", run.stderr);
+    run.report.expect("a report")["resolved"]
+        .as_array()
+        .expect("resolved")
+        .iter()
+        .map(|r| {
+            (
+                r["count"].as_u64().unwrap_or(0),
+                r["case"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// The agent's choice, element by element of `/order` (each marked `data-case`), and each choice
+/// resolved by Playwright as the export writes it.
 #[tokio::test]
 async fn the_agent_picks_the_first_locator_that_is_unique_in_codegen_order() {
     within("locator order", async {
         let site = Site::start(target_routes()).await;
         let chrome = Chromium::start().await;
-        let mut c = Cdp::connect(&page_ws(&format!("127.0.0.1:{}", chrome.port())).await).await;
-        c.call("Page.enable", json!({})).await;
-        c.call(
-            "Page.navigate",
-            json!({ "url": format!("{}/order", site.origin) }),
-        )
-        .await;
-        let ready = "document.readyState === 'complete' && !!document.querySelector('[data-case]')";
-        within("the page to load", async {
-            loop {
-                let v = c
-                    .call(
-                        "Runtime.evaluate",
-                        json!({ "expression": ready, "returnByValue": true }),
-                    )
-                    .await;
-                if v["result"]["value"] == true {
-                    return;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-        })
-        .await;
-        c.call(
-            "Runtime.evaluate",
-            json!({ "expression": AGENT, "returnByValue": true }),
-        )
-        .await;
-        let cases = c
-            .call(
-                "Runtime.evaluate",
-                json!({
-                    "expression": "Object.fromEntries([...document.querySelectorAll('[data-case]')].map((el) => [el.dataset.case, globalThis.__cdpRelayAgent.locate(el)]))",
-                    "returnByValue": true,
-                }),
-            )
-            .await["result"]["value"]
-            .clone();
+        let endpoint = format!("http://127.0.0.1:{}", chrome.port());
+        let url = format!("{}/order", site.origin);
+        let cases = agent_locators(&endpoint, &url).await;
         let long = cases["long-name-cut-at-a-word"]["name"]
             .as_str()
             .unwrap_or_default()
@@ -204,22 +207,51 @@ async fn the_agent_picks_the_first_locator_that_is_unique_in_codegen_order() {
         );
         let expected = json!({
             "testid": {"testId": "t1"},
-            "role-when-testid-repeats": {"role": "button", "name": "Twin two"},
-            "css-when-name-is-a-substring": {"css": "#links > a:nth-of-type(1)"},
-            "retarget-to-button": {"role": "button", "name": "Icon Delete"},
-            "textbox-named-by-wrapping-label": {"role": "textbox", "name": "Phone"},
-            "label-when-no-role": {"label": "Secret word"},
-            "role-ignores-hidden": {"role": "button", "name": "Hidden"},
-            "placeholder-when-no-name": {"placeholder": "Search"},
+            "role-when-testid-repeats": {"role": "button", "name": "Twin two", "exact": true},
+            "exact-when-another-link-holds-the-name": {"role": "link", "name": "Read more", "exact": true},
+            "retarget-to-button": {"role": "button", "name": "Icon Delete", "exact": true},
+            "textbox-named-by-wrapping-label": {"role": "textbox", "name": "Phone", "exact": true},
+            "label-when-no-role": {"label": "Secret word", "exact": true},
+            "role-ignores-hidden": {"role": "button", "name": "Hidden", "exact": true},
+            "placeholder-when-no-name": {"placeholder": "Search", "exact": true},
             "css-by-name": {"css": "input[name=\"q\"]"},
             "nothing-unique": {"why": "no-locator"},
+            // Cut: matched as a substring.
             "long-name-cut-at-a-word": {"role": "button", "name": long},
-            "label-stands-for-its-control": {"role": "checkbox", "name": "Remember me"},
-            "explicit-role": {"role": "button", "name": "Custom action"},
+            "label-stands-for-its-control": {"role": "checkbox", "name": "Remember me", "exact": true},
+            "explicit-role": {"role": "button", "name": "Custom action", "exact": true},
             // Another button's name, from its child's aria-label, holds this one's.
-            "name-held-by-a-childs-label": {"css": "#close1"},
+            "exact-when-a-childs-label-holds-the-name": {"role": "button", "name": "Close", "exact": true},
+            // Text Playwright leaves out of the name (display:none) is left out.
+            "name-leaves-hidden-text-out": {"role": "button", "name": "Archive", "exact": true},
+            "exact-when-a-longer-name-holds-it": {"role": "button", "name": "Edit", "exact": true},
+            // Its id (r-7f3a9c) and class (CSS-module) look generated: never used.
+            "text-when-the-id-looks-generated": {"text": "Quarterly tile", "exact": true},
+            "nothing-but-a-generated-id": {"why": "generated-id"},
+            // A twin outside the shadow root shares the name: Playwright counts both.
+            "css-when-a-shadow-twin-shares-the-name": {"css": "#widget-inner > button:nth-of-type(1)"},
+            "testid-inside-a-shadow-root": {"testId": "in-shadow"},
+            "two-frames-down": {"role": "button", "name": "Deep", "exact": true, "frames": ["#outer", "iframe"]},
         });
         assert_eq!(cases, expected, "{cases:#}");
+
+        // Every locator the agent picked, written as the export writes it, resolved by
+        // Playwright: exactly one element, the one the agent described.
+        let mut names = Vec::new();
+        let mut exprs = Vec::new();
+        for (name, locator) in cases.as_object().expect("cases") {
+            let stored: StoredLocator = serde_json::from_value(locator.clone()).expect("locator");
+            if let Some(expr) = cdp_report::replay::playwright_locator(&stored) {
+                names.push(name.clone());
+                exprs.push(Value::String(expr));
+            }
+        }
+        assert_eq!(exprs.len(), expected.as_object().unwrap().len() - 2);
+        let resolved = resolve(&endpoint, &url, &exprs).await;
+        for ((name, expr), (count, found)) in names.iter().zip(&exprs).zip(resolved) {
+            assert_eq!(count, 1, "{name}: {expr} finds {count} elements");
+            assert_eq!(found.as_deref(), Some(name.as_str()), "{name}: {expr}");
+        }
     })
     .await;
 }
