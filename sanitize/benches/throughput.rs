@@ -52,6 +52,31 @@ fn corpus(dirty_every: usize, lines: usize) -> Vec<String> {
         .collect()
 }
 
+/// Percent-encoded request URLs, as console lines print them.
+const URLS: &[&str] = &[
+    "GET https://api.example.com/v1/search?q=caf%C3%A9%20cr%C3%A8me&page=2 404 (Not Found)",
+    "GET https://shop.example.com/p/red-shoes%2Fsize-42?ref=mail%2Bweekly&utm_source=news 500",
+    "Failed to load https://cdn.example.com/img/summer%20sale%20banner%402x.png",
+    "fetch https://api.example.com/v1/geo?address=1600+Amphitheatre+Pkwy%2C+Mountain+View failed",
+    "https://example.com/wiki/M%c3%bcnchen_(Stadt)?oldid=12345",
+    "POST https://api.example.com/v1/items/42/comments?draft=true 422 (Unprocessable Entity)",
+];
+
+/// [`URLS`], with one line in 10 holding a registered secret or typed text in a mixed
+/// spelling (raw `!`, `%40`; `%20` and `+`).
+fn url_corpus(lines: usize) -> Vec<String> {
+    (0..lines)
+        .map(|i| match i % 20 {
+            0 => format!(
+                "GET https://api.example.com/api/use/Zq7!Mk%40gevb-{:04} 404",
+                (i / 20) % 20
+            ),
+            10 => "GET https://api.example.com/find?q=3+Main%20Street+42 404".to_owned(),
+            _ => URLS[i % URLS.len()].to_owned(),
+        })
+        .collect()
+}
+
 fn bench(c: &mut Criterion) {
     let sets = [
         ("clean", corpus(0, 20_000)),
@@ -97,6 +122,25 @@ fn bench(c: &mut Criterion) {
     group.bench_function("mixed-10pct+20-typed", |b| {
         b.iter(|| {
             for line in mixed {
+                black_box(s.text_capped(black_box(line), usize::MAX));
+            }
+        })
+    });
+    // Request URLs as console lines and network failures carry them: percent-encoded paths and
+    // queries (`%20`, `+`, `%C3%A9`, lower-case hex), with 20 secrets and 20 typing bursts
+    // registered; one line in 10 holds one of them in a mixed spelling.
+    let urls = url_corpus(20_000);
+    let bytes: usize = urls.iter().map(|l| l.len() + 1).sum();
+    group.throughput(Throughput::Bytes(bytes as u64));
+    let s = Sanitizer::new();
+    for i in 0..20 {
+        let _ = s.register_secret(&format!("SECRET_{i}"), &format!("Zq7!Mk@gevb-{i:04}"));
+        let mut echo = s.typed_echo();
+        echo.extend(&format!("{i} Main Street 42"));
+    }
+    group.bench_function("urls+20-secrets+20-typed", |b| {
+        b.iter(|| {
+            for line in &urls {
                 black_box(s.text_capped(black_box(line), usize::MAX));
             }
         })
