@@ -263,6 +263,21 @@ impl Sanitizer {
         self.counters.count(rule);
     }
 
+    /// The first occurrence in `s` of a registered literal that runs across byte `at`: where it
+    /// starts, and its placeholder (counted, as the caller emits it).
+    pub(crate) fn literal_across(&self, s: &str, at: usize) -> Option<(usize, String)> {
+        let registry = self.registry();
+        if registry.is_empty() {
+            return None;
+        }
+        let m = registry
+            .find(s)
+            .into_iter()
+            .find(|m| m.start < at && at < m.end)?;
+        registry.count(m.name);
+        Some((m.start, format!("${{{}}}", registry.name(m.name))))
+    }
+
     /// The text pipeline. Registered literals and the rules are both found on the text as
     /// given — so a literal can never hide from a rule the name it needs (`password`, `code`,
     /// `Bearer`) — and merged (`merge.rs`): every byte either would remove is removed. A text

@@ -4,10 +4,11 @@
 //!
 //! - One pass, leftmost-longest among the registered literals, so a literal that is a prefix of
 //!   another is never partially consumed.
-//! - Found through an index of every pattern's first [`KEY_BYTES`] bytes (a 64 Ki-bit filter of
-//!   the first two, then a hash map), not an automaton: registering a literal costs what its own
-//!   spellings cost, whatever else is registered (an automaton is rebuilt whole on every
-//!   registration: 96 KiB secrets took seconds each and a gigabyte of memory by the tenth).
+//! - Found through an index of the first [`KEY_BYTES`] bytes of every way a literal can start
+//!   (a 64 Ki-bit filter of the first two, then a hash map), not an automaton: registering a
+//!   literal costs what its own start's spellings and its length cost, whatever else is
+//!   registered (an automaton is rebuilt whole on every registration: 96 KiB secrets took
+//!   seconds each and a gigabyte of memory by the tenth).
 //! - Bounded: at most [`MAX_SECRETS`] explicit literals of at most [`MAX_SECRET_BYTES`] each.
 //! - An existing `${NAME}` of a registered name, a rule marker or a handle is skipped whole, so a
 //!   placeholder is never corrupted and running the pass twice finds nothing new.
@@ -16,17 +17,19 @@
 //!   entry point uses; empty or whitespace-only literals are not registered;
 //!   literals with fewer than [`MIN_SECRET_CHARS`] non-whitespace characters are refused; the
 //!   first name registered for a literal wins.
-//! - Each literal is also matched in its JSON-escaped and URL-encoded spellings (`spelling.rs`).
+//! - Each literal is found whatever mix of raw and percent-encoded characters a URL writer
+//!   chose, JSON-escaped or not (`spelling.rs`): a match is checked by reading the literal
+//!   character by character, so only the literal itself is kept, once.
 //! - **Typed echoes** (`TYPED_<n>`) are literals that grow while the user types. Any prefix of
 //!   one with at least [`MIN_TYPED_CHARS`] non-whitespace characters is protected, in every
 //!   spelling. The index holds only each echo's shortest protected prefix (its *head*); a
-//!   match of a head is extended greedily, character by character, against the echo's literal
-//!   in that spelling. Extending an echo therefore touches no index, and memory is linear in the
-//!   literal, not quadratic.
+//!   match of a head is extended greedily, character by character, against the echo's literal,
+//!   in every spelling at once. Extending an echo therefore touches no index, and memory is
+//!   linear in the literal, not quadratic.
 //! - Memory only: nothing here is `Serialize`, and `Debug` prints counts, never literals.
 
 use crate::handles::{is_handle, protected_spans};
-use crate::spelling::{spellings, Spelling};
+use crate::spelling::{self, KEY_BYTES};
 use crate::SecretError;
 use std::collections::HashMap;
 use std::fmt;
@@ -60,11 +63,6 @@ pub const MAX_SECRETS: usize = 256;
 /// key is about 3.3 KiB) fits; what is larger is not a literal anyone types or logs whole.
 pub const MAX_SECRET_BYTES: usize = 8192;
 
-/// Bytes of a pattern's start the index is keyed by. Every pattern is at least this long: an
-/// explicit literal has [`MIN_SECRET_CHARS`] non-whitespace characters and an echo head
-/// [`MIN_TYPED_CHARS`], in every spelling.
-const KEY_BYTES: usize = 4;
-
 /// Longest typed literal kept, in bytes (the relay buffers the same): characters typed beyond it
 /// are not protected.
 pub const TYPED_MAX_BYTES: usize = 4096;
@@ -89,41 +87,26 @@ struct Echo {
     literal: String,
     /// Characters in the head: the shortest prefix with [`MIN_TYPED_CHARS`] non-whitespace ones.
     head_chars: usize,
-    /// Length of the literal in each spelling (indexed like [`Spelling::ALL`]).
-    spelled: [usize; 4],
+    /// Length in bytes of the literal's longest spelling.
+    longest: usize,
 }
 
 impl Echo {
-    /// Where the longest protected prefix of this echo, written in `spelling`, that starts at
-    /// byte `at` of `text` ends; `None` if not even the head is there. Blanks after the last
+    /// Where the longest protected prefix of this echo, in any spelling, that starts at byte
+    /// `at` of `text` ends; `None` if not even the head is there. Blanks after the last
     /// matched non-blank character are left to the text (they are not part of the secret, and
     /// `${TYPED_1} y` reads better than `${TYPED_1}y`).
-    fn extend_at(
-        &self,
-        text: &str,
-        at: usize,
-        spelling: Spelling,
-        buf: &mut String,
-    ) -> Option<usize> {
-        let mut pos = at;
-        let mut solid_end = at;
+    fn extend_at(&self, text: &str, at: usize) -> Option<usize> {
         let mut chars = 0;
-        for c in self.literal.chars() {
-            buf.clear();
-            spelling.push(c, buf);
-            match text.get(pos..) {
-                Some(rest) if rest.starts_with(buf.as_str()) => {
-                    pos += buf.len();
-                    chars += 1;
-                    if !c.is_whitespace() {
-                        solid_end = pos;
-                    }
-                }
-                _ => break,
+        let mut solid_end = None;
+        spelling::walk(text.as_bytes(), at, self.literal.chars(), |c, end| {
+            chars += 1;
+            // The head ends with a non-blank character: from it on, every one is an end.
+            if chars >= self.head_chars && !c.is_whitespace() {
+                solid_end = Some(end);
             }
-        }
-        // The head ends with a non-blank character, so `solid_end` never falls short of it.
-        (chars >= self.head_chars).then_some(solid_end)
+        });
+        solid_end
     }
 
     fn head(&self) -> &str {
@@ -137,21 +120,28 @@ impl Echo {
 }
 
 /// A pattern the index can find at a position: where a match may start.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Candidate {
-    /// Explicit literal spelling `i` (index into `Registry::literals`): matches whole or not.
+    /// Explicit literal `i` (index into `Registry::literals`): matches whole or not.
     Literal(usize),
-    /// The head of echo `i` in a spelling: extended as far as the text follows the echo.
-    Echo(usize, Spelling),
+    /// The head of echo `i`: extended as far as the text follows the echo.
+    Echo(usize),
 }
 
-/// One spelling of an explicit literal.
+/// An explicit literal.
 struct Literal {
-    spelled: String,
+    literal: String,
     /// Index of its name.
     name: usize,
-    /// The literal itself, not an escaped or encoded spelling of it.
-    plain: bool,
+}
+
+impl Literal {
+    /// Where this literal, in any spelling, starting at byte `at` of `text` ends, if it is there
+    /// whole (the furthest end, when it is there in several spellings).
+    fn end_at(&self, text: &str, at: usize) -> Option<usize> {
+        let mut end = at;
+        spelling::walk(text.as_bytes(), at, self.literal.chars(), |_, e| end = e).then_some(end)
+    }
 }
 
 /// Registered literals and the index that finds them.
@@ -161,22 +151,21 @@ pub(crate) struct Registry {
     names: Vec<String>,
     /// Replacements made per name (summary); indexed like `names`.
     counts: Vec<AtomicU64>,
-    /// Every spelling of every explicit literal → name index. First registration wins.
-    spellings: HashMap<String, usize>,
-    /// The spellings again, as the index refers to them.
+    /// Every explicit literal → its name's index. First registration wins.
+    by_literal: HashMap<String, usize>,
+    /// The explicit literals again, as the index refers to them.
     literals: Vec<Literal>,
-    /// Explicit literals registered (each has up to four spellings).
-    explicit: usize,
     /// Name → index, for placeholder protection.
     by_name: HashMap<String, usize>,
     /// Typed echoes, in registration order.
     echoes: Vec<Echo>,
-    /// First [`KEY_BYTES`] bytes of every pattern → the patterns starting with them.
+    /// First [`KEY_BYTES`] bytes of every way a pattern can start → the patterns.
     index: HashMap<[u8; KEY_BYTES], Vec<Candidate>>,
     /// One bit per first two bytes of a pattern: most positions of a text are ruled out by one
     /// bit test. Empty until something is registered.
     first2: Vec<u64>,
-    /// Length in bytes of the longest spelling of an explicit literal.
+    /// Length in bytes of the longest spelling of an explicit literal (all its characters
+    /// percent-encoded, or `\u00XX` for a control character).
     max_explicit_len: usize,
     /// Length in bytes of the longest spelling of a typed echo.
     max_echo_len: usize,
@@ -193,7 +182,7 @@ impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registry")
             .field("names", &self.names.len())
-            .field("spellings", &self.spellings.len())
+            .field("literals", &self.literals.len())
             .field("echoes", &self.echoes.len())
             .field("indexed", &self.index.len())
             .finish_non_exhaustive()
@@ -279,57 +268,48 @@ pub(crate) fn check(name: &str, literal: &str) -> Result<bool, SecretError> {
 
 impl Registry {
     /// Registers `literal` under `name`. `Ok(false)` when nothing was registered: the literal
-    /// is empty or whitespace-only, or already registered (under any name). Costs what the
-    /// literal's spellings cost, however many literals are registered.
+    /// is empty or whitespace-only, or already registered (under any name). Costs a copy of the
+    /// literal and the spellings of its first characters, however many literals are registered.
     pub(crate) fn register(&mut self, name: &str, literal: &str) -> Result<bool, SecretError> {
         if !check(name, literal)? {
             return Ok(false);
         }
-        if self.spellings.contains_key(literal) || self.echoes.iter().any(|e| e.literal == literal)
+        if self.by_literal.contains_key(literal) || self.echoes.iter().any(|e| e.literal == literal)
         {
             return Ok(false);
         }
-        if self.explicit >= MAX_SECRETS {
+        if self.literals.len() >= MAX_SECRETS {
             return Err(SecretError::TooMany {
                 name: name.to_owned(),
                 max: MAX_SECRETS,
             });
         }
-        self.explicit += 1;
         self.generation += 1;
         let index = self.name_index(name);
-        for spelled in spellings(literal) {
-            if self.spellings.contains_key(&spelled) {
-                // Another literal spells the same way: the first name keeps it.
-                continue;
-            }
-            self.max_explicit_len = self.max_explicit_len.max(spelled.len());
-            self.work += spelled.len() as u64;
-            let candidate = Candidate::Literal(self.literals.len());
-            self.insert(&spelled, candidate);
-            self.spellings.insert(spelled.clone(), index);
-            self.literals.push(Literal {
-                plain: spelled == literal,
-                spelled,
-                name: index,
-            });
-        }
+        let candidate = Candidate::Literal(self.literals.len());
+        self.index_start(literal, candidate);
+        self.work += literal.len() as u64;
+        self.max_explicit_len = self.max_explicit_len.max(longest(literal));
+        self.by_literal.insert(literal.to_owned(), index);
+        self.literals.push(Literal {
+            literal: literal.to_owned(),
+            name: index,
+        });
         Ok(true)
     }
 
-    /// Adds a pattern starting with `pattern`'s first bytes to the index.
-    fn insert(&mut self, pattern: &str, candidate: Candidate) {
-        let Some(key) = key_at(pattern.as_bytes(), 0) else {
-            // Not reachable: every pattern has at least KEY_BYTES bytes.
-            return;
-        };
+    /// Adds `candidate` to the index under every way `start` can be spelled (its first
+    /// [`KEY_BYTES`] bytes).
+    fn index_start(&mut self, start: &str, candidate: Candidate) {
         if self.first2.is_empty() {
             self.first2 = vec![0; (1 << 16) / 64];
         }
-        let bit = first2_bit(key[0], key[1]);
-        self.first2[bit / 64] |= 1 << (bit % 64);
-        self.work += KEY_BYTES as u64;
-        self.index.entry(key).or_default().push(candidate);
+        for key in spelling::keys(start) {
+            let bit = first2_bit(key[0], key[1]);
+            self.first2[bit / 64] |= 1 << (bit % 64);
+            self.work += KEY_BYTES as u64;
+            self.index.entry(key).or_default().push(candidate);
+        }
     }
 
     fn name_index(&mut self, name: &str) -> usize {
@@ -350,7 +330,7 @@ impl Registry {
         if non_whitespace(literal) < MIN_TYPED_CHARS {
             return None;
         }
-        if let Some(&i) = self.spellings.get(literal) {
+        if let Some(&i) = self.by_literal.get(literal) {
             return self.names.get(i).cloned();
         }
         if let Some(e) = self.echoes.iter().find(|e| e.literal == literal) {
@@ -363,15 +343,7 @@ impl Registry {
     /// The name of the explicit secret whose literal is exactly `literal` (not one of its
     /// escaped or encoded spellings), if one is registered.
     pub(crate) fn secret_name(&self, literal: &str) -> Option<&str> {
-        let key = key_at(literal.as_bytes(), 0)?;
-        self.index.get(&key)?.iter().find_map(|c| match c {
-            Candidate::Literal(i) => self
-                .literals
-                .get(*i)
-                .filter(|l| l.plain && l.spelled == literal)
-                .map(|l| self.name(l.name)),
-            Candidate::Echo(..) => None,
-        })
+        self.by_literal.get(literal).map(|&i| self.name(i))
     }
 
     /// A `TYPED_<n>` number of its own for a typed literal too short to protect: nothing is
@@ -405,23 +377,16 @@ impl Registry {
             name: index,
             literal: String::new(),
             head_chars,
-            spelled: [0; 4],
+            longest: 0,
         };
         push_capped(&mut echo, literal);
-        self.max_echo_len = self
-            .max_echo_len
-            .max(echo.spelled.iter().copied().max().unwrap_or(0));
+        self.max_echo_len = self.max_echo_len.max(echo.longest);
         let index = self.echoes.len();
         self.generation += 1;
         let head = echo.head().to_owned();
         self.echoes.push(echo);
-        // Every spelling is indexed, even where two write the head alike: they may part after
-        // it (`a b` is `a+b` in a form).
-        for spelling in Spelling::ALL {
-            let spelled = spelling.encode(&head);
-            self.work += spelled.len() as u64;
-            self.insert(&spelled, Candidate::Echo(index, spelling));
-        }
+        self.work += head.len() as u64;
+        self.index_start(&head, Candidate::Echo(index));
         Some((index, name))
     }
 
@@ -431,9 +396,7 @@ impl Registry {
         if let Some(e) = self.echoes.get_mut(echo) {
             self.generation += 1;
             push_capped(e, more);
-            self.max_echo_len = self
-                .max_echo_len
-                .max(e.spelled.iter().copied().max().unwrap_or(0));
+            self.max_echo_len = self.max_echo_len.max(e.longest);
         }
     }
 
@@ -497,7 +460,6 @@ impl Registry {
             protected_spans(text, &|n| self.by_name.contains_key(n))
                 .into_iter()
                 .partition(|&(start, end)| is_handle(&text[start..end]));
-        let mut buf = String::new();
         let mut gap_start = 0;
         let gaps = spans
             .iter()
@@ -510,7 +472,7 @@ impl Registry {
             while let Some((at, candidates)) =
                 self.next_candidate(gap_text.as_bytes(), pos, span_start)
             {
-                match self.longest_at(gap_text, at, candidates, &mut buf) {
+                match self.longest_at(gap_text, at, candidates) {
                     Some((end, name)) => {
                         out.push(SecretMatch {
                             start: at,
@@ -565,20 +527,18 @@ impl Registry {
         text: &str,
         at: usize,
         candidates: &[Candidate],
-        buf: &mut String,
     ) -> Option<(usize, usize)> {
         let mut best: Option<(usize, usize)> = None;
         for &candidate in candidates {
             let found = match candidate {
-                Candidate::Literal(i) => self.literals.get(i).and_then(|l| {
-                    text.as_bytes()[at..]
-                        .starts_with(l.spelled.as_bytes())
-                        .then_some((at + l.spelled.len(), l.name))
-                }),
-                Candidate::Echo(i, spelling) => self
+                Candidate::Literal(i) => self
+                    .literals
+                    .get(i)
+                    .and_then(|l| Some((l.end_at(text, at)?, l.name))),
+                Candidate::Echo(i) => self
                     .echoes
                     .get(i)
-                    .and_then(|e| Some((e.extend_at(text, at, spelling, buf)?, e.name))),
+                    .and_then(|e| Some((e.extend_at(text, at)?, e.name))),
             };
             if let Some((end, name)) = found {
                 best = match best {
@@ -607,12 +567,13 @@ fn first2_bit(a: u8, b: u8) -> usize {
 fn push_capped(echo: &mut Echo, more: &str) {
     let room = TYPED_MAX_BYTES.saturating_sub(echo.literal.len());
     let more = capped(more, room);
-    for c in more.chars() {
-        for (len, spelling) in echo.spelled.iter_mut().zip(Spelling::ALL) {
-            *len += spelling.len_of(c);
-        }
-    }
+    echo.longest += longest(more);
     echo.literal.push_str(more);
+}
+
+/// Length in bytes of the longest spelling of `s`.
+fn longest(s: &str) -> usize {
+    s.chars().map(spelling::longest).sum()
 }
 
 #[cfg(test)]

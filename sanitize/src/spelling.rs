@@ -1,140 +1,305 @@
-//! The spellings a registered literal takes in logs: as is, JSON-escaped (inside a logged JSON
-//! string) and URL-encoded (a query string or form body, with `+` or `%20` for a space).
+//! How a registered literal is written where the evidence finds it: as is, inside a JSON string,
+//! and in URLs, where every writer chooses its own characters to percent-encode
+//! (`encodeURIComponent` leaves `!'()*~` alone, a browser keeps `@:,;=&+$` raw in a path, a form
+//! writes a space as `+`, some write lower-case hex).
 //!
-//! Every spelling encodes one character at a time, independently of its neighbours, so the
-//! spelling of a prefix is a prefix of the spelling: that is what lets a typed echo be matched by
-//! extending a short prefix character by character (`secrets.rs`). Pure string functions.
+//! So a literal is not compared with a few fixed encodings of it but read character by
+//! character: each character may be written raw or percent-encoded as its UTF-8 bytes (hex digits
+//! of either case), a space also as `+`, whatever its neighbours do. Inside JSON-escaped text
+//! ([`JSON`]) "raw" is the character as a JSON string writes it (`\"`, `\\`, `\n` or `\u000a`,
+//! `/` or `\/`); one occurrence is either JSON-escaped or not, never both.
+//!
+//! [`walk`] follows every way of spelling a literal at once; [`keys`] lists the first
+//! [`KEY_BYTES`] bytes of every way a literal can start, for the registry's index. A prefix of a
+//! literal is spelled by a prefix of its spelling, which lets a typed echo be extended character
+//! by character. Pure functions.
 
-use std::fmt::Write as _;
+use std::collections::HashSet;
 
-/// One way of writing a literal.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum Spelling {
-    /// The literal itself.
-    Plain,
-    /// The inside of a JSON string, escaped exactly as `serde_json` writes it.
-    Json,
-    /// `application/x-www-form-urlencoded` as the `url` crate writes it (space as `+`).
-    Form,
-    /// The same with a space as `%20`, as `encodeURIComponent` writes it.
-    FormPercent,
+/// Bytes of a spelling's start the registry's index is keyed by. Every literal it indexes has at
+/// least four characters, and every character is at least one byte in every spelling.
+pub(crate) const KEY_BYTES: usize = 4;
+
+/// Text that is not JSON-escaped (a bit of a set of modes).
+const TEXT: u8 = 1;
+/// Inside a JSON string: characters are JSON-escaped, and may be percent-encoded too.
+const JSON: u8 = 2;
+
+/// Ways of spelling a literal followed at once. Only `%` can be read two ways (itself, or the
+/// start of `%25`), so more than one way at a time needs a `%` of the literal read both ways;
+/// eight needs three in a row of a contrived text. Past that, the ways furthest on are kept.
+const MAX_WAYS: usize = 8;
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// One way of spelling a literal so far: where it has got to in the text, and in which modes.
+#[derive(Clone, Copy)]
+struct Way {
+    pos: usize,
+    modes: u8,
 }
 
-impl Spelling {
-    pub(crate) const ALL: [Spelling; 4] = [
-        Spelling::Plain,
-        Spelling::Json,
-        Spelling::Form,
-        Spelling::FormPercent,
-    ];
-
-    /// Appends `c` as this spelling writes it.
-    pub(crate) fn push(self, c: char, out: &mut String) {
-        match self {
-            Spelling::Plain => out.push(c),
-            Spelling::Json => match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{8}' => out.push_str("\\b"),
-                '\u{c}' => out.push_str("\\f"),
-                c if u32::from(c) < 0x20 => {
-                    let _ = write!(out, "\\u{:04x}", u32::from(c));
-                }
-                c => out.push(c),
-            },
-            Spelling::Form | Spelling::FormPercent => {
-                let mut utf8 = [0u8; 4];
-                for &b in c.encode_utf8(&mut utf8).as_bytes() {
-                    match b {
-                        b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' => {
-                            out.push(char::from(b));
-                        }
-                        b' ' if self == Spelling::Form => out.push('+'),
-                        _ => {
-                            let _ = write!(out, "%{b:02X}");
-                        }
+/// Follows `chars` through `text` from byte `at`, every spelling at once. After each character
+/// spelled, `step` gets it and the furthest byte any spelling has reached. True when every
+/// character was spelled; false when the text stopped spelling them (`step` has seen how far
+/// they went).
+pub(crate) fn walk(
+    text: &[u8],
+    at: usize,
+    chars: impl Iterator<Item = char>,
+    mut step: impl FnMut(char, usize),
+) -> bool {
+    let none = Way { pos: 0, modes: 0 };
+    let mut ways = [none; MAX_WAYS];
+    let mut next = [none; MAX_WAYS];
+    ways[0] = Way {
+        pos: at,
+        modes: TEXT | JSON,
+    };
+    let mut n = 1;
+    for c in chars {
+        let mut m = 0;
+        for w in &ways[..n] {
+            let rest = text.get(w.pos..).unwrap_or_default();
+            if differs_in_json(c) {
+                for mode in [TEXT, JSON].into_iter().filter(|&b| w.modes & b != 0) {
+                    for len in lens(mode, c, rest).into_iter().filter(|&l| l > 0) {
+                        add(&mut next, &mut m, w.pos + len, mode);
                     }
                 }
+            } else {
+                for len in lens(TEXT, c, rest).into_iter().filter(|&l| l > 0) {
+                    add(&mut next, &mut m, w.pos + len, w.modes);
+                }
             }
         }
-    }
-
-    /// `s` in this spelling.
-    pub(crate) fn encode(self, s: &str) -> String {
-        let mut out = String::with_capacity(s.len());
-        for c in s.chars() {
-            self.push(c, &mut out);
+        if m == 0 {
+            return false;
         }
-        out
+        std::mem::swap(&mut ways, &mut next);
+        n = m;
+        step(c, ways[..n].iter().map(|w| w.pos).max().unwrap_or(at));
     }
+    true
+}
 
-    /// Length in bytes of `c` in this spelling.
-    pub(crate) fn len_of(self, c: char) -> usize {
-        match self {
-            Spelling::Plain => c.len_utf8(),
-            Spelling::Json => match c {
-                '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
-                c if u32::from(c) < 0x20 => 6,
-                c => c.len_utf8(),
-            },
-            Spelling::Form | Spelling::FormPercent => {
-                let mut utf8 = [0u8; 4];
-                c.encode_utf8(&mut utf8)
-                    .bytes()
-                    .map(|b| match b {
-                        b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' => 1,
-                        b' ' if self == Spelling::Form => 1,
-                        _ => 3,
-                    })
-                    .sum()
-            }
-        }
+/// Adds a way to `ways[..*n]`: merged with one at the same place, else appended, else (all
+/// [`MAX_WAYS`] taken) in place of the one least far on, if it is further.
+fn add(ways: &mut [Way; MAX_WAYS], n: &mut usize, pos: usize, modes: u8) {
+    if let Some(w) = ways[..*n].iter_mut().find(|w| w.pos == pos) {
+        w.modes |= modes;
+    } else if *n < MAX_WAYS {
+        ways[*n] = Way { pos, modes };
+        *n += 1;
+    } else if let Some(w) = ways
+        .iter_mut()
+        .min_by_key(|w| w.pos)
+        .filter(|w| w.pos < pos)
+    {
+        *w = Way { pos, modes };
     }
 }
 
-/// Every distinct, non-empty spelling of `literal`.
-pub(crate) fn spellings(literal: &str) -> Vec<String> {
-    let mut out: Vec<String> = Spelling::ALL.iter().map(|s| s.encode(literal)).collect();
-    out.sort_unstable();
-    out.dedup();
-    out.retain(|s| !s.is_empty());
+/// True for the characters a JSON string writes otherwise than raw text does.
+fn differs_in_json(c: char) -> bool {
+    matches!(c, '"' | '\\' | '/') || u32::from(c) < 0x20
+}
+
+/// The lengths (0: none) of the ways `text` starts with a spelling of `c` in `mode`. At most two
+/// match at once: `%` itself and `%25`.
+fn lens(mode: u8, c: char, text: &[u8]) -> [usize; 2] {
+    let mut out = [0; 2];
+    let mut k = 0;
+    let mut push = |len: usize| {
+        if k < out.len() {
+            out[k] = len;
+            k += 1;
+        }
+    };
+    let Some(&first) = text.first() else {
+        return out;
+    };
+    if mode == JSON && differs_in_json(c) {
+        if let Some(len) = json_len(c, text) {
+            push(len);
+        }
+        if c == '/' && first == b'/' {
+            push(1);
+        }
+    } else {
+        let mut utf8 = [0u8; 4];
+        let raw = c.encode_utf8(&mut utf8).as_bytes();
+        if text.starts_with(raw) {
+            push(raw.len());
+        }
+    }
+    if first == b'%' {
+        if let Some(len) = percent_len(c, text) {
+            push(len);
+        }
+    } else if first == b'+' && c == ' ' {
+        push(1);
+    }
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
+/// Length of the `%XX` escapes of `c`'s UTF-8 bytes at the start of `text`, hex of either case.
+fn percent_len(c: char, text: &[u8]) -> Option<usize> {
+    let mut utf8 = [0u8; 4];
+    let bytes = c.encode_utf8(&mut utf8).as_bytes();
+    let escapes = text.get(..bytes.len() * 3)?;
+    let ok = bytes.iter().zip(escapes.chunks_exact(3)).all(|(&b, e)| {
+        e[0] == b'%' && hex_value(e[1]) == Some(b >> 4) && hex_value(e[2]) == Some(b & 15)
+    });
+    ok.then_some(escapes.len())
+}
 
-    #[test]
-    fn known_spellings() {
-        let lit = "p@ss \"w0rd\"\n\u{1}é";
-        assert_eq!(Spelling::Plain.encode(lit), lit);
-        assert_eq!(Spelling::Json.encode(lit), "p@ss \\\"w0rd\\\"\\n\\u0001é");
-        assert_eq!(Spelling::Form.encode(lit), "p%40ss+%22w0rd%22%0A%01%C3%A9");
-        assert_eq!(
-            Spelling::FormPercent.encode(lit),
-            "p%40ss%20%22w0rd%22%0A%01%C3%A9"
-        );
-    }
-
-    proptest! {
-        /// The per-character encoders agree with serde_json and the url crate, and `len_of`
-        /// with `push`.
-        #[test]
-        fn encoders_match_the_libraries(s in any::<String>()) {
-            let json = serde_json::to_string(&s).expect("strings serialize");
-            prop_assert_eq!(Spelling::Json.encode(&s), &json[1..json.len() - 1]);
-            let form: String = url::form_urlencoded::byte_serialize(s.as_bytes()).collect();
-            prop_assert_eq!(Spelling::Form.encode(&s), form.clone());
-            prop_assert_eq!(Spelling::FormPercent.encode(&s), form.replace('+', "%20"));
-            for sp in Spelling::ALL {
-                let total: usize = s.chars().map(|c| sp.len_of(c)).sum();
-                prop_assert_eq!(total, sp.encode(&s).len());
-            }
+/// Length of the JSON escape of `c` (one of [`differs_in_json`]'s) at the start of `text`:
+/// the short form (`\"`, `\\`, `\/`, `\n`, …) or `\u00XX` with hex of either case.
+fn json_len(c: char, text: &[u8]) -> Option<usize> {
+    if let Some(short) = json_short(c) {
+        if text.get(..2) == Some(&[b'\\', short][..]) {
+            return Some(2);
         }
     }
+    let code = u32::from(c);
+    let u = text.get(..6)?;
+    (code < 0x20
+        && u[..4] == *b"\\u00"
+        && hex_value(u[4]) == Some((code >> 4) as u8)
+        && hex_value(u[5]) == Some((code & 15) as u8))
+    .then_some(6)
 }
+
+/// The letter after the backslash of `c`'s two-character JSON escape, if it has one.
+fn json_short(c: char) -> Option<u8> {
+    Some(match c {
+        '"' => b'"',
+        '\\' => b'\\',
+        '/' => b'/',
+        '\n' => b'n',
+        '\r' => b'r',
+        '\t' => b't',
+        '\u{8}' => b'b',
+        '\u{c}' => b'f',
+        _ => return None,
+    })
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Length in bytes of the longest spelling of `c`: `\u00XX` for a control character, else its
+/// UTF-8 bytes percent-encoded.
+pub(crate) fn longest(c: char) -> usize {
+    if u32::from(c) < 0x20 {
+        6
+    } else {
+        3 * c.len_utf8()
+    }
+}
+
+/// One byte of a spelling, and whether it is a hex digit of an escape (either case).
+type Class = (u8, bool);
+
+/// Every way of writing `c` in `mode`, as bytes.
+fn alternatives(mode: u8, c: char) -> Vec<Vec<Class>> {
+    let mut out: Vec<Vec<Class>> = Vec::with_capacity(3);
+    let mut utf8 = [0u8; 4];
+    let raw = c.encode_utf8(&mut utf8).as_bytes();
+    if mode == JSON && differs_in_json(c) {
+        if let Some(short) = json_short(c) {
+            out.push(vec![(b'\\', false), (short, false)]);
+        }
+        let code = u32::from(c);
+        if code < 0x20 {
+            let digits = [(code >> 4) as usize, (code & 15) as usize];
+            let mut u: Vec<Class> = b"\\u00".iter().map(|&b| (b, false)).collect();
+            u.extend(digits.iter().map(|&d| (HEX[d], true)));
+            out.push(u);
+        }
+        if c == '/' {
+            out.push(vec![(b'/', false)]);
+        }
+    } else {
+        out.push(raw.iter().map(|&b| (b, false)).collect());
+    }
+    out.push(
+        raw.iter()
+            .flat_map(|&b| {
+                [
+                    (b'%', false),
+                    (HEX[usize::from(b >> 4)], true),
+                    (HEX[usize::from(b & 15)], true),
+                ]
+            })
+            .collect(),
+    );
+    if c == ' ' {
+        out.push(vec![(b'+', false)]);
+    }
+    out
+}
+
+/// The first [`KEY_BYTES`] bytes of every spelling of `s`, in both modes, every case of its
+/// escapes' hex digits (a spelling shorter than a key gives none). A few dozen at most, whatever
+/// `s`'s length: only its first [`KEY_BYTES`] characters count.
+pub(crate) fn keys(s: &str) -> HashSet<[u8; KEY_BYTES]> {
+    let chars: Vec<char> = s.chars().take(KEY_BYTES).collect();
+    let mut out = HashSet::new();
+    for mode in [TEXT, JSON] {
+        prefixes(mode, &chars, &mut Vec::new(), &mut out);
+    }
+    out
+}
+
+fn prefixes(mode: u8, chars: &[char], prefix: &mut Vec<Class>, out: &mut HashSet<[u8; KEY_BYTES]>) {
+    if prefix.len() >= KEY_BYTES {
+        cases(&prefix[..KEY_BYTES], [0; KEY_BYTES], 0, out);
+        return;
+    }
+    let Some((&c, rest)) = chars.split_first() else {
+        return;
+    };
+    for alternative in alternatives(mode, c) {
+        let len = prefix.len();
+        prefix.extend(alternative);
+        prefixes(mode, rest, prefix, out);
+        prefix.truncate(len);
+    }
+}
+
+/// Every key `classes` stands for: each escape's hex letter in both cases.
+fn cases(
+    classes: &[Class],
+    mut key: [u8; KEY_BYTES],
+    i: usize,
+    out: &mut HashSet<[u8; KEY_BYTES]>,
+) {
+    let Some(&(b, hex)) = classes.get(i) else {
+        out.insert(key);
+        return;
+    };
+    key[i] = b;
+    cases(classes, key, i + 1, out);
+    if hex && b.is_ascii_alphabetic() {
+        key[i] = b.to_ascii_lowercase();
+        cases(classes, key, i + 1, out);
+    }
+}
+
+/// Test helpers: the whole-match of a literal, as the registry reads it.
+#[cfg(test)]
+pub(crate) fn spelled_end(text: &str, at: usize, literal: &str) -> Option<usize> {
+    let mut end = at;
+    walk(text.as_bytes(), at, literal.chars(), |_, e| end = e).then_some(end)
+}
+
+#[cfg(test)]
+mod tests;

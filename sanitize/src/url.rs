@@ -4,8 +4,11 @@
 //! and signed-URL signatures live. The path still goes through the text rules (capability paths
 //! `/devtools/page/<id>` become handles, a JWT or `;jsessionid=` in a path is redacted).
 //! `data:` URLs keep their media type and size; opaque URLs (`javascript:`, `mailto:`) keep only
-//! their scheme and size; unparseable input is cut at `?`/`#` and stripped of `user@`. The result
-//! always goes through the text rules and the length cap. Never panics.
+//! their scheme and size; unparseable input is cut at `?`/`#` and stripped of `user@`. A
+//! registered literal that runs from the path into the query or fragment (a value written with
+//! `encodeURI`, which leaves `?` and `#` raw) would leave its head at the end of the path: the
+//! URL is cut where it starts and ends with its `${NAME}`. The result always goes through the
+//! text rules and the length cap. Never panics.
 
 use crate::Sanitizer;
 use url::Url;
@@ -25,10 +28,19 @@ pub(crate) fn sanitize_url(s: &Sanitizer, raw: &str) -> String {
     let out = if let Some(rest) = strip_prefix_ignore_case(raw, "data:") {
         data_url(rest)
     } else {
-        match Url::parse(raw) {
+        let across = raw
+            .find(['?', '#'])
+            .and_then(|end| s.literal_across(raw, end));
+        let (raw, placeholder) = match across {
+            Some((start, placeholder)) => (&raw[..start], placeholder),
+            None => (raw, String::new()),
+        };
+        let mut out = match Url::parse(raw) {
             Ok(url) => parsed(s, &url),
             Err(_) => unparsed(raw),
-        }
+        };
+        out.push_str(&placeholder);
+        out
     };
     s.text_capped(&out, URL_MAX_CHARS).into_string()
 }
@@ -179,6 +191,110 @@ mod tests {
             "http://127.0.0.1:9222/devtools/page/${SECRET}/"
         );
         assert_eq!(s.text(out.as_str()).as_str(), out.as_str(), "a fixed point");
+    }
+
+    /// Issue 38, item 2: a value next to an encoded character, with characters a URL writer
+    /// left raw (`!` by `encodeURIComponent`, `@:,;=&+$` in a path), was matched by no fixed
+    /// spelling: a registered secret leaked whole, typed text from that character on.
+    #[test]
+    fn the_issue_s_url_spellings_are_masked_whole() {
+        let s = Sanitizer::new();
+        s.register_secret("API_KEY", "Zq7!Mk@gevbFp")
+            .expect("valid");
+        s.register_secret("PATHY", "p@th:1,2;x=y&z+$")
+            .expect("valid");
+        let mut typed = s.typed_echo();
+        typed.extend("12 Main Street 42");
+        assert_eq!(
+            s.url("https://app.test/api/use/Zq7!Mk%40gevbFp?x=1")
+                .as_str(),
+            "https://app.test/api/use/${API_KEY}"
+        );
+        assert_eq!(
+            s.text("GET https://app.test/api/use/Zq7!Mk%40gevbFp 404 (Not Found)")
+                .as_str(),
+            "GET https://app.test/api/use/${API_KEY} 404 (Not Found)"
+        );
+        for (raw, want) in [
+            // `encodeURIComponent`, a form (`+`), a mix, mixed-case hex.
+            (
+                "https://app.test/find?q=12%20Main%20Street%2042&n=1",
+                "https://app.test/find?q=${TYPED_1}&n=1",
+            ),
+            (
+                "https://app.test/find?q=12+Main+Street+42&n=1",
+                "https://app.test/find?q=${TYPED_1}&n=1",
+            ),
+            (
+                "https://app.test/find?q=12+Main%20Street+42",
+                "https://app.test/find?q=${TYPED_1}",
+            ),
+            (
+                "https://app.test/find?q=%31%32+M%61in+Str%65et%2042",
+                "https://app.test/find?q=${TYPED_1}",
+            ),
+            (
+                "/k/Zq7%21Mk%40gevbFp /k/Zq7%21Mk%40gevb%46p /k/%5aq7!Mk@gevbFp",
+                "/k/${API_KEY} /k/${API_KEY} /k/${API_KEY}",
+            ),
+            // The typed prefix protected, in any spelling: `…reet%2042` leaked `%2042`.
+            ("q=12%20Main%20St", "q=${TYPED_1}"),
+        ] {
+            assert_eq!(s.text(raw).as_str(), want, "{raw}");
+        }
+        // In a path, as a browser sends it.
+        assert_eq!(
+            s.url("https://app.test/addr/12%20Main%20Street%2042/map")
+                .as_str(),
+            "https://app.test/addr/${TYPED_1}/map"
+        );
+        assert_eq!(
+            s.url("https://app.test/addr/12 Main Street 42/map")
+                .as_str(),
+            "https://app.test/addr/${TYPED_1}/map"
+        );
+        assert_eq!(
+            s.url("https://app.test/p/p@th:1,2;x=y&z+$/next").as_str(),
+            "https://app.test/p/${PATHY}/next"
+        );
+        assert_eq!(
+            s.url("https://app.test/p/p%40th%3a1%2C2%3bx%3Dy%26z%2b%24")
+                .as_str(),
+            "https://app.test/p/${PATHY}"
+        );
+    }
+
+    /// `encodeURI` leaves `?` and `#` raw: a value that holds one starts the query or the
+    /// fragment halfway. The path keeps none of it.
+    #[test]
+    fn a_literal_running_into_the_query_takes_the_path_s_end_with_it() {
+        let s = Sanitizer::new();
+        s.register_secret("SECRET", "abc?def#ghi").expect("valid");
+        assert_eq!(
+            s.url("https://app.test/x/abc?def#ghi").as_str(),
+            "https://app.test/x/${SECRET}"
+        );
+        assert_eq!(
+            s.url("https://app.test/x/abc?def%23ghi&y=1").as_str(),
+            "https://app.test/x/${SECRET}"
+        );
+        assert_eq!(s.url("/rel/abc?def#ghi").as_str(), "/rel/${SECRET}");
+        // Only where the literal is there whole: a head alone is no literal.
+        assert_eq!(
+            s.url("https://app.test/x/abc?def").as_str(),
+            "https://app.test/x/abc"
+        );
+        let mut typed = s.typed_echo();
+        typed.extend("wxyz?12");
+        assert_eq!(
+            s.url("https://app.test/q/wxy?z=1").as_str(),
+            "https://app.test/q/wxy"
+        );
+        assert_eq!(
+            s.url("https://app.test/q/wxyz?1").as_str(),
+            "https://app.test/q/${TYPED_1}"
+        );
+        assert_eq!(s.summary().secrets.get("SECRET"), Some(&3));
     }
 
     #[test]

@@ -137,7 +137,8 @@ fn echoes_are_bounded_by_the_typed_cap() {
     for chunk in typed.as_bytes().chunks(3) {
         echo.extend(std::str::from_utf8(chunk).expect("ascii"));
     }
-    assert_eq!(s.longest_secret_len(), cdp_sanitize::TYPED_MAX_BYTES);
+    // Its longest spelling: the 4096 bytes kept, each percent-encoded.
+    assert_eq!(s.longest_secret_len(), 3 * cdp_sanitize::TYPED_MAX_BYTES);
     let out = s.text_capped(&typed, usize::MAX).into_string();
     // The first 4096 bytes are protected; the rest was never registered.
     assert_eq!(out, format!("${{TYPED_1}}{}", &typed[4096..]));
