@@ -133,12 +133,17 @@ struct Literal {
     literal: String,
     /// Index of its name.
     name: usize,
+    /// Holds neither `%` nor `\`: where the text holds it raw, it spells it no other way.
+    unambiguous: bool,
 }
 
 impl Literal {
     /// Where this literal, in any spelling, starting at byte `at` of `text` ends, if it is there
     /// whole (the furthest end, when it is there in several spellings).
     fn end_at(&self, text: &str, at: usize) -> Option<usize> {
+        if self.unambiguous && text.as_bytes()[at..].starts_with(self.literal.as_bytes()) {
+            return Some(at + self.literal.len());
+        }
         let mut end = at;
         spelling::walk(text.as_bytes(), at, self.literal.chars(), |_, e| end = e).then_some(end)
     }
@@ -294,6 +299,7 @@ impl Registry {
         self.literals.push(Literal {
             literal: literal.to_owned(),
             name: index,
+            unambiguous: !literal.contains(['%', '\\']),
         });
         Ok(true)
     }

@@ -46,41 +46,84 @@ struct Way {
 pub(crate) fn walk(
     text: &[u8],
     at: usize,
-    chars: impl Iterator<Item = char>,
+    mut chars: impl Iterator<Item = char>,
     mut step: impl FnMut(char, usize),
 ) -> bool {
-    let none = Way { pos: 0, modes: 0 };
-    let mut ways = [none; MAX_WAYS];
-    let mut next = [none; MAX_WAYS];
-    ways[0] = Way {
+    // One way while the text allows only one (almost always): no set of ways to keep.
+    let mut way = Way {
         pos: at,
         modes: TEXT | JSON,
     };
-    let mut n = 1;
+    while let Some(c) = chars.next() {
+        // An ASCII character written raw, which no other spelling starts like.
+        if c.is_ascii() && c != '%' && !differs_in_json(c) && text.get(way.pos) == Some(&(c as u8))
+        {
+            way.pos += 1;
+            step(c, way.pos);
+            continue;
+        }
+        let mut found = [NO_WAY; MAX_WAYS];
+        let mut n = 0;
+        expand(way, c, text, &mut found, &mut n);
+        match n {
+            0 => return false,
+            1 => {
+                way = found[0];
+                step(c, way.pos);
+            }
+            _ => {
+                step(c, furthest(&found[..n]));
+                return walk_ways(text, found, n, chars, step);
+            }
+        }
+    }
+    true
+}
+
+/// [`walk`] from several ways at once (`ways[..n]`).
+fn walk_ways(
+    text: &[u8],
+    mut ways: [Way; MAX_WAYS],
+    mut n: usize,
+    chars: impl Iterator<Item = char>,
+    mut step: impl FnMut(char, usize),
+) -> bool {
+    let mut next = [NO_WAY; MAX_WAYS];
     for c in chars {
         let mut m = 0;
-        for w in &ways[..n] {
-            let rest = text.get(w.pos..).unwrap_or_default();
-            if differs_in_json(c) {
-                for mode in [TEXT, JSON].into_iter().filter(|&b| w.modes & b != 0) {
-                    for len in lens(mode, c, rest).into_iter().filter(|&l| l > 0) {
-                        add(&mut next, &mut m, w.pos + len, mode);
-                    }
-                }
-            } else {
-                for len in lens(TEXT, c, rest).into_iter().filter(|&l| l > 0) {
-                    add(&mut next, &mut m, w.pos + len, w.modes);
-                }
-            }
+        for &w in &ways[..n] {
+            expand(w, c, text, &mut next, &mut m);
         }
         if m == 0 {
             return false;
         }
-        std::mem::swap(&mut ways, &mut next);
+        ways[..m].copy_from_slice(&next[..m]);
         n = m;
-        step(c, ways[..n].iter().map(|w| w.pos).max().unwrap_or(at));
+        step(c, furthest(&ways[..n]));
     }
     true
+}
+
+const NO_WAY: Way = Way { pos: 0, modes: 0 };
+
+fn furthest(ways: &[Way]) -> usize {
+    ways.iter().map(|w| w.pos).max().unwrap_or(0)
+}
+
+/// Adds to `ways[..*n]` every way `w` goes on by spelling `c`.
+fn expand(w: Way, c: char, text: &[u8], ways: &mut [Way; MAX_WAYS], n: &mut usize) {
+    let rest = text.get(w.pos..).unwrap_or_default();
+    if differs_in_json(c) {
+        for mode in [TEXT, JSON].into_iter().filter(|&b| w.modes & b != 0) {
+            for len in lens(mode, c, rest).into_iter().filter(|&l| l > 0) {
+                add(ways, n, w.pos + len, mode);
+            }
+        }
+    } else {
+        for len in lens(TEXT, c, rest).into_iter().filter(|&l| l > 0) {
+            add(ways, n, w.pos + len, w.modes);
+        }
+    }
 }
 
 /// Adds a way to `ways[..*n]`: merged with one at the same place, else appended, else (all
