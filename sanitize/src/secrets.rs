@@ -156,9 +156,7 @@ pub(crate) struct Registry {
     names: Vec<String>,
     /// Replacements made per name (summary); indexed like `names`.
     counts: Vec<AtomicU64>,
-    /// Every explicit literal → its name's index. First registration wins.
-    by_literal: HashMap<String, usize>,
-    /// The explicit literals again, as the index refers to them.
+    /// The explicit literals, as the index refers to them.
     literals: Vec<Literal>,
     /// Name → index, for placeholder protection.
     by_name: HashMap<String, usize>,
@@ -279,8 +277,7 @@ impl Registry {
         if !check(name, literal)? {
             return Ok(false);
         }
-        if self.by_literal.contains_key(literal) || self.echoes.iter().any(|e| e.literal == literal)
-        {
+        if self.explicit(literal).is_some() || self.echoes.iter().any(|e| e.literal == literal) {
             return Ok(false);
         }
         if self.literals.len() >= MAX_SECRETS {
@@ -295,7 +292,6 @@ impl Registry {
         self.index_start(literal, candidate);
         self.work += literal.len() as u64;
         self.max_explicit_len = self.max_explicit_len.max(longest(literal));
-        self.by_literal.insert(literal.to_owned(), index);
         self.literals.push(Literal {
             literal: literal.to_owned(),
             name: index,
@@ -336,7 +332,7 @@ impl Registry {
         if non_whitespace(literal) < MIN_TYPED_CHARS {
             return None;
         }
-        if let Some(&i) = self.by_literal.get(literal) {
+        if let Some(i) = self.explicit(literal) {
             return self.names.get(i).cloned();
         }
         if let Some(e) = self.echoes.iter().find(|e| e.literal == literal) {
@@ -349,7 +345,21 @@ impl Registry {
     /// The name of the explicit secret whose literal is exactly `literal` (not one of its
     /// escaped or encoded spellings), if one is registered.
     pub(crate) fn secret_name(&self, literal: &str) -> Option<&str> {
-        self.by_literal.get(literal).map(|&i| self.name(i))
+        self.explicit(literal).map(|i| self.name(i))
+    }
+
+    /// The name index of the explicit literal that is exactly `literal`, found through the
+    /// index: its first bytes, as they are, are one of its keys.
+    fn explicit(&self, literal: &str) -> Option<usize> {
+        let key = key_at(literal.as_bytes(), 0)?;
+        self.index.get(&key)?.iter().find_map(|c| match *c {
+            Candidate::Literal(i) => self
+                .literals
+                .get(i)
+                .filter(|l| l.literal == literal)
+                .map(|l| l.name),
+            Candidate::Echo(_) => None,
+        })
     }
 
     /// A `TYPED_<n>` number of its own for a typed literal too short to protect: nothing is
