@@ -40,4 +40,5 @@ mod report_browser;
 mod secrets_bounds;
 mod targets;
 mod upload;
+mod url_spellings;
 mod websocket;
