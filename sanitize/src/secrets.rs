@@ -141,8 +141,22 @@ impl Literal {
     /// Where this literal, in any spelling, starting at byte `at` of `text` ends, if it is there
     /// whole (the furthest end, when it is there in several spellings).
     fn end_at(&self, text: &str, at: usize) -> Option<usize> {
-        if self.unambiguous && text.as_bytes()[at..].starts_with(self.literal.as_bytes()) {
-            return Some(at + self.literal.len());
+        if self.unambiguous {
+            // Read raw as far as the text holds it raw; where it stops, only an escape (`%`,
+            // `+` for a space, `\`) can go on spelling the character there.
+            let literal = self.literal.as_bytes();
+            let rest = &text.as_bytes()[at..];
+            let same = rest.iter().zip(literal).take_while(|(a, b)| a == b).count();
+            if same == literal.len() {
+                return Some(at + same);
+            }
+            let mut stop = same;
+            while !self.literal.is_char_boundary(stop) {
+                stop -= 1;
+            }
+            if !matches!(rest.get(stop), Some(b'%' | b'+' | b'\\')) {
+                return None;
+            }
         }
         let mut end = at;
         spelling::walk(text.as_bytes(), at, self.literal.chars(), |_, e| end = e).then_some(end)
