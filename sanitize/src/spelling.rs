@@ -25,9 +25,10 @@ const TEXT: u8 = 1;
 /// Inside a JSON string: characters are JSON-escaped, and may be percent-encoded too.
 const JSON: u8 = 2;
 
-/// Ways of spelling a literal followed at once. Only `%` can be read two ways (itself, or the
-/// start of `%25`), so more than one way at a time needs a `%` of the literal read both ways;
-/// eight needs three in a row of a contrived text. Past that, the ways furthest on are kept.
+/// Ways of spelling a literal followed at once. Only `%` (itself, or the start of `%25`) and,
+/// across the two modes, `\` (itself, or JSON's `\\`) are read two ways at one place; more than
+/// two ways at once needs a literal such as `%25%25…` over a text such as `%2525%2525…`. Past
+/// eight, the ways furthest on are kept.
 const MAX_WAYS: usize = 8;
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
