@@ -242,6 +242,15 @@ mod tests {
         ] {
             assert_eq!(s.text(raw).as_str(), want, "{raw}");
         }
+        // `encodeURIComponent` leaves `(`, `!`, `)` raw: the fixed spellings stopped there and
+        // left the rest (`!)%2042`).
+        let mut apt = s.typed_echo();
+        apt.extend("12 Main Street (Apt 7!) 42");
+        assert_eq!(
+            s.text("GET /find?q=12%20Main%20Street%20(Apt%207!)%2042 404")
+                .as_str(),
+            "GET /find?q=${TYPED_2} 404"
+        );
         // In a path, as a browser sends it.
         assert_eq!(
             s.url("https://app.test/addr/12%20Main%20Street%2042/map")
