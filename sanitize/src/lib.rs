@@ -37,11 +37,8 @@
 mod echo;
 mod error;
 mod handles;
-mod json;
 mod keys;
-mod lines;
 mod merge;
-mod network;
 mod prefilter;
 mod rules;
 mod safe;
@@ -50,15 +47,14 @@ mod secrets;
 mod spelling;
 mod summary;
 mod text;
-mod url;
 mod words;
 
 pub use echo::TypedEcho;
 pub use error::SecretError;
-pub use lines::LineSanitizer;
-pub use network::{NetworkFailure, RawNetworkFailure};
 pub use rules::Rule;
 pub use safe::{InputSummary, InputType, SafeJson, SafeText, SafeUrl};
+pub use sanitizer::lines::LineSanitizer;
+pub use sanitizer::network::{NetworkFailure, RawNetworkFailure};
 pub use sanitizer::{Sanitizer, ERROR_MAX_CHARS, TEXT_MAX_CHARS, WITHHELD};
 pub use secrets::{
     check_name as check_secret_name, MAX_SECRETS, MAX_SECRET_BYTES, MAX_SECRET_NAME_CHARS,
@@ -75,8 +71,8 @@ pub fn is_sensitive_name(name: &str) -> bool {
         keys::KeyClass::Sensitive(_) | keys::KeyClass::IdLike(_)
     )
 }
+pub use sanitizer::url::URL_MAX_CHARS;
 pub use summary::RedactionSummary;
-pub use url::URL_MAX_CHARS;
 pub use words::{Word, Words};
 
 // What `words!` expands to names, from the crates that use it.

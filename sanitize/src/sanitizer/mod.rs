@@ -1,22 +1,26 @@
 //! [`Sanitizer`]: one per evidence run; owns the handle key, the explicit secrets and the
 //! redaction counters, and is the only way to make the `Safe*` types from runtime data.
 
+pub(crate) mod json;
+pub(crate) mod lines;
+pub(crate) mod network;
+pub(crate) mod url;
+
 use crate::echo::TypedEcho;
 use crate::handles::{is_protected, truncated_prefix_len, Handles};
-use crate::json;
-use crate::lines::LineSanitizer;
 use crate::merge;
-use crate::network::{self, NetworkFailure, RawNetworkFailure};
 use crate::rules::Rule;
 use crate::secrets::{self, Registry};
 use crate::summary::{Counters, RedactionSummary};
 use crate::text::{self, Ctx};
-use crate::url::sanitize_url;
 use crate::{SafeJson, SafeText, SafeUrl, SecretError};
+use lines::LineSanitizer;
+use network::{NetworkFailure, RawNetworkFailure};
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use url::sanitize_url;
 
 /// Default cap for free text ([`Sanitizer::text`], JSON strings), in characters.
 pub const TEXT_MAX_CHARS: usize = 4096;
