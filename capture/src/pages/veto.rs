@@ -17,6 +17,11 @@
 //!   cache, or a history navigation whose form fields the browser refills) comes back with what
 //!   was typed into it;
 //! - when the page was last typed into — never a frame right after typing;
+//! - which typing bursts in the current document typed a registered secret's whole value (an
+//!   MCP gateway's `${NAME}` variable or `recordAs` name, `--secret-env`): unless the field
+//!   masks it (a sensitive field: already withheld), a picture of the page shows the value, so
+//!   none until a new document replaces it. Asked per page by the relay's frames, and for any
+//!   page by the gateway before it hands a screenshot to an agent;
 //! - which kind of field had focus when (reported by the direct reader's page agent) — never a
 //!   frame while a sensitive field has focus. Focus is kept as a short history because the
 //!   traffic reader decides about a client's screenshot or typing some milliseconds after the
@@ -44,6 +49,9 @@ pub enum Withheld {
     SensitiveFocus,
     /// The page was typed into moments ago.
     JustTyped,
+    /// A registered secret's whole value was typed into a field that shows it (not a password,
+    /// one-time-code or payment field) since the last navigation.
+    NamedValueShown,
 }
 
 impl Withheld {
@@ -56,6 +64,9 @@ impl Withheld {
             }
             Withheld::SensitiveFocus => "a sensitive field has focus",
             Withheld::JustTyped => "typing moments ago",
+            Withheld::NamedValueShown => {
+                "a registered value was typed into a field that shows it, since the last navigation"
+            }
         }
     }
 }
@@ -179,6 +190,10 @@ pub(crate) struct Veto {
     sensitive: HashSet<u64>,
     /// More bursts than [`MAX_BURSTS`] were withholding: until navigation, always withhold.
     overflowed: bool,
+    /// Bursts in the current document that typed a registered secret's whole value.
+    named: HashSet<u64>,
+    /// More named bursts than [`MAX_BURSTS`]: until navigation, a value is taken as shown.
+    named_overflowed: bool,
     last_typed: Option<SystemTime>,
     /// Bursts typed into the current document, with their last keystroke: a kind read back
     /// later for a burst of an earlier document changes nothing here.
@@ -208,6 +223,12 @@ pub(crate) struct Veto {
 impl Veto {
     fn withheld(&self) -> bool {
         self.overflowed || self.restored || !self.withholding.is_empty()
+    }
+
+    /// A named burst of the current document went to a field that shows its text (one taken
+    /// for sensitive masks it, and withholds on its own).
+    fn shows_named(&self) -> bool {
+        self.named_overflowed || self.named.iter().any(|b| !self.sensitive.contains(b))
     }
 
     /// The main frame committed document `loader` at `at`, fresh or not.
@@ -266,7 +287,9 @@ impl Veto {
             || self
                 .withholding
                 .iter()
-                .any(|b| self.typed_overflowed || bursts.contains(b));
+                .chain(self.named.iter().filter(|b| !self.sensitive.contains(b)))
+                .any(|b| self.typed_overflowed || bursts.contains(b))
+            || self.named_overflowed;
         if self.left.len() == MAX_LEFT {
             if let Some(old) = self.left.pop_front() {
                 self.left_forgot_withheld |= old.withheld;
@@ -287,6 +310,8 @@ impl Veto {
             self.withholding.clear();
             self.sensitive.clear();
             self.overflowed = false;
+            self.named.clear();
+            self.named_overflowed = false;
             self.typed.clear();
             self.typed_overflowed = false;
             self.last_typed = None;
@@ -299,10 +324,12 @@ impl Veto {
                 typed,
                 withholding,
                 sensitive,
+                named,
                 ..
             } = self;
             withholding.retain(|b| typed.contains_key(b));
             sensitive.retain(|b| typed.contains_key(b));
+            named.retain(|b| typed.contains_key(b));
         }
     }
 
@@ -412,6 +439,34 @@ impl Pages {
         });
     }
 
+    /// The text of burst `burst` is the whole value of a registered secret (compared in memory
+    /// where the text is, when the burst ended). Unless its field masks it, no picture of the
+    /// document it went to is kept ([`Withheld::NamedValueShown`]); a document the page has left
+    /// keeps it, should history bring it back.
+    pub fn burst_named(&self, target: &str, burst: u64) {
+        self.with_page_veto(target, |p| {
+            if !p.typed.contains_key(&burst) && !p.typed_overflowed {
+                if let Some(l) = p.left_with(burst, None) {
+                    l.withheld = true;
+                }
+                return;
+            }
+            if p.named.len() < MAX_BURSTS {
+                p.named.insert(burst);
+            } else {
+                p.named_overflowed = true;
+            }
+        });
+    }
+
+    /// True when any page tracked shows a registered secret's value typed into a field that
+    /// does not mask it, since its last navigation: what a producer asks before it hands out a
+    /// picture it cannot tell the page of (the MCP gateway's screenshot results).
+    pub fn named_value_shown(&self) -> bool {
+        let t = self.table();
+        t.pages.values().any(|p| p.veto.shows_named())
+    }
+
     /// A main-frame navigation of `target` started that will commit document `loader` (from
     /// `Page.frameStartedNavigating`; `kind` is `None` for a word this relay does not know).
     pub fn navigation_started(&self, target: &str, loader: &str, kind: Option<NavigationKind>) {
@@ -493,6 +548,9 @@ impl Pages {
             };
             if p.withheld() {
                 return Err(Withheld::TypedSinceNavigation);
+            }
+            if p.shows_named() {
+                return Err(Withheld::NamedValueShown);
             }
             let sensitive = |t| p.focus_at(t).is_some_and(FieldKind::is_sensitive);
             if sensitive(at) || sensitive(at + FOCUS_SLACK) {

@@ -313,6 +313,10 @@ impl TrafficReader {
         } else {
             self.sanitizer.secret_name(&burst.typed)
         };
+        if let (Some(_), Some(page)) = (&secret, burst.page.as_deref()) {
+            // A picture of a field showing a registered value would show the value.
+            self.pages.burst_named(page, burst.seq);
+        }
         burst.variable = secret.or_else(|| burst.echo.variable());
     }
 

@@ -259,7 +259,9 @@ impl Browser<'_> {
             }
             Withheld::SensitiveFocus => now + self.opts.frame_cooldown,
             // Until the next navigation takes the want over.
-            Withheld::TypedSinceNavigation | Withheld::ScreenshotsOff => want.born + PARKED,
+            Withheld::TypedSinceNavigation
+            | Withheld::NamedValueShown
+            | Withheld::ScreenshotsOff => want.born + PARKED,
         };
         // Back on its page, merged with any newer want; written now if the page has gone.
         if let Some(want) = self.ctx.pages.requeue(target, want, due) {

@@ -271,3 +271,47 @@ fn documents_left_long_ago_are_forgotten_on_the_safe_side() {
     p.committed("T1", "Lh", FRESH, t(20_000));
     assert_eq!(p.verdict_at("T1", t(30_000)), WITHHELD);
 }
+
+#[test]
+fn a_registered_value_in_a_field_that_shows_it_withholds_until_navigation() {
+    let p = policy(true);
+    // Into a text field: shown until the page navigates, for the relay's frames and for a
+    // producer that cannot tell the page of its picture.
+    p.typed_into("T1", 1, TEXT, t(0));
+    p.burst_named("T1", 1);
+    assert_eq!(
+        p.verdict_at("T1", t(60_000)),
+        Err(Withheld::NamedValueShown)
+    );
+    assert!(p.named_value_shown());
+    assert_eq!(p.verdict_at("T2", t(60_000)), Ok(()));
+    navigate(&p, "T1", "L1", t(1));
+    assert_eq!(p.verdict_at("T1", t(60_000)), Ok(()));
+    assert!(!p.named_value_shown());
+    // Into a password field: masked on screen; the sensitive rule withholds the relay's frames
+    // as before, but the value is not shown.
+    p.typed_into("T1", 2, PASSWORD, t(70_000));
+    p.burst_named("T1", 2);
+    assert!(!p.named_value_shown());
+    assert_eq!(p.verdict_at("T1", t(99_000)), WITHHELD);
+    // Unidentified, then read back as text: still shown (the reading never lets it go).
+    navigate(&p, "T1", "L2", t(100_000));
+    p.typed_into("T1", 3, UNKNOWN, t(100_001));
+    p.burst_named("T1", 3);
+    p.burst_kind("T1", 3, TEXT);
+    assert!(p.named_value_shown());
+    // Gone with its document, back with it from history.
+    p.navigation_started("T1", "L3", NavigationKind::parse("differentDocument"));
+    p.committed("T1", "L3", FRESH, t(100_002));
+    assert!(!p.named_value_shown());
+    p.committed("T1", "L2", BFCACHE, t(100_003));
+    assert_eq!(p.verdict_at("T1", t(200_000)), WITHHELD);
+    // Named late, after its document was left: the left document keeps it.
+    let q = policy(true);
+    q.typed_into("T1", 4, TEXT, t(0));
+    navigate(&q, "T1", "M1", t(1));
+    q.burst_named("T1", 4);
+    assert!(!q.named_value_shown());
+    q.committed("T1", "M0", BFCACHE, t(2));
+    assert_eq!(q.verdict_at("T1", t(60_000)), WITHHELD);
+}
