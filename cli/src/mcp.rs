@@ -11,9 +11,9 @@
 //! stdout is the MCP session: nothing else is ever written to it. Logs go to stderr.
 
 use super::signals::Shutdown;
-use crate::args::RelayArgs;
+use crate::args::{RelayArgs, Usage};
 use cdp_relay::{Browser, EvidenceNeed, LaunchConfig, Recording};
-use cdp_relay_mcp::{ChildCommand, Endpoints, Gateway, GatewayConfig, StopReason};
+use cdp_relay_mcp::{ChildCommand, Endpoints, Gateway, GatewayConfig, StopReason, Variables};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -68,6 +68,13 @@ pub struct McpArgs {
     #[arg(long, value_enum, value_name = "MODE", default_value_t = UnverifiedTyping::Note)]
     pub unverified_typing: UnverifiedTyping,
 
+    /// A dotenv file of variables the agent can type without seeing them: `NAME=value` lines
+    /// (quotes optional, nothing expanded). The agent writes `${NAME}` as a typing argument;
+    /// results show `${NAME}`, never the value. `CDP_RELAY_VAR_<NAME>` in the environment
+    /// defines one too and wins for the same name. Repeatable; a later file wins.
+    #[arg(long = "var-file", value_name = "FILE")]
+    pub var_file: Vec<PathBuf>,
+
     #[command(flatten)]
     pub relay: RelayArgs,
 
@@ -90,11 +97,34 @@ pub enum UnverifiedTyping {
 
 /// Runs the command: stdio is the agent's MCP session.
 pub(crate) fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
+    // Read before anything starts: a bad variable is a usage error, not a half-started browser.
+    let variables = variables(&args.var_file)?;
     let rt = crate::args::runtime(args.relay.threads)?;
-    let out = rt.block_on(serve(args));
+    let out = rt.block_on(serve(args, variables));
     // A read of stdin may still be parked in a blocking thread: do not wait for it.
     rt.shutdown_timeout(Duration::from_millis(200));
     out
+}
+
+/// The variables of the `--var-file`s and of `CDP_RELAY_VAR_*` (which wins). The environment
+/// is read, not changed: the launcher and the gateway keep these variables from the browser
+/// and the wrapped server.
+fn variables(files: &[PathBuf]) -> anyhow::Result<Variables> {
+    let mut vars = Variables::new();
+    for file in files {
+        let more = Variables::read_file(file).map_err(|e| Usage(format!("--var-file: {e}")))?;
+        vars = vars.merged(more).map_err(|e| Usage(e.to_string()))?;
+    }
+    let env = Variables::from_environment(std::env::vars_os()).map_err(|e| Usage(e.to_string()))?;
+    let vars = vars.merged(env).map_err(|e| Usage(e.to_string()))?;
+    if !vars.is_empty() {
+        let names: Vec<&str> = vars.names().collect();
+        tracing::info!(
+            "mcp: variables the agent can type as ${{NAME}}: {}",
+            names.join(", ")
+        );
+    }
+    Ok(vars)
 }
 
 /// The browser (when launched) and the [`Recording`] in front of it: started and stopped here.
@@ -161,7 +191,7 @@ impl Relayed {
     }
 }
 
-async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
+async fn serve(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> {
     let mut shutdown = Shutdown::listen();
     let McpArgs {
         upstream,
@@ -172,6 +202,7 @@ async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
         no_feedback,
         feedback_wait,
         unverified_typing,
+        var_file: _,
         relay,
         command,
     } = args;
@@ -205,6 +236,7 @@ async fn serve(args: McpArgs) -> anyhow::Result<ExitCode> {
         evidence_root: handle.as_ref().and(relayed.evidence_root.clone()),
         max_message_bytes,
         feedback,
+        variables,
     };
     let gateway = match Gateway::start(config, endpoints, handle).await {
         Ok(g) => g,
@@ -314,5 +346,36 @@ mod tests {
         ])
         .is_err());
         assert!(parse(&["cdp-relay", "mcp", "--init-timeout", "0"]).is_err());
+    }
+
+    #[test]
+    fn var_files_are_read_in_order_and_a_bad_one_is_a_usage_error() {
+        let a = parse(&[
+            "cdp-relay",
+            "mcp",
+            "--var-file",
+            "a.env",
+            "--var-file=b.env",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.var_file,
+            [std::path::PathBuf::from("a.env"), "b.env".into()]
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.env"), dir.path().join("b.env"));
+        std::fs::write(&a, "PASSWORD=first-Value\nPIN=1234\n").unwrap();
+        std::fs::write(&b, "PASSWORD='second Value'\n").unwrap();
+        let vars = super::variables(&[a.clone(), b]).unwrap();
+        assert_eq!(vars.names().collect::<Vec<_>>(), ["PASSWORD", "PIN"]);
+        let bad = dir.path().join("bad.env");
+        std::fs::write(&bad, "Sekr1t-Only-Line\n").unwrap();
+        let e = super::variables(&[bad]).unwrap_err();
+        assert!(e.downcast_ref::<crate::Usage>().is_some(), "{e}");
+        assert!(
+            e.to_string().contains("line 1") && !e.to_string().contains("Sekr1t"),
+            "{e}"
+        );
+        assert!(super::variables(&[dir.path().join("missing.env")]).is_err());
     }
 }

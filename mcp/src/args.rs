@@ -642,6 +642,19 @@ fn reduce_one(
     arg
 }
 
+/// True when a string under argument `name` is typed into the page — rule 1's typed-text
+/// names, rule 5's key names, a dialog's answer: where the gateway resolves a `${NAME}`
+/// variable (`inputs.rs`).
+pub(crate) fn types_text(name: &str) -> bool {
+    matches!(classify(name), Class::Typed | Class::Key | Class::Dialog)
+}
+
+/// True for rule 1's typed-text names (`value`, `text`, `promptText`, …): the text a `recordAs`
+/// name stands for (`record_as.rs`).
+pub(crate) fn is_text_name(name: &str) -> bool {
+    classify(name) == Class::Typed
+}
+
 /// Strings looked at per call for paths: more than this and the call is refused (a call
 /// cannot hide a path behind thousands of decoys).
 pub const MAX_PATH_CANDIDATES: usize = 1024;

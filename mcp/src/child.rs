@@ -3,7 +3,8 @@
 //!
 //! The process is started in its own process group, told to die with the gateway
 //! (`PR_SET_PDEATHSIG`), with `{cdp_url}` and `{ws_url}` substituted in its arguments and
-//! `CDP_RELAY_URL` in its environment. Its stdout/stdin carry MCP (rmcp's client over the
+//! `CDP_RELAY_URL` in its environment, and without the gateway's variables
+//! (`CDP_RELAY_VAR_*`: only the gateway resolves them, `inputs.rs`). Its stdout/stdin carry MCP (rmcp's client over the
 //! gateway's own transport, `transport.rs`); its stderr is read line by line, 8 KiB of a line at
 //! most, and written to the gateway's stderr only after the run's sanitizer (its logs and
 //! snapshots carry page text). Stopping it follows the MCP stdio shutdown: close its stdin,
@@ -168,6 +169,9 @@ impl Child {
         let program = command.program.to_string_lossy().into_owned();
         let args = command.substituted(endpoints).map_err(StartError)?;
         let mut cmd = Command::new(&command.program);
+        for name in scrubbed(std::env::vars_os().map(|(k, _)| k)) {
+            cmd.env_remove(name);
+        }
         cmd.args(&args)
             .env("CDP_RELAY_URL", &endpoints.cdp_url)
             .stdin(Stdio::piped())
@@ -299,6 +303,15 @@ impl Child {
         }
         self.wait().await
     }
+}
+
+/// The variables of `names` the wrapped server must not inherit: the gateway's `${NAME}`
+/// values (`CDP_RELAY_VAR_*`). A name that is not UTF-8 is compared by its bytes.
+fn scrubbed(names: impl Iterator<Item = OsString>) -> Vec<OsString> {
+    let prefix = super::vars::ENV_PREFIX.as_bytes();
+    names
+        .filter(|n| n.as_encoded_bytes().starts_with(prefix))
+        .collect()
 }
 
 fn lost() -> Exit {
@@ -494,6 +507,33 @@ mod tests {
         assert!(!out.contains("Pl4n"), "{}", &out[out.len() - 100..]);
         assert!(out.ends_with("more bytes of this line dropped)"), "{out}");
         assert!(out.starts_with("word word"));
+    }
+
+    #[test]
+    fn the_gateways_variables_are_kept_from_the_server() {
+        let names = [
+            "PATH",
+            "CDP_RELAY_VAR_PASSWORD",
+            "CDP_RELAY_URL",
+            "CDP_RELAY_VAR_X",
+        ];
+        assert_eq!(
+            scrubbed(names.iter().map(OsString::from)),
+            ["CDP_RELAY_VAR_PASSWORD", "CDP_RELAY_VAR_X"]
+        );
+        // As the server is started: the variable set, then removed.
+        let mut cmd = std::process::Command::new("env");
+        cmd.env("CDP_RELAY_VAR_PLANTED", "Pl4nted-Env-Value")
+            .env("KEPT_PLANTED", "1");
+        for name in scrubbed(cmd.get_envs().map(|(k, _)| k.to_owned())) {
+            cmd.env_remove(name);
+        }
+        let out = String::from_utf8(cmd.output().expect("env").stdout).unwrap();
+        assert!(out.contains("KEPT_PLANTED=1"), "{out}");
+        assert!(
+            !out.contains("CDP_RELAY_VAR_") && !out.contains("Pl4nted"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -26,6 +26,10 @@
 //! - `transport.rs`: the two pipes (agent, wrapped server) as the gateway reads them: the
 //!   server's notifications forwarded in order with backpressure, lines bounded and an
 //!   over-long one answered with an error, duplicate request ids of the agent refused.
+//! - `inputs.rs`: recorded inputs — `${NAME}` variables (`vars.rs`) resolved just before a call
+//!   is forwarded, `recordAs` names (`record_as.rs`), the values rewritten to `${NAME}` in
+//!   everything the agent reads (`rewrite.rs`, `spellings.rs`), pictures that may show one
+//!   withheld.
 //!
 //! The gateway depends on the recording machinery through a [`PipelineHandle`] and the relay's
 //! endpoint only: starting and stopping the browser, relay and pipeline is the caller's (the
@@ -40,21 +44,29 @@ mod args;
 mod child;
 mod error;
 mod feedback;
+mod inputs;
 mod journal;
+mod record_as;
 mod resources;
+mod rewrite;
 mod server;
+mod spellings;
 mod summary;
 mod tools;
 mod transport;
+mod vars;
 
 pub use child::{ChildCommand, Endpoints};
 pub use error::Error;
 pub use feedback::{Feedback, DEFAULT_FEEDBACK_WAIT};
+pub use vars::{VarError, VarSource, Variables, ENV_PREFIX as VAR_ENV_PREFIX};
 
-/// The argument reduction, for the fuzz targets (`fuzz/fuzz_targets/mcp_args.rs`) only.
+/// The argument reduction, for the fuzz targets (`fuzz/fuzz_targets/mcp_args.rs`) only; the
+/// result rewriter, for them and the benchmark (`relay-bench mcp`).
 #[doc(hidden)]
 pub mod fuzzing {
     pub use super::args::{key_press, reduce, typed_key, typed_literals, KeyPress};
+    pub use super::rewrite::{Added, Rewriter};
 }
 
 use cdp_capture::PipelineHandle;
@@ -95,6 +107,9 @@ pub struct GatewayConfig {
     pub max_message_bytes: usize,
     /// What the evidence learned during a call, told in its result (`feedback.rs`).
     pub feedback: Feedback,
+    /// The values `${NAME}` stands for in the agent's typing arguments (`CDP_RELAY_VAR_*`,
+    /// `--var-file`). By default, none.
+    pub variables: Variables,
 }
 
 impl Default for GatewayConfig {
@@ -105,6 +120,7 @@ impl Default for GatewayConfig {
             evidence_root: None,
             max_message_bytes: MAX_MESSAGE_BYTES,
             feedback: Feedback::default(),
+            variables: Variables::default(),
         }
     }
 }
@@ -142,6 +158,8 @@ pub(crate) struct Shared {
     feedback: Feedback,
     /// Calls whose typing verdicts a later result tells.
     owed: feedback::Owed,
+    /// Variables, `recordAs` names, and the rewriting of what the agent reads.
+    inputs: inputs::Inputs,
     /// Tool names of the server already recorded as hidden for borrowing one of ours.
     hidden: std::sync::Mutex<std::collections::HashSet<String>>,
     own_tools: Vec<Tool>,
@@ -202,6 +220,11 @@ impl Gateway {
         evidence: Option<PipelineHandle>,
     ) -> Result<Gateway, Error> {
         let recorder = Recorder::new(evidence.clone());
+        let inputs = inputs::Inputs::new(config.variables);
+        if let Some(h) = &evidence {
+            // Before anything can be typed, or echoed.
+            inputs.register_all(h);
+        }
         let link = AgentLink::default();
         let store = match (&evidence, &config.evidence_root) {
             (Some(_), Some(root)) => {
@@ -218,8 +241,9 @@ impl Gateway {
                     .as_ref()
                     .map(|h| h.sanitizer().clone())
                     .unwrap_or_else(|| Arc::new(cdp_sanitize::Sanitizer::new()));
+                let rewriter = inputs.rewriter().clone();
                 let clean: Arc<dyn Fn(&str) -> String + Send + Sync> =
-                    Arc::new(move |s: &str| sanitizer.text(s).into_string());
+                    Arc::new(move |s: &str| sanitizer.text(&rewriter.text(s)).into_string());
                 let child = Child::start(
                     command,
                     &endpoints,
@@ -244,6 +268,7 @@ impl Gateway {
                 max_message_bytes: config.max_message_bytes,
                 feedback: config.feedback,
                 owed: Default::default(),
+                inputs,
                 hidden: Default::default(),
                 own_tools: tools::definitions(),
                 stopping: AtomicBool::new(false),
@@ -342,12 +367,14 @@ impl Gateway {
             self.shared.max_message_bytes,
             self.shared.agent.clone(),
             on_refused,
+            self.shared.inputs.rewriter().clone(),
         );
         self.serve(transport).await
     }
 
-    /// Serves the agent on `transport` (any reader/writer pair) until it leaves.
-    pub async fn serve<T, E, A>(&self, transport: T) -> Result<Session, Error>
+    /// Serves the agent on `transport` until it leaves. Private: only the gateway's own
+    /// transport rewrites what the agent reads (`inputs.rs`).
+    async fn serve<T, E, A>(&self, transport: T) -> Result<Session, Error>
     where
         T: rmcp::transport::IntoTransport<RoleServer, E, A>,
         E: std::error::Error + Send + Sync + 'static,
@@ -464,10 +491,11 @@ impl Shared {
 
     /// Text from the wrapped server or the agent, made safe for a log line or an error.
     fn clean(&self, s: &str) -> String {
+        let s = self.inputs.rewriter().text(s);
         match self.recorder.handle() {
-            Some(h) => h.sanitizer().text_capped(s, 300).into_string(),
+            Some(h) => h.sanitizer().text_capped(&s, 300).into_string(),
             None => cdp_sanitize::Sanitizer::new()
-                .text_capped(s, 300)
+                .text_capped(&s, 300)
                 .into_string(),
         }
     }

@@ -224,10 +224,11 @@ impl ServerHandler for Gateway {
         let mut info = InitializeResult::new(caps);
         info.server_info = Implementation::new("cdp-relay", env!("CARGO_PKG_VERSION"));
         let ours = "Browser evidence by cdp-relay: every tool call is recorded with what it did in the browser (typed text only as its length). A call that typed, or during which a request failed or the page logged an error, gets a \"cdp-relay evidence for this call\" note appended to its result: whether the typed text landed in the field, and what failed. evidence_summary lists unverified typing and the failures so far; evidence://runs/current/summary.md and report.html render the record.";
+        let ours = format!("{ours} {}", self.shared.inputs.instructions());
         info.instructions = Some(
             match child_info.as_ref().and_then(|i| i.instructions.clone()) {
                 Some(theirs) => format!("{theirs}\n\n{ours}"),
-                None => ours.to_owned(),
+                None => ours,
             },
         );
         info
@@ -279,6 +280,7 @@ impl ServerHandler for Gateway {
             .transpose()?
             .unwrap_or_default();
         self.hide_borrowed(&mut result.tools);
+        self.shared.inputs.augment(&mut result.tools);
         if first_page {
             result.tools.extend(self.shared.own_tools.iter().cloned());
         }
@@ -303,6 +305,11 @@ impl ServerHandler for Gateway {
             let e = format!("no tool named {}", self.shared.clean(&request.name));
             call.end(Outcome::error(e.clone()));
             return Err(ErrorData::invalid_params(e, None));
+        };
+        // `${NAME}` resolved and `recordAs` taken out (inputs.rs); a refusal is recorded there.
+        let request = match super::inputs::before_call(&self.shared, &server, request) {
+            Ok(request) => request,
+            Err(refused) => return Ok(refused.into()),
         };
         // A call that names a path inside the evidence root is refused, and recorded.
         if let Some(refused) = tools::refuse_evidence_paths(&self.shared, &server, &request) {
@@ -329,6 +336,7 @@ impl ServerHandler for Gateway {
                     None => Outcome::ok(None),
                 };
                 outcome.result = Some(super::result_shape(&result));
+                super::inputs::after_answer(&self.shared, &mut result).await;
                 if let (Some(watch), Some(h)) = (watch, self.shared.recorder.handle()) {
                     let learned = feedback::gather(
                         h,

@@ -11,7 +11,10 @@
 //! - `evidence_finalize`: finalize and render now; later calls go to a new run;
 //! - `evidence_export_test {runId?}`: the current run (or another) as a Playwright test that
 //!   replays it, typed text read from environment variables (`cdp-relay export`);
-//! - `relay_endpoint`: the relay's CDP endpoint and browser websocket URL.
+//! - `relay_endpoint`: the relay's CDP endpoint and browser websocket URL;
+//! - `evidence_list_variables`: the `${NAME}` variables the agent can type without holding them
+//!   and the `recordAs` names so far — names, lengths, where each came from and the kinds of
+//!   field it was typed into, never a value (`inputs.rs`).
 //!
 //! Every call is recorded like the wrapped server's (arguments reduced by `args.rs`). Results
 //! name the run's files by their `evidence://` resource URIs, never by their path: the agent has
@@ -32,15 +35,17 @@ pub(crate) const SUMMARY: &str = "evidence_summary";
 pub(crate) const FINALIZE: &str = "evidence_finalize";
 pub(crate) const ENDPOINT: &str = "relay_endpoint";
 pub(crate) const EXPORT_TEST: &str = "evidence_export_test";
+pub(crate) const LIST_VARIABLES: &str = "evidence_list_variables";
 
 /// The names of the gateway's tools.
-pub(crate) const NAMES: [&str; 6] = [
+pub(crate) const NAMES: [&str; 7] = [
     MARK_STEP,
     REGISTER_SECRET,
     SUMMARY,
     FINALIZE,
     ENDPOINT,
     EXPORT_TEST,
+    LIST_VARIABLES,
 ];
 
 fn schema(v: Value) -> Arc<Map<String, Value>> {
@@ -99,6 +104,12 @@ pub(crate) fn definitions() -> Vec<Tool> {
         )
         .with_annotations(ToolAnnotations::new().read_only(true)),
         Tool::new(
+            LIST_VARIABLES,
+            "List the variables you can type without knowing their values: write ${NAME} as the whole value of a typing argument (fill's value, type_text's text, a form field's value) and cdp-relay types the value; results show ${NAME}, never the value. Also lists the names you gave typed text with recordAs. Names, lengths, sources and the kinds of field each was typed into; never a value.",
+            none(),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(true)),
+        Tool::new(
             ENDPOINT,
             "The relay's Chrome DevTools endpoint (http) and the browser's websocket URL through the relay, to hand to another CDP tool (Playwright connectOverCDP, Puppeteer connect).",
             none(),
@@ -139,6 +150,23 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
                 .or_else(|| shared.endpoints.ws_url.clone());
             (
                 text_result(json!({"cdpUrl": shared.endpoints.cdp_url, "wsUrl": ws})),
+                Outcome::ok(None),
+            )
+        }
+        (LIST_VARIABLES, h) => {
+            recorder.flush().await;
+            let run_dir = h.map(|h| h.status().run_dir);
+            // Reading the journal blocks: off the runtime's workers.
+            let typed_into = tokio::task::spawn_blocking(move || {
+                run_dir
+                    .and_then(|d| cdp_evidence::RunDir::open(&d).ok())
+                    .map(|dir| super::inputs::typed_into(&dir))
+                    .unwrap_or_default()
+            })
+            .await
+            .unwrap_or_default();
+            (
+                text_result(shared.inputs.list(&typed_into)),
                 Outcome::ok(None),
             )
         }

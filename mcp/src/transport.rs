@@ -15,6 +15,10 @@
 //!   an agent's over-long request is answered with an error.
 //! - **Duplicate request ids** from the agent: rmcp runs both and sends one answer; here the
 //!   second is refused with a JSON-RPC error while the first is in flight.
+//! - **Values the agent must not read** (`inputs.rs`): every message to the agent — results,
+//!   errors, notifications, the server's own requests — is written through the
+//!   [`Rewriter`](super::rewrite::Rewriter), which leaves a message without a known value byte
+//!   for byte as serialized.
 
 // Log messages are deprecated by SEP-2577 but still what servers send; they pass through.
 #![allow(deprecated)]
@@ -344,7 +348,18 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
     M: serde::Serialize,
 {
-    let line = serde_json::to_vec(message).map(|mut v| {
+    write_bytes(writer, serde_json::to_vec(message))
+}
+
+/// Writes one serialized message and its newline.
+fn write_bytes<W>(
+    writer: &Writer<W>,
+    line: serde_json::Result<Vec<u8>>,
+) -> impl Future<Output = std::io::Result<()>> + Send + 'static
+where
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let line = line.map(|mut v| {
         v.push(b'\n');
         v
     });
@@ -644,6 +659,7 @@ pub(crate) struct AgentTransport<W> {
     rx: mpsc::Receiver<ClientJsonRpcMessage>,
     writer: Writer<W>,
     in_flight: Ids,
+    rewriter: Arc<super::rewrite::Rewriter>,
 }
 
 pub(crate) type OnRefused = Arc<dyn Fn(Refused) + Send + Sync>;
@@ -655,6 +671,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> AgentTransport<W> {
         max: usize,
         state: AgentState,
         on_refused: OnRefused,
+        rewriter: Arc<super::rewrite::Rewriter>,
     ) -> AgentTransport<W>
     where
         R: AsyncRead + Send + Unpin + 'static,
@@ -675,6 +692,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> AgentTransport<W> {
             rx,
             writer,
             in_flight,
+            rewriter,
         }
     }
 }
@@ -697,7 +715,8 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Transport<RoleServer> for AgentTran
             }
             _ => {}
         }
-        write_line(&self.writer, &item)
+        let line = serde_json::to_vec(&item).map(|v| self.rewriter.json_line(&v).unwrap_or(v));
+        write_bytes(&self.writer, line)
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
