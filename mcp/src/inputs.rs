@@ -253,8 +253,10 @@ impl Inputs {
         } else {
             format!("known: {}", known.join(", "))
         };
+        // Not `${NAME}` itself: the call's record registers what the agent typed, the
+        // placeholder included, as typed text, and would mask it in this very message.
         format!(
-            "${{{name}}} has no value: set {}{name} in cdp-relay's environment or {name}=… in its --var-file ({known}); nothing was sent to the browser",
+            "the variable {name} has no value: set {}{name} in cdp-relay's environment or {name}=… in its --var-file ({known}); nothing was sent to the browser",
             vars::ENV_PREFIX
         )
     }

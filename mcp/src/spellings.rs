@@ -20,6 +20,11 @@ pub(crate) fn spellings(value: &str) -> Vec<String> {
     ] {
         base.push(percent(value, set));
     }
+    // A script's encoding, escaped again by the browser as it takes the URL: `'` that
+    // `encodeURIComponent` leaves is `%27` in a query.
+    for set in [Percent::Component, Percent::Uri] {
+        base.push(percent(&percent(value, set), Percent::Query));
+    }
     for set in [
         Html::Text,
         Html::Attribute,
@@ -174,6 +179,10 @@ mod tests {
         assert!(has("Pw%26%3C7%22Zq!x9'K%20d"), "encodeURIComponent");
         assert!(has("Pw&%3C7%22Zq!x9'K%20d"), "encodeURI");
         assert!(has("Pw&%3C7%22Zq!x9%27K%20d"), "the browser's query");
+        assert!(
+            has("Pw%26%3C7%22Zq!x9%27K%20d"),
+            "encodeURIComponent, then the browser's query"
+        );
         assert!(has("Pw&%3C7%22Zq!x9'K%20d"), "the browser's path");
         assert!(has("Pw&amp;&lt;7\"Zq!x9'K d"), "innerHTML text");
         assert!(has("Pw&amp;&lt;7&quot;Zq!x9'K d"), "attribute");

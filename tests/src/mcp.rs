@@ -1,6 +1,7 @@
 //! `cdp-relay mcp` as an agent sees it: the binary as a child process with an MCP client (rmcp)
 //! on its stdin/stdout, what the gateway sends on its own (progress, log messages,
-//! `list_changed`) collected, and its stderr kept for the sweep. Killed on drop.
+//! `list_changed`) collected, every byte it writes to the agent kept (a tap on the client's
+//! transport) and its stderr, for the sweeps. Killed on drop.
 //!
 //! Also the command lines of the real browser MCP servers from `tests/clients` and of the fake
 //! server (`src/bin/mcp-fake.rs`, fault injection only).
@@ -16,9 +17,36 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::Notify;
+
+/// A reader that keeps a copy of every byte read through it.
+struct Tapped<R> {
+    inner: R,
+    bytes: Arc<Mutex<Vec<u8>>>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Tapped<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &polled {
+            self.bytes
+                .lock()
+                .expect("tap lock")
+                .extend_from_slice(&buf.filled()[before..]);
+        }
+        polled
+    }
+}
 
 /// What the gateway sent the agent on its own.
 #[derive(Clone, Default)]
@@ -69,6 +97,8 @@ pub struct McpGateway {
     /// Woken for every chunk of stderr.
     stderr_seen: Arc<Notify>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
+    /// Every byte the gateway wrote to the agent (its stdout), as the agent's client read it.
+    received: Arc<Mutex<Vec<u8>>>,
     /// The evidence root.
     pub evidence: tempfile::TempDir,
 }
@@ -95,7 +125,11 @@ impl McpGateway {
         let stderr_task = child.stderr.take().map(|pipe| {
             crate::fixtures::collect_stderr(pipe, stderr.clone(), Some(stderr_seen.clone()))
         });
-        let stdout = child.stdout.take().expect("stdout");
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let stdout = Tapped {
+            inner: child.stdout.take().expect("stdout"),
+            bytes: received.clone(),
+        };
         let stdin = child.stdin.take().expect("stdin");
         let agent = Agent::default();
         let mut gw = McpGateway {
@@ -105,6 +139,7 @@ impl McpGateway {
             stderr,
             stderr_seen,
             stderr_task,
+            received,
             evidence,
         };
         match within(
@@ -148,6 +183,7 @@ impl McpGateway {
         Closed {
             code: out.status.code(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            received: out.stdout,
             evidence,
         }
     }
@@ -182,6 +218,11 @@ impl McpGateway {
                 .read_resource(ReadResourceRequestParams::new(uri.to_owned())),
         )
         .await
+    }
+
+    /// Every byte the gateway has written to the agent so far (JSON-RPC lines).
+    pub fn received(&self) -> Vec<u8> {
+        self.received.lock().expect("tap lock").clone()
     }
 
     /// The gateway's stderr so far.
@@ -257,6 +298,7 @@ impl McpGateway {
         Closed {
             code: status.code(),
             stderr,
+            received: self.received(),
             evidence: self.evidence,
         }
     }
@@ -273,6 +315,8 @@ pub struct Closed {
     pub code: Option<i32>,
     /// All of its stderr.
     pub stderr: String,
+    /// Every byte it wrote to the agent.
+    pub received: Vec<u8>,
     /// The evidence root (removed when this is dropped).
     pub evidence: tempfile::TempDir,
 }

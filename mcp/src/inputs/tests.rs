@@ -64,7 +64,7 @@ fn whole_placeholders_in_typed_arguments_are_resolved_at_any_depth() {
 fn what_cannot_be_resolved_is_refused_by_name_and_never_by_value() {
     let i = inputs();
     let cases = [
-        (json!({"value": "${NOPE}"}), "${NOPE} has no value"),
+        (json!({"value": "${NOPE}"}), "variable NOPE has no value"),
         (
             json!({"value": "user ${ACCOUNT_ID}"}),
             "part of a longer text",

@@ -31,6 +31,7 @@ mod layering;
 mod mcp;
 mod mcp_faults;
 mod mcp_feedback;
+mod mcp_inputs;
 mod mcp_linking;
 mod mcp_privacy;
 mod mcp_transport;
