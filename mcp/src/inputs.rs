@@ -432,7 +432,7 @@ pub(crate) fn before_call(
     shared: &Shared,
     server: &str,
     mut request: CallToolRequestParams,
-) -> Result<CallToolRequestParams, CallToolResult> {
+) -> Result<CallToolRequestParams, Box<CallToolResult>> {
     let Some(args) = request.arguments.as_mut() else {
         return Ok(request);
     };
@@ -447,7 +447,9 @@ pub(crate) fn before_call(
                 .recorder
                 .begin(server, &request.name, Some(&original))
                 .end(Outcome::error(why.clone()));
-            Err(CallToolResult::error(vec![ContentBlock::text(why)]))
+            Err(Box::new(CallToolResult::error(vec![ContentBlock::text(
+                why,
+            )])))
         }
     }
 }

@@ -309,7 +309,7 @@ impl ServerHandler for Gateway {
         // `${NAME}` resolved and `recordAs` taken out (inputs.rs); a refusal is recorded there.
         let request = match super::inputs::before_call(&self.shared, &server, request) {
             Ok(request) => request,
-            Err(refused) => return Ok(refused.into()),
+            Err(refused) => return Ok((*refused).into()),
         };
         // A call that names a path inside the evidence root is refused, and recorded.
         if let Some(refused) = tools::refuse_evidence_paths(&self.shared, &server, &request) {

@@ -98,7 +98,7 @@ enum Percent {
 impl Percent {
     fn keeps(self, b: u8) -> bool {
         let alnum = b.is_ascii_alphanumeric();
-        let controls_or_high = b < 0x20 || b > 0x7e;
+        let controls_or_high = !(0x20..=0x7e).contains(&b);
         match self {
             Percent::Form | Percent::FormSpace => alnum || b"*-._".contains(&b),
             Percent::Component => alnum || b"-_.!~*'()".contains(&b),

@@ -86,6 +86,7 @@ async fn tools_and_results_pass_through_unchanged_and_each_call_is_recorded() {
                 "evidence_summary",
                 "evidence_finalize",
                 "evidence_export_test",
+                "evidence_list_variables",
                 "relay_endpoint"
             ]
         );
