@@ -557,7 +557,7 @@ async fn without_a_command_the_gateway_serves_its_own_tools_for_its_browser() {
         let scratch = Scratch::new();
         let gw = McpGateway::spawn(&[], &[("TMPDIR", scratch.path().as_os_str())]).await;
         let tools = gw.client().list_all_tools().await.expect("tools");
-        assert_eq!(tools.len(), 6);
+        assert_eq!(tools.len(), 7);
         let ep = gw.call("relay_endpoint", json!({})).await;
         let v = ep.structured_content.expect("structured");
         let cdp = v["cdpUrl"].as_str().expect("cdpUrl");

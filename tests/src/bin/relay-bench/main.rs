@@ -15,6 +15,8 @@
 //! `relay-bench mcp` an MCP tool call direct and through `cdp-relay mcp`.
 //! `relay-bench mcp-feedback` tool calls of the real browser MCP servers through `cdp-relay mcp`
 //! with and without its feedback (not part of `all`).
+//! `relay-bench mcp-inputs` what `${NAME}` variables and the result rewriter add to a call
+//! through `cdp-relay mcp`, and the rewriter's throughput on a 1 MiB snapshot (not part of `all`).
 //! `relay-bench report` measures `cdp-relay report` and Chromium on runs too big to show whole.
 //! `relay-bench --help` lists the flags: `--smoke` (tiny sizes, seconds — what CI runs to keep
 //! the benchmark working), `--rounds` (`BENCH_ROUNDS`, default 10), `--relay-args`
@@ -29,6 +31,7 @@
 
 mod mcp;
 mod mcp_feedback;
+mod mcp_inputs;
 mod observer;
 mod paths;
 mod real;
@@ -56,6 +59,9 @@ enum Which {
     /// Tool calls of chrome-devtools-mcp and @playwright/mcp through `cdp-relay mcp` with and
     /// without its feedback (not part of `all`).
     McpFeedback,
+    /// A call through `cdp-relay mcp` with 0, 1 and 50 `${NAME}` variables, and the result
+    /// rewriter on a 1 MiB snapshot (not part of `all`).
+    McpInputs,
     /// `cdp-relay report` on runs too big to show whole, and Chromium loading the result (not
     /// part of `all`).
     Report,
@@ -130,7 +136,10 @@ fn preflight(args: &Args, clients: &Path) -> Result<(), String> {
         }
         return Ok(());
     }
-    let needs_node = !matches!(args.which, Which::Observer | Which::Report) && !args.no_node_peer;
+    let needs_node = !matches!(
+        args.which,
+        Which::Observer | Which::Report | Which::McpInputs
+    ) && !args.no_node_peer;
     if needs_node && !clients.join("node_modules").join("http-proxy").is_dir() {
         return Err(format!(
             "the npm clients are not installed (node-http-proxy is one of them): run \
@@ -225,6 +234,12 @@ async fn main() -> ExitCode {
         let rounds = args.rounds.unwrap_or(if smoke { 1 } else { 4 });
         let calls = if smoke { 2 } else { 20 };
         println!("{}", mcp_feedback::run(rounds, calls, &extra).await);
+    }
+    if which == Which::McpInputs {
+        println!("### Recorded inputs through the MCP gateway\n");
+        let rounds = args.rounds.unwrap_or(if smoke { 1 } else { 5 });
+        let calls = if smoke { 20 } else { 500 };
+        println!("{}", mcp_inputs::run(rounds, calls, &extra).await);
     }
     if which == Which::Report {
         println!("### Rendering runs too big to show whole\n");

@@ -16,7 +16,7 @@ use std::time::Instant;
 /// Bytes of the screenshot-sized image.
 const SHOT: u64 = 256 * 1024;
 
-fn fake_binary() -> std::path::PathBuf {
+pub fn fake_binary() -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let fake = exe.with_file_name("mcp-fake");
     assert!(
