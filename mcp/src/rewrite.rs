@@ -247,7 +247,36 @@ impl Rewriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    proptest! {
+        /// Any value (without the placeholder's own characters), in any of its spellings,
+        /// anywhere in any text, JSON or not: never left in what comes out, never a panic.
+        #[test]
+        fn no_spelling_of_a_value_survives(
+            value in "[^${}]{4,24}",
+            before in any::<String>(),
+            after in any::<String>(),
+            pick in any::<prop::sample::Index>(),
+        ) {
+            prop_assume!(value.chars().filter(|c| !c.is_whitespace()).count() >= 4);
+            let r = Rewriter::new();
+            prop_assert_eq!(r.add("VALUE", &value), Added::New);
+            let all = crate::spellings::spellings(&value);
+            let spelled = pick.get(&all);
+            let text = format!("{before}{spelled}{after}");
+            let out = r.text(&text).into_owned();
+            prop_assert!(out.contains("${VALUE}"), "{:?}", out);
+            prop_assert!(!out.contains(value.as_str()), "{:?} in {:?}", value, out);
+            let line = serde_json::to_vec(&json!({"t": text, "k": [before, after]})).unwrap();
+            let rewritten = r.json_line(&line).expect("rewritten");
+            let v: Value = serde_json::from_slice(&rewritten).expect("still JSON");
+            prop_assert!(!v["t"].as_str().unwrap().contains(value.as_str()));
+            // Arbitrary bytes: no panic.
+            let _ = r.json_line(&text.into_bytes());
+        }
+    }
 
     fn rw(pairs: &[(&str, &str)]) -> Rewriter {
         let r = Rewriter::new();
