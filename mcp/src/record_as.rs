@@ -40,12 +40,13 @@ pub(crate) enum Schema {
 
 /// Adds `recordAs` beside every typed-text string property of a typing tool's input schema.
 pub(crate) fn augment(tool: &mut Tool) -> Schema {
-    if !args::is_typing_tool(&tool.name) {
-        return Schema::Nothing;
-    }
     let mut schema = Value::Object((*tool.input_schema).clone());
+    // Any tool's own `recordAs` is its business, typing tool or not.
     if has_own(&schema, 0) {
         return Schema::Own;
+    }
+    if !args::is_typing_tool(&tool.name) {
+        return Schema::Nothing;
     }
     let added = add(&mut schema, 0);
     if added == 0 {
@@ -236,6 +237,11 @@ mod tests {
             json!({"type": "object", "properties": {"key": {"type": "string"}}}),
         );
         assert_eq!(augment(&mut key), Schema::Nothing);
+        let mut theirs = tool(
+            "search",
+            json!({"type": "object", "properties": {"recordAs": {"type": "string"}}}),
+        );
+        assert_eq!(augment(&mut theirs), Schema::Own);
         let mut own = tool(
             "fill",
             json!({"type": "object", "properties": {"value": {"type": "string"}, "recordAs": {"type": "boolean"}}}),
