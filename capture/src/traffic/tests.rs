@@ -1638,3 +1638,31 @@ fn a_typing_step_names_its_variable_and_where_its_text_went() {
         assert!(!journal.contains(literal), "{literal} in {journal}");
     }
 }
+
+#[test]
+fn typing_a_registered_value_whole_names_its_burst_for_the_screenshot_veto() {
+    let mut h = Harness::new(TrafficOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.sanitizer
+        .register_secret("ACCOUNT_ID", "Acct-5589-Planted")
+        .unwrap();
+    let mut type_then_tab = |h: &mut Harness, id: u64, ms: u64, text: &str| {
+        h.send(
+            1,
+            ms,
+            json!({"id": id, "method": "Input.insertText", "params": {"text": text}}),
+        );
+        h.recv(1, ms + 2, json!({"id": id, "result": {}}));
+        h.send(1, ms + 10, json!({"id": id + 1, "method": "Input.dispatchKeyEvent", "params": {"type": "keyDown", "key": "Tab"}}));
+        h.recv(1, ms + 11, json!({"id": id + 1, "result": {}}));
+    };
+    // Text that is not a registered value whole: nothing named.
+    type_then_tab(&mut h, 1, 100, "Acct-5589");
+    assert!(!h.observer.pages.named_value_shown());
+    type_then_tab(&mut h, 3, 200, "Acct-5589-Planted");
+    assert!(h.observer.pages.named_value_shown());
+    // A fresh document: no longer shown.
+    h.recv(1, 300, json!({"method": "Page.frameStartedNavigating", "params": {"frameId": PAGE, "url": "https://x/", "loaderId": "L", "navigationType": "differentDocument"}}));
+    h.recv(1, 301, json!({"method": "Page.frameNavigated", "params": {"frame": {"id": PAGE, "url": "https://x/", "loaderId": "L"}, "type": "Navigation"}}));
+    assert!(!h.observer.pages.named_value_shown());
+}
