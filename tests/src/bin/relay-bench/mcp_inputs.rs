@@ -6,7 +6,7 @@
 //! result rewriter alone, in process, on a 1 MiB snapshot: with no known value in it, with one,
 //! and with a thousand.
 
-use crate::stats::{percentile, rotation};
+use crate::stats::{paired, percentile, rotation};
 use cdp_relay_mcp::fuzzing::Rewriter;
 use cdp_relay_tests::mcp::McpGateway;
 use rmcp::model::CallToolRequestParams;
@@ -94,9 +94,12 @@ pub async fn run(rounds: usize, calls: usize, extra: &[&str]) -> String {
         "{said}"
     );
 
-    // [path][workload] samples in µs; path 0 is direct, then one per gateway.
+    // [path] samples in µs; path 0 is direct, then one per gateway. Per round too (its p50),
+    // to compare paths round by round (`stats::paired`).
     let mut plain: Vec<Vec<f64>> = vec![Vec::new(); 1 + counts.len()];
     let mut resolving: Vec<Vec<f64>> = vec![Vec::new(); 1 + counts.len()];
+    let mut plain_rounds: Vec<Vec<f64>> = vec![Vec::new(); 1 + counts.len()];
+    let mut resolving_rounds: Vec<Vec<f64>> = vec![Vec::new(); 1 + counts.len()];
     let mut sink = Vec::new();
     time_calls(&direct, "x", 100, &mut sink).await;
     for gw in &gws {
@@ -104,15 +107,22 @@ pub async fn run(rounds: usize, calls: usize, extra: &[&str]) -> String {
     }
     for r in 0..rounds {
         for i in rotation(r, 1 + counts.len()) {
+            let (mut p, mut q) = (Vec::new(), Vec::new());
             if i == 0 {
-                time_calls(&direct, "x", calls, &mut plain[0]).await;
-                time_calls(&direct, &value(0), calls, &mut resolving[0]).await;
-                continue;
+                time_calls(&direct, "x", calls, &mut p).await;
+                time_calls(&direct, &value(0), calls, &mut q).await;
+            } else {
+                let client = gws[i - 1].client();
+                time_calls(client, "x", calls, &mut p).await;
+                if counts[i - 1] > 0 {
+                    time_calls(client, "${V00}", calls, &mut q).await;
+                }
             }
-            let client = gws[i - 1].client();
-            time_calls(client, "x", calls, &mut plain[i]).await;
-            if counts[i - 1] > 0 {
-                time_calls(client, "${V00}", calls, &mut resolving[i]).await;
+            plain_rounds[i].push(percentile(&p, 0.5));
+            plain[i].extend(p);
+            if !q.is_empty() {
+                resolving_rounds[i].push(percentile(&q, 0.5));
+                resolving[i].extend(q);
             }
         }
         eprintln!("mcp-inputs: round {}/{rounds} done", r + 1);
@@ -153,14 +163,25 @@ pub async fn run(rounds: usize, calls: usize, extra: &[&str]) -> String {
             cell(&resolving[i], 0.99),
         );
     }
-    let base = percentile(&plain[1], 0.5);
+    // Per round: a path's p50 against another's in the same round.
+    let diff = |a: &[f64], b: &[f64]| {
+        let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+        format!(
+            "{:+.0} µs ({:+.0}…{:+.0})",
+            percentile(&d, 0.5),
+            percentile(&d, 0.0),
+            percentile(&d, 1.0)
+        )
+    };
     let _ = writeln!(
         out,
-        "\nAdded by variables at p50 over the gateway without any: {:+.0} µs with 1, {:+.0} µs with 50 (plain calls); resolving and rewriting one: {:+.0} µs with 1, {:+.0} µs with 50.\n",
-        percentile(&plain[2], 0.5) - base,
-        percentile(&plain[3], 0.5) - base,
-        percentile(&resolving[2], 0.5) - base,
-        percentile(&resolving[3], 0.5) - base,
+        "\nPer round, median (lowest…highest) of the p50 differences. A plain call with 1 and 50 variables against none: {} and {} ({} and {}). Resolving `${{V00}}` and rewriting its echo, against a plain call of the same gateway: {} with 1 variable, {} with 50.\n",
+        diff(&plain_rounds[2], &plain_rounds[1]),
+        diff(&plain_rounds[3], &plain_rounds[1]),
+        paired(&plain_rounds[2], &plain_rounds[1]),
+        paired(&plain_rounds[3], &plain_rounds[1]),
+        diff(&resolving_rounds[2], &plain_rounds[2]),
+        diff(&resolving_rounds[3], &plain_rounds[3]),
     );
     out.push_str(&rewriting());
     out
@@ -194,48 +215,96 @@ fn snapshot_line(value: &str, hits: usize) -> Vec<u8> {
     serde_json::to_vec(&msg).expect("line")
 }
 
-/// Median time of `f` over `n` runs, in ms.
-fn median_ms(n: usize, mut f: impl FnMut()) -> f64 {
-    let mut t = Vec::with_capacity(n);
-    for _ in 0..n {
-        let start = Instant::now();
-        f();
-        t.push(start.elapsed().as_secs_f64() * 1e3);
-    }
-    percentile(&t, 0.5)
+/// One rewriting case: a rewriter, a line, and what it is.
+struct Case {
+    rewriter: Rewriter,
+    line: Vec<u8>,
+    vars: usize,
+    kind: &'static str,
+    hits: usize,
+    /// Samples, in ms.
+    ms: Vec<f64>,
 }
 
-/// The rewriter alone on a 1 MiB snapshot line.
+/// The rewriter alone on a 1 MiB snapshot line: every case once per round, 50 rounds, so a
+/// burst of load on the machine weighs on every case alike.
 fn rewriting() -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "The result rewriter alone, in process, on one 1 MiB snapshot (a JSON-RPC line; median of 20):\n"
-    );
-    let _ = writeln!(out, "| variables | occurrences | time (ms) | MiB/s |");
-    let _ = writeln!(out, "|---:|---:|---:|---:|");
-    for vars in [0usize, 1, 50] {
-        let r = Rewriter::new();
-        for i in 0..vars {
-            r.add(&format!("V{i:02}"), &value(i));
-        }
+    let mut cases = Vec::new();
+    for (vars, common) in [
+        (0usize, false),
+        (1, false),
+        (50, false),
+        (1, true),
+        (50, true),
+    ] {
+        let value = |i: usize| {
+            if common {
+                format!("Field {i:02} textbox")
+            } else {
+                value(i)
+            }
+        };
         for hits in [0usize, 1, 1000] {
             if vars == 0 && hits > 0 {
                 continue;
             }
+            let rewriter = Rewriter::new();
+            for i in 0..vars {
+                rewriter.add(&format!("V{i:02}"), &value(i));
+            }
+            let kind = if common {
+                "common letters"
+            } else {
+                "password-like"
+            };
             let line = snapshot_line(&value(0), hits);
-            let mib = line.len() as f64 / f64::from(1 << 20);
-            let mut changed = false;
-            let ms = median_ms(20, || {
-                changed = r.json_line(&line).is_some();
+            cases.push(Case {
+                rewriter,
+                line,
+                vars,
+                kind,
+                hits,
+                ms: Vec::new(),
             });
-            assert_eq!(changed, hits > 0 && vars > 0, "{vars} vars, {hits} hits");
-            let _ = writeln!(
-                out,
-                "| {vars} | {hits} | {ms:.2} | {:.0} |",
-                mib / (ms / 1e3)
+        }
+    }
+    for _ in 0..50 {
+        for c in &mut cases {
+            let start = Instant::now();
+            let changed = c.rewriter.json_line(&c.line).is_some();
+            c.ms.push(start.elapsed().as_secs_f64() * 1e3);
+            assert_eq!(
+                changed,
+                c.hits > 0 && c.vars > 0,
+                "{} vars, {} hits",
+                c.vars,
+                c.hits
             );
         }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "The result rewriter alone, in process, on one 1 MiB snapshot (a JSON-RPC line; median of 50, the cases interleaved). Values like passwords (`Bv00-Qz7!kP#m4w`: bytes the snapshot never has, so the scan skips ahead) and values of letters the snapshot is full of (`Field 00 textbox`):\n"
+    );
+    let _ = writeln!(
+        out,
+        "| variables | values | occurrences | time (ms) | MiB/s |"
+    );
+    let _ = writeln!(out, "|---:|---|---:|---:|---:|");
+    for c in &cases {
+        let ms = percentile(&c.ms, 0.5);
+        let mib = c.line.len() as f64 / f64::from(1 << 20);
+        let rate = if c.vars == 0 {
+            "not scanned".to_owned()
+        } else {
+            format!("{:.0}", mib / (ms / 1e3))
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {ms:.2} | {rate} |",
+            c.vars, c.kind, c.hits
+        );
     }
     out
 }
