@@ -1646,7 +1646,7 @@ fn typing_a_registered_value_whole_names_its_burst_for_the_screenshot_veto() {
     h.sanitizer
         .register_secret("ACCOUNT_ID", "Acct-5589-Planted")
         .unwrap();
-    let mut type_then_tab = |h: &mut Harness, id: u64, ms: u64, text: &str| {
+    let type_then_tab = |h: &mut Harness, id: u64, ms: u64, text: &str| {
         h.send(
             1,
             ms,
