@@ -2,4 +2,5 @@
 
 mod evidence;
 mod export;
+mod mcp;
 mod sanitize;
