@@ -12,8 +12,16 @@ fn bad_variables_are_one_line_usage_errors_that_never_repeat_a_value() {
     std::fs::write(&bad, "PASSWORD=fine-Value\nPl4nted-Bare-Secret\n").unwrap();
     let missing = tmp.path().join("missing.env");
     let cases: [(&[&str], Option<(&str, &str)>, &str); 3] = [
-        (&["mcp", "--var-file", bad.to_str().unwrap()], None, "line 2"),
-        (&["mcp", "--var-file", missing.to_str().unwrap()], None, "cannot read"),
+        (
+            &["mcp", "--var-file", bad.to_str().unwrap()],
+            None,
+            "line 2",
+        ),
+        (
+            &["mcp", "--var-file", missing.to_str().unwrap()],
+            None,
+            "cannot read",
+        ),
         (
             &["mcp"],
             Some(("CDP_RELAY_VAR_lower", "Pl4nted-Env-Value")),
