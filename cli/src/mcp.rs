@@ -371,7 +371,7 @@ mod tests {
         let bad = dir.path().join("bad.env");
         std::fs::write(&bad, "Sekr1t-Only-Line\n").unwrap();
         let e = super::variables(&[bad]).unwrap_err();
-        assert!(e.downcast_ref::<crate::Usage>().is_some(), "{e}");
+        assert!(e.downcast_ref::<crate::args::Usage>().is_some(), "{e}");
         assert!(
             e.to_string().contains("line 1") && !e.to_string().contains("Sekr1t"),
             "{e}"

@@ -5,13 +5,16 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_cdp-relay");
 
+/// Arguments, an environment variable to set, and what the error must say.
+type Case<'a> = (&'a [&'a str], Option<(&'a str, &'a str)>, &'a str);
+
 #[test]
 fn bad_variables_are_one_line_usage_errors_that_never_repeat_a_value() {
     let tmp = tempfile::tempdir().unwrap();
     let bad = tmp.path().join("bad.env");
     std::fs::write(&bad, "PASSWORD=fine-Value\nPl4nted-Bare-Secret\n").unwrap();
     let missing = tmp.path().join("missing.env");
-    let cases: [(&[&str], Option<(&str, &str)>, &str); 3] = [
+    let cases: [Case; 3] = [
         (
             &["mcp", "--var-file", bad.to_str().unwrap()],
             None,
