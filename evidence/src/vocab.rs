@@ -218,6 +218,11 @@ words! {
         Ambiguous = "ambiguous",
         /// Other input reached the page with the step's text.
         Interleaved = "interleaved",
+        /// All of the text went in, at a caret with the field's own text after it: before that
+        /// text, not after it.
+        Misplaced = "misplaced",
+        /// The field held the text, then the page emptied it (read again after the typing).
+        ClearedByPage = "cleared-by-page",
         /// Set as a `value` attribute, not typed.
         Attribute = "attribute",
         /// Longer than the relay keeps in memory to verify.

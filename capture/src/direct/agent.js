@@ -211,6 +211,78 @@
   const editable = (el) =>
     !!el && (el.tagName === 'TEXTAREA' || el.isContentEditable || (el.tagName === 'INPUT' && !NOT_TYPED.has(String(el.type || 'text').toLowerCase())));
 
+  // Opaque numbers for elements and groups of fields, per document: what the relay is told
+  // about a field besides its kind, never anything the page wrote.
+  const serials = new WeakMap();
+  let nextSerial = 1;
+  const serialOf = (o) => {
+    let n = serials.get(o);
+    if (!n) {
+      n = nextSerial;
+      nextSerial += 1;
+      serials.set(o, n);
+    }
+    return n;
+  };
+  // The field that has focus, through same-origin frames.
+  const focusedField = () => {
+    let el = deepActive(document);
+    for (let depth = 0; el && (el.tagName === 'IFRAME' || el.tagName === 'FRAME') && depth < 4; depth += 1) {
+      try {
+        const d = el.contentDocument;
+        if (!d) return el;
+        el = deepActive(d);
+      } catch (_) {
+        return el;
+      }
+    }
+    return el;
+  };
+  // The group of fields `el` belongs to, for typing a few characters per field (a one-time code
+  // box by box): its form, else the row of short boxes it sits in (`maxlength` 1–2, or
+  // `autocomplete=one-time-code`: the nearest ancestor, three levels up at most, that holds
+  // another field). 0: none. The relay makes such typing one literal (docs/security.md).
+  const groupOf = (el) => {
+    if (!editable(el)) return 0;
+    if (el.form) return serialOf(el.form);
+    const n = el.maxLength;
+    const short = (n >= 1 && n <= 2) || ` ${attr(el, 'autocomplete').toLowerCase()} `.includes(' one-time-code ');
+    if (!short) return 0;
+    let box = el.parentElement;
+    for (let depth = 0; box && depth < 3; depth += 1, box = box.parentElement) {
+      if (box.querySelectorAll('input,textarea').length > 1) return serialOf(box);
+    }
+    return 0;
+  };
+  // The field whose `input` event is being dispatched (until the task ends): focus that arrives
+  // meanwhile was handed on by the page, as code boxes move on when a digit lands. Remembered
+  // per field it went to.
+  let inputting = null;
+  const handedFrom = new WeakMap();
+  addEventListener(
+    'input',
+    (e) => {
+      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      if (!el || !el.tagName) return;
+      inputting = el;
+      setTimeout(() => {
+        if (inputting === el) inputting = null;
+      }, 0);
+    },
+    true,
+  );
+  addEventListener(
+    'focus',
+    (e) => {
+      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      if (!el || !el.tagName) return;
+      if (inputting && inputting !== el && editable(inputting) && editable(el)) handedFrom.set(el, inputting);
+      else handedFrom.delete(el);
+    },
+    true,
+  );
+
+  // The last focus report: kind, field, group and where the page handed focus from.
   let lastFocus = null;
   const reportFocus = () => {
     if (!isTop) {
@@ -223,21 +295,33 @@
       }
       return;
     }
-    let kind;
+    let report = { t: 'focus', kind: 'unknown', field: 0, group: 0, from: 0 };
     try {
-      kind = kindOf(deepActive(document));
+      const el = focusedField();
+      const typed = editable(el);
+      const from = typed ? handedFrom.get(el) : null;
+      report = {
+        t: 'focus',
+        kind: kindOf(deepActive(document)),
+        field: typed ? serialOf(el) : 0,
+        group: typed ? groupOf(el) : 0,
+        from: from ? serialOf(from) : 0,
+      };
     } catch (_) {
-      kind = 'unknown';
+      // Unreadable: an unknown field, in no group.
     }
-    if (kind !== lastFocus) {
-      lastFocus = kind;
-      send({ t: 'focus', kind });
+    const key = `${report.kind}/${report.field}/${report.group}/${report.from}`;
+    if (key !== lastFocus) {
+      lastFocus = key;
+      send(report);
     }
   };
   addEventListener('focusin', reportFocus, true);
   addEventListener('focusout', () => setTimeout(reportFocus, 0), true);
 
   const valueOf = (el) => {
+    // A field of a document left before its typing was read, as it was then (`unseal`).
+    if (el.sealed) return el.value;
     if (el.isContentEditable) return String(el.textContent || '');
     if ('value' in el) return String(el.value);
     return null;
@@ -895,8 +979,12 @@
   );
 
   // Segments of trusted insertions, oldest first; `open` is the one still being typed into.
+  // Each has an id of its own across documents and frames (the relay forgets the segments a
+  // reading took from a document's handover by them).
   const log = [];
   let open = null;
+  const SEGMENT_IDS = `${installedAt}.${Math.random().toString(36).slice(2, 8)}`;
+  let segments = 0;
   // Focus changes, oldest first: { el, t, via } where `via` is a field focus bounced off.
   const focusLog = [];
   const state = { log, focusLog, installedAt };
@@ -960,6 +1048,27 @@
   addEventListener('focusin', arriving('focusin'), true);
   addEventListener('keydown', arriving('keydown'), true);
 
+  // The caret or selection of contenteditable `el`, as offsets into its text (`textContent`
+  // counts the same text nodes a range does); `null` when it is not inside `el`.
+  const caretIn = (el) => {
+    try {
+      const root = el.getRootNode ? el.getRootNode() : document;
+      const s = (root.getSelection && root.getSelection()) || el.ownerDocument.getSelection();
+      if (!s || s.rangeCount === 0) return null;
+      const r = s.getRangeAt(0);
+      if (!el.contains(r.startContainer) || !el.contains(r.endContainer)) return null;
+      const upTo = (node, offset) => {
+        const p = el.ownerDocument.createRange();
+        p.selectNodeContents(el);
+        p.setEnd(node, offset);
+        return p.toString().length;
+      };
+      return [upTo(r.startContainer, r.startOffset), upTo(r.endContainer, r.endOffset)];
+    } catch (_) {
+      return null;
+    }
+  };
+
   addEventListener(
     'beforeinput',
     (e) => {
@@ -976,8 +1085,9 @@
       const t = now();
       const via = handedOn(el, t);
       const kind = kindOf(el);
-      // Programmatic focus in a page without window focus fires no focusin: say it now.
-      if (kind !== lastFocus) reportFocus();
+      // Programmatic focus in a page without window focus fires no focusin: say it now (a report
+      // that changed nothing is not sent).
+      reportFocus();
       const secret = SENSITIVE.has(kind);
       if (secret) scrub(el, kind);
       if (!open || open.done || open.el !== el || open.kind !== kind || t - open.t1 > SEGMENT_GAP) {
@@ -986,8 +1096,11 @@
         const continued = !!open && !open.done && open.el === el;
         const v = secret ? null : valueOf(el);
         const before = v != null && v.length <= MAX_BEFORE ? v : null;
-        const sel = secret || el.isContentEditable ? null : selection(el);
-        open = { el, kind, t0: t, t1: t, before, sel, data: '', count: 0, cut: false, done: false, owner: state, via };
+        let sel = null;
+        if (!secret) sel = el.isContentEditable ? caretIn(el) : selection(el);
+        segments += 1;
+        const id = `${SEGMENT_IDS}/${segments}`;
+        open = { id, el, kind, t0: t, t1: t, before, sel, data: '', count: 0, cut: false, done: false, owner: state, via };
         // Where this typing went, as it was before the first character landed.
         const o = { t: 'typed', at: t, target: locate(el) };
         if (continued) o.continued = true;
@@ -1020,16 +1133,6 @@
     // No document element yet to observe: focus and insertions still classify.
   }
 
-  const count = (hay, needle) => {
-    if (!needle) return 0;
-    let n = 0;
-    let i = hay.indexOf(needle);
-    while (i !== -1) {
-      n += 1;
-      i = hay.indexOf(needle, i + needle.length);
-    }
-    return n;
-  };
   const isSubsequence = (small, big) => {
     let i = 0;
     for (const c of big) if (i < small.length && small[i] === c) i += 1;
@@ -1045,7 +1148,10 @@
   };
 
   // The verdict for one element that received all of `literal`, starting with segment `first`;
-  // `after` is its value right after (before the next typing into it), or its value now.
+  // `after` is its value right after (before the next typing into it), or its value now. Where
+  // the text went counts, not only that the field grew by it: typing at a caret that has the
+  // field's own text after it went in before that text (a programmatic focus leaves the caret at
+  // the start), which is not what typing meant to continue it would make.
   const judge = (first, literal, after) => {
     const n = chars(literal);
     const el = first.el;
@@ -1056,20 +1162,31 @@
     if (before == null || after == null) return { reason: 'rich-text', kind, expected: n };
     const grew = chars(after) - chars(before);
     const out = (reason) => ({ reason, kind, expected: n, grew });
-    if (el.isContentEditable) {
-      if (after === before) return out(before.includes(literal) ? 'already-held' : 'dropped-characters');
-      if (grew === n && count(after, literal) > count(before, literal)) return out('landed');
-      const d = diff(before, after);
-      if (d.removed === '' && chars(d.inserted) < n && isSubsequence(d.inserted, literal)) return out('dropped-characters');
-      return out('rich-text');
-    }
+    // Typed in before `following` characters of the field's own text.
+    const misplaced = (following) => ({ ...out('misplaced'), following });
     const sel = first.sel;
-    const expected = sel
-      ? [before.slice(0, sel[0]) + literal + before.slice(sel[1])]
-      : [before + literal, literal, literal + before];
-    if (expected.includes(after)) return out(after === before ? 'same-text' : 'landed');
+    const rich = !!el.isContentEditable;
+    if (sel) {
+      if (after === before.slice(0, sel[0]) + literal + before.slice(sel[1])) {
+        if (after === before) return out('same-text');
+        const tail = chars(before.slice(sel[1]));
+        return sel[0] === sel[1] && tail > 0 ? misplaced(tail) : out('landed');
+      }
+    } else {
+      // Where the caret was is not known: appended to the field's text, or the whole of it.
+      if (after === before + literal || (after === literal && (!rich || before === ''))) {
+        return out(after === before ? 'same-text' : 'landed');
+      }
+      if (before !== '' && after === literal + before) return misplaced(chars(before));
+    }
     if (after === before) return out(before.includes(literal) ? 'already-held' : 'dropped-characters');
     const d = diff(before, after);
+    if (rich) {
+      if (d.removed === '' && chars(d.inserted) < n && isSubsequence(d.inserted, literal)) return out('dropped-characters');
+      // All of it went in, somewhere other than the caret said.
+      if (d.removed === '' && d.inserted === literal) return misplaced(chars(after.slice(after.indexOf(literal) + literal.length)));
+      return out('rich-text');
+    }
     const selected = sel ? before.slice(sel[0], sel[1]) : null;
     const replacedWhatWasSelected = d.removed === '' || d.removed === selected || selected === null;
     if (replacedWhatWasSelected && chars(d.inserted) < n && isSubsequence(d.inserted, literal)) {
@@ -1078,10 +1195,14 @@
     return out('rewritten');
   };
 
-  // Segments that got their reading leave their log.
+  // Segments that got their reading leave their log (one of a left document is only marked:
+  // the relay forgets it when told, by the ids the reading took).
+  let took = [];
   const settle = (segs) => {
     for (const s of segs) {
       s.done = true;
+      took.push(s.id);
+      if (!s.owner) continue;
       const l = s.owner.log;
       const i = l.indexOf(s);
       if (i !== -1) l.splice(i, 1);
@@ -1134,9 +1255,9 @@
   };
 
   // The segments of every frame typed into within `w`, in time order, and whether typing that
-  // began before it ran on into it.
-  const within = (w) => {
-    const all = states();
+  // began before it ran on into it. `left`: the document before this one, as it was left.
+  const within = (w, left) => {
+    const all = left ? states().concat([left]) : states();
     const segs = all
       .flatMap((s) => s.log.filter((g) => !g.done))
       .sort((a, b) => a.t0 - b.t0);
@@ -1148,16 +1269,251 @@
     };
   };
 
-  // Did focus reach `first`'s field by bouncing off another field shortly before the burst?
-  const bounced = (first, w) => {
-    const fl = first.owner.focusLog;
+  // When focus last reached segment `g`'s field before it was typed into, if it bounced off
+  // another field on the way (`null` otherwise).
+  const bounceOf = (st, g) => {
+    const fl = st.focusLog;
     for (let i = fl.length - 1; i >= 0; i -= 1) {
       const f = fl[i];
-      if (f.t > first.t0) continue;
-      if (f.el !== first.el) return false;
-      return !!f.via && f.t >= w.lo - 1000;
+      if (f.t > g.t0) continue;
+      return f.el === g.el && f.via ? f.t : null;
     }
-    return false;
+    return null;
+  };
+  // Did focus reach `first`'s field by bouncing off another field shortly before the burst?
+  const bounced = (first, w) => {
+    const at = first.owner ? bounceOf(first.owner, first) : first.bouncedAt;
+    return at != null && at >= w.lo - 1000;
+  };
+
+  // ---- A document left before its typing was read ------------------------------------------
+  // A form submitted with Enter, or a button that navigates while readings still wait their
+  // turn, replaces the document before the relay asks about the typing in it; its segments
+  // would go with this world. When a navigation away from the document starts (`beforeunload`:
+  // the last moment the binding still reaches the relay — a binding called in `pagehide` or
+  // `unload` is never delivered), the agent hands the relay (over its binding, into the relay's
+  // memory only) what a reading needs: the unread segments of the last SEAL_AGE ms and their
+  // fields as they are at that moment — a sensitive field's count only. The relay passes it back
+  // with the readings asked of the next document's agent, which judges it the same way, and
+  // forgets it within seconds. A reading waiting to read a field again is answered at once.
+  const SEAL_AGE = 10000;
+  const SEAL_CHARS = 262144;
+  const sealed = () => {
+    const t = now();
+    const fields = [];
+    const index = new Map();
+    const segs = [];
+    let budget = SEAL_CHARS;
+    const recent = states()
+      .flatMap((st) => st.log.filter((g) => !g.done && g.t1 >= t - SEAL_AGE).map((g) => [st, g]))
+      .sort((a, b) => b[1].t0 - a[1].t0);
+    // Newest first, so the budget keeps the typing most likely still to be read.
+    for (const [st, g] of recent) {
+      const secret = SENSITIVE.has(g.kind);
+      let f = index.get(g.el);
+      let value = null;
+      if (f === undefined && !secret) {
+        const v = valueOf(g.el);
+        value = v != null && v.length <= MAX_BEFORE ? v : null;
+      }
+      const cost = (secret ? 0 : g.data.length + (g.before ? g.before.length : 0)) + (value ? value.length : 0) + 64;
+      if (cost > budget) break;
+      budget -= cost;
+      if (f === undefined) {
+        f = fields.length;
+        index.set(g.el, f);
+        fields.push({ connected: !!g.el.isConnected, rich: !!g.el.isContentEditable, value });
+      }
+      segs.push({
+        id: g.id,
+        field: f,
+        kind: g.kind,
+        t0: g.t0,
+        t1: g.t1,
+        count: g.count,
+        cut: g.cut,
+        data: secret ? '' : g.data,
+        before: secret ? null : g.before,
+        sel: secret ? null : g.sel,
+        via: !!g.via,
+        bouncedAt: bounceOf(st, g),
+      });
+    }
+    segs.reverse();
+    return { installedAt, fields, segs };
+  };
+  // Readings waiting to read a field again: each resolves at once when called.
+  const rechecks = new Set();
+  addEventListener(
+    'beforeunload',
+    () => {
+      for (const now of Array.from(rechecks)) now();
+      if (!isTop) return;
+      try {
+        const s = sealed();
+        if (s.segs.length > 0) send({ t: 'sealed', ...s });
+      } catch (_) {
+        // Nothing to hand over: the readings say the page left the document.
+      }
+    },
+    true,
+  );
+  // The sealed document the relay passed back, as a state: segments on stand-ins for their
+  // fields, which answer as the fields did when the document was left. A segment read already
+  // is `null`.
+  const unseal = (left) => {
+    if (!left || typeof left !== 'object' || !Array.isArray(left.segs)) return null;
+    // This very document, whose navigation did not happen (a 204, a download): its own
+    // segments are read live.
+    if (Number(left.installedAt) === installedAt) return null;
+    const fields = (Array.isArray(left.fields) ? left.fields : []).map((f) => ({
+      sealed: true,
+      isConnected: !!(f && f.connected),
+      isContentEditable: !!(f && f.rich),
+      value: f && typeof f.value === 'string' ? f.value : null,
+    }));
+    const log = [];
+    left.segs.forEach((g) => {
+      const el = g && fields[g.field];
+      if (!el) return;
+      log.push({
+        id: String(g.id),
+        el,
+        kind: String(g.kind),
+        t0: Number(g.t0),
+        t1: Number(g.t1),
+        before: typeof g.before === 'string' ? g.before : null,
+        sel: Array.isArray(g.sel) ? g.sel : null,
+        data: String(g.data || ''),
+        count: Number(g.count) || 0,
+        cut: !!g.cut,
+        done: false,
+        owner: null,
+        via: g.via ? true : null,
+        bouncedAt: typeof g.bouncedAt === 'number' ? g.bouncedAt : null,
+      });
+    });
+    return { log, focusLog: [], installedAt: Number(left.installedAt) || 0 };
+  };
+  // The answer of a reading, with the segments it took (a left document's handover may hold
+  // them too: the relay forgets them there).
+  const withTook = (answer) => {
+    const ids = took;
+    took = [];
+    return ids.length > 0 ? { ...answer, took: ids } : answer;
+  };
+
+  // A field the page changes after the text landed (emptied 400 ms later, say) is read again
+  // this long after the last insertion. The page's own timers set at the insertion and due
+  // sooner run first (one event loop), so any change the page made within this time is seen.
+  const RECHECK = 500;
+
+  // Which of the segments in window `w` spell `literal`, and the verdict (the reading itself,
+  // synchronous); `again`: what to read again for a later change.
+  const reading = (literal, w, left) => {
+    const n = chars(literal);
+    const { all, segs, inWin, straddle } = within(w, left);
+    const secret = inWin.filter((s) => SENSITIVE.has(s.kind));
+    if (secret.length > 0) {
+      // A sensitive field keeps no text to match: typing into one in this window stands for it.
+      settle(secret);
+      return { answer: { reason: 'sensitive-field', kind: secret[0].kind, expected: n } };
+    }
+    // Every run of consecutive segments in the window that spells the literal, and the
+    // longest that spells a part of it.
+    const found = [];
+    let partial = [];
+    let partialText = '';
+    for (let i = 0; i < inWin.length; i += 1) {
+      let acc = '';
+      const used = [];
+      for (let j = i; j < inWin.length; j += 1) {
+        const s = inWin[j];
+        if (!s.data || s.cut || !literal.startsWith(acc + s.data)) break;
+        acc += s.data;
+        used.push(s);
+        if (acc === literal) break;
+      }
+      if (acc === literal) found.push(used);
+      else if (acc.length > partialText.length) {
+        partial = used;
+        partialText = acc;
+      }
+    }
+    if (found.length > 1) {
+      // The text reached the page more than once around this step (another client, another
+      // path, the next step typing the same text at once). One that lies within the step's
+      // own bounds, when only one does, is its; otherwise which was cannot be told.
+      const core = found.filter((u) => u[0].t0 >= w.start && u[u.length - 1].t1 <= w.end);
+      if (core.length !== 1) {
+        settle(found[0]);
+        return { answer: { reason: 'ambiguous', kind: found[0][0].kind, expected: n } };
+      }
+      found.splice(0, found.length, core[0]);
+    }
+    if (found.length === 0) {
+      const other = inWin.some((s) => !partial.includes(s));
+      if (straddle || other) {
+        // Typing from before this step ran on into it, or other text arrived with it.
+        settle(partial);
+        const g = partial[0] || inWin[0];
+        return { answer: { reason: 'interleaved', kind: g ? g.kind : undefined, expected: n } };
+      }
+      if (partial.length === 0) {
+        // Nothing reached a field: no kind to say (what has focus now is a guess, and a
+        // reading never guesses a burst's field less sensitive than it was taken for).
+        if (agent.focusKind() === 'frame') return { answer: { reason: 'frame', kind: 'frame', expected: n } };
+        if (all.some((s) => s.installedAt > w.lo - 50)) {
+          return { answer: { reason: 'not-installed', expected: n } };
+        }
+        return { answer: { reason: 'no-input', expected: n, received: 0 } };
+      }
+      settle(partial);
+      return { answer: { reason: 'no-input', kind: partial[0].kind, expected: n, received: chars(partialText) } };
+    }
+    const used = found[0];
+    const first = used[0];
+    settle(used);
+    const fields = new Set(used.map((s) => s.el)).size;
+    if (fields > 1) return { answer: { reason: 'focus-moved', kind: first.kind, expected: n, fields } };
+    if (first.via || bounced(first, w)) {
+      // The field focused for this step handed focus on at once: the text went elsewhere.
+      return { answer: { reason: 'bounced', kind: first.kind, expected: n } };
+    }
+    const last = used[used.length - 1];
+    const next = segs.find((s) => s.el === first.el && s.t0 > last.t1 && !used.includes(s));
+    const after = next && next.before != null ? next.before : valueOf(first.el);
+    const answer = judge(first, literal, after);
+    // Read again later only what is still the field's own value and can still change.
+    const again = !next && first.owner ? { el: first.el, before: first.before, after, t: last.t1 } : null;
+    return { answer, again };
+  };
+
+  // A `landed` reading read again RECHECK ms after the last insertion: the page may have
+  // emptied the field (or rewritten it) since.
+  const readAgain = async (r, literal) => {
+    const a = r.again;
+    if (!a || r.answer.reason !== 'landed') return r.answer;
+    const wait = Math.min(a.t + RECHECK - now(), RECHECK);
+    if (wait > 0) {
+      // Read sooner if the page starts leaving the document: what it holds then stays.
+      await new Promise((res) => {
+        let timer = null;
+        const done = () => {
+          rechecks.delete(done);
+          clearTimeout(timer);
+          res();
+        };
+        timer = setTimeout(done, wait);
+        rechecks.add(done);
+      });
+    }
+    if (!a.el.isConnected) return r.answer;
+    const v = valueOf(a.el);
+    if (v == null || v === a.after || v.includes(literal)) return r.answer;
+    const grew = chars(v) - chars(a.before);
+    const cleared = v === '' || v === a.before;
+    return { ...r.answer, reason: cleared ? 'cleared-by-page' : 'rewritten', grew, later: true };
   };
 
   const agent = {
@@ -1190,16 +1546,22 @@
       }
     },
 
+    // What this agent would hand the relay if the page left the document now (tests read it).
+    sealed() {
+      return sealed();
+    },
+
     // Which segments a burst of `n` characters typed into a field taken for a sensitive one
     // went to, within its window: by kind and count, never by content (the relay does not send
-    // a credential back).
-    uncompared(n, win) {
+    // a credential back). `left`: the document before this one, as the relay holds it.
+    uncompared(n, win, left) {
       const w = windowOf(win, now());
-      const { inWin } = within(w);
+      took = [];
+      const { inWin } = within(w, unseal(left));
       const secret = inWin.filter((s) => SENSITIVE.has(s.kind));
       if (secret.length > 0) {
         settle(secret);
-        return { reason: 'sensitive-field', kind: secret[0].kind, expected: n };
+        return withTook({ reason: 'sensitive-field', kind: secret[0].kind, expected: n });
       }
       // Consecutive segments into one ordinary field, `n` characters in all: not a sensitive
       // field after all. Left in place for a reading with the text.
@@ -1214,8 +1576,9 @@
     },
 
     // Did `literal`, typed in the relay's window `win` ({start, end, now}: wall-clock ms), land
-    // in the field it was meant for?
-    async verify(literal, win) {
+    // in the field it was meant for, and stay there? `left`: the document before this one, as
+    // the relay holds it (typing into it is judged as that document was left).
+    async verify(literal, win, left) {
       const w = windowOf(win, now());
       // Let the page's own input handlers and re-renders run first.
       await new Promise((r) => setTimeout(r, 30));
@@ -1224,79 +1587,12 @@
         new Promise((r) => requestAnimationFrame(() => r())),
         new Promise((r) => setTimeout(r, 200)),
       ]);
-      const n = chars(literal);
-      const { all, segs, inWin, straddle } = within(w);
-      const secret = inWin.filter((s) => SENSITIVE.has(s.kind));
-      if (secret.length > 0) {
-        // A sensitive field keeps no text to match: typing into one in this window stands for it.
-        settle(secret);
-        return { reason: 'sensitive-field', kind: secret[0].kind, expected: n };
-      }
-      // Every run of consecutive segments in the window that spells the literal, and the
-      // longest that spells a part of it.
-      const found = [];
-      let partial = [];
-      let partialText = '';
-      for (let i = 0; i < inWin.length; i += 1) {
-        let acc = '';
-        const used = [];
-        for (let j = i; j < inWin.length; j += 1) {
-          const s = inWin[j];
-          if (!s.data || s.cut || !literal.startsWith(acc + s.data)) break;
-          acc += s.data;
-          used.push(s);
-          if (acc === literal) break;
-        }
-        if (acc === literal) found.push(used);
-        else if (acc.length > partialText.length) {
-          partial = used;
-          partialText = acc;
-        }
-      }
-      if (found.length > 1) {
-        // The text reached the page more than once around this step (another client, another
-        // path, the next step typing the same text at once). One that lies within the step's
-        // own bounds, when only one does, is its; otherwise which was cannot be told.
-        const core = found.filter((u) => u[0].t0 >= w.start && u[u.length - 1].t1 <= w.end);
-        if (core.length !== 1) {
-          settle(found[0]);
-          return { reason: 'ambiguous', kind: found[0][0].kind, expected: n };
-        }
-        found.splice(0, found.length, core[0]);
-      }
-      if (found.length === 0) {
-        const other = inWin.some((s) => !partial.includes(s));
-        if (straddle || other) {
-          // Typing from before this step ran on into it, or other text arrived with it.
-          settle(partial);
-          const g = partial[0] || inWin[0];
-          return { reason: 'interleaved', kind: g ? g.kind : undefined, expected: n };
-        }
-        if (partial.length === 0) {
-          // Nothing reached a field: no kind to say (what has focus now is a guess, and a
-          // reading never guesses a burst's field less sensitive than it was taken for).
-          if (agent.focusKind() === 'frame') return { reason: 'frame', kind: 'frame', expected: n };
-          if (all.some((s) => s.installedAt > w.lo - 50)) {
-            return { reason: 'not-installed', expected: n };
-          }
-          return { reason: 'no-input', expected: n, received: 0 };
-        }
-        settle(partial);
-        return { reason: 'no-input', kind: partial[0].kind, expected: n, received: chars(partialText) };
-      }
-      const used = found[0];
-      const first = used[0];
-      settle(used);
-      const fields = new Set(used.map((s) => s.el)).size;
-      if (fields > 1) return { reason: 'focus-moved', kind: first.kind, expected: n, fields };
-      if (first.via || bounced(first, w)) {
-        // The field focused for this step handed focus on at once: the text went elsewhere.
-        return { reason: 'bounced', kind: first.kind, expected: n };
-      }
-      const last = used[used.length - 1];
-      const next = segs.find((s) => s.el === first.el && s.t0 > last.t1 && !used.includes(s));
-      const after = next && next.before != null ? next.before : valueOf(first.el);
-      return judge(first, literal, after);
+      took = [];
+      const r = reading(literal, w, unseal(left));
+      const ids = took;
+      took = [];
+      const answer = await readAgain(r, literal);
+      return ids.length > 0 ? { ...answer, took: ids } : answer;
     },
   };
   Object.defineProperty(globalThis, '__cdpRelayAgent', { value: agent });

@@ -27,6 +27,7 @@
 mod browser;
 mod conn;
 mod frames;
+mod left;
 pub(crate) mod locate;
 pub(crate) mod sessions;
 pub(crate) mod verify;

@@ -8,6 +8,7 @@
 //! joining), dialog and crash state, a navigation waiting for its load, verifications queued.
 //! Target ids are raw here, in memory only.
 
+use super::left::{Left, Sealed};
 use super::locate::{self, AgentLocator, Located, Moment, Options};
 use super::verify::{field_kind, VerifyReply, VerifyRequest};
 use super::{BINDING, TOOL, WORLD};
@@ -17,6 +18,7 @@ use crate::cdp::params as cdp;
 use crate::pages::events::{self, Effect, Source};
 use crate::pages::reports::{console_record, By};
 use crate::pages::requests::Requests;
+use crate::pages::veto::FieldFacts;
 use crate::pages::{After, Pages};
 use crate::Emit;
 use cdp_evidence::{Console, ConsoleLevel};
@@ -36,6 +38,20 @@ pub(crate) struct Page {
     pub(crate) ready: bool,
     /// The page agent's execution context in the main frame.
     pub(crate) world: Option<i64>,
+    /// When that world was reported (the agent of the current document started then), and how
+    /// many worlds the page has had: typing from before the current one went into a document
+    /// the page has left.
+    pub(crate) world_since: Option<SystemTime>,
+    pub(crate) worlds: u32,
+    /// What the page's last left document handed over for its unread typing (`left.rs`).
+    pub(crate) left: Option<Left>,
+    /// The world before the current one: what it hands over as its document is left may
+    /// arrive after the next document's world was reported.
+    pub(crate) previous_world: Option<i64>,
+    /// Readings wait for the next document's agent (`browser/readings.rs`); `waited`: the wait
+    /// for a world ran out once already.
+    pub(crate) hold: Option<Hold>,
+    pub(crate) waited: bool,
     requests: Requests,
     pub(crate) dialog: bool,
     pub(crate) crashed: bool,
@@ -51,6 +67,12 @@ impl Page {
             target_id,
             ready: false,
             world: None,
+            world_since: None,
+            worlds: 0,
+            left: None,
+            previous_world: None,
+            hold: None,
+            waited: false,
             requests: Requests::new(MAX_REQUESTS),
             dialog: false,
             crashed: false,
@@ -59,6 +81,14 @@ impl Page {
             verify_queue: VecDeque::new(),
         }
     }
+}
+
+/// Readings of a page waiting for its next document's agent world: between documents, or after
+/// a reading lost its document (and world `lost` with it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hold {
+    pub(crate) until: Instant,
+    pub(crate) lost: Option<i64>,
 }
 
 /// What the async side does next.
@@ -72,6 +102,8 @@ pub(crate) struct Work {
     pub(crate) emits: Vec<Emit>,
     /// Readings answered without running.
     pub(crate) replies: Vec<VerifyReply>,
+    /// Pages (sessions) whose waiting readings may go on: a world or a handover arrived.
+    pub(crate) kick: Vec<String>,
     /// Evidence dropped (a request table full).
     pub(crate) dropped: u64,
 }
@@ -80,11 +112,21 @@ pub(crate) struct Work {
 #[derive(Deserialize)]
 #[serde(tag = "t", rename_all = "camelCase")]
 enum AgentMessage {
-    /// Focus moved to a field of this kind (`verify::field_kind`).
+    /// Focus moved to a field of this kind (`verify::field_kind`): which field, its group, and
+    /// the field the page handed focus on from (opaque numbers, 0 for none).
     Focus {
         #[serde(default)]
         kind: String,
+        #[serde(default)]
+        field: u64,
+        #[serde(default)]
+        group: u64,
+        #[serde(default)]
+        from: u64,
     },
+    /// A navigation away from the page's document started with typing not read yet: what a
+    /// reading needs (`left.rs`).
+    Sealed(Sealed),
     /// An element received a trusted `pointerdown` at `at` (wall-clock ms): its locator, and
     /// the element the pointer rested on first when the clicked one was shown by hovering it.
     Hit {
@@ -142,7 +184,7 @@ fn agent_report(target_id: String, message: AgentMessage, received: SystemTime) 
         continued: false,
     };
     let ms = match message {
-        AgentMessage::Focus { .. } => 0.0,
+        AgentMessage::Focus { .. } | AgentMessage::Sealed(_) => 0.0,
         AgentMessage::Hit {
             at,
             target,
@@ -291,10 +333,13 @@ impl Sessions {
         let Some(frame) = Frame::parse(text) else {
             return false;
         };
-        let Some(page) = frame.session().and_then(|s| self.pages.get_mut(s)) else {
+        let Some(session) = frame.session() else {
             return false;
         };
-        agent_event(page, pages, e, &frame, at, &mut self.out.replies)
+        let Some(page) = self.pages.get_mut(session) else {
+            return false;
+        };
+        agent_event(page, pages, e, &frame, at, (session, &mut self.out))
     }
 
     fn page_event(
@@ -337,7 +382,7 @@ impl Sessions {
             | O::RuntimeExecutionContextDestroyed
             | O::RuntimeExecutionContextsCleared
             | O::RuntimeBindingCalled => {
-                agent_event(page, pages, e, frame, at, &mut self.out.replies);
+                agent_event(page, pages, e, frame, at, (session, &mut self.out));
             }
             O::PageLoadEventFired => {
                 if page.loading_since.take().is_some() {
@@ -362,15 +407,15 @@ impl Sessions {
 }
 
 /// The page agent's world coming and going, and what it reports: which kind of field has focus,
-/// and where clicks and typing went (handed on, raw, to the traffic reader through `located`).
-/// `false`: not one of the agent's events (nothing done).
+/// where clicks and typing went (handed on, raw, to the traffic reader as replies), and the
+/// typing of a document it left. `false`: not one of the agent's events (nothing done).
 fn agent_event(
     page: &mut Page,
     pages: &Pages,
     e: DirectEvent,
     frame: &Frame<'_>,
     at: SystemTime,
-    located: &mut Vec<VerifyReply>,
+    (session, out): (&str, &mut Work),
 ) -> bool {
     use DirectEvent as O;
     let target = page.target_id.as_str();
@@ -379,23 +424,37 @@ fn agent_event(
             if let Some(p) = frame.params::<cdp::ContextCreated>() {
                 if p.context.name == WORLD && p.context.aux_data.frame_id == target {
                     tracing::trace!("observer: page agent world {}", p.context.id);
+                    page.previous_world = page.world.or(page.previous_world);
                     page.world = Some(p.context.id);
+                    page.world_since = Some(at);
+                    page.worlds = page.worlds.saturating_add(1);
+                    out.kick.push(session.to_owned());
                 }
             }
         }
         O::RuntimeExecutionContextDestroyed => {
             if let Some(p) = frame.params::<cdp::ContextDestroyed>() {
                 if page.world == Some(p.execution_context_id) {
-                    page.world = None;
+                    page.previous_world = page.world.take();
                 }
             }
         }
-        O::RuntimeExecutionContextsCleared => page.world = None,
+        O::RuntimeExecutionContextsCleared => {
+            page.previous_world = page.world.take().or(page.previous_world);
+        }
         O::RuntimeBindingCalled => {
             let Some(p) = frame.params::<cdp::BindingCalled>() else {
                 return true;
             };
-            if p.name != BINDING || page.world != Some(p.execution_context_id) {
+            let from = Some(p.execution_context_id);
+            if p.name == BINDING && from == page.previous_world && from != page.world {
+                // The world of the document the page just left: its handover only.
+                if let Ok(AgentMessage::Sealed(sealed)) = serde_json::from_str(&p.payload) {
+                    handed_over(page, sealed, at, (session, out));
+                }
+                return true;
+            }
+            if p.name != BINDING || page.world != from {
                 tracing::trace!(
                     "observer: a binding call from context {} (the agent's world: {:?}) ignored",
                     p.execution_context_id,
@@ -404,16 +463,26 @@ fn agent_event(
                 return true;
             }
             let message = match serde_json::from_str(&p.payload) {
-                Ok(AgentMessage::Focus { kind: word }) => {
+                Ok(AgentMessage::Focus {
+                    kind: word,
+                    field,
+                    group,
+                    from,
+                }) => {
                     let kind = field_kind(&word);
                     tracing::trace!("observer: focus {}", kind.map_or("?", |_| word.as_str()));
-                    pages.focused_at(target, kind, at);
+                    let facts = FieldFacts { field, group, from };
+                    pages.focused_field_at(target, kind, facts, at);
+                    return true;
+                }
+                Ok(AgentMessage::Sealed(sealed)) => {
+                    handed_over(page, sealed, at, (session, out));
                     return true;
                 }
                 Ok(m) => m,
                 Err(_) => return true,
             };
-            located.push(VerifyReply::Located(agent_report(
+            out.replies.push(VerifyReply::Located(agent_report(
                 page.target_id.clone(),
                 message,
                 at,
@@ -428,21 +497,44 @@ fn agent_event(
     true
 }
 
+/// The agent handed over the typing of the document the page is leaving: the page's readings
+/// may go on.
+fn handed_over(page: &mut Page, sealed: Sealed, at: SystemTime, (session, out): (&str, &mut Work)) {
+    let left = Left::new(sealed, at);
+    tracing::trace!("observer: a left document's typing handed over: {left:?}");
+    page.left = Some(left);
+    out.kick.push(session.to_owned());
+}
+
 #[cfg(test)]
 mod tests {
     use super::AgentMessage;
 
     #[test]
     fn the_agents_messages_are_read_by_their_tag() {
-        let m: AgentMessage = serde_json::from_str(r#"{"t":"focus","kind":"email"}"#).unwrap();
-        let AgentMessage::Focus { kind } = m else {
+        let m: AgentMessage =
+            serde_json::from_str(r#"{"t":"focus","kind":"email","field":3,"group":2,"from":1}"#)
+                .unwrap();
+        let AgentMessage::Focus {
+            kind,
+            field,
+            group,
+            from,
+        } = m
+        else {
             panic!("a focus report");
         };
-        assert_eq!(kind, "email");
-        let Ok(AgentMessage::Focus { kind }) = serde_json::from_str(r#"{"t":"focus"}"#) else {
+        assert_eq!((kind.as_str(), field, group, from), ("email", 3, 2, 1));
+        let Ok(AgentMessage::Focus { kind, field, .. }) = serde_json::from_str(r#"{"t":"focus"}"#)
+        else {
             panic!("a focus report");
         };
-        assert_eq!(kind, "");
+        assert_eq!((kind.as_str(), field), ("", 0));
+        let m = serde_json::from_str(
+            r#"{"t":"sealed","installedAt":1.5,"fields":[{"value":"x"}],"segs":[{"field":0}]}"#,
+        )
+        .unwrap();
+        assert!(matches!(m, AgentMessage::Sealed(_)));
         let m = serde_json::from_str(r##"{"t":"hit","at":1.5,"target":{"css":"#a"}}"##).unwrap();
         assert!(matches!(m, AgentMessage::Hit { at, .. } if at == 1.5));
         let m = serde_json::from_str(r#"{"t":"typed","target":{"why":"no-locator"}}"#).unwrap();

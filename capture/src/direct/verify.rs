@@ -59,6 +59,9 @@ pub(crate) struct VerifyRequest {
     pub(crate) started_at: SystemTime,
     /// When its last keystroke was answered (everything it typed had reached the page).
     pub(crate) ended_at: SystemTime,
+    /// Readings of it tried already (one more is tried when the page left its document during
+    /// the first: then with what the agent handed over as it left).
+    pub(crate) attempts: u8,
 }
 
 /// What the direct reader tells the traffic reader: a burst's verdict, or where the page agent
@@ -109,7 +112,27 @@ pub(crate) struct AgentAnswer {
     fields: Option<u64>,
     #[serde(default)]
     received: Option<u64>,
+    /// `misplaced`: characters of the field's own text after where the typed text went.
+    #[serde(default)]
+    following: Option<u64>,
+    /// The verdict changed when the field was read again after the typing.
+    #[serde(default)]
+    later: bool,
+    /// The segments the reading took (a left document's handover, `left.rs`, may hold them).
+    #[serde(default)]
+    took: Vec<String>,
 }
+
+impl AgentAnswer {
+    /// The segments the reading took.
+    pub(crate) fn took(&self) -> &[String] {
+        &self.took
+    }
+}
+
+/// How long after a burst's last insertion the page agent reads a field that the text landed
+/// in again (`RECHECK` in `agent.js`): a page that empties it sooner is told.
+pub(crate) const RECHECK_MS: u64 = 500;
 
 cdp_sanitize::words! {
     /// The agent's reasons that are not verdict words: each stands for a [`VerdictReason`]
@@ -234,9 +257,30 @@ pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, O
                     g,
                     None,
                 ),
+                R::Rewritten if a.later => (
+                    Indeterminate,
+                    format!("landed, then the page rewrote the value within {RECHECK_MS} ms: {n} characters typed, the field changed by {grew}"),
+                    g,
+                    None,
+                ),
                 R::Rewritten => (
                     Indeterminate,
                     format!("the page rewrote the value (a mask or formatter): {n} characters typed, the field changed by {grew}"),
+                    g,
+                    None,
+                ),
+                R::Misplaced => (
+                    Indeterminate,
+                    format!(
+                        "the {n} typed characters went in at the caret, before {} characters the field already held, not after them",
+                        a.following.unwrap_or(0)
+                    ),
+                    g,
+                    None,
+                ),
+                R::ClearedByPage => (
+                    Indeterminate,
+                    format!("landed, then cleared by the page: the field held the {n} typed characters and lost them within {RECHECK_MS} ms"),
                     g,
                     None,
                 ),
@@ -392,31 +436,55 @@ fn window(req: &VerifyRequest, now: SystemTime) -> serde_json::Value {
     })
 }
 
-/// Asks the page agent in `world` of `session` whether `req`'s text landed. Every way this can
-/// fail is a note on the verdict, never an error.
+/// What a reading came to.
+#[derive(Debug)]
+pub(crate) enum Reading {
+    /// The verdict, and the segments it took (the page's left document, `left.rs`, may hold
+    /// them).
+    Done {
+        reply: VerifyReply,
+        took: Vec<String>,
+    },
+    /// The page left its document (or the agent's world, given, went) during the first reading:
+    /// read again, in the next document's world, with what the agent handed over as it left.
+    Again(VerifyRequest, i64),
+}
+
+/// Where a reading runs: the agent's world in the page's current document, what the page's
+/// previous document handed over when it was left, and whether the typing began before the
+/// current document's agent (so it went into a document the page has left).
+pub(crate) struct Place<'a> {
+    pub(crate) session: &'a str,
+    pub(crate) world: i64,
+    pub(crate) left: Option<serde_json::Value>,
+    pub(crate) document_left: bool,
+}
+
+/// Asks the page agent at `place` whether `req`'s text landed. Every way this can fail is a
+/// note on the verdict, never an error.
 pub(crate) async fn run(
     cdp: &super::conn::Cdp,
-    session: &str,
-    world: i64,
+    place: Place<'_>,
     req: VerifyRequest,
     timeout: std::time::Duration,
-) -> VerifyReply {
+) -> Reading {
     use super::conn::CallError;
     let chars = req.chars;
     let window = window(&req, SystemTime::now());
+    let left = place.left.unwrap_or(serde_json::Value::Null);
     let params = match &req.literal {
         Some(literal) => serde_json::json!({
-            "functionDeclaration": "function (literal, win) { return globalThis.__cdpRelayAgent.verify(literal, win); }",
-            "executionContextId": world,
-            "arguments": [{ "value": literal.expose_to_page() }, { "value": window }],
+            "functionDeclaration": "function (literal, win, left) { return globalThis.__cdpRelayAgent.verify(literal, win, left); }",
+            "executionContextId": place.world,
+            "arguments": [{ "value": literal.expose_to_page() }, { "value": window }, { "value": left }],
             "awaitPromise": true,
             "returnByValue": true,
             "silent": true,
         }),
         None => serde_json::json!({
-            "functionDeclaration": "function (n, win) { return globalThis.__cdpRelayAgent.uncompared(n, win); }",
-            "executionContextId": world,
-            "arguments": [{ "value": chars }, { "value": window }],
+            "functionDeclaration": "function (n, win, left) { return globalThis.__cdpRelayAgent.uncompared(n, win, left); }",
+            "executionContextId": place.world,
+            "arguments": [{ "value": chars }, { "value": window }, { "value": left }],
             "returnByValue": true,
             "silent": true,
         }),
@@ -425,16 +493,26 @@ pub(crate) async fn run(
         .call(
             crate::cdp::methods::CommandMethod::RuntimeCallFunctionOn.name(),
             params,
-            Some(session),
+            Some(place.session),
             timeout,
         )
         .await;
+    let gone = matches!(&outcome, Err(CallError::Refused(_)))
+        || matches!(&outcome, Ok(v) if v.get("exceptionDetails").is_some());
+    if gone && req.attempts == 0 {
+        let again = VerifyRequest {
+            attempts: req.attempts + 1,
+            ..req
+        };
+        return Reading::Again(again, place.world);
+    }
     // Without the literal the field was taken for a sensitive one when typing started, and
     // the reading only confirms it: when it cannot run, that is still the verdict.
     let taken_for_sensitive = req.literal.is_none();
     drop(req.literal);
     let unread = |chars, why| no_reading(taken_for_sensitive, chars, why);
     let mut needs_literal = false;
+    let mut took = Vec::new();
     let (verification, kind) = match outcome {
         Ok(v) if v.get("exceptionDetails").is_some() => (
             unread(chars, "the page agent could not read the field"),
@@ -446,6 +524,14 @@ pub(crate) async fn run(
             .and_then(|a| serde_json::from_value::<AgentAnswer>(a).ok())
             .and_then(|a| {
                 needs_literal = a.reason == Some(AgentReason::Agent(AgentWord::NotCompared));
+                took = a.took().to_vec();
+                if place.document_left
+                    && a.reason == Some(AgentReason::Agent(AgentWord::NotInstalled))
+                {
+                    // The agent there started after the typing because the typing went into
+                    // the document before it, which handed nothing over.
+                    return Some((unread(chars, DOCUMENT_LEFT), None));
+                }
                 from_agent(&a, chars)
             }) {
             Some((v, kind)) => (v, kind),
@@ -464,13 +550,20 @@ pub(crate) async fn run(
             None,
         ),
     };
-    VerifyReply::Verdict(Verdict {
-        burst: req.burst,
-        verification,
-        kind,
-        needs_literal,
-    })
+    Reading::Done {
+        reply: VerifyReply::Verdict(Verdict {
+            burst: req.burst,
+            verification,
+            kind,
+            needs_literal,
+        }),
+        took,
+    }
 }
+
+/// Why a reading found nothing when the typing went into a document the page has left without
+/// handing it over.
+pub(crate) const DOCUMENT_LEFT: &str = "the page left the document typed into before it was read";
 
 #[cfg(test)]
 mod tests {
@@ -616,6 +709,60 @@ mod tests {
     }
 
     #[test]
+    fn where_the_text_went_and_what_the_page_did_after_are_notes_not_successes() {
+        let (v, _) = from_agent(
+            &answer(serde_json::json!({"reason": "misplaced", "expected": 5, "grew": 5, "following": 6})),
+            5,
+        )
+        .unwrap();
+        assert_eq!(v.verified, Verified::Indeterminate);
+        assert_eq!(v.reason, VerdictReason::Misplaced);
+        assert_eq!(
+            v.note.as_str(),
+            "the 5 typed characters went in at the caret, before 6 characters the field already held, not after them"
+        );
+        let (v, _) = from_agent(
+            &answer(serde_json::json!({"reason": "cleared-by-page", "expected": 6, "grew": 0, "later": true})),
+            6,
+        )
+        .unwrap();
+        assert_eq!(v.verified, Verified::Indeterminate);
+        assert_eq!(v.reason, VerdictReason::ClearedByPage);
+        assert!(
+            v.note
+                .as_str()
+                .starts_with("landed, then cleared by the page"),
+            "{}",
+            v.note.as_str()
+        );
+        let (v, _) = from_agent(
+            &answer(
+                serde_json::json!({"reason": "rewritten", "expected": 6, "grew": 2, "later": true}),
+            ),
+            6,
+        )
+        .unwrap();
+        assert_eq!(v.verified, Verified::Indeterminate);
+        assert!(
+            v.note.as_str().starts_with("landed, then the page rewrote"),
+            "{}",
+            v.note.as_str()
+        );
+        let a = answer(serde_json::json!({"reason": "landed", "took": ["1.a/2", "1.a/3"]}));
+        assert_eq!(a.took(), ["1.a/2", "1.a/3"]);
+    }
+
+    /// The agent reads a field again as long after the last insertion as the notes say.
+    #[test]
+    fn the_agent_reads_again_when_the_notes_say() {
+        let line = format!("const RECHECK = {RECHECK_MS};");
+        assert!(
+            super::super::AGENT_SOURCE.contains(&line),
+            "agent.js: {line}"
+        );
+    }
+
+    #[test]
     fn literals_do_not_print() {
         let l = Literal::new("hunter2".into());
         assert_eq!(format!("{l:?}"), "Literal(7 chars)");
@@ -626,6 +773,7 @@ mod tests {
             chars: 7,
             started_at: SystemTime::UNIX_EPOCH,
             ended_at: SystemTime::UNIX_EPOCH,
+            attempts: 0,
         };
         assert!(!format!("{r:?}").contains("hunter2"));
     }
@@ -640,6 +788,7 @@ mod tests {
             chars: 3,
             started_at: at(1_700_000_000_000_500),
             ended_at: at(1_700_000_000_250_000),
+            attempts: 0,
         };
         let w = window(&r, at(1_700_000_001_000_000));
         assert_eq!(w["start"], 1_700_000_000_000.5);

@@ -119,6 +119,18 @@ impl FieldKind {
     }
 }
 
+/// Which field has focus, as the page agent tells it: opaque numbers per document, never
+/// anything the page wrote. 0 is "none".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FieldFacts {
+    /// The field.
+    pub field: u64,
+    /// The group of fields it belongs to (its form, or its row of short boxes).
+    pub group: u64,
+    /// The field the page handed focus on from (a code box moving on as a digit lands).
+    pub from: u64,
+}
+
 /// How a main-frame navigation started, as `Page.frameStartedNavigating` words it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NavigationKind {
@@ -214,8 +226,8 @@ pub(crate) struct Veto {
     left_forgot_withheld: bool,
     /// Recent navigation starts: (loader id, kind).
     started: VecDeque<(String, Option<NavigationKind>)>,
-    /// (reported at, what had focus), oldest first.
-    focus: VecDeque<(SystemTime, Option<FieldKind>)>,
+    /// (reported at, what had focus, which field), oldest first.
+    focus: VecDeque<(SystemTime, Option<FieldKind>, FieldFacts)>,
     /// Older reports were forgotten: before the first kept one, focus is that one's.
     focus_truncated: bool,
 }
@@ -362,9 +374,14 @@ impl Veto {
 
     /// What had focus at `at`, as reported.
     fn focus_at(&self, at: SystemTime) -> Option<FieldKind> {
-        match self.focus.iter().rev().find(|(t, _)| *t <= at) {
-            Some((_, kind)) => *kind,
-            None if self.focus_truncated => self.focus.front().and_then(|(_, k)| *k),
+        self.focus_report_at(at).and_then(|(kind, _)| kind)
+    }
+
+    /// The focus report in force at `at`.
+    fn focus_report_at(&self, at: SystemTime) -> Option<(Option<FieldKind>, FieldFacts)> {
+        match self.focus.iter().rev().find(|(t, _, _)| *t <= at) {
+            Some((_, kind, facts)) => Some((*kind, *facts)),
+            None if self.focus_truncated => self.focus.front().map(|(_, k, f)| (*k, *f)),
             None => None,
         }
     }
@@ -511,12 +528,23 @@ impl Pages {
 
     /// What has focus in `target` since `at` (`None`: unknown).
     pub fn focused_at(&self, target: &str, kind: Option<FieldKind>, at: SystemTime) {
+        self.focused_field_at(target, kind, FieldFacts::default(), at);
+    }
+
+    /// What has focus in `target` since `at`, and which field it is.
+    pub fn focused_field_at(
+        &self,
+        target: &str,
+        kind: Option<FieldKind>,
+        facts: FieldFacts,
+        at: SystemTime,
+    ) {
         self.with_page_veto(target, |p| {
             if p.focus.len() == FOCUS_HISTORY {
                 p.focus.pop_front();
                 p.focus_truncated = true;
             }
-            p.focus.push_back((at, kind));
+            p.focus.push_back((at, kind, facts));
         });
     }
 
@@ -524,6 +552,21 @@ impl Pages {
     pub fn focused_kind_at(&self, target: &str, at: SystemTime) -> Option<FieldKind> {
         self.read_page(target, |p| p.veto.focus_at(at + FOCUS_SLACK))
             .flatten()
+    }
+
+    /// Which field had focus in `target` at `at`, as the page agent reported it (`None`: no
+    /// report).
+    pub fn focused_field(&self, target: &str, at: SystemTime) -> Option<FieldFacts> {
+        self.read_page(target, |p| {
+            p.veto.focus_report_at(at + FOCUS_SLACK).map(|(_, f)| f)
+        })
+        .flatten()
+    }
+
+    /// Whether `target`'s main frame committed a document after `at`.
+    pub fn navigated_since(&self, target: &str, at: SystemTime) -> bool {
+        self.read_page(target, |p| p.veto.navigated_at.is_some_and(|n| n > at))
+            .unwrap_or(false)
     }
 
     /// May a frame of `target` taken now be kept?

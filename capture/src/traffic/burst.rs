@@ -2,8 +2,9 @@
 //! (the length, the input type, the typed text in memory only for verification, its echo
 //! protection), and the step it becomes. `typing.rs` decides when a burst starts and ends.
 
+use super::groups::{self, Group};
 use super::TOOL;
-use crate::pages::veto::FieldKind;
+use crate::pages::veto::{FieldFacts, FieldKind};
 use crate::pages::Pages;
 use cdp_evidence::{Action, ActionMethod, Locator, Record, RecordKind, Status, Verification};
 use cdp_sanitize::{InputSummary, InputType, SafeJson, SafeText, Sanitizer, TypedEcho};
@@ -53,6 +54,12 @@ pub(crate) struct Burst {
     pub(super) variable: Option<String>,
     /// Where the text went (`payload.target`; `targets.rs`).
     pub(super) locator: Option<Locator>,
+    /// The field typing started in, as the page agent reported it (`None`: no report).
+    pub(super) field: Option<FieldFacts>,
+    /// The group of short steps this one continues (`groups.rs`), while it is typed.
+    pub(super) group: Option<Group>,
+    /// Non-whitespace characters typed.
+    solid: usize,
 }
 
 impl Burst {
@@ -104,6 +111,9 @@ impl Burst {
             verification: None,
             variable: None,
             locator: None,
+            field: None,
+            group: None,
+            solid: 0,
         }
     }
 
@@ -129,6 +139,10 @@ impl Burst {
         self.summary.extend(text);
         // Protected from now on: the page may echo it before the burst ends.
         self.echo.extend(text);
+        if let Some(group) = &mut self.group {
+            group.echo.extend(groups::short_part(text, self.solid));
+        }
+        self.solid += groups::solid(text);
         for segment in &mut self.segments {
             segment.extend(text);
         }
@@ -154,6 +168,12 @@ impl Burst {
         if let Some(page) = &self.page {
             pages.typing_answered(page, self.seq, at);
         }
+    }
+
+    /// Fewer characters than a literal needs to be protected on its own, all typed and kept:
+    /// a step of a group (`groups.rs`).
+    pub(super) fn short(&self) -> bool {
+        self.solid < cdp_sanitize::MIN_TYPED_CHARS && !self.cut && !self.attribute
     }
 
     /// The field turned out to be `kind` (the page agent read it where the burst landed).

@@ -3,7 +3,8 @@
 //! A synchronous state machine (no sockets, no files), run on the pipeline's observer thread,
 //! tested with scripted frames and fuzzed. It parses only what it needs, correlates commands
 //! with responses (`correlate.rs`), reads typing in whatever spelling a client sends it
-//! (`typed.rs`), groups it into bursts (`typing.rs`), knows which page each connection and
+//! (`typed.rs`), groups it into bursts (`typing.rs`) and short bursts into one group of fields'
+//! literal (`groups.rs`), knows which page each connection and
 //! session drives (`sessions.rs`) and keeps a client's own screenshots (`screenshots.rs`). The
 //! events the relay's own observer reads too — target info, navigations, what a page reports —
 //! go to the page model's one handler (`pages/events.rs`), which decides for both. Every string
@@ -17,6 +18,7 @@
 mod burst;
 pub(crate) mod commands;
 mod correlate;
+mod groups;
 mod screenshots;
 mod sessions;
 mod targets;
@@ -149,6 +151,8 @@ pub struct TrafficReader {
     progress: Arc<TypingProgress>,
     /// Typing steps emitted so far.
     typing_emitted: u64,
+    /// Groups of short typing steps, one literal each (`groups.rs`).
+    groups: groups::Groups,
 }
 
 /// Bytes of a large message read to decide whether it matters ([`frame::leading`] needs the
@@ -175,6 +179,7 @@ impl TrafficReader {
             depth: 0,
             progress: Arc::default(),
             typing_emitted: 0,
+            groups: groups::Groups::default(),
         }
     }
 

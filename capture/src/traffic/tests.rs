@@ -1666,3 +1666,171 @@ fn typing_a_registered_value_whole_names_its_burst_for_the_screenshot_veto() {
     h.recv(1, 301, json!({"method": "Page.frameNavigated", "params": {"frame": {"id": PAGE, "url": "https://x/", "loaderId": "L"}, "type": "Navigation"}}));
     assert!(!h.observer.pages.named_value_shown());
 }
+
+/// `text` with every `${TYPED_<n>}` read as `${TYPED}`: which number a literal gets depends on
+/// when steps are written.
+fn typed_shape(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("${TYPED_") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "${TYPED_".len()..];
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with('}') {
+            out.push_str("${TYPED}");
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str("${TYPED_");
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Types `text` into PAGE at `ms` as a client fills one field: a focus by script (which ends the
+/// burst before), then one insertion. `field`: what the page agent reports of the field (none:
+/// no observer).
+fn fill_one(h: &mut Harness, id: u64, ms: u64, text: &str, field: Option<(u64, u64, u64)>) {
+    use crate::pages::veto::{FieldFacts, FieldKind};
+    h.send(
+        1,
+        ms,
+        json!({"id": id, "method": "Runtime.callFunctionOn", "params": {"functionDeclaration": "function () { this.focus(); }"}}),
+    );
+    h.recv(1, ms + 1, json!({"id": id, "result": {}}));
+    if let Some((field, group, from)) = field {
+        let facts = FieldFacts { field, group, from };
+        let kind = Some(FieldKind::Input(cdp_sanitize::InputType::OneTimeCode));
+        h.observer
+            .pages
+            .focused_field_at(PAGE, kind, facts, t(ms + 2));
+    }
+    h.send(
+        1,
+        ms + 5,
+        json!({"id": id + 1000, "method": "Input.insertText", "params": {"text": text}}),
+    );
+    h.recv(1, ms + 6, json!({"id": id + 1000, "result": {}}));
+}
+
+#[test]
+fn a_code_typed_box_by_box_into_one_group_of_fields_is_one_literal() {
+    let mut h = Harness::new(TrafficOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    let code = "757525";
+    // Six boxes of one row (group 7), one fill each.
+    for (i, digit) in code.chars().enumerate() {
+        let i = i as u64;
+        fill_one(
+            &mut h,
+            10 + i,
+            100 + i * 50,
+            &digit.to_string(),
+            Some((i + 1, 7, 0)),
+        );
+        if i == 2 {
+            assert_eq!(
+                typed_shape(h.sanitizer.text("code 757").as_str()),
+                "code 757",
+                "three: not yet"
+            );
+        }
+        if i == 3 {
+            assert_eq!(
+                typed_shape(h.sanitizer.text("code 7575").as_str()),
+                "code ${TYPED}"
+            );
+        }
+    }
+    assert_eq!(
+        typed_shape(h.sanitizer.text("code 757525 expired").as_str()),
+        "code ${TYPED} expired"
+    );
+    assert_eq!(
+        typed_shape(
+            h.sanitizer
+                .url("https://a.example/api/verify/757525")
+                .as_str()
+        ),
+        "https://a.example/api/verify/${TYPED}"
+    );
+    // Boxes the page moves focus through (no form, no row: `from` names the box before).
+    for (i, digit) in "4821".chars().enumerate() {
+        let i = i as u64;
+        let from = if i == 0 { 0 } else { 20 + i - 1 };
+        fill_one(
+            &mut h,
+            30 + i,
+            1000 + i * 50,
+            &digit.to_string(),
+            Some((20 + i, 0, from)),
+        );
+    }
+    assert_eq!(
+        typed_shape(h.sanitizer.text("pin 4821").as_str()),
+        "pin ${TYPED}"
+    );
+    // Short typing into fields of no group, or of two groups: never glued.
+    fill_one(&mut h, 40, 2000, "ok", Some((40, 0, 0)));
+    fill_one(&mut h, 41, 2050, "go", Some((41, 0, 0)));
+    fill_one(&mut h, 42, 2100, "12", Some((42, 8, 0)));
+    fill_one(&mut h, 43, 2150, "34", Some((43, 9, 0)));
+    for text in ["okgo", "go12", "1234"] {
+        assert_eq!(h.sanitizer.text(text).as_str(), text);
+    }
+    h.tick(60_000);
+    let steps = h.actions("type");
+    assert_eq!(steps.len(), 14, "one step per fill");
+    assert!(steps
+        .iter()
+        .all(|s| s.payload["input"]["chars"].as_u64() <= Some(2)));
+}
+
+#[test]
+fn a_group_of_short_steps_ends_at_a_long_step_a_new_document_or_after_a_minute() {
+    use crate::pages::veto::Commit;
+    let mut h = Harness::new(TrafficOptions::default());
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    // Without the relay's observer nothing is known of fields: the page is the group.
+    fill_one(&mut h, 1, 100, "ab", None);
+    fill_one(&mut h, 2, 200, "cd", None);
+    assert_eq!(typed_shape(h.sanitizer.text("abcd").as_str()), "${TYPED}");
+    // A long step is protected on its own, and glues at most its short start to the group.
+    fill_one(&mut h, 3, 300, "Longer-Text", None);
+    assert_eq!(
+        typed_shape(h.sanitizer.text("Longer-Text").as_str()),
+        "${TYPED}"
+    );
+    fill_one(&mut h, 4, 400, "ef", None);
+    fill_one(&mut h, 5, 500, "gh", None);
+    assert_eq!(
+        typed_shape(h.sanitizer.text("cdefgh").as_str()),
+        "cd${TYPED}"
+    );
+    // A new document ends the group.
+    fill_one(&mut h, 6, 600, "ij", None);
+    h.observer
+        .pages
+        .committed(PAGE, "L2", Commit::NavigateReply, t(650));
+    fill_one(&mut h, 7, 700, "kl", None);
+    assert_eq!(
+        typed_shape(h.sanitizer.text("efghij").as_str()),
+        "${TYPED}",
+        "before the navigation"
+    );
+    assert_eq!(typed_shape(h.sanitizer.text("ijkl").as_str()), "ijkl");
+    // So does a minute without a step.
+    fill_one(&mut h, 8, 800, "mn", None);
+    fill_one(
+        &mut h,
+        9,
+        800 + groups::IDLE.as_millis() as u64 + 100,
+        "op",
+        None,
+    );
+    assert_eq!(
+        typed_shape(h.sanitizer.text("klmnop").as_str()),
+        "${TYPED}op"
+    );
+}

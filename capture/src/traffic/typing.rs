@@ -149,6 +149,12 @@ impl TrafficReader {
         if burst.seq == next {
             self.next_burst += 1;
             self.progress.opened();
+            // A short step may continue a group of them: what it types grows their literal.
+            let pages = &self.pages;
+            burst.field = pages.focused_field(&typed, at);
+            burst.group = self.groups.join(&typed, burst.field, at, |since| {
+                pages.navigated_since(&typed, since)
+            });
         }
         burst.restart_echo(|| self.sanitizer.typed_echo());
         burst.add(text, attribute, at);
@@ -236,7 +242,13 @@ impl TrafficReader {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        let Some(burst) = c.sessions.get_mut(key).and_then(|s| s.typing.take()) else {
+        let Some(mut burst) = c.sessions.get_mut(key).and_then(|s| s.typing.take()) else {
+            return;
+        };
+        if let Some(page) = burst.page.clone() {
+            self.groups.ended(&page, &mut burst, &self.sanitizer);
+        }
+        let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
         if burst.outstanding == 0 {
@@ -338,6 +350,7 @@ impl TrafficReader {
                         chars: burst.summary.chars(),
                         started_at: burst.started,
                         ended_at: burst.answered_at.max(burst.last),
+                        attempts: 0,
                     };
                     match v.requests.try_send(request) {
                         Ok(()) => {
@@ -443,6 +456,7 @@ impl TrafficReader {
                         chars: held.burst.summary.chars(),
                         started_at: held.burst.started,
                         ended_at: held.burst.answered_at.max(held.burst.last),
+                        attempts: 0,
                     };
                     if v.requests.try_send(request).is_ok() {
                         held.deadline = now + v.wait;

@@ -10,7 +10,7 @@ mod shots;
 use super::conn::{CallError, Cdp, Events, Incoming};
 use super::frames::{NoFrame, Shot};
 use super::sessions::Sessions;
-use super::verify::VerifyReply;
+use super::verify::Reading;
 use super::{Ctx, DirectOptions, AGENT_SOURCE, BINDING, WORLD};
 use crate::cdp::methods::Call;
 use crate::pages::{FrameTiming, Want};
@@ -46,7 +46,7 @@ pub(super) enum Done {
     },
     Verified {
         session: String,
-        reply: VerifyReply,
+        reading: Reading,
     },
 }
 
@@ -148,7 +148,10 @@ impl<'a> Browser<'a> {
                     self.flush().await;
                 }
                 Some(done) = self.done_rx.recv() => self.done(done).await,
-                _ = tokio::time::sleep_until(next.into()) => self.due().await,
+                _ = tokio::time::sleep_until(next.into()) => {
+                    self.readings_due();
+                    self.due().await;
+                }
             }
         }
     }
@@ -236,6 +239,9 @@ impl<'a> Browser<'a> {
         for reply in work.replies {
             self.reply(reply);
         }
+        for session in work.kick {
+            self.next_verify(&session);
+        }
         for _ in 0..work.dropped {
             self.ctx.dropped_one();
         }
@@ -268,11 +274,11 @@ impl<'a> Browser<'a> {
                 outcome,
                 started,
             } => self.frame_done(&session, want, outcome, started).await,
-            Done::Verified { session, reply } => {
+            Done::Verified { session, reading } => {
                 if let Some(page) = self.sessions.pages.get_mut(&session) {
                     page.verifying = false;
                 }
-                self.reply(reply);
+                self.read(&session, reading);
                 self.next_verify(&session);
                 self.flush().await;
             }

@@ -27,7 +27,12 @@ impl Browser<'_> {
             .pages
             .values()
             .filter_map(|p| p.loading_since.map(|s| s + self.opts.load_wait));
-        loads.chain(wants).min().unwrap_or(far).min(far)
+        loads
+            .chain(wants)
+            .chain(self.next_reading_due())
+            .min()
+            .unwrap_or(far)
+            .min(far)
     }
 
     /// Takes the frames that are due.
