@@ -520,6 +520,73 @@ fn is_dialog_choice(s: &str) -> bool {
     s.eq_ignore_ascii_case("accept") || s.eq_ignore_ascii_case("dismiss")
 }
 
+/// Tools that only read the page: between short typing calls they leave the group of them
+/// open (an agent looks at the page to find the next box) — see [`short_typing`].
+const READ_ONLY_TOOLS: &[&str] = &[
+    "take_snapshot",
+    "take_screenshot",
+    "list_console_messages",
+    "get_console_message",
+    "list_network_requests",
+    "get_network_request",
+    "list_pages",
+    "get_tab_id",
+    "wait_for",
+    "browser_snapshot",
+    "browser_take_screenshot",
+    "browser_console_messages",
+    "browser_network_requests",
+    "browser_network_request",
+    "browser_wait_for",
+    "browser_find",
+    "browser_generate_locator",
+    "browser_verify_element_visible",
+    "browser_verify_text_visible",
+    "browser_verify_list_visible",
+    "browser_verify_value",
+    "browser_highlight",
+    "browser_hide_highlight",
+];
+
+/// What a call does to a group of short typing calls (a one-time code filled one box per call):
+/// the rule the gateway grows one literal by, across calls (docs/security.md).
+#[derive(Debug, PartialEq, Eq)]
+pub enum ShortTyping {
+    /// It types only short text (each piece under [`cdp_sanitize::MIN_TYPED_CHARS`]
+    /// non-whitespace characters): a character key, one box's `fill`, a `fill_form` of boxes.
+    /// The pieces, in order, grow the group's literal.
+    Types(Vec<String>),
+    /// It only reads the page, or moves focus on with `Tab`: the group stays open.
+    Keeps,
+    /// Anything else (typing four characters or more, a click, a navigation, a named key,
+    /// an evaluation): the group ends.
+    Ends,
+}
+
+/// What the call of `tool` with `args` does to a group of short typing calls. The gateway's
+/// own tools are left to the caller (they touch no page).
+pub fn short_typing(tool: &str, args: Option<&Map<String, Value>>) -> ShortTyping {
+    if let Some(key) = typed_key(tool, args) {
+        return ShortTyping::Types(vec![key]);
+    }
+    let literals = typed_literals(tool, args);
+    let short = |t: &String| {
+        t.chars().filter(|c| !c.is_whitespace()).count() < cdp_sanitize::MIN_TYPED_CHARS
+    };
+    if !literals.is_empty() && literals.iter().all(short) {
+        return ShortTyping::Types(literals);
+    }
+    let tab = KEY_TOOLS.contains(&tool)
+        && args
+            .and_then(|a| a.get("key"))
+            .and_then(Value::as_str)
+            .is_some_and(|k| matches!(k, "Tab" | "Shift+Tab"));
+    if literals.is_empty() && (READ_ONLY_TOOLS.contains(&tool) || tab) {
+        return ShortTyping::Keeps;
+    }
+    ShortTyping::Ends
+}
+
 /// What a key-pressing call (`press_key`, `browser_press_key`) types, if it types a character:
 /// the next piece of a literal typed key by key, which the caller keeps growing across calls.
 /// `None` for named keys, shortcuts and every other tool.
@@ -1006,6 +1073,58 @@ mod tests {
             vec!["hunter2"]
         );
         assert!(typed_literals("press_key", Some(&k(json!("Enter")))).is_empty());
+    }
+
+    #[test]
+    fn short_typing_calls_grow_one_group_and_other_calls_end_it() {
+        let k = |v: Value| obj(json!({ "key": v }));
+        let types =
+            |pieces: &[&str]| ShortTyping::Types(pieces.iter().map(|p| p.to_string()).collect());
+        assert_eq!(
+            short_typing("press_key", Some(&k(json!("7")))),
+            types(&["7"])
+        );
+        assert_eq!(
+            short_typing("fill", Some(&obj(json!({"uid": "1_4", "value": "5"})))),
+            types(&["5"])
+        );
+        let boxes = obj(json!({"elements": [
+            {"uid": "1_4", "value": "7"}, {"uid": "1_5", "value": "5"}, {"uid": "1_6", "value": " 7 "}
+        ]}));
+        assert_eq!(
+            short_typing("fill_form", Some(&boxes)),
+            types(&["7", "5", " 7 "])
+        );
+        let pw = obj(json!({"element": "Digit 2", "target": "e12", "text": "57"}));
+        assert_eq!(short_typing("browser_type", Some(&pw)), types(&["57"]));
+        // Four characters or more are protected on their own: the group ends.
+        let long = obj(json!({"uid": "1_4", "value": "7575"}));
+        assert_eq!(short_typing("fill", Some(&long)), ShortTyping::Ends);
+        let mixed =
+            obj(json!({"elements": [{"uid": "1", "value": "7"}, {"uid": "2", "value": "Berlin"}]}));
+        assert_eq!(short_typing("fill_form", Some(&mixed)), ShortTyping::Ends);
+        // Looking at the page, or Tab to the next box, keeps it open.
+        assert_eq!(short_typing("take_snapshot", None), ShortTyping::Keeps);
+        assert_eq!(short_typing("browser_snapshot", None), ShortTyping::Keeps);
+        assert_eq!(
+            short_typing("press_key", Some(&k(json!("Tab")))),
+            ShortTyping::Keeps
+        );
+        // Acting on the page ends it.
+        for (tool, args) in [
+            ("click", json!({"uid": "1_2"})),
+            ("navigate_page", json!({"url": "https://a.example/"})),
+            ("press_key", json!({"key": "Enter"})),
+            ("press_key", json!({"key": "Backspace"})),
+            ("evaluate_script", json!({"function": "() => 1"})),
+            ("fill", json!({"uid": "1_3", "value": "true"})),
+        ] {
+            assert_eq!(
+                short_typing(tool, Some(&obj(args))),
+                ShortTyping::Ends,
+                "{tool}"
+            );
+        }
     }
 
     #[test]

@@ -92,10 +92,10 @@ pub(crate) struct Recorder {
     pending: Mutex<HashMap<ActionId, Pending>>,
     /// Woken whenever a call ends.
     ended: tokio::sync::Notify,
-    /// Characters typed key by key (`press_key {key: "7"}`), one call per character: one
-    /// literal across consecutive calls, registered from its fourth character on. Any other
-    /// call of the wrapped server ends it.
-    keys: Mutex<Option<cdp_sanitize::TypedEcho>>,
+    /// Short text typed one call at a time (`press_key {key: "7"}`, a one-time code `fill`ed
+    /// box by box): one literal across consecutive calls, registered from its fourth
+    /// character on ([`args::short_typing`] says which calls grow it, keep it or end it).
+    short: Mutex<Option<cdp_sanitize::TypedEcho>>,
     forward: Option<tokio::sync::mpsc::Sender<Forward>>,
 }
 
@@ -129,7 +129,7 @@ impl Recorder {
             handle,
             pending: Mutex::new(HashMap::new()),
             ended: tokio::sync::Notify::new(),
-            keys: Mutex::new(None),
+            short: Mutex::new(None),
             forward,
         })
     }
@@ -191,20 +191,27 @@ impl Recorder {
         }
     }
 
-    /// A key typed by a key-pressing call grows the literal typed key by key; any other call of
-    /// the wrapped server ends it (the field may have changed). The gateway's own tools touch
-    /// no page and leave it alone.
-    fn protect_keys(&self, server: &str, tool: &str, arguments: Option<&Map<String, Value>>) {
+    /// Short text typed by a call (a character key, one box's `fill`) grows the literal of
+    /// the short typing calls before it; a call that only reads the page leaves it open; any
+    /// other call of the wrapped server ends it (the field may have changed). The gateway's own
+    /// tools touch no page and leave it alone.
+    fn protect_short(&self, server: &str, tool: &str, arguments: Option<&Map<String, Value>>) {
         let Some(h) = &self.handle else {
             return;
         };
-        let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
-        match args::typed_key(tool, arguments) {
-            Some(typed) => keys
-                .get_or_insert_with(|| h.sanitizer().typed_echo())
-                .extend(&typed),
-            None if server != GATEWAY_TOOL => *keys = None,
-            None => {}
+        if server == GATEWAY_TOOL {
+            return;
+        }
+        let mut short = self.short.lock().unwrap_or_else(PoisonError::into_inner);
+        match args::short_typing(tool, arguments) {
+            args::ShortTyping::Types(pieces) => {
+                let echo = short.get_or_insert_with(|| h.sanitizer().typed_echo());
+                for piece in pieces {
+                    echo.extend(&piece);
+                }
+            }
+            args::ShortTyping::Keeps => {}
+            args::ShortTyping::Ends => *short = None,
         }
     }
 
@@ -219,7 +226,7 @@ impl Recorder {
         let start = SystemTime::now();
         let id = ActionId::at(start);
         if let Some(h) = &self.handle {
-            self.protect_keys(server, tool, arguments);
+            self.protect_short(server, tool, arguments);
             self.protect_typed(&args::typed_literals(tool, arguments));
             let s = h.sanitizer();
             let pending = Pending {
@@ -478,6 +485,80 @@ mod tests {
         for (i, k) in keys.iter().enumerate().filter(|(i, _)| *i != 4) {
             assert_eq!(k["input"]["chars"], 1, "{i}: {k}");
             assert!(k.get("value").is_none(), "{i}: {k}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_code_filled_box_by_box_is_one_literal_until_the_page_is_acted_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = pipeline(tmp.path());
+        let h = p.handle().clone();
+        let recorder = Recorder::new(Some(h.clone()));
+        let call = |server: &str, tool: &str, args: Value| {
+            recorder
+                .begin(server, tool, args.as_object())
+                .end(Outcome::ok(None));
+        };
+        // chrome-devtools-mcp: one `fill` per box, a snapshot between some of them.
+        for (i, digit) in "757525".chars().enumerate() {
+            call(
+                "chrome_devtools",
+                "fill",
+                json!({"uid": format!("1_{i}"), "value": digit.to_string()}),
+            );
+            if i == 1 {
+                call("chrome_devtools", "take_snapshot", json!({}));
+            }
+        }
+        let masked = h.sanitizer().text("code 757525 expired");
+        assert!(
+            masked.as_str().starts_with("code ${TYPED_") && !masked.as_str().contains("7575"),
+            "{}",
+            masked.as_str()
+        );
+        // @playwright/mcp: a form of boxes in one call.
+        call("playwright", "browser_click", json!({"target": "e3"}));
+        call(
+            "playwright",
+            "browser_fill_form",
+            json!({"fields": [
+                {"name": "Digit 1", "type": "textbox", "target": "e4", "value": "4"},
+                {"name": "Digit 2", "type": "textbox", "target": "e5", "value": "1"},
+                {"name": "Digit 3", "type": "textbox", "target": "e6", "value": "9"},
+                {"name": "Digit 4", "type": "textbox", "target": "e7", "value": "3"}
+            ]}),
+        );
+        assert!(!h.sanitizer().text("4193").as_str().contains("4193"));
+        // Short typing on either side of an action on the page is never glued.
+        call(
+            "playwright",
+            "browser_type",
+            json!({"target": "e8", "text": "ok"}),
+        );
+        call("playwright", "browser_click", json!({"target": "e9"}));
+        call(
+            "playwright",
+            "browser_type",
+            json!({"target": "e10", "text": "go"}),
+        );
+        assert_eq!(h.sanitizer().text("okgo").as_str(), "okgo");
+        // Nor across a long text, which is protected on its own.
+        call(
+            "playwright",
+            "browser_type",
+            json!({"target": "e11", "text": "Berlin"}),
+        );
+        call(
+            "playwright",
+            "browser_type",
+            json!({"target": "e12", "text": "12"}),
+        );
+        assert_eq!(h.sanitizer().text("go12").as_str(), "go12");
+        recorder.flush().await;
+        let run = p.finish().await.unwrap().run_dir;
+        let journal = std::fs::read_to_string(run.join("actions.jsonl")).unwrap();
+        for needle in ["757525", "7575", "4193"] {
+            assert!(!journal.contains(needle), "{needle} in the journal");
         }
     }
 
