@@ -21,5 +21,6 @@ pub mod raw;
 pub mod s3;
 pub mod site;
 pub mod target_pages;
+pub mod typing_pages;
 
 pub use fixtures::*;

@@ -1069,12 +1069,16 @@
     }
   };
 
+  // When each field last got trusted input (typing, deleting): a change after it may be the
+  // client's, not the page's.
+  const lastInput = new WeakMap();
   addEventListener(
     'beforeinput',
     (e) => {
       if (!e.isTrusted) return;
       const type = String(e.inputType || '');
       const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      if (el && typeof el === 'object') lastInput.set(el, now());
       if (!type.startsWith('insert') || type === 'insertLineBreak' || type === 'insertParagraph') {
         open = null;
         return;
@@ -1100,7 +1104,9 @@
         if (!secret) sel = el.isContentEditable ? caretIn(el) : selection(el);
         segments += 1;
         const id = `${SEGMENT_IDS}/${segments}`;
-        open = { id, el, kind, t0: t, t1: t, before, sel, data: '', count: 0, cut: false, done: false, owner: state, via };
+        // `marks`: when each insertion came and where its text ends in `data` (a reading takes
+        // the part of a segment its window covers); `taken`: what readings took of it so far.
+        open = { id, el, kind, t0: t, t1: t, before, sel, data: '', marks: [], taken: 0, count: 0, cut: false, done: false, owner: state, via };
         // Where this typing went, as it was before the first character landed.
         const o = { t: 'typed', at: t, target: locate(el) };
         if (continued) o.continued = true;
@@ -1111,8 +1117,13 @@
       open.t1 = t;
       open.count += chars(data);
       if (secret) return;
-      if (open.data.length + data.length <= MAX_DATA) open.data += data;
-      else open.cut = true;
+      if (open.data.length + data.length <= MAX_DATA) {
+        open.data += data;
+        if (open.marks) open.marks.push([t, open.data.length]);
+      } else {
+        open.cut = true;
+        open.marks = null;
+      }
     },
     true,
   );
@@ -1196,10 +1207,17 @@
   };
 
   // Segments that got their reading leave their log (one of a left document is only marked:
-  // the relay forgets it when told, by the ids the reading took).
+  // the relay forgets it when told, by the ids the reading took); a view of part of a segment
+  // (`viewOf`) leaves the rest for the next reading (`id@end` tells the relay how much).
   let took = [];
-  const settle = (segs) => {
-    for (const s of segs) {
+  const settle = (views) => {
+    for (const v of views) {
+      const s = v.seg || v;
+      if (v.seg && v.end < s.data.length) {
+        s.taken = v.end;
+        took.push(`${s.id}@${v.end}`);
+        continue;
+      }
       s.done = true;
       took.push(s.id);
       if (!s.owner) continue;
@@ -1254,18 +1272,38 @@
     return { start, end, lo: start - EARLY, hi: end + LATE };
   };
 
-  // The segments of every frame typed into within `w`, in time order, and whether typing that
-  // began before it ran on into it. `left`: the document before this one, as it was left.
+  // A segment as a reading of window `w` sees it: what no earlier reading took of it, up to its
+  // last insertion in the window (`whole`: all of it). Typing that ran on into the same field
+  // after a step ended (a client pressing key after key, each key a step of its own, faster
+  // than SEGMENT_GAP) belongs to the next step's reading. `null`: nothing left of it.
+  const viewOf = (g, w) => {
+    const from = g.taken || 0;
+    const m = g.marks;
+    if (!m || m.length === 0) return from === 0 ? { ...g, seg: g, whole: true, end: g.data.length } : null;
+    let i = 0;
+    while (i < m.length && m[i][1] <= from) i += 1;
+    if (i === m.length) return null;
+    let j = i;
+    while (j + 1 < m.length && m[j + 1][0] <= w.hi) j += 1;
+    const end = m[j][1];
+    const whole = from === 0 && end === g.data.length;
+    return { ...g, seg: g, t0: m[i][0], t1: m[j][0], data: g.data.slice(from, end), whole, end };
+  };
+
+  // The segments of every frame typed into within `w`, in time order (`segs`), the views of
+  // them (`inWin`, those starting in the window), and whether typing that began before it ran
+  // on into it. `left`: the document before this one, as it was left.
   const within = (w, left) => {
     const all = left ? states().concat([left]) : states();
     const segs = all
       .flatMap((s) => s.log.filter((g) => !g.done))
       .sort((a, b) => a.t0 - b.t0);
+    const views = segs.map((g) => viewOf(g, w)).filter((v) => v);
     return {
       all,
       segs,
-      inWin: segs.filter((g) => g.t0 >= w.lo && g.t0 <= w.hi),
-      straddle: segs.some((g) => g.t0 < w.lo && g.t1 >= w.lo),
+      inWin: views.filter((g) => g.t0 >= w.lo && g.t0 <= w.hi),
+      straddle: views.some((g) => g.t0 < w.lo && g.t1 >= w.lo),
     };
   };
 
@@ -1335,6 +1373,8 @@
         data: secret ? '' : g.data,
         before: secret ? null : g.before,
         sel: secret ? null : g.sel,
+        marks: secret ? null : g.marks,
+        taken: g.taken || 0,
         via: !!g.via,
         bouncedAt: bounceOf(st, g),
       });
@@ -1384,6 +1424,8 @@
         t1: Number(g.t1),
         before: typeof g.before === 'string' ? g.before : null,
         sel: Array.isArray(g.sel) ? g.sel : null,
+        marks: Array.isArray(g.marks) ? g.marks : null,
+        taken: Number(g.taken) || 0,
         data: String(g.data || ''),
         count: Number(g.count) || 0,
         cut: !!g.cut,
@@ -1481,19 +1523,47 @@
       return { answer: { reason: 'bounced', kind: first.kind, expected: n } };
     }
     const last = used[used.length - 1];
-    const next = segs.find((s) => s.el === first.el && s.t0 > last.t1 && !used.includes(s));
+    const seg = last.seg;
+    const next = segs.find((s) => s.el === first.el && s.t0 > seg.t1 && !used.some((u) => u.seg === s));
     const after = next && next.before != null ? next.before : valueOf(first.el);
-    const answer = judge(first, literal, after);
+    let answer;
+    if (used.every((u) => u.whole)) {
+      answer = judge(first, literal, after);
+    } else if (used.length === 1) {
+      // Part of what was typed into the field at a stretch, the rest by the steps around it:
+      // it landed where the whole stretch did.
+      const whole = judge(seg, seg.data, after);
+      answer = whole.reason === 'landed'
+        ? { ...whole, expected: n, grew: n }
+        : { reason: 'interleaved', kind: first.kind, expected: n };
+    } else {
+      answer = { reason: 'interleaved', kind: first.kind, expected: n };
+    }
     // Read again later only what is still the field's own value and can still change.
-    const again = !next && first.owner ? { el: first.el, before: first.before, after, t: last.t1 } : null;
+    const again = !next && first.owner ? { el: first.el, before: seg.before, after, t: last.t1 } : null;
     return { answer, again };
   };
 
-  // A `landed` reading read again RECHECK ms after the last insertion: the page may have
-  // emptied the field (or rewritten it) since.
-  const readAgain = async (r, literal) => {
+  // `landed` readings waiting to be read again, by token: the relay asks for each in a call of
+  // its own (`recheck`), so the page's next reading need not wait for it. Dropped oldest first
+  // past MAX_RECHECKS, and by the call that reads them.
+  const MAX_RECHECKS = 64;
+  const pendingRechecks = new Map();
+  let recheckTokens = 0;
+  // Keeps `r`'s field to read again; the answer with the token the relay asks with.
+  const toReadAgain = (r, literal) => {
     const a = r.again;
     if (!a || r.answer.reason !== 'landed') return r.answer;
+    recheckTokens += 1;
+    pendingRechecks.set(recheckTokens, { ...a, literal, answer: r.answer });
+    if (pendingRechecks.size > MAX_RECHECKS) pendingRechecks.delete(pendingRechecks.keys().next().value);
+    return { ...r.answer, recheck: recheckTokens };
+  };
+  // The field of a `landed` reading read again RECHECK ms after the last insertion: the page
+  // may have emptied it (or rewritten it) since.
+  const readAgain = async (token) => {
+    const a = pendingRechecks.get(token);
+    if (!a) return null;
     const wait = Math.min(a.t + RECHECK - now(), RECHECK);
     if (wait > 0) {
       // Read sooner if the page starts leaving the document: what it holds then stays.
@@ -1508,12 +1578,15 @@
         rechecks.add(done);
       });
     }
-    if (!a.el.isConnected) return r.answer;
+    pendingRechecks.delete(token);
+    // Gone from the page, or given input since (the next step's typing or deleting): what the
+    // field holds now says nothing of what the page did.
+    if (!a.el.isConnected || (lastInput.get(a.el) || 0) > a.t) return a.answer;
     const v = valueOf(a.el);
-    if (v == null || v === a.after || v.includes(literal)) return r.answer;
+    if (v == null || v === a.after || v.includes(a.literal)) return a.answer;
     const grew = chars(v) - chars(a.before);
     const cleared = v === '' || v === a.before;
-    return { ...r.answer, reason: cleared ? 'cleared-by-page' : 'rewritten', grew, later: true };
+    return { ...a.answer, reason: cleared ? 'cleared-by-page' : 'rewritten', grew, later: true };
   };
 
   const agent = {
@@ -1588,11 +1661,13 @@
         new Promise((r) => setTimeout(r, 200)),
       ]);
       took = [];
-      const r = reading(literal, w, unseal(left));
-      const ids = took;
-      took = [];
-      const answer = await readAgain(r, literal);
-      return ids.length > 0 ? { ...answer, took: ids } : answer;
+      return withTook(toReadAgain(reading(literal, w, unseal(left)), literal));
+    },
+
+    // The reading that answered `landed` with this token, RECHECK ms after its last insertion
+    // (`null`: no such reading, or read already).
+    async recheck(token) {
+      return readAgain(Number(token));
     },
   };
   Object.defineProperty(globalThis, '__cdpRelayAgent', { value: agent });

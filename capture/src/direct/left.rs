@@ -60,15 +60,22 @@ impl Left {
     }
 
     /// A reading took the segments of ids `took` (here or in the document itself, before it
-    /// was left): no other reading may take them again.
+    /// was left): no other reading may take them again. `id@end` is a segment taken up to `end`
+    /// (its text after that is another step's).
     pub(crate) fn taken(&mut self, took: &[String]) {
-        if took.is_empty() {
-            return;
-        }
-        for s in &mut self.sealed.segs {
-            let id = s.get("id").and_then(Value::as_str);
-            if id.is_some_and(|id| took.iter().any(|t| t == id)) {
-                *s = Value::Null;
+        for t in took {
+            let (id, end) = match t.rsplit_once('@') {
+                Some((id, end)) => (id, end.parse::<u64>().ok()),
+                None => (t.as_str(), None),
+            };
+            for s in &mut self.sealed.segs {
+                if s.get("id").and_then(Value::as_str) != Some(id) {
+                    continue;
+                }
+                match end {
+                    Some(end) => s["taken"] = Value::from(end),
+                    None => *s = Value::Null,
+                }
             }
         }
     }
@@ -104,10 +111,14 @@ mod tests {
         let mut l = left(t0);
         assert!(l.live(t0 + KEEP));
         assert!(!l.live(t0 + KEEP + Duration::from_millis(1)));
-        l.taken(&["a/1".into(), "b/9".into()]);
+        l.taken(&["a/1".into(), "b/9".into(), "a/2@1".into()]);
         let arg = l.argument();
         assert_eq!(arg["segs"][0], Value::Null);
         assert_eq!(arg["segs"][1]["data"], "x");
+        assert_eq!(
+            arg["segs"][1]["taken"], 1,
+            "taken up to its first character"
+        );
         assert_eq!(arg["installedAt"], 5.5);
         l.taken(&["a/2".into()]);
         assert!(!l.live(t0), "nothing left to read");

@@ -121,6 +121,9 @@ pub(crate) struct AgentAnswer {
     /// The segments the reading took (a left document's handover, `left.rs`, may hold them).
     #[serde(default)]
     took: Vec<String>,
+    /// `landed`: the token to ask the agent to read the field again with ([`recheck`]).
+    #[serde(default)]
+    recheck: Option<u64>,
 }
 
 impl AgentAnswer {
@@ -440,14 +443,22 @@ fn window(req: &VerifyRequest, now: SystemTime) -> serde_json::Value {
 #[derive(Debug)]
 pub(crate) enum Reading {
     /// The verdict, and the segments it took (the page's left document, `left.rs`, may hold
-    /// them).
+    /// them); a `landed` verdict is final only once the field was read again ([`recheck`]).
     Done {
         reply: VerifyReply,
         took: Vec<String>,
+        recheck: Option<Recheck>,
     },
     /// The page left its document (or the agent's world, given, went) during the first reading:
     /// read again, in the next document's world, with what the agent handed over as it left.
     Again(VerifyRequest, i64),
+}
+
+/// A `landed` verdict waiting for the agent in `world` to read its field again (token `token`).
+#[derive(Debug)]
+pub(crate) struct Recheck {
+    pub(crate) world: i64,
+    pub(crate) token: u64,
 }
 
 /// Where a reading runs: the agent's world in the page's current document, what the page's
@@ -513,6 +524,7 @@ pub(crate) async fn run(
     let unread = |chars, why| no_reading(taken_for_sensitive, chars, why);
     let mut needs_literal = false;
     let mut took = Vec::new();
+    let mut recheck = None;
     let (verification, kind) = match outcome {
         Ok(v) if v.get("exceptionDetails").is_some() => (
             unread(chars, "the page agent could not read the field"),
@@ -525,6 +537,10 @@ pub(crate) async fn run(
             .and_then(|a| {
                 needs_literal = a.reason == Some(AgentReason::Agent(AgentWord::NotCompared));
                 took = a.took().to_vec();
+                recheck = a.recheck.map(|token| Recheck {
+                    world: place.world,
+                    token,
+                });
                 if place.document_left
                     && a.reason == Some(AgentReason::Agent(AgentWord::NotInstalled))
                 {
@@ -558,6 +574,51 @@ pub(crate) async fn run(
             needs_literal,
         }),
         took,
+        recheck,
+    }
+}
+
+/// Asks the agent in `world` of `session` to read the field of a `landed` verdict again, after
+/// the page had its moment to change it (`RECHECK_MS` after the last insertion): `landed` stays,
+/// or becomes `cleared-by-page` (or `rewritten`). When the agent cannot answer (the page left the
+/// document meanwhile), the first verdict stands.
+pub(crate) async fn recheck(
+    cdp: &super::conn::Cdp,
+    session: &str,
+    again: Recheck,
+    first: VerifyReply,
+    timeout: std::time::Duration,
+) -> VerifyReply {
+    let VerifyReply::Verdict(first) = first else {
+        return first;
+    };
+    let params = serde_json::json!({
+        "functionDeclaration": "function (token) { return globalThis.__cdpRelayAgent.recheck(token); }",
+        "executionContextId": again.world,
+        "arguments": [{ "value": again.token }],
+        "awaitPromise": true,
+        "returnByValue": true,
+        "silent": true,
+    });
+    let answer = cdp
+        .call(
+            crate::cdp::methods::CommandMethod::RuntimeCallFunctionOn.name(),
+            params,
+            Some(session),
+            timeout,
+        )
+        .await
+        .ok()
+        .and_then(|v| v.pointer("/result/value").cloned())
+        .and_then(|a| serde_json::from_value::<AgentAnswer>(a).ok());
+    let chars = first.verification.expected.unwrap_or(0);
+    match answer.as_ref().and_then(|a| from_agent(a, chars)) {
+        Some((verification, kind)) => VerifyReply::Verdict(Verdict {
+            verification,
+            kind: kind.or(first.kind),
+            ..first
+        }),
+        None => VerifyReply::Verdict(first),
     }
 }
 

@@ -42,4 +42,5 @@ mod secrets_bounds;
 mod targets;
 mod upload;
 mod url_spellings;
+mod verdict_truth;
 mod websocket;

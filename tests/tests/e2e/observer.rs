@@ -179,11 +179,15 @@ fn ms(r: &StoredRecord) -> u64 {
     cdp_evidence::time::parse_rfc3339_millis(t).expect("time")
 }
 
+/// The typing steps in the format's order (`startedAt`, then `actionId`): a step is written
+/// when its verdict comes, and a `landed` one waits for its field to be read again.
 fn typing(records: &[StoredRecord]) -> Vec<&StoredRecord> {
-    records
+    let mut steps: Vec<&StoredRecord> = records
         .iter()
         .filter(|r| r.kind == "action" && r.payload["method"] == "type")
-        .collect()
+        .collect();
+    steps.sort_by(|a, b| (&a.started_at, &a.action_id).cmp(&(&b.started_at, &b.action_id)));
+    steps
 }
 
 /// A raw client that enables no domain still leaves network failures and console errors — each

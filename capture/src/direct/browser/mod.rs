@@ -48,6 +48,8 @@ pub(super) enum Done {
         session: String,
         reading: Reading,
     },
+    /// A `landed` verdict whose field was read again.
+    Rechecked(super::verify::VerifyReply),
 }
 
 pub(super) struct Browser<'a> {
@@ -282,6 +284,7 @@ impl<'a> Browser<'a> {
                 self.next_verify(&session);
                 self.flush().await;
             }
+            Done::Rechecked(reply) => self.reply(reply),
         }
     }
 

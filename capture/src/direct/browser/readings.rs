@@ -40,11 +40,32 @@ impl Browser<'_> {
     pub(super) fn read(&mut self, session: &str, reading: Reading) {
         let page = self.sessions.pages.get_mut(session);
         match (reading, page) {
-            (Reading::Done { reply, took }, page) => {
+            (
+                Reading::Done {
+                    reply,
+                    took,
+                    recheck,
+                },
+                page,
+            ) => {
                 if let Some(left) = page.and_then(|p| p.left.as_mut()) {
                     left.taken(&took);
                 }
-                self.reply(reply);
+                match recheck {
+                    // Read again in a task of its own: the page's next reading need not wait.
+                    Some(again) => {
+                        let cdp = self.cdp.clone();
+                        let done = self.done_tx.clone();
+                        let t = self.opts.verify_timeout;
+                        let session = session.to_owned();
+                        self.in_flight += 1;
+                        tokio::spawn(async move {
+                            let reply = verify::recheck(&cdp, &session, again, reply, t).await;
+                            let _ = done.send(Done::Rechecked(reply)).await;
+                        });
+                    }
+                    None => self.reply(reply),
+                }
             }
             (Reading::Again(req, world), Some(page)) => {
                 // In the next document's world: its agent reads what the one it replaced handed
