@@ -171,6 +171,7 @@ cdp_methods! {
         RuntimeGetIsolateId = "Runtime.getIsolateId",
         PageEnable = "Page.enable",
         PageAddScriptToEvaluateOnNewDocument = "Page.addScriptToEvaluateOnNewDocument",
+        PageCreateIsolatedWorld = "Page.createIsolatedWorld",
         PageGetLayoutMetrics = "Page.getLayoutMetrics",
         NetworkEnable = "Network.enable",
         LogEnable = "Log.enable",

@@ -22,7 +22,13 @@
 (() => {
   'use strict';
   const BINDING = '__cdpRelayObserve';
-  if (globalThis.__cdpRelayAgent) return;
+  if (globalThis.__cdpRelayAgent) {
+    // Started again in a world it runs in already (the relay makes sure of the current
+    // document after its setup): only its focus report again, which may have been sent before
+    // the relay listened.
+    globalThis.__cdpRelayAgent.announce();
+    return;
+  }
   let isTop = false;
   try {
     isTop = window.top === window;
@@ -1607,6 +1613,12 @@
 
     // A frame below changed focus: report the page's focus again.
     refocus() {
+      reportFocus();
+    },
+
+    // Reports the page's focus even if it did not change (its last report may be lost).
+    announce() {
+      lastFocus = null;
       reportFocus();
     },
 

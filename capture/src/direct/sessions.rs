@@ -104,6 +104,8 @@ pub(crate) struct Work {
     pub(crate) replies: Vec<VerifyReply>,
     /// Pages (sessions) whose waiting readings may go on: a world or a handover arrived.
     pub(crate) kick: Vec<String>,
+    /// Pages (sessions) that committed a document the agent may have missed (`browser/`).
+    pub(crate) ensure: Vec<String>,
     /// Evidence dropped (a request table full).
     pub(crate) dropped: u64,
 }
@@ -365,7 +367,12 @@ impl Sessions {
                 };
                 match events::page_event(pages, src, e, frame, at) {
                     Effect::Record(r) => self.out.emits.push(Emit::Record(r)),
-                    Effect::Committed => page.loading_since = Some(Instant::now()),
+                    Effect::Committed => {
+                        page.loading_since = Some(Instant::now());
+                        if page.ready {
+                            self.out.ensure.push(session.to_owned());
+                        }
+                    }
                     Effect::Dropped => self.out.dropped += 1,
                     Effect::None | Effect::Attached { .. } | Effect::Detached { .. } => {}
                 }

@@ -83,8 +83,8 @@ impl Targets {
         q.push_back(l);
     }
 
-    /// Where a typing step whose first key was stamped at `started` sent its text: the first
-    /// unclaimed report of typing that started in an element in [`lo`, `hi`], claimed; when
+    /// Where a typing step whose first key was stamped at `started` sent its text: the unclaimed
+    /// report of typing that started in an element in [`lo`, `hi`] nearest to `started`, claimed; when
     /// there is none, one of typing that went on in the element typed into just before, from
     /// [`GOING_ON_EARLY`] before `started` (earlier, it is the step before going on after a
     /// pause). Reports of the same element going on in the window belong to the step and leave
@@ -99,10 +99,22 @@ impl Targets {
         let q = self.recent.get_mut(page)?;
         let in_window = |l: &Located| l.moment == Moment::Typed && l.at >= lo && l.at <= hi;
         let going_on_from = earlier(started, GOING_ON_EARLY);
-        let i = q
-            .iter()
-            .position(|l| in_window(l) && !l.continued)
-            .or_else(|| q.iter().position(|l| in_window(l) && l.at >= going_on_from))?;
+        // The nearest to the step's start: typing steps are written when their verdicts come,
+        // not in the order they were typed (a `landed` one waits for its field to be read
+        // again), and the step typed just before, into another field, is in the window too.
+        let distance = |t: SystemTime| match t.duration_since(started) {
+            Ok(d) => d,
+            Err(e) => e.duration(),
+        };
+        let nearest = |pick: &dyn Fn(&Located) -> bool| {
+            q.iter()
+                .enumerate()
+                .filter(|(_, l)| pick(l))
+                .min_by_key(|(_, l)| distance(l.at))
+                .map(|(i, _)| i)
+        };
+        let i = nearest(&|l| in_window(l) && !l.continued)
+            .or_else(|| nearest(&|l| in_window(l) && l.at >= going_on_from))?;
         let found = q.remove(i)?;
         q.retain(|l| !(in_window(l) && l.continued && l.locator == found.locator));
         Some(found)
@@ -455,6 +467,18 @@ mod tests {
                 .at,
             at(2_000)
         );
+    }
+
+    #[test]
+    fn a_typing_step_written_out_of_order_takes_its_own_report() {
+        let mut t = Targets::default();
+        t.keep(report("P", Moment::Typed, 100, "#email"));
+        t.keep(report("P", Moment::Typed, 121, "#password"));
+        // The second step (started at 120) is written first; its window reaches the first's.
+        let second = t.claim_typed("P", at(120), at(0), at(200)).unwrap();
+        assert_eq!(second.at, at(121));
+        let first = t.claim_typed("P", at(99), at(0), at(150)).unwrap();
+        assert_eq!(first.at, at(100));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::frames::{NoFrame, Shot};
 use super::sessions::Sessions;
 use super::verify::Reading;
 use super::{Ctx, DirectOptions, AGENT_SOURCE, BINDING, WORLD};
-use crate::cdp::methods::Call;
+use crate::cdp::methods::{Call, CommandMethod};
 use crate::pages::{FrameTiming, Want};
 use crate::Emit;
 use serde_json::json;
@@ -215,12 +215,18 @@ impl<'a> Browser<'a> {
     async fn flush(&mut self) {
         let work = self.sessions.take();
         for session in work.setup {
+            let target = self
+                .sessions
+                .pages
+                .get(&session)
+                .map(|p| p.target_id.clone())
+                .unwrap_or_default();
             let cdp = self.cdp.clone();
             let t = self.opts.command_timeout;
             let done = self.done_tx.clone();
             self.in_flight += 1;
             tokio::spawn(async move {
-                let outcome = setup(&cdp, &session, t).await;
+                let outcome = setup(&cdp, &session, &target, t).await;
                 let _ = done.send(Done::Setup { session, outcome }).await;
             });
         }
@@ -243,6 +249,19 @@ impl<'a> Browser<'a> {
         }
         for session in work.kick {
             self.next_verify(&session);
+        }
+        for session in work.ensure {
+            let Some(target) = self
+                .sessions
+                .pages
+                .get(&session)
+                .map(|p| p.target_id.clone())
+            else {
+                continue;
+            };
+            let cdp = self.cdp.clone();
+            let t = self.opts.command_timeout;
+            tokio::spawn(async move { ensure_agent(&cdp, &session, &target, t).await });
         }
         for _ in 0..work.dropped {
             self.ctx.dropped_one();
@@ -359,7 +378,7 @@ impl<'a> Browser<'a> {
 
 /// Enables on the observer's own session what evidence needs, agent first so its world exists
 /// when `Runtime.enable` reports contexts.
-async fn setup(cdp: &Cdp, session: &str, t: Duration) -> Result<(), CallError> {
+async fn setup(cdp: &Cdp, session: &str, target: &str, t: Duration) -> Result<(), CallError> {
     let s = Some(session);
     // Sent back to back (a session answers in order): one round trip, so a new page is covered
     // before its first request in all but the tightest races.
@@ -387,5 +406,36 @@ async fn setup(cdp: &Cdp, session: &str, t: Duration) -> Result<(), CallError> {
     runtime?;
     network?;
     log?;
+    ensure_agent(cdp, session, target, t).await;
     Ok(())
+}
+
+/// Makes sure the agent runs in the current main-frame document of `target`. A navigation that
+/// started before the agent's script was registered commits a document the script misses (a
+/// page opened and sent to a site at once had no agent in 1 of 4 runs), so this runs after the
+/// setup and after every main-frame commit: the agent is started in its world of the same name,
+/// where it runs once (a second start only repeats its focus report).
+async fn ensure_agent(cdp: &Cdp, session: &str, target: &str, t: Duration) {
+    let s = Some(session);
+    let world = cdp
+        .call(
+            Call::PageCreateIsolatedWorld.name(),
+            json!({ "frameId": target, "worldName": WORLD }),
+            s,
+            t,
+        )
+        .await;
+    if let Some(id) = world.ok().and_then(|w| {
+        w.get("executionContextId")
+            .and_then(serde_json::Value::as_i64)
+    }) {
+        let _ = cdp
+            .call(
+                CommandMethod::RuntimeEvaluate.name(),
+                json!({ "expression": AGENT_SOURCE, "contextId": id, "silent": true }),
+                s,
+                t,
+            )
+            .await;
+    }
 }
