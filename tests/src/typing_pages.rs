@@ -122,11 +122,50 @@ pub const VERDICT_PAGE: &str = r#"<!doctype html><meta charset="utf-8"><title>Ve
   });
 </script>"#;
 
-/// The site: `/otp` and `/verdicts`; `/verify/…` and `/api/verify/…` are not found (404).
+/// The fields of the load page: (id, accessible name). Typing `text` into one leaves it holding
+/// `text` only in the plain field and the text area; the others cut it (`maxlength=5`), keep its
+/// digits, upper-case it, or empty it 400 ms after the last input.
+pub const LOAD_FIELDS: [(&str, &str); 6] = [
+    ("plain", "Load plain"),
+    ("area", "Load area"),
+    ("short", "Load short"),
+    ("digits", "Load digits"),
+    ("upper", "Load upper"),
+    ("cleared", "Load coupon"),
+];
+
+/// The load page: one field per way typing ends, and `window.loadValues()`, which answers the
+/// fields' values once 600 ms passed since the last input (the coupon field has been emptied
+/// by then).
+pub const LOAD_PAGE: &str = r#"<!doctype html><meta charset="utf-8"><title>Load</title><link rel="icon" href="data:,">
+<input id="plain" aria-label="Load plain">
+<textarea id="area" aria-label="Load area"></textarea>
+<input id="short" aria-label="Load short" maxlength="5">
+<input id="digits" aria-label="Load digits">
+<input id="upper" aria-label="Load upper">
+<input id="cleared" aria-label="Load coupon">
+<script>
+  let last = 0;
+  document.addEventListener('input', () => { last = Date.now(); }, true);
+  const digits = document.getElementById('digits');
+  digits.addEventListener('input', () => { digits.value = digits.value.replace(/\D/g, ''); });
+  const upper = document.getElementById('upper');
+  upper.addEventListener('input', () => { const at = upper.selectionStart; upper.value = upper.value.toUpperCase(); upper.setSelectionRange(at, at); });
+  const cleared = document.getElementById('cleared');
+  let timer = null;
+  cleared.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(() => { cleared.value = ''; }, 400); });
+  window.loadValues = () => new Promise((done) => setTimeout(() => {
+    done(JSON.stringify(['plain', 'area', 'short', 'digits', 'upper', 'cleared'].map((id) => document.getElementById(id).value)));
+  }, Math.max(0, last + 600 - Date.now())));
+</script>"#;
+
+/// The site: `/otp`, `/verdicts` and `/load`; `/verify/…` and `/api/verify/…` are not found
+/// (404).
 pub fn typing_routes() -> HashMap<&'static str, Route> {
     let mut r = HashMap::new();
     r.insert("/otp", Route::ok("text/html", OTP_PAGE));
     r.insert("/verdicts", Route::ok("text/html", VERDICT_PAGE));
+    r.insert("/load", Route::ok("text/html", LOAD_PAGE));
     r.insert("/favicon.ico", Route::ok("image/x-icon", ""));
     r
 }
