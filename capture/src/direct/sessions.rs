@@ -572,3 +572,74 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod handover_tests {
+    use super::*;
+    use cdp_sanitize::Sanitizer;
+    use std::sync::Arc;
+
+    const TARGET: &str = "T1";
+
+    fn event(page: &mut Page, pages: &Pages, text: &str, out: &mut Work) {
+        let frame = Frame::parse(text).expect("a frame");
+        let e = match frame.method().and_then(Event::parse) {
+            Some(Event::TrafficReader(e)) => e,
+            _ => panic!("not an agent event: {text}"),
+        };
+        agent_event(page, pages, e, &frame, SystemTime::now(), ("S1", out));
+    }
+
+    fn binding(context: i64, payload: &str) -> String {
+        serde_json::json!({"method": "Runtime.bindingCalled", "sessionId": "S1",
+            "params": {"name": BINDING, "executionContextId": context, "payload": payload}})
+        .to_string()
+    }
+
+    fn created(context: i64) -> String {
+        serde_json::json!({"method": "Runtime.executionContextCreated", "sessionId": "S1",
+            "params": {"context": {"id": context, "name": WORLD, "auxData": {"frameId": TARGET}}}})
+        .to_string()
+    }
+
+    /// The document a page leaves hands over its unread typing from its own world, which may
+    /// already be the previous one; nothing else is taken from a world that is not current.
+    #[test]
+    fn a_left_documents_handover_is_taken_from_its_world_only() {
+        let pages = Pages::new(Arc::new(Sanitizer::new()), true);
+        let mut page = Page::new(TARGET.into());
+        let mut out = Work::default();
+        event(&mut page, &pages, &created(3), &mut out);
+        assert_eq!((page.world, page.worlds), (Some(3), 1));
+        // The next document's world is reported before the old world's handover arrives.
+        event(&mut page, &pages, &created(7), &mut out);
+        assert_eq!((page.world, page.previous_world), (Some(7), Some(3)));
+        let sealed = r#"{"t":"sealed","installedAt":1,"fields":[],"segs":[{"id":"a/1"}]}"#;
+        event(&mut page, &pages, &binding(3, sealed), &mut out);
+        assert!(page.left.is_some(), "the handover of the document left");
+        assert_eq!(out.kick, ["S1", "S1", "S1"], "readings may go on");
+        // A focus report from a world that is not the current one is not taken.
+        page.left = None;
+        pages.observe(TARGET);
+        event(
+            &mut page,
+            &pages,
+            &binding(7, r#"{"t":"focus","kind":"email"}"#),
+            &mut out,
+        );
+        let email = Some(crate::pages::veto::FieldKind::Input(
+            cdp_sanitize::InputType::Email,
+        ));
+        assert_eq!(pages.focused_kind_at(TARGET, SystemTime::now()), email);
+        event(
+            &mut page,
+            &pages,
+            &binding(3, r#"{"t":"focus","kind":"password"}"#),
+            &mut out,
+        );
+        assert_eq!(pages.focused_kind_at(TARGET, SystemTime::now()), email);
+        // Nor a handover from a world that is neither.
+        event(&mut page, &pages, &binding(9, sealed), &mut out);
+        assert!(page.left.is_none());
+    }
+}
