@@ -395,6 +395,9 @@ pub(crate) struct ContextDescription<'a> {
     pub(crate) id: i64,
     #[serde(borrow)]
     pub(crate) name: Str<'a>,
+    /// The frame's origin (`://` for an opaque one).
+    #[serde(borrow)]
+    pub(crate) origin: Str<'a>,
     #[serde(borrow)]
     pub(crate) aux_data: ContextAux<'a>,
 }

@@ -288,8 +288,12 @@
     true,
   );
 
-  // The last focus report: kind, field, group and where the page handed focus from.
+  // The last focus report: kind, field, group and where the page handed focus from; and the
+  // element and kind it was about (an insertion into the same element, of the same kind, need
+  // not ask again).
   let lastFocus = null;
+  let lastFocusEl = null;
+  let lastFocusKind = null;
   const reportFocus = () => {
     if (!isTop) {
       // The top frame's agent reads into this frame and reports for the page.
@@ -304,6 +308,7 @@
     let report = { t: 'focus', kind: 'unknown', field: 0, group: 0, from: 0 };
     try {
       const el = focusedField();
+      lastFocusEl = el;
       const typed = editable(el);
       const from = typed ? handedFrom.get(el) : null;
       report = {
@@ -316,6 +321,7 @@
     } catch (_) {
       // Unreadable: an unknown field, in no group.
     }
+    lastFocusKind = report.kind;
     const key = `${report.kind}/${report.field}/${report.group}/${report.from}`;
     if (key !== lastFocus) {
       lastFocus = key;
@@ -1095,9 +1101,8 @@
       const t = now();
       const via = handedOn(el, t);
       const kind = kindOf(el);
-      // Programmatic focus in a page without window focus fires no focusin: say it now (a report
-      // that changed nothing is not sent).
-      reportFocus();
+      // Programmatic focus in a page without window focus fires no focusin: say it now.
+      if (el !== lastFocusEl || kind !== lastFocusKind) reportFocus();
       const secret = SENSITIVE.has(kind);
       if (secret) scrub(el, kind);
       if (!open || open.done || open.el !== el || open.kind !== kind || t - open.t1 > SEGMENT_GAP) {
@@ -1155,13 +1160,13 @@
     for (const c of big) if (i < small.length && small[i] === c) i += 1;
     return i === small.length;
   };
-  // The middle of `after` that replaced the middle of `before`.
+  // The middle of `after` that replaced the middle of `before`, and what follows it.
   const diff = (before, after) => {
     let p = 0;
     while (p < before.length && p < after.length && before[p] === after[p]) p += 1;
     let s = 0;
     while (s < before.length - p && s < after.length - p && before[before.length - 1 - s] === after[after.length - 1 - s]) s += 1;
-    return { removed: before.slice(p, before.length - s), inserted: after.slice(p, after.length - s) };
+    return { removed: before.slice(p, before.length - s), inserted: after.slice(p, after.length - s), rest: after.slice(after.length - s) };
   };
 
   // The verdict for one element that received all of `literal`, starting with segment `first`;
@@ -1184,10 +1189,17 @@
     const sel = first.sel;
     const rich = !!el.isContentEditable;
     if (sel) {
-      if (after === before.slice(0, sel[0]) + literal + before.slice(sel[1])) {
+      const head = before.slice(0, sel[0]);
+      const tail = before.slice(sel[1]);
+      if (after === head + literal + tail) {
         if (after === before) return out('same-text');
-        const tail = chars(before.slice(sel[1]));
-        return sel[0] === sel[1] && tail > 0 ? misplaced(tail) : out('landed');
+        return sel[0] === sel[1] && tail !== '' ? misplaced(chars(tail)) : out('landed');
+      }
+      // What replaced the selection, when the rest of the field is as it was: a part of the
+      // text (a `maxlength` cut it, the page dropped characters).
+      if (after !== before && after.startsWith(head) && after.endsWith(tail) && after.length >= head.length + tail.length) {
+        const put = after.slice(head.length, after.length - tail.length);
+        if (chars(put) < n && isSubsequence(put, literal)) return out('dropped-characters');
       }
     } else {
       // Where the caret was is not known: appended to the field's text, or the whole of it.
@@ -1200,8 +1212,12 @@
     const d = diff(before, after);
     if (rich) {
       if (d.removed === '' && chars(d.inserted) < n && isSubsequence(d.inserted, literal)) return out('dropped-characters');
-      // All of it went in, somewhere other than the caret said.
-      if (d.removed === '' && d.inserted === literal) return misplaced(chars(after.slice(after.indexOf(literal) + literal.length)));
+      // All of it went in, somewhere other than the caret said: after the field's text (as
+      // continuing it would), or before some of it.
+      if (d.removed === '' && d.inserted === literal) {
+        const following = chars(d.rest);
+        return following === 0 ? out('landed') : misplaced(following);
+      }
       return out('rich-text');
     }
     const selected = sel ? before.slice(sel[0], sel[1]) : null;
@@ -1386,7 +1402,7 @@
       });
     }
     segs.reverse();
-    return { installedAt, fields, segs };
+    return { installedAt, origin: String(location.origin), fields, segs };
   };
   // Readings waiting to read a field again: each resolves at once when called.
   const rechecks = new Set();

@@ -27,6 +27,9 @@ pub(crate) const KEEP: Duration = Duration::from_secs(10);
 pub(crate) struct Sealed {
     #[serde(default)]
     installed_at: f64,
+    /// The document's origin (`location.origin`; `null` for an opaque one).
+    #[serde(default)]
+    origin: String,
     #[serde(default)]
     fields: Vec<Value>,
     #[serde(default)]
@@ -48,6 +51,13 @@ impl Left {
     pub(crate) fn live(&self, now: SystemTime) -> bool {
         now.duration_since(self.received).unwrap_or_default() <= KEEP
             && self.sealed.segs.iter().any(|s| !s.is_null())
+    }
+
+    /// Whether a document of `origin` (an execution context's) may be handed this: only the
+    /// same origin, never an opaque one — the typing of one site never enters another site's
+    /// renderer, even in an isolated world.
+    pub(crate) fn same_origin(&self, origin: &str) -> bool {
+        self.sealed.origin == origin && origin.contains("://") && origin != "://"
     }
 
     /// The argument for the agent's reading.
@@ -98,6 +108,7 @@ mod tests {
     fn left(at: SystemTime) -> Left {
         let sealed: Sealed = serde_json::from_value(serde_json::json!({
             "installedAt": 5.5,
+            "origin": "https://a.example",
             "fields": [{"connected": true, "rich": false, "value": "Typed1Secret"}],
             "segs": [{"id": "a/1", "field": 0, "data": "Typed1Secret"}, {"id": "a/2", "field": 0, "data": "x"}],
         }))
@@ -122,6 +133,15 @@ mod tests {
         assert_eq!(arg["installedAt"], 5.5);
         l.taken(&["a/2".into()]);
         assert!(!l.live(t0), "nothing left to read");
+    }
+
+    #[test]
+    fn a_handover_goes_to_a_document_of_its_own_origin_only() {
+        let l = left(SystemTime::UNIX_EPOCH);
+        assert!(l.same_origin("https://a.example"));
+        for other in ["https://b.example", "http://a.example", "://", "null", ""] {
+            assert!(!l.same_origin(other), "{other}");
+        }
     }
 
     #[test]

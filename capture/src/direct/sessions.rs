@@ -43,6 +43,9 @@ pub(crate) struct Page {
     /// the page has left.
     pub(crate) world_since: Option<SystemTime>,
     pub(crate) worlds: u32,
+    /// The origin of the current world's document: a left document's handover goes only into a
+    /// document of the same origin.
+    pub(crate) world_origin: String,
     /// What the page's last left document handed over for its unread typing (`left.rs`).
     pub(crate) left: Option<Left>,
     /// The world before the current one: what it hands over as its document is left may
@@ -69,6 +72,7 @@ impl Page {
             world: None,
             world_since: None,
             worlds: 0,
+            world_origin: String::new(),
             left: None,
             previous_world: None,
             hold: None,
@@ -435,6 +439,7 @@ fn agent_event(
                     page.world = Some(p.context.id);
                     page.world_since = Some(at);
                     page.worlds = page.worlds.saturating_add(1);
+                    page.world_origin = p.context.origin.to_string();
                     out.kick.push(session.to_owned());
                 }
             }

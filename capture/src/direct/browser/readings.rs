@@ -146,7 +146,7 @@ impl Browser<'_> {
             let left = page
                 .left
                 .as_ref()
-                .filter(|l| l.live(now_sys))
+                .filter(|l| l.live(now_sys) && l.same_origin(&page.world_origin))
                 .map(|l| l.argument());
             let document_left = page.worlds > 1 && page.world_since.is_some_and(|s| s > started_at);
             page.verifying = true;
