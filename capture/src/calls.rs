@@ -23,12 +23,23 @@
 //! Never looks at payloads beyond the kind and method, never persists anything itself, and is
 //! bounded ([`MAX_CALLS`] calls remembered, each for [`REMEMBER`] after it ended).
 //!
-//! Each call also collects what the evidence learned about it ([`CallFacts`]): the typing steps
-//! linked to it as the writer links them, and failures as soon as they are seen
-//! ([`ToolCalls::note_failure`]: a failure waits for a frame before it is written), for the
-//! producer to tell the agent when the call is answered.
+//! Each call also collects what the evidence learned about it ([`CallFacts`]): its typing steps,
+//! and failures as soon as they are seen ([`ToolCalls::note_failure`]: a failure waits for a
+//! frame before it is written), for the producer to tell the agent when the call is answered.
+//!
+//! Typing is tracked per call, not by counting the whole process's typing: the traffic reader
+//! tags each typing burst at its first key with the calls that could have typed it
+//! ([`ToolCalls::burst_began`], by the same rules as a command), and the burst's step, once
+//! written with its verdict or without one, is linked to exactly those calls
+//! ([`BurstCalls::step`]). Each call counts its bursts begun and those still without a step, so
+//! a producer can wait until the typing of *its* call is told ([`ToolCalls::typing_settled`])
+//! and knows when a call that should have typed saw no typing at all.
+//!
+//! A producer that knows from the tool's own words which page a call acts on (an MCP server's
+//! page id) says so ([`ToolCalls::acts_on`]): overlapping calls are then told apart by their
+//! pages from their first record on.
 
-use crate::feedback::{is_typing, CallFacts};
+use crate::facts::{is_typing, CallFacts};
 use cdp_evidence::{ActionId, ActionMethod, Record, RecordKind, Source};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -53,6 +64,12 @@ struct Call {
     maybe: Vec<String>,
     /// What the evidence learned about it so far.
     facts: CallFacts,
+    /// Keys (typing commands) that reached a page while it could have sent them.
+    keys: u32,
+    /// Typing bursts tagged with it.
+    bursts: u32,
+    /// Of those, bursts whose step is not linked yet.
+    open: u32,
 }
 
 impl Call {
@@ -74,9 +91,24 @@ fn remember(pages: &mut Vec<String>, page: &str) {
 #[derive(Clone, Default)]
 pub struct ToolCalls {
     calls: Arc<Mutex<VecDeque<Call>>>,
-    /// The run writer links every record under the lock in the idle CPU class; a producer on a
-    /// runtime worker that finds the lock held lifts it first (`priority::Holders`).
+    /// The run writer and the traffic reader take the lock in the idle CPU class; a producer on
+    /// a runtime worker that finds the lock held lifts them first (`priority::Holders`).
     holders: Arc<crate::priority::Holders>,
+    /// Woken whenever a burst's step is linked (or a burst ends without one).
+    stepped: Arc<tokio::sync::Notify>,
+}
+
+/// How far the typing of one call has got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallTyping {
+    /// Keys (typing commands: keystrokes, insertions) that reached a page while the call could
+    /// have sent them; 0 when no key of its reached the browser.
+    pub keys: u32,
+    /// Typing bursts whose first key came while the call could have sent it.
+    pub bursts: u32,
+    /// Of those, bursts whose step is not linked to the call yet (still being typed, or waiting
+    /// for its verdict).
+    pub open: u32,
 }
 
 impl std::fmt::Debug for ToolCalls {
@@ -116,8 +148,29 @@ impl ToolCalls {
                 pages: Vec::new(),
                 maybe: Vec::new(),
                 facts: CallFacts::default(),
+                keys: 0,
+                bursts: 0,
+                open: 0,
             },
         );
+    }
+
+    /// Call `id` acts on page `page` (a target handle, as records carry it): the tool's own
+    /// arguments or answer say so. Records on other pages are then not its own, however they
+    /// overlap with it.
+    pub fn acts_on(&self, id: &ActionId, page: &str) {
+        if let Some(call) = self.table().iter_mut().find(|c| &c.id == id) {
+            remember(&mut call.pages, page);
+        }
+    }
+
+    /// The pages (target handles) call `id` was seen acting on, or may have: its own first.
+    pub fn pages_of(&self, id: &ActionId) -> Vec<String> {
+        self.table()
+            .iter()
+            .find(|c| &c.id == id)
+            .map(|c| c.pages.iter().chain(&c.maybe).cloned().collect())
+            .unwrap_or_default()
     }
 
     /// The call ended at `at` (its result, an error, or no answer).
@@ -135,7 +188,10 @@ impl ToolCalls {
     /// Names the call `record` happened during, if any (see the module docs). Records of the
     /// calls' own producer and markers are left alone, as is a record already linked.
     pub fn link(&self, record: &mut Record) {
-        if record.tool_call().is_some() || record.source_override() == Some(&Source::MCP) {
+        if record.tool_call().is_some()
+            || !record.tool_call_candidates().is_empty()
+            || record.source_override() == Some(&Source::MCP)
+        {
             return;
         }
         let effect = match record.kind() {
@@ -213,6 +269,150 @@ impl ToolCalls {
             .iter()
             .find(|c| &c.id == id)
             .map(|c| c.facts.clone())
+    }
+}
+
+impl ToolCalls {
+    /// A typing burst's first key reached page `page` at `at`: the burst is tagged with the
+    /// calls that could have sent it (by the rules of [`ToolCalls::link`] for a command), each
+    /// of which now waits for its step. `None` when no call could have.
+    pub fn burst_began(&self, at: SystemTime, page: Option<&str>) -> Option<BurstCalls> {
+        let mut calls = self.table();
+        if calls.is_empty() {
+            return None;
+        }
+        let ids: Vec<usize> = match choose(&calls, at, Duration::ZERO, page) {
+            Choice::None => return None,
+            Choice::One(i) => {
+                if let Some(page) = page {
+                    remember(&mut calls[i].pages, page);
+                }
+                vec![i]
+            }
+            Choice::Several(indices) => {
+                if let Some(page) = page {
+                    for &i in &indices {
+                        remember(&mut calls[i].maybe, page);
+                    }
+                }
+                indices
+            }
+        };
+        for &i in &ids {
+            calls[i].keys += 1;
+            calls[i].bursts += 1;
+            calls[i].open += 1;
+        }
+        Some(BurstCalls {
+            calls: self.clone(),
+            ids: ids.into_iter().map(|i| calls[i].id.clone()).collect(),
+        })
+    }
+
+    /// A key that continues an open burst reached page `page` at `at`: counted for the calls
+    /// that could have sent it (its step stays the burst's first key's call's).
+    pub fn typed(&self, at: SystemTime, page: Option<&str>) {
+        let mut calls = self.table();
+        if calls.is_empty() {
+            return;
+        }
+        let ids = match choose(&calls, at, Duration::ZERO, page) {
+            Choice::None => return,
+            Choice::One(i) => vec![i],
+            Choice::Several(indices) => indices,
+        };
+        for i in ids {
+            calls[i].keys = calls[i].keys.saturating_add(1);
+        }
+    }
+
+    /// Closes the bursts `ids` hold for; links `step` to them first, if there is one.
+    fn burst_ended(&self, ids: &[ActionId], step: Option<&mut Record>) {
+        {
+            let mut calls = self.table();
+            let shared = ids.len() > 1;
+            if let Some(record) = step {
+                match ids {
+                    [one] => record.link_tool_call(one.clone()),
+                    _ => record.link_tool_call_candidates(ids.to_vec()),
+                }
+                for c in calls.iter_mut().filter(|c| ids.contains(&c.id)) {
+                    c.facts.add_typing(record, shared);
+                }
+            }
+            for c in calls.iter_mut().filter(|c| ids.contains(&c.id)) {
+                c.open = c.open.saturating_sub(1);
+            }
+        }
+        self.stepped.notify_waiters();
+    }
+
+    /// How far call `id`'s typing has got; `None` once it is forgotten (or was never begun).
+    pub fn typing_of(&self, id: &ActionId) -> Option<CallTyping> {
+        self.table()
+            .iter()
+            .find(|c| &c.id == id)
+            .map(|c| CallTyping {
+                keys: c.keys,
+                bursts: c.bursts,
+                open: c.open,
+            })
+    }
+
+    /// Waits until every typing burst tagged with call `id` so far has its step linked, or
+    /// `deadline`; true when none is left open. Tags come as the traffic reader handles the
+    /// keys: wait for it to catch up first.
+    pub async fn typing_settled(&self, id: &ActionId, deadline: tokio::time::Instant) -> bool {
+        loop {
+            let stepped = self.stepped.notified();
+            tokio::pin!(stepped);
+            stepped.as_mut().enable();
+            if self.typing_of(id).is_none_or(|t| t.open == 0) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, stepped).await.is_err() {
+                return self.typing_of(id).is_none_or(|t| t.open == 0);
+            }
+        }
+    }
+}
+
+/// The calls a typing burst was tagged with at its first key. Its step is linked to them
+/// ([`BurstCalls::step`]); a burst that ends without a step of its own still closes its place
+/// in their count when this is dropped.
+pub struct BurstCalls {
+    calls: ToolCalls,
+    ids: Vec<ActionId>,
+}
+
+impl std::fmt::Debug for BurstCalls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BurstCalls")
+            .field("calls", &self.ids.len())
+            .finish()
+    }
+}
+
+impl BurstCalls {
+    /// Whether call `id` (its action id, as text) is among them.
+    pub(crate) fn has(&self, id: &str) -> bool {
+        self.ids.iter().any(|c| c.as_str() == id)
+    }
+
+    /// The burst's step: linked to the calls (`toolCall`, or `toolCallCandidates` when more than
+    /// one could have typed it) and added to their facts.
+    pub fn step(mut self, record: &mut Record) {
+        let ids = std::mem::take(&mut self.ids);
+        self.calls.burst_ended(&ids, Some(record));
+    }
+}
+
+impl Drop for BurstCalls {
+    fn drop(&mut self) {
+        if !self.ids.is_empty() {
+            let ids = std::mem::take(&mut self.ids);
+            self.calls.burst_ended(&ids, None);
+        }
     }
 }
 

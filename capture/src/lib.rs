@@ -33,7 +33,7 @@ pub mod calls;
 pub(crate) mod cdp;
 pub use cdp::client;
 pub(crate) mod direct;
-pub mod feedback;
+pub mod facts;
 pub mod pages;
 mod priority;
 pub mod traffic;
@@ -47,6 +47,7 @@ use cdp_evidence::{EvidenceConfig, RetentionHold, Store};
 use cdp_relay_tap::order::Order;
 use cdp_relay_tap::tap::Tap;
 use cdp_sanitize::{Sanitizer, SecretError};
+pub use direct::fields::{Control, FieldQuery, FieldReading, ScriptedField};
 pub use direct::BrowserEndpoint;
 pub use direct::DirectOptions as ObserveOptions;
 use pages::Pages;
@@ -175,8 +176,8 @@ pub struct PipelineHandle {
     order: Arc<Order>,
     /// Agent tool calls in flight, for linking records to them.
     calls: ToolCalls,
-    /// How far the traffic reader's typing has got.
-    typing: Arc<feedback::TypingProgress>,
+    /// Field readings for the direct reader, when it is configured.
+    fields: Option<mpsc::Sender<direct::fields::FieldRequest>>,
 }
 
 /// The evidence run as `/relay/v1/status` shows it.
@@ -241,15 +242,27 @@ impl PipelineHandle {
     }
 
     /// The agent tool calls records are linked to (`payload.toolCall`): a producer of tool calls
-    /// says when each begins and ends.
+    /// says when each begins and ends, and reads what each learned, its typing steps among it
+    /// ([`calls::ToolCalls::typing_settled`], [`facts`]).
     pub fn calls(&self) -> &ToolCalls {
         &self.calls
     }
 
-    /// How far the typing the traffic reader saw has got to the run writer: a producer of tool
-    /// calls waits on it for a call's typing verdicts ([`feedback`]).
-    pub fn typing(&self) -> &Arc<feedback::TypingProgress> {
-        &self.typing
+    /// Reads, on the pages a tool call acted on, which fields were set by script during the
+    /// call and whether they hold the texts it meant to type (for text no key carried: see
+    /// [`FieldQuery`]). `None` when the direct reader is not configured or the reading did not
+    /// come by `deadline`; a reading of no page is an empty one.
+    pub async fn read_fields(
+        &self,
+        query: FieldQuery,
+        deadline: tokio::time::Instant,
+    ) -> Option<FieldReading> {
+        let fields = self.fields.as_ref()?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        fields
+            .try_send(direct::fields::FieldRequest::new(query, reply))
+            .ok()?;
+        tokio::time::timeout_at(deadline, answer).await.ok()?.ok()
     }
 
     /// The evidence root the run lives under.
@@ -260,6 +273,12 @@ impl PipelineHandle {
     /// The session whose run this pipeline writes.
     pub fn session(&self) -> &str {
         &self.session
+    }
+
+    /// Whether the direct reader (the relay's own observer) is configured: typed-text verdicts
+    /// and field readings need it.
+    pub fn observes(&self) -> bool {
+        self.observing
     }
 
     /// Resolves once the relay's own observer records the events of at least `n` pages (field
@@ -305,6 +324,7 @@ const VERIFY_WAIT: Duration = Duration::from_secs(4);
 struct DirectParts {
     verify_rx: mpsc::Receiver<direct::verify::VerifyRequest>,
     verify_tx: mpsc::Sender<direct::verify::VerifyReply>,
+    fields_rx: mpsc::Receiver<direct::fields::FieldRequest>,
 }
 
 /// A running pipeline. Stop it with [`Pipeline::finish`].
@@ -368,23 +388,25 @@ impl Pipeline {
         .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
         let (tap, rx) = Tap::channel(QUEUE_CAPACITY);
         let mut observer = TrafficReader::new(pages.clone(), TrafficOptions::default());
-        let parts = if settings.observe {
+        let (parts, fields) = if settings.observe {
             let (requests, verify_rx) = mpsc::channel(256);
             let (verify_tx, replies) = mpsc::channel(256);
+            let (fields, fields_rx) = mpsc::channel(64);
             observer = observer.with_verifier(traffic::Verifier {
                 requests,
                 replies,
                 wait: VERIFY_WAIT,
             });
-            Some(DirectParts {
+            let parts = DirectParts {
                 verify_rx,
                 verify_tx,
-            })
+                fields_rx,
+            };
+            (Some(parts), Some(fields))
         } else {
-            None
+            (None, None)
         };
         let order = rx.order.clone();
-        let typing = observer.progress().clone();
         let thread = {
             let writer = writer.clone();
             let sanitizer = sanitizer.clone();
@@ -404,7 +426,7 @@ impl Pipeline {
                 observing: settings.observe,
                 order,
                 calls,
-                typing,
+                fields,
             },
             observer: Some(thread),
             writer: Some(writer_thread),
@@ -431,6 +453,7 @@ impl Pipeline {
             pages: self.handle.pages.clone(),
             verify_rx: parts.verify_rx,
             verify_tx: parts.verify_tx,
+            fields_rx: parts.fields_rx,
             dropped: Arc::new(AtomicU64::new(0)),
             order: self.handle.order.clone(),
         };

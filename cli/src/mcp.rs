@@ -64,7 +64,8 @@ pub struct McpArgs {
     pub feedback_wait: u64,
 
     /// What a typing step whose text did not land does to the call's result: `note` appends the
-    /// verdict and leaves `isError` as the server set it; `error` also sets `isError: true`.
+    /// verdict and leaves `isError` as the server set it; `error` also sets `isError: true`
+    /// (every step of the call is judged, and an earlier call's told in this result).
     #[arg(long, value_enum, value_name = "MODE", default_value_t = UnverifiedTyping::Note)]
     pub unverified_typing: UnverifiedTyping,
 
@@ -74,6 +75,13 @@ pub struct McpArgs {
     /// defines one too and wins for the same name. Repeatable; a later file wins.
     #[arg(long = "var-file", value_name = "FILE")]
     pub var_file: Vec<PathBuf>,
+
+    /// Seconds the wrapped MCP server gets to answer a tool call; past it the call is cancelled
+    /// at the server, the agent gets an error result and the call is recorded as interrupted.
+    /// 0: no limit.
+    #[arg(long, value_name = "SECS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub call_timeout: u64,
 
     #[command(flatten)]
     pub relay: RelayArgs,
@@ -203,6 +211,7 @@ async fn serve(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> 
         feedback_wait,
         unverified_typing,
         var_file: _,
+        call_timeout,
         relay,
         command,
     } = args;
@@ -237,6 +246,7 @@ async fn serve(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> 
         max_message_bytes,
         feedback,
         variables,
+        call_timeout: (call_timeout > 0).then(|| Duration::from_secs(call_timeout)),
     };
     let gateway = match Gateway::start(config, endpoints, handle).await {
         Ok(g) => g,

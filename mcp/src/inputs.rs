@@ -325,7 +325,7 @@ impl Inputs {
             Some(h) => {
                 if !self.rewriter.is_empty() {
                     // Typing before the picture is over: bursts end, and are named.
-                    h.tap().typing_over();
+                    h.tap().typing_over(None);
                 }
                 let caught_up =
                     tokio::time::timeout(PICTURE_WAIT, h.order().caught_up()).await.is_ok();

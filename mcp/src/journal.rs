@@ -102,6 +102,8 @@ pub(crate) struct Recorder {
 /// A call in flight. Ending it writes its record; dropping it unended writes it interrupted.
 pub(crate) struct Call {
     id: ActionId,
+    /// When it began, on the wall clock.
+    start: SystemTime,
     recorder: Arc<Recorder>,
 }
 
@@ -223,7 +225,10 @@ impl Recorder {
         tool: &str,
         arguments: Option<&Map<String, Value>>,
     ) -> Call {
-        let start = SystemTime::now();
+        // Both clocks at once: the call's end is `start` plus the monotonic time since, and
+        // keys are matched to it on the wall clock (reading the monotonic clock after the work
+        // below put its end that much too early, before keys it typed).
+        let (start, clock) = (SystemTime::now(), Instant::now());
         let id = ActionId::at(start);
         if let Some(h) = &self.handle {
             self.protect_short(server, tool, arguments);
@@ -234,7 +239,7 @@ impl Recorder {
                 method: s.text_capped(tool, 128),
                 arguments: args::reduce(s, tool, arguments),
                 start,
-                clock: Instant::now(),
+                clock,
                 answered: None,
             };
             self.pending().insert(id.clone(), pending);
@@ -242,6 +247,7 @@ impl Recorder {
         }
         Call {
             id,
+            start,
             recorder: self.clone(),
         }
     }
@@ -302,6 +308,11 @@ impl Call {
     /// The id of its record (what the records it caused name).
     pub(crate) fn id(&self) -> &ActionId {
         &self.id
+    }
+
+    /// When it began, on the wall clock.
+    pub(crate) fn started(&self) -> SystemTime {
+        self.start
     }
 
     /// The server answered: the call's time ends here, for its record and for linking, even if

@@ -17,8 +17,8 @@
 //! - `child.rs`: the wrapped server's process and our client session with it; its
 //!   notifications (progress, log messages, `list_changed`) go to the agent unchanged, its
 //!   stderr only sanitized.
-//! - `feedback.rs`: what the evidence learned during a call (typing verdicts, failures),
-//!   appended to the call's result for the agent.
+//! - `note.rs`: what the evidence learned during a call (typing verdicts, failures), appended
+//!   to the call's result for the agent; `pages.rs`: the wrapped server's own page ids.
 //! - `journal.rs`: the gateway's records (one per tool call, lifecycle events), the one place
 //!   that writes them; `args.rs` reduces arguments (typed text to length and input type).
 //! - `tools.rs`: the gateway's own tools; `resources.rs`: `evidence://` resources, confined to
@@ -43,9 +43,10 @@
 mod args;
 mod child;
 mod error;
-mod feedback;
 mod inputs;
 mod journal;
+mod note;
+mod pages;
 mod record_as;
 mod resources;
 mod rewrite;
@@ -58,7 +59,7 @@ mod vars;
 
 pub use child::{ChildCommand, Endpoints};
 pub use error::Error;
-pub use feedback::{Feedback, DEFAULT_FEEDBACK_WAIT};
+pub use note::{Feedback, DEFAULT_FEEDBACK_WAIT};
 pub use vars::{VarError, VarSource, Variables, ENV_PREFIX as VAR_ENV_PREFIX};
 
 /// The argument reduction, for the fuzz targets (`fuzz/fuzz_targets/mcp_args.rs`) only; the
@@ -80,6 +81,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// By default, how long the wrapped server gets to answer a tool call.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// By default, how long the wrapped server gets to answer `initialize`.
 pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -105,11 +109,15 @@ pub struct GatewayConfig {
     /// The longest MCP message read from the agent or the wrapped server; a longer one is
     /// answered with a JSON-RPC error. By default, [`MAX_MESSAGE_BYTES`].
     pub max_message_bytes: usize,
-    /// What the evidence learned during a call, told in its result (`feedback.rs`).
+    /// What the evidence learned during a call, told in its result (`note.rs`).
     pub feedback: Feedback,
     /// The values `${NAME}` stands for in the agent's typing arguments (`CDP_RELAY_VAR_*`,
     /// `--var-file`). By default, none.
     pub variables: Variables,
+    /// A call the wrapped server has not answered after this long is ended: the server is told
+    /// to cancel it, the agent gets an error result, the record says `interrupted`. `None`:
+    /// wait as long as the agent does. By default, [`DEFAULT_CALL_TIMEOUT`].
+    pub call_timeout: Option<Duration>,
 }
 
 impl Default for GatewayConfig {
@@ -121,6 +129,7 @@ impl Default for GatewayConfig {
             max_message_bytes: MAX_MESSAGE_BYTES,
             feedback: Feedback::default(),
             variables: Variables::default(),
+            call_timeout: Some(DEFAULT_CALL_TIMEOUT),
         }
     }
 }
@@ -156,10 +165,14 @@ pub(crate) struct Shared {
     agent: transport::AgentState,
     max_message_bytes: usize,
     feedback: Feedback,
+    /// How long a tool call may go unanswered (`None`: no limit).
+    call_timeout: Option<Duration>,
     /// Calls whose typing verdicts a later result tells.
-    owed: feedback::Owed,
+    owed: note::Owed,
     /// Variables, `recordAs` names, and the rewriting of what the agent reads.
     inputs: inputs::Inputs,
+    /// The wrapped server's own page ids, as its answers name them.
+    page_ids: pages::PageIds,
     /// Tool names of the server already recorded as hidden for borrowing one of ours.
     hidden: std::sync::Mutex<std::collections::HashSet<String>>,
     own_tools: Vec<Tool>,
@@ -267,8 +280,10 @@ impl Gateway {
                 agent: transport::AgentState::default(),
                 max_message_bytes: config.max_message_bytes,
                 feedback: config.feedback,
+                call_timeout: config.call_timeout,
                 owed: Default::default(),
                 inputs,
+                page_ids: Default::default(),
                 hidden: Default::default(),
                 own_tools: tools::definitions(),
                 stopping: AtomicBool::new(false),

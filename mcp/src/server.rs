@@ -5,14 +5,16 @@
 //! tools and `evidence://` resources added. JSON-RPC errors of the server pass through as errors.
 //!
 //! A tool call of the server is recorded around the forwarding (`journal.rs`): begun before the
-//! request leaves (its typed text registered as secrets first), ended with the result's shape.
+//! request leaves (its typed text registered as secrets first, the page it names bound to it),
+//! ended with the result's shape. A call the server leaves unanswered past `--call-timeout` is
+//! cancelled at the server and ends with an error result, recorded as interrupted.
 
 // Logging (`logging/setLevel`, log messages) is deprecated by SEP-2577 but still what servers
 // use; it passes through like everything else.
 #![allow(deprecated)]
 
-use super::feedback::{self, Watch};
-use super::journal::Outcome;
+use super::journal::{Call, Outcome};
+use super::note::{self, Intent, Sources};
 use super::{resources, tools, Gateway};
 use cdp_evidence::{LifecycleEvent, Status};
 use rmcp::model::{
@@ -123,14 +125,38 @@ impl Gateway {
         if let Some(theirs) = agent_token {
             self.shared.link.map_progress(ours.clone(), theirs);
         }
+        let limit = self.shared.call_timeout;
+        let expired = async move {
+            match limit {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
         let answer = tokio::select! {
             r = handle.await_response() => Some(r),
             () = context.ct.cancelled() => None,
+            () = expired => Some(Err(ServiceError::Timeout {
+                timeout: limit.unwrap_or_default(),
+            })),
         };
         self.shared.link.unmap_progress(&ours);
         match answer {
             Some(Ok(ServerResult::CallToolResult(r))) => Ok(r),
             Some(Ok(_)) => Err(ServiceError::UnexpectedResponse),
+            Some(Err(ServiceError::Timeout { timeout })) => {
+                // The server may still be working on it: it is told to stop.
+                let why = format!(
+                    "cdp-relay: no answer within {} s (--call-timeout)",
+                    timeout.as_secs()
+                );
+                let _ = peer
+                    .notify_cancelled(rmcp::model::CancelledNotificationParam::new(
+                        Some(id),
+                        Some(why),
+                    ))
+                    .await;
+                Err(ServiceError::Timeout { timeout })
+            }
             Some(Err(e)) => Err(e),
             None => {
                 let why = self.interruption(&context.id);
@@ -165,6 +191,70 @@ impl Gateway {
             "the agent's session ended during the call"
         }
         .to_owned()
+    }
+
+    /// A call that names the server's own page (`pageId`) acts on the page the relay knows by
+    /// the URL the server last listed it with (`pages.rs`).
+    fn bind_page(
+        &self,
+        call: &Call,
+        arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) {
+        let Some(h) = self.shared.recorder.handle() else {
+            return;
+        };
+        let Some(url) = self.shared.page_ids.url_of(arguments) else {
+            return;
+        };
+        if let Some(page) = h.pages().handle_showing(&url) {
+            h.calls().acts_on(call.id(), page.as_str());
+        }
+    }
+
+    /// Ends `call` as the server's answer (or its absence) says, and answers the agent.
+    fn ended(
+        &self,
+        call: Call,
+        tool: &str,
+        answer: Result<(CallToolResult, Outcome), ServiceError>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match answer {
+            Ok((result, outcome)) => {
+                call.end(outcome);
+                Ok(result.into())
+            }
+            Err(ServiceError::Cancelled { reason }) => {
+                let why = reason.unwrap_or_else(|| "cancelled".into());
+                call.end(Outcome::interrupted(why.clone()));
+                Err(ErrorData::internal_error(why, None))
+            }
+            Err(ServiceError::Timeout { timeout }) => {
+                let secs = timeout.as_secs();
+                call.end(Outcome::interrupted(format!(
+                    "the MCP server did not answer within {secs} s (--call-timeout)"
+                )));
+                Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "The MCP server did not answer `{}` within {secs} s (cdp-relay's --call-timeout); the call was cancelled at the server. Check the page's state before you retry.",
+                    self.shared.clean(tool)
+                ))])
+                .into())
+            }
+            Err(ServiceError::McpError(e)) => {
+                call.end(Outcome::error(e.message.to_string()));
+                Err(e)
+            }
+            Err(ServiceError::TransportClosed) | Err(ServiceError::TransportSend(_)) => {
+                call.end(Outcome::interrupted(
+                    "the MCP server exited during the call",
+                ));
+                Ok(self.dead_server_result().into())
+            }
+            Err(other) => {
+                let e = child_error(self, other);
+                call.end(Outcome::error(e.message.to_string()));
+                Err(e)
+            }
+        }
     }
 
     /// Removes the server's tools named like one of ours (a server may change its list after
@@ -319,16 +409,16 @@ impl ServerHandler for Gateway {
             .shared
             .recorder
             .begin(&server, &request.name, request.arguments.as_ref());
+        self.bind_page(&call, request.arguments.as_ref());
         let feedback = self.shared.feedback;
-        let watch = match (feedback.enabled, self.shared.recorder.handle()) {
-            (true, Some(h)) => Some(Watch::begin(h, &request.name, request.arguments.as_ref())),
-            _ => None,
-        };
+        let intent = (feedback.enabled && self.shared.recorder.handle().is_some())
+            .then(|| Intent::of(&request.name, request.arguments.as_ref()));
         let request_name = request.name.to_string();
         let answer = self.forward_call(request, &context).await;
         call.answered();
         let answer = match answer {
             Ok(mut result) => {
+                self.shared.page_ids.learn(&result);
                 // The call's record keeps the server's result, not what the gateway adds.
                 let mut outcome = match super::result_error_text(&result) {
                     Some(text) => Outcome::error(text),
@@ -337,16 +427,17 @@ impl ServerHandler for Gateway {
                 };
                 outcome.result = Some(super::result_shape(&result));
                 super::inputs::after_answer(&self.shared, &mut result).await;
-                if let (Some(watch), Some(h)) = (watch, self.shared.recorder.handle()) {
-                    let learned = feedback::gather(
-                        h,
+                if let (Some(intent), Some(h)) = (intent, self.shared.recorder.handle()) {
+                    let learned = note::gather(
+                        &Sources::of(h),
                         &self.shared.owed,
                         (call.id(), &request_name),
-                        watch,
+                        &intent,
+                        call.started(),
                         feedback.wait,
                     )
                     .await;
-                    if feedback::append(&mut result, call.id(), &learned) && feedback.strict {
+                    if note::append(&mut result, call.id(), &learned) && feedback.strict {
                         result.is_error = Some(true);
                     }
                 }
@@ -355,32 +446,7 @@ impl ServerHandler for Gateway {
             Err(e) => Err(e),
         };
         self.shared.agent.done(&context.id);
-        match answer {
-            Ok((result, outcome)) => {
-                call.end(outcome);
-                Ok(result.into())
-            }
-            Err(ServiceError::Cancelled { reason }) => {
-                let why = reason.unwrap_or_else(|| "cancelled".into());
-                call.end(Outcome::interrupted(why.clone()));
-                Err(ErrorData::internal_error(why, None))
-            }
-            Err(ServiceError::McpError(e)) => {
-                call.end(Outcome::error(e.message.to_string()));
-                Err(e)
-            }
-            Err(ServiceError::TransportClosed) | Err(ServiceError::TransportSend(_)) => {
-                call.end(Outcome::interrupted(
-                    "the MCP server exited during the call",
-                ));
-                Ok(self.dead_server_result().into())
-            }
-            Err(other) => {
-                let e = child_error(self, other);
-                call.end(Outcome::error(e.message.to_string()));
-                Err(e)
-            }
-        }
+        self.ended(call, &request_name, answer)
     }
 
     async fn list_resources(

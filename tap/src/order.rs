@@ -274,7 +274,32 @@ impl Order {
     }
 }
 
+/// A caller waiting for work the passive thread does after it caught up (a typing step's
+/// verdict, which it takes on its own time): counted in [`Order::awaited`] while it lives, so the
+/// thread stays out of a CPU class that lets everything else run first. From
+/// [`Order::attend`].
+#[derive(Debug)]
+pub struct Attending<'a> {
+    _waiting: Waiting<'a>,
+}
+
+impl Order {
+    /// The caller waits for the passive thread's work beyond the order until the guard is
+    /// dropped: the thread is lifted now, and stays lifted while the guard lives.
+    pub fn attend(&self) -> Attending<'_> {
+        let waiting = Waiting::new(self);
+        if let Some(lift) = self.on_wait.get() {
+            lift();
+        }
+        if let Some(t) = self.passive.get() {
+            t.unpark();
+        }
+        Attending { _waiting: waiting }
+    }
+}
+
 /// One reader counted in [`Order::awaited`] while it exists.
+#[derive(Debug)]
 struct Waiting<'a>(&'a Order);
 
 impl<'a> Waiting<'a> {
@@ -387,6 +412,25 @@ mod tests {
             assert!(!order.awaited());
             assert_eq!(lifts.load(SeqCst), 2);
         });
+    }
+
+    #[test]
+    fn an_attending_caller_is_counted_and_lifts_the_passive_thread_while_it_lives() {
+        use std::sync::atomic::AtomicUsize;
+        let order = Order::new();
+        let lifts = Arc::new(AtomicUsize::new(0));
+        order.on_wait({
+            let lifts = lifts.clone();
+            move || {
+                lifts.fetch_add(1, SeqCst);
+            }
+        });
+        assert!(!order.awaited());
+        let attending = order.attend();
+        assert!(order.awaited());
+        assert_eq!(lifts.load(SeqCst), 1);
+        drop(attending);
+        assert!(!order.awaited());
     }
 
     #[test]

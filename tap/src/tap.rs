@@ -225,10 +225,13 @@ pub enum TapEvent {
         at: SystemTime,
     },
     /// An agent's tool call that typed has been answered: the typing it caused is over, so
-    /// open typing bursts end now rather than after their gap (their verdicts come sooner).
+    /// the open typing bursts tagged with it end now rather than after their gap (their
+    /// verdicts come sooner); other bursts go on. Without a call, every open burst ends.
     TypingOver {
         /// When the call was answered.
         at: SystemTime,
+        /// The call, as its consumer names it (an opaque key: the evidence's action id).
+        call: Option<String>,
     },
     /// A websocket session ended.
     Closed {
@@ -381,11 +384,13 @@ impl Tap {
         });
     }
 
-    /// An agent's tool call that typed was answered (see [`TapEvent::TypingOver`]). Never
-    /// dropped while the pipeline runs; in the evidence order after every copy offered before.
-    pub fn typing_over(&self) {
+    /// Agent tool call `call` that typed was answered, or (`None`) all typing so far is over
+    /// (see [`TapEvent::TypingOver`]). Never dropped while the pipeline runs; in the evidence
+    /// order after every copy offered before.
+    pub fn typing_over(&self, call: Option<&str>) {
         self.control(TapEvent::TypingOver {
             at: SystemTime::now(),
+            call: call.map(str::to_owned),
         });
     }
 

@@ -11,6 +11,11 @@
 //  - answers verify(literal, window): did the text typed in that time window land in the field
 //    it was meant for? The literal arrives as a call argument from the relay; the answer is a
 //    reason word and counts, never characters;
+//  - answers readFields(texts, window): for text a tool call meant to type but no key carried
+//    (a server that sets `.value` by script: a long text, a date, a select), which fields were
+//    set by script in that window and whether each now holds one of the texts, or whether any
+//    field holds it already: kind words, lengths and indices, never characters; a sensitive
+//    field is compared by length only;
 //  - reports, for each trusted pointerdown and each element typing starts in, a locator of the
 //    element as Playwright's code generator would pick it (test id, role and name, label,
 //    placeholder, short CSS), taken at that moment: page text the relay sanitizes, never a
@@ -1611,7 +1616,152 @@
     return { ...a.answer, reason: cleared ? 'cleared-by-page' : 'rewritten', grew, later: true };
   };
 
+  // ---- Fields set by script ------------------------------------------------------------------
+  // Elements that got an `input` or `change` event no user made (a server's fill by script
+  // dispatches them after setting the value), newest last: the element and the time only.
+  const SCRIPTED = 64;
+  const SCAN = 500;
+  const scripted = [];
+  const setByScript = (e) => {
+    if (e.isTrusted) return;
+    const el = (e.composedPath && e.composedPath()[0]) || e.target;
+    if (!el || !el.tagName) return;
+    scripted.push({ el, t: now() });
+    if (scripted.length > SCRIPTED) scripted.shift();
+  };
+  addEventListener('input', setByScript, true);
+  addEventListener('change', setByScript, true);
+
+  // What kind of control an element is, in words the relay knows.
+  const CONTROLS = new Set(['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range', 'number']);
+  // Held in constants: the relay's source test reads a quoted word after a return as a kind.
+  const CONTROL_TAGS = { SELECT: 'select', TEXTAREA: 'textarea' };
+  const EDITABLE = 'editable';
+  const PLAIN_INPUT = 'input';
+  const controlOf = (el) => {
+    if (CONTROL_TAGS[el.tagName]) return CONTROL_TAGS[el.tagName];
+    if (el.isContentEditable) return EDITABLE;
+    const type = String(el.type || 'text').toLowerCase();
+    return CONTROLS.has(type) ? type : PLAIN_INPUT;
+  };
+  // Every spelling of an element's value a fill may have meant: a select's chosen options by
+  // value and by label, else the value (or a rich field's text).
+  const spellings = (el) => {
+    if (el.tagName === 'SELECT') {
+      return Array.from(el.selectedOptions || []).flatMap((o) => [String(o.value), String(o.label || o.text || '').trim()]);
+    }
+    const v = valueOf(el);
+    return v == null ? [] : [v];
+  };
+  const lengthOf = (el) => {
+    if (el.tagName === 'SELECT') {
+      const o = (el.selectedOptions || [])[0];
+      return o ? chars(String(o.label || o.text || '').trim()) : 0;
+    }
+    const v = valueOf(el);
+    return v == null ? 0 : chars(v);
+  };
+  // This frame's document and those of the same-origin frames below it, and whether a frame
+  // below cannot be read.
+  const documents = () => {
+    const out = [document];
+    let unreadable = false;
+    const walk = (doc, depth) => {
+      if (depth > 3 || out.length > 16) return;
+      let frames = [];
+      try {
+        frames = Array.from(doc.querySelectorAll('iframe,frame'));
+      } catch (_) {
+        return;
+      }
+      for (const f of frames) {
+        try {
+          const d = f.contentDocument;
+          if (!d) {
+            unreadable = true;
+            continue;
+          }
+          out.push(d);
+          walk(d, depth + 1);
+        } catch (_) {
+          unreadable = true;
+        }
+      }
+    };
+    walk(document, 0);
+    return { docs: out, unreadable };
+  };
+  const scriptedIn = (docs) => {
+    const all = [];
+    for (const d of docs) {
+      try {
+        const a = d.defaultView && d.defaultView.__cdpRelayAgent;
+        if (a && a.scripted) all.push(...a.scripted());
+      } catch (_) {
+        // Not readable: said by `documents`.
+      }
+    }
+    return all.sort((a, b) => a.t - b.t);
+  };
+
   const agent = {
+    // This frame's fields set by script, for the top frame's agent.
+    scripted() {
+      return scripted;
+    },
+
+    // Which fields were set by script within `win` ({start, end, now}: wall-clock ms) and what
+    // they hold against `texts` (what the call meant to type, sent in memory only); and which
+    // texts a field holds now. Answers kinds, lengths and indices into `texts` only; a field
+    // classified sensitive is compared by length only.
+    readFields(texts, win) {
+      const w = windowOf(win, now());
+      const { docs, unreadable } = documents();
+      const lengths = texts.map((t) => chars(String(t)));
+      const seen = new Set();
+      const changed = [];
+      const entries = scriptedIn(docs).filter((g) => g.t >= w.lo && g.t <= w.hi);
+      for (let i = entries.length - 1; i >= 0; i -= 1) {
+        const el = entries[i].el;
+        if (seen.has(el)) continue;
+        seen.add(el);
+        const kind = kindOf(el);
+        const sensitive = SENSITIVE.has(kind);
+        const n = lengthOf(el);
+        const values = sensitive ? [] : spellings(el);
+        const equals = texts.flatMap((t, j) => (values.includes(String(t)) ? [j] : []));
+        const sameLength = lengths.flatMap((m, j) => (m === n ? [j] : []));
+        changed.unshift({ kind, control: controlOf(el), chars: n, equals, sensitive, sameLength, connected: el.isConnected });
+      }
+      // Texts no field set by script holds: does a field hold it now anyway?
+      const held = [];
+      const maybe = [];
+      const left = texts.map((_, j) => j).filter((j) => !changed.some((c) => c.equals.includes(j)));
+      if (left.length > 0) {
+        let scanned = 0;
+        for (const d of docs) {
+          let fields = [];
+          try {
+            fields = Array.from(d.querySelectorAll('input,textarea,select,[contenteditable]'));
+          } catch (_) {
+            continue;
+          }
+          for (const el of fields) {
+            scanned += 1;
+            if (scanned > SCAN) break;
+            const sensitive = SENSITIVE.has(kindOf(el));
+            const values = sensitive ? [] : spellings(el);
+            const n = lengthOf(el);
+            for (const j of left) {
+              if (!sensitive && values.includes(String(texts[j]))) held.push(j);
+              else if (sensitive && n === lengths[j]) maybe.push(j);
+            }
+          }
+        }
+      }
+      return { changed, held: [...new Set(held)], maybe: [...new Set(maybe)], unreadable };
+    },
+
     // This frame's segments and focus changes, for the top frame's agent.
     state() {
       return state;

@@ -10,7 +10,9 @@
 //! - takes frames after navigations, clicks and failures (debounced, scaled down, within the
 //!   capture policy) and links failure records to the frame taken after them;
 //! - keeps the capture policy's "which field has focus" current;
-//! - verifies, inside the page, whether a typing burst's text landed (`verify.rs`).
+//! - verifies, inside the page, whether a typing burst's text landed (`verify.rs`);
+//! - reads, for a tool call whose text no key carried, which fields were set by script and
+//!   whether they hold it (`fields.rs`).
 //!
 //! What it reads on its connection is a synchronous state machine (`sessions.rs`) feeding the
 //! page model both observers share ([`Pages`]), through the same handler as the passive
@@ -26,6 +28,7 @@
 
 mod browser;
 mod conn;
+pub(crate) mod fields;
 mod frames;
 mod left;
 pub(crate) mod locate;
@@ -129,6 +132,8 @@ pub(crate) struct Ctx {
     pub(crate) pages: Arc<Pages>,
     pub(crate) verify_rx: mpsc::Receiver<VerifyRequest>,
     pub(crate) verify_tx: mpsc::Sender<VerifyReply>,
+    /// Field readings a producer of tool calls asks for.
+    pub(crate) fields_rx: mpsc::Receiver<fields::FieldRequest>,
     pub(crate) dropped: Arc<AtomicU64>,
     /// Events are handled only once the typing forwarded before them is registered.
     pub(crate) order: Arc<cdp_relay_tap::order::Order>,
@@ -238,6 +243,10 @@ async fn supervise(
                         req.chars,
                         "the observer is not connected to the browser",
                     ));
+                }
+                // Nothing read: no page answered.
+                Some(req) = ctx.fields_rx.recv() => {
+                    let _ = req.reply.send(fields::FieldReading::default());
                 }
             }
         }

@@ -71,7 +71,31 @@ impl Info {
     }
 }
 
+impl Info {
+    /// A page (or a target of no known type) whose main frame shows `url`.
+    fn shows(&self, url: &str) -> bool {
+        let field = |k: &str| self.raw.get(k).and_then(Value::as_str);
+        field("url") == Some(url) && field("type").is_none_or(|t| t == "page")
+    }
+}
+
 impl Pages {
+    /// The handle of the one page whose main frame shows `url` now (what a tool's own answer
+    /// names a page by); `None` when no page does, or more than one.
+    pub fn handle_showing(&self, url: &str) -> Option<cdp_sanitize::SafeText> {
+        let table = self.table();
+        let mut showing = table
+            .pages
+            .iter()
+            .filter(|(_, p)| !p.gone && p.info.as_ref().is_some_and(|i| i.shows(url)))
+            .map(|(id, _)| id);
+        let first = showing.next()?;
+        if showing.next().is_some() {
+            return None;
+        }
+        Some(self.sanitizer.handle(first))
+    }
+
     /// Records what a `TargetInfo` says about its target; returns the target id.
     pub(crate) fn learn(&self, info: &Value) -> Option<String> {
         let id = info.get("targetId")?.as_str()?;

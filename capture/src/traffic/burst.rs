@@ -4,6 +4,7 @@
 
 use super::groups::{self, Group};
 use super::TOOL;
+use crate::calls::BurstCalls;
 use crate::pages::veto::{FieldFacts, FieldKind};
 use crate::pages::Pages;
 use cdp_evidence::{Action, ActionMethod, Locator, Record, RecordKind, Status, Verification};
@@ -60,6 +61,9 @@ pub(crate) struct Burst {
     pub(super) group: Option<Group>,
     /// Non-whitespace characters typed.
     solid: usize,
+    /// The agent tool calls that could have typed it, tagged at its first key: its step is
+    /// linked to them (`TrafficReader::step`).
+    pub(super) calls: Option<BurstCalls>,
 }
 
 impl Burst {
@@ -114,6 +118,7 @@ impl Burst {
             field: None,
             group: None,
             solid: 0,
+            calls: None,
         }
     }
 

@@ -29,7 +29,6 @@ mod wrapped;
 
 use crate::cdp::frame::{self, Frame};
 use crate::cdp::methods::{self, Event, TrafficEvent};
-use crate::feedback::{is_typing, TypingProgress};
 use crate::pages::events::{self, Effect, Source};
 use crate::pages::reports::By;
 use crate::pages::requests::Requests;
@@ -147,10 +146,6 @@ pub struct TrafficReader {
     typing_in: Vec<(u64, Key)>,
     /// Non-flat messages being read inside one another (`wrapped.rs`), bounded.
     depth: u8,
-    /// Bursts opened and typing steps handed over, for whoever waits on a call's typing.
-    progress: Arc<TypingProgress>,
-    /// Typing steps emitted so far.
-    typing_emitted: u64,
     /// Groups of short typing steps, one literal each (`groups.rs`).
     groups: groups::Groups,
 }
@@ -177,21 +172,8 @@ impl TrafficReader {
             keys: SessionKeys::default(),
             typing_in: Vec::new(),
             depth: 0,
-            progress: Arc::default(),
-            typing_emitted: 0,
             groups: groups::Groups::default(),
         }
-    }
-
-    /// How far its typing has got (shared: the pipeline's handle reads it).
-    pub fn progress(&self) -> &Arc<TypingProgress> {
-        &self.progress
-    }
-
-    /// Says that everything taken so far is with the run writer: the typing steps among it
-    /// count as written.
-    pub(crate) fn handed_over(&self) {
-        self.progress.written_up_to(self.typing_emitted);
     }
 
     /// Hands typing bursts to the direct reader for verification.
@@ -261,7 +243,7 @@ impl TrafficReader {
             }
             TapEvent::Closed { conn, how, at } => self.closed(conn, how, at),
             TapEvent::Finish { at } => self.finish(at),
-            TapEvent::TypingOver { at } => self.typing_over(at),
+            TapEvent::TypingOver { at, call } => self.typing_over(at, call.as_deref()),
         }
     }
 
@@ -324,7 +306,6 @@ impl TrafficReader {
     }
 
     fn emit(&mut self, record: Record) {
-        self.typing_emitted += u64::from(is_typing(&record));
         self.out.emits.push(Emit::Record(record));
     }
 

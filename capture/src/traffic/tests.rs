@@ -296,27 +296,56 @@ fn insert_text_and_set_value_count_as_typing() {
     );
 }
 
+/// Each burst is tagged at its first key with the tool call in flight then; the call's answer
+/// ends its own bursts at once (not another client's), and the step is linked to it.
 #[test]
-fn a_typing_call_answered_ends_its_burst_at_once_and_counts_its_step() {
+fn a_typing_call_answered_ends_its_own_burst_at_once_and_its_step_is_linked_to_it() {
     let mut h = Harness::new(TrafficOptions::default());
+    let calls = crate::calls::ToolCalls::default();
+    h.observer.pages.tell_failures_to(calls.clone());
+    let call = cdp_evidence::ActionId::at(t(5));
+    calls.begin(call.clone(), t(5));
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.open(2, &format!("/devtools/page/{PAGE}"), 0);
     h.send(
         1,
         10,
         json!({"id": 1, "method": "Input.insertText", "params": {"text": "hello"}}),
     );
     h.recv(1, 11, json!({"id": 1, "result": {}}));
-    let progress = h.observer.progress().clone();
-    assert_eq!((progress.started(), progress.written()), (1, 0));
-    assert!(h.actions("type").is_empty(), "the burst is still open");
-    h.handle(TapEvent::TypingOver { at: t(20) });
-    h.observer.handed_over();
-    assert_eq!(
-        h.actions("type").len(),
-        1,
-        "ended at once, not after the typing gap"
+    let typing = calls.typing_of(&call).expect("remembered");
+    assert_eq!((typing.bursts, typing.open), (1, 1));
+    calls.end(&call, t(15));
+    // Another client types after the call ended: no call of its own.
+    h.send(
+        2,
+        16,
+        json!({"id": 1, "method": "Input.insertText", "params": {"text": "other"}}),
     );
-    assert_eq!(progress.written(), 1);
+    h.recv(2, 17, json!({"id": 1, "result": {}}));
+    assert!(h.actions("type").is_empty(), "the bursts are still open");
+    h.handle(TapEvent::TypingOver {
+        at: t(20),
+        call: Some(call.as_str().to_owned()),
+    });
+    let steps = h.actions("type");
+    assert_eq!(
+        steps.len(),
+        1,
+        "the call's burst ended at once, the other's did not"
+    );
+    assert_eq!(steps[0].tool_call(), Some(call.as_str()));
+    assert_eq!(steps[0].payload["input"]["chars"], 5);
+    let typing = calls.typing_of(&call).expect("remembered");
+    assert_eq!((typing.bursts, typing.open), (1, 0));
+    let facts = calls.facts(&call).expect("remembered");
+    assert_eq!(facts.typing_steps(), 1);
+    // The other client's burst ends after its gap, linked to no call.
+    h.tick(5_000);
+    let steps = h.actions("type");
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[1].tool_call(), None);
+    assert_eq!(calls.facts(&call).expect("remembered").typing_steps(), 1);
 }
 
 #[test]

@@ -126,7 +126,6 @@ pub(crate) fn run(
     let mut queue = Queue::default();
     let hand_over = |observer: &mut TrafficReader| {
         writer.send_blocking(observer.take().emits);
-        observer.handed_over();
     };
     let mut stuck: Option<Instant> = None;
     let mut quiet: Option<Instant> = None;

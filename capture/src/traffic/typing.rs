@@ -137,24 +137,32 @@ impl TrafficReader {
             self.typing_in.push((conn, key.clone()));
         }
         let burst = session.typing.get_or_insert_with(|| {
-            Burst::of_kind(
+            let mut b = Burst::of_kind(
                 next,
                 at,
                 target,
                 target_id,
                 kind,
                 self.sanitizer.typed_echo(),
-            )
+            );
+            // Its first key: the agent tool calls that could have typed it (per call, so a
+            // call knows its own typing, not the process's).
+            b.calls = self
+                .pages
+                .calls()
+                .and_then(|c| c.burst_began(at, handle_of(b.target.as_ref())));
+            b
         });
         if burst.seq == next {
             self.next_burst += 1;
-            self.progress.opened();
             // A short step may continue a group of them: what it types grows their literal.
             let pages = &self.pages;
             burst.field = pages.focused_field(&typed, at);
             burst.group = self.groups.join(&typed, burst.field, at, |since| {
                 pages.navigated_since(&typed, since)
             });
+        } else if let Some(calls) = self.pages.calls() {
+            calls.typed(at, handle_of(burst.target.as_ref()));
         }
         burst.restart_echo(|| self.sanitizer.typed_echo());
         burst.add(text, attribute, at);
@@ -381,7 +389,16 @@ impl TrafficReader {
                 }
             }
         }
-        let record = self.typing_record(burst, at, interrupted);
+        self.step(burst, at, interrupted);
+    }
+
+    /// Writes the burst's step, linked to the calls that could have typed it.
+    fn step(&mut self, mut burst: Burst, at: SystemTime, interrupted: Option<&str>) {
+        let calls = burst.calls.take();
+        let mut record = self.typing_record(burst, at, interrupted);
+        if let Some(calls) = calls {
+            calls.step(&mut record);
+        }
         self.emit(record);
     }
 
@@ -407,10 +424,17 @@ impl TrafficReader {
         }
     }
 
-    /// An agent's tool call that typed was answered: every open burst ends now, so its verdict
-    /// is asked for at once rather than after the typing gap.
-    pub(super) fn typing_over(&mut self, at: SystemTime) {
-        self.close_bursts(at, true);
+    /// Agent tool call `call` was answered: the open bursts it typed end now, so their verdicts
+    /// are asked for at once rather than after the typing gap. Other clients' bursts, and other
+    /// calls', go on. Without a call, every open burst ends.
+    pub(super) fn typing_over(&mut self, at: SystemTime, call: Option<&str>) {
+        let open = self.open_bursts(|b| match call {
+            Some(call) => b.calls.as_ref().is_some_and(|c| c.has(call)),
+            None => true,
+        });
+        for (conn, key) in open {
+            self.end_burst(conn, &key, at);
+        }
     }
 
     /// Ends every open burst (the pipeline is stopping): their verdicts are asked for now.
@@ -472,8 +496,7 @@ impl TrafficReader {
                 }
             }
             held.burst.verification = Some(reply.verification);
-            let record = self.typing_record(held.burst, held.at, None);
-            self.emit(record);
+            self.step(held.burst, held.at, None);
         }
         let overdue: Vec<u64> = self
             .held
@@ -498,10 +521,14 @@ impl TrafficReader {
     fn release(&mut self, seq: u64, why: &'static str) {
         if let Some(mut held) = self.held.remove(&seq) {
             held.burst.verification = Some(verify::unread(held.burst.summary.chars(), why));
-            let record = self.typing_record(held.burst, held.at, None);
-            self.emit(record);
+            self.step(held.burst, held.at, None);
         }
     }
+}
+
+/// The page handle a record of `target` names.
+fn handle_of(target: Option<&cdp_sanitize::SafeJson>) -> Option<&str> {
+    target?.as_value().get("targetId")?.as_str()
 }
 
 /// Whether (connection, session) is among the places a burst may be open.

@@ -4,6 +4,7 @@
 //! tasks of their own and report back on a channel, so a page that hangs never stalls the
 //! others.
 
+mod fields;
 mod readings;
 mod shots;
 
@@ -149,6 +150,7 @@ impl<'a> Browser<'a> {
                     self.verify(req);
                     self.flush().await;
                 }
+                Some(req) = self.ctx.fields_rx.recv() => self.read_fields(req),
                 Some(done) = self.done_rx.recv() => self.done(done).await,
                 _ = tokio::time::sleep_until(next.into()) => {
                     self.readings_due();

@@ -1,0 +1,768 @@
+//! The note: what the evidence learned during a tool call, told to the agent in the call's own
+//! result — whether the text it typed landed in the field it meant, and which requests failed
+//! and which errors the page logged meanwhile. One text item of the gateway's own is appended
+//! after the wrapped server's content, and the same facts go under `_meta["cdp-relay/evidence"]`
+//! for a harness to gate on; the server's `structuredContent` is never touched.
+//!
+//! Value-free by construction: everything here is read from records the run's sanitizer made
+//! (counts, field kinds, the verdict's own note, sanitized URLs and console text) and from the
+//! page agent's field readings (kind words, lengths, indices), the same words a report shows,
+//! never a typed character. A call that did not type and saw no failure gets nothing.
+//!
+//! A call whose arguments type never ends without a line about its typing ([`gather`]):
+//!
+//! - each typing step linked to it, with its verdict (the traffic reader tags every burst at its
+//!   first key with the calls that could have typed it: this is the call's own typing, not the
+//!   process's). When the server answers, the call's bursts end at once (not after the typing
+//!   gap) and the gateway waits — at most [`Feedback::wait`] — until each has its step;
+//! - "not verified yet" for a step whose verdict did not come in time, and for a call whose
+//!   browser traffic the relay had not read by then: a later call's result tells it, marked as
+//!   an earlier call's ([`Owed`]);
+//! - when no key reached the browser (a server that sets `.value` by script: long texts, dates,
+//!   selects), what the page agent reads on the pages the call acted on: whether a field set by
+//!   script holds the text (landed), how many characters it holds if not, or whether a field
+//!   already held it — lengths against the argument's, never a character;
+//! - for a key typed by a key-pressing call (`press_key "7"`), which does not wait (typing key
+//!   by key goes on in the next call): that its step is still being typed, or that it continues
+//!   an earlier call's step; the verdict comes in a later result.
+//!
+//! Every deadline is checked: a wait that runs out is said, never taken for "nothing typed".
+//! What the lines say, and the `_meta` words beside the journal's verdict words, are in
+//! docs/security.md ("What the agent hears").
+
+use super::args;
+use cdp_capture::calls::{CallTyping, ToolCalls};
+use cdp_capture::facts::{CallFacts, Linked};
+use cdp_capture::{Control, FieldQuery, FieldReading, PipelineHandle, ScriptedField};
+use cdp_evidence::{ActionId, RecordKind, Verified};
+use cdp_relay_proxy::order::Order;
+use cdp_relay_proxy::tap::Tap;
+use cdp_sanitize::Sanitizer;
+use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
+use serde_json::{json, Map, Value};
+use std::time::{Duration, SystemTime};
+
+/// The `_meta` key of the facts.
+pub(crate) const META_KEY: &str = "cdp-relay/evidence";
+
+/// By default, how long a call that typed waits for its verdicts once the server answered.
+pub const DEFAULT_FEEDBACK_WAIT: Duration = Duration::from_millis(1000);
+
+/// Longest console text quoted in the note, in characters.
+const MAX_TEXT: usize = 200;
+
+/// What the gateway tells the agent of the evidence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Feedback {
+    /// Off: results go to the agent exactly as the wrapped server sent them.
+    pub enabled: bool,
+    /// How long a call that typed waits for its verdicts after the server answered.
+    pub wait: Duration,
+    /// A typing step whose text did not land (`verified: false`) makes the result an error;
+    /// every step is judged, listed or not, and an earlier call's told here too.
+    pub strict: bool,
+}
+
+impl Default for Feedback {
+    fn default() -> Self {
+        Feedback {
+            enabled: true,
+            wait: DEFAULT_FEEDBACK_WAIT,
+            strict: false,
+        }
+    }
+}
+
+/// Tools whose text may be a dialog's answer rather than typing into a field.
+const DIALOG_TOOLS: &[&str] = &["handle_dialog", "browser_handle_dialog", "evaluate_script"];
+
+/// How a call types, from its arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Typed {
+    /// Not from its arguments (a page may still receive typing during it).
+    No,
+    /// Text into fields (`fill`, `type_text`, `browser_type`, …).
+    Text,
+    /// One character key: typing key by key, which goes on across calls.
+    Key,
+    /// A dialog's answer: not typed into a field.
+    Answer,
+}
+
+/// What a call was asked to type, taken when it begins. The texts stay in memory only: they are
+/// compared in the page when no key carried them, as verification compares typed text.
+pub(crate) struct Intent {
+    typed: Typed,
+    texts: Vec<String>,
+}
+
+impl std::fmt::Debug for Intent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let lengths: Vec<u64> = self.texts.iter().map(|t| chars(t)).collect();
+        f.debug_struct("Intent")
+            .field("typed", &self.typed)
+            .field("lengths", &lengths)
+            .finish()
+    }
+}
+
+impl Intent {
+    pub(crate) fn of(tool: &str, arguments: Option<&Map<String, Value>>) -> Intent {
+        if let Some(key) = args::typed_key(tool, arguments) {
+            return Intent {
+                typed: Typed::Key,
+                texts: vec![key],
+            };
+        }
+        let texts = args::typed_literals(tool, arguments);
+        let typed = match (texts.is_empty(), DIALOG_TOOLS.contains(&tool)) {
+            (true, _) => Typed::No,
+            (false, true) => Typed::Answer,
+            (false, false) => Typed::Text,
+        };
+        Intent { typed, texts }
+    }
+}
+
+fn chars(s: &str) -> u64 {
+    s.chars().count() as u64
+}
+
+/// What [`gather`] reads: the pipeline's parts (a stand-in's in tests).
+pub(crate) struct Sources<'a> {
+    order: &'a Order,
+    calls: &'a ToolCalls,
+    tap: &'a Tap,
+    sanitizer: &'a Sanitizer,
+    /// The pipeline, for the writer and field readings; `None` in tests.
+    pipeline: Option<&'a PipelineHandle>,
+}
+
+impl<'a> Sources<'a> {
+    pub(crate) fn of(h: &'a PipelineHandle) -> Sources<'a> {
+        Sources {
+            order: h.order(),
+            calls: h.calls(),
+            tap: h.tap(),
+            sanitizer: h.sanitizer(),
+            pipeline: Some(h),
+        }
+    }
+}
+
+/// One line of the note and its `_meta` entry.
+#[derive(Debug, Clone)]
+struct Told {
+    line: String,
+    meta: Value,
+}
+
+impl Told {
+    fn new(line: String, verified: Value, reason: &str) -> Told {
+        Told {
+            line,
+            meta: json!({"verified": verified, "reason": reason}),
+        }
+    }
+
+    fn chars(mut self, n: u64) -> Told {
+        self.meta["chars"] = json!(n);
+        self
+    }
+
+    fn not_landed(&self) -> bool {
+        self.meta["verified"] == Value::Bool(false)
+    }
+}
+
+/// Calls remembered as owed their verdicts, at most; the oldest go first.
+const MAX_OWED: usize = 16;
+/// How long a call stays owed (as long as its records are linked to it: `calls::REMEMBER`).
+const OWED_FOR: Duration = cdp_capture::calls::REMEMBER;
+
+/// Calls whose typing was not told in full in their own result: a key-by-key call, a call whose
+/// verdicts came too late, a call whose traffic the relay had not read in time.
+#[derive(Debug, Default)]
+pub(crate) struct Owed {
+    calls: std::sync::Mutex<std::collections::VecDeque<OwedCall>>,
+}
+
+#[derive(Debug)]
+struct OwedCall {
+    id: ActionId,
+    /// The tool's name, sanitized.
+    tool: String,
+    /// Typing steps of it told so far.
+    told: usize,
+    /// The relay had read its browser traffic when it was answered.
+    checked: bool,
+    since: std::time::Instant,
+}
+
+impl Owed {
+    fn owe(&self, id: &ActionId, tool: String, told: usize, checked: bool) {
+        let mut calls = self
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if calls.len() >= MAX_OWED {
+            calls.pop_front();
+        }
+        calls.push_back(OwedCall {
+            id: id.clone(),
+            tool,
+            told,
+            checked,
+            since: std::time::Instant::now(),
+        });
+    }
+
+    /// What owed calls learned since they were last told (`caught_up`: the relay has read the
+    /// browser's traffic up to now); a call with nothing more to come, or whose time is up, is
+    /// forgotten.
+    fn collect(&self, calls: &ToolCalls, caught_up: bool) -> Vec<Told> {
+        let mut owed = self
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out = Vec::new();
+        owed.retain_mut(|o| {
+            let (Some(facts), Some(typing)) = (calls.facts(&o.id), calls.typing_of(&o.id)) else {
+                return false;
+            };
+            // New steps are the latest kept (a kept landed step may have made room for them).
+            let total = facts.typing_steps();
+            let new = total.saturating_sub(o.told).min(facts.typing.len());
+            for l in &facts.typing[facts.typing.len() - new..] {
+                out.push(earlier(&o.tool, &o.id, typing_step(l)));
+            }
+            o.told = o.told.max(total);
+            if !o.checked && caught_up {
+                o.checked = true;
+                if typing.keys == 0 {
+                    let told = Told::new(
+                        "- typing: not verified: no key reached the browser".into(),
+                        json!("indeterminate"),
+                        "no-keys",
+                    );
+                    out.push(earlier(&o.tool, &o.id, told));
+                }
+            }
+            let more_to_come = typing.open > 0 || !o.checked;
+            more_to_come && o.since.elapsed() < OWED_FOR
+        });
+        out
+    }
+}
+
+/// `told` as an earlier call's.
+fn earlier(tool: &str, id: &ActionId, mut told: Told) -> Told {
+    let rest = told.line.trim_start_matches("- typing");
+    told.line = format!("- earlier typing (call {tool}){rest}");
+    told.meta["earlier"] = Value::Bool(true);
+    told.meta["call"] = Value::String(id.as_str().to_owned());
+    told
+}
+
+/// What the gateway learned, for the note.
+#[derive(Debug, Default)]
+pub(crate) struct Learned {
+    facts: CallFacts,
+    /// Lines about this call's typing that no step's verdict says.
+    notes: Vec<Told>,
+    /// Earlier calls' typing, told now.
+    earlier: Vec<Told>,
+}
+
+/// Waits (bounded by `wait`) for what the evidence learns about call `id` (of `tool`, begun at
+/// `since`), which the server has just answered.
+pub(crate) async fn gather(
+    src: &Sources<'_>,
+    owed: &Owed,
+    (id, tool): (&ActionId, &str),
+    intent: &Intent,
+    since: SystemTime,
+    wait: Duration,
+) -> Learned {
+    let deadline = tokio::time::Instant::now() + wait;
+    // Everything the browser and the server said before the answer is read first: the call's
+    // keys are tagged by then.
+    let caught_up = tokio::time::timeout_at(deadline, src.order.caught_up())
+        .await
+        .is_ok();
+    let mut typing = src.calls.typing_of(id).unwrap_or_default();
+    if caught_up && typing.open > 0 && intent.typed != Typed::Key {
+        // The call's typing is over: its bursts end now, their verdicts are asked for.
+        src.tap.typing_over(Some(id.as_str()));
+        let _lifted = src.order.attend();
+        src.calls.typing_settled(id, deadline).await;
+        typing = src.calls.typing_of(id).unwrap_or_default();
+    }
+    let facts = src.calls.facts(id).unwrap_or_default();
+    let mut notes = Vec::new();
+    let owe = if !caught_up {
+        if intent.typed != Typed::No {
+            notes.push(Told::new(
+                format!(
+                    "- typing: not verified yet (the relay had not read this call's browser traffic within {} ms; a later result tells it)",
+                    wait.as_millis()
+                ),
+                Value::Null,
+                "not-read-yet",
+            ));
+        }
+        intent.typed != Typed::No || typing.open > 0
+    } else {
+        let open = typing.open;
+        for _ in 0..open {
+            notes.push(not_verified_yet(wait));
+        }
+        notes.extend(without_steps(src, id, intent, typing, since, deadline).await);
+        open > 0
+    };
+    let earlier = owed.collect(src.calls, caught_up);
+    if owe {
+        let tool = src.sanitizer.text_capped(tool, 64).into_string();
+        owed.owe(id, tool, facts.typing_steps(), caught_up);
+    }
+    Learned {
+        facts,
+        notes,
+        earlier,
+    }
+}
+
+fn not_verified_yet(wait: Duration) -> Told {
+    Told::new(
+        format!(
+            "- typing: not verified yet (no verdict within {} ms; a later result tells it)",
+            wait.as_millis()
+        ),
+        Value::Null,
+        "not-verified-yet",
+    )
+}
+
+/// Lines for what the call meant to type that has no step of its own: a key still being typed
+/// or continuing an earlier call's step, a dialog's answer, text no key carried.
+async fn without_steps(
+    src: &Sources<'_>,
+    id: &ActionId,
+    intent: &Intent,
+    typing: CallTyping,
+    since: SystemTime,
+    deadline: tokio::time::Instant,
+) -> Vec<Told> {
+    let n = intent.texts.first().map_or(0, |t| chars(t));
+    let continues = || {
+        Told::new(
+            "- typing: continues a typing step an earlier call began (its verdict is told with that call's)".into(),
+            Value::Null,
+            "continues-earlier",
+        )
+        .chars(n)
+    };
+    match intent.typed {
+        Typed::No => Vec::new(),
+        Typed::Key if typing.keys == 0 => vec![no_key(
+            n,
+            "not verified: no key reached the browser",
+            "no-keys",
+        )],
+        // Its step is still being typed (counted open), or an earlier call's is.
+        Typed::Key if typing.bursts == 0 => vec![continues()],
+        Typed::Key => Vec::new(),
+        Typed::Answer if typing.keys == 0 => intent
+            .texts
+            .iter()
+            .map(|t| {
+                no_key(
+                    chars(t),
+                    "not verified: a dialog's answer, not typed into a field",
+                    "dialog-answer",
+                )
+            })
+            .collect(),
+        Typed::Answer => Vec::new(),
+        Typed::Text if typing.keys > 0 && typing.bursts == 0 => vec![continues()],
+        Typed::Text if (typing.bursts as usize) < intent.texts.len() => {
+            read_fields(src, id, intent, typing, since, deadline).await
+        }
+        Typed::Text => Vec::new(),
+    }
+}
+
+/// Typing of `n` characters with no step, not verified: `words` says why, `reason` in a word.
+fn no_key(n: u64, words: &str, reason: &str) -> Told {
+    Told::new(
+        format!("- typing, {}: {words}", count(n)),
+        json!("indeterminate"),
+        reason,
+    )
+    .chars(n)
+}
+
+fn count(n: u64) -> String {
+    if n == 1 {
+        "1 char".into()
+    } else {
+        format!("{n} chars")
+    }
+}
+
+/// Text the call meant to type that no step carried: read the fields on the pages it acted on.
+async fn read_fields(
+    src: &Sources<'_>,
+    id: &ActionId,
+    intent: &Intent,
+    typing: CallTyping,
+    since: SystemTime,
+    deadline: tokio::time::Instant,
+) -> Vec<Told> {
+    let unread = |why: &str| -> Vec<Told> {
+        let words = format!("not verified: no key reached the browser ({why})");
+        match typing.bursts {
+            0 => intent
+                .texts
+                .iter()
+                .map(|t| no_key(chars(t), &words, "no-keys"))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let Some(h) = src.pipeline.filter(|h| h.observes()) else {
+        return unread("the relay's own observer is off");
+    };
+    // The call's commands name the pages it acted on once the writer has linked them.
+    let _ = tokio::time::timeout_at(deadline, h.writer().sync()).await;
+    let pages = src.calls.pages_of(id);
+    if pages.is_empty() {
+        return unread("the page the call acted on is not known");
+    }
+    let query = FieldQuery {
+        pages,
+        since,
+        until: SystemTime::now(),
+        texts: intent.texts.clone(),
+    };
+    match h.read_fields(query, deadline).await {
+        Some(r) if r.pages_read > 0 => judge_fields(intent, typing.bursts as usize, &r),
+        Some(_) => unread("the relay's page agent did not answer"),
+        None => unread("no reading in time"),
+    }
+}
+
+/// What each text no key carried did, from the reading (see the module docs).
+fn judge_fields(intent: &Intent, bursts: usize, r: &FieldReading) -> Vec<Told> {
+    let texts = &intent.texts;
+    let mut used = vec![false; r.changed.len()];
+    let mut out: Vec<(usize, Told)> = Vec::new();
+    // A field set by script that holds a text exactly: that text landed.
+    for (i, text) in texts.iter().enumerate() {
+        if let Some(f) =
+            (0..r.changed.len()).find(|&f| !used[f] && r.changed[f].equals.contains(&i))
+        {
+            used[f] = true;
+            out.push((i, scripted(chars(text), &r.changed[f])));
+        }
+    }
+    if bursts > 0 {
+        // Some texts were typed: which of the rest were not cannot be told by position.
+        let left = texts.len().saturating_sub(bursts + out.len());
+        for _ in 0..left {
+            out.push((
+                usize::MAX,
+                Told::new(
+                    "- typing: not verified: a text of this call had no typing step, and no field set by script holds it".into(),
+                    json!("indeterminate"),
+                    "not-read",
+                ),
+            ));
+        }
+    } else {
+        for (i, text) in texts.iter().enumerate() {
+            if out.iter().any(|(j, _)| *j == i) {
+                continue;
+            }
+            let n = chars(text);
+            let told = match (0..r.changed.len()).find(|&f| !used[f]) {
+                Some(f) => {
+                    used[f] = true;
+                    scripted(n, &r.changed[f])
+                }
+                None => looked_for(n, i, r),
+            };
+            out.push((i, told));
+        }
+    }
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, t)| t).collect()
+}
+
+/// Text `n` characters long that a field set by script now holds, or does not.
+fn scripted(n: u64, f: &ScriptedField) -> Told {
+    let what = what_field(f);
+    let m = f.chars;
+    let head = format!("- typing, {} ({what})", count(n));
+    let by_script = "set by script, no key reached the browser";
+    let told = if !f.equals.is_empty() {
+        Told::new(
+            format!("{head}: landed: {by_script}"),
+            json!(true),
+            "landed",
+        )
+    } else if m < n {
+        Told::new(
+            format!("{head}: did NOT land: {by_script}; the field holds {m} of {n} characters"),
+            json!(false),
+            "dropped-characters",
+        )
+    } else if f.sensitive {
+        Told::new(
+            format!("{head}: not verified: {by_script}; a sensitive field is compared by length only ({m} characters)"),
+            json!("indeterminate"),
+            "sensitive-field",
+        )
+    } else {
+        Told::new(
+            format!("{head}: not verified: {by_script}; the field holds {m} characters, not the text (a mask or formatter?)"),
+            json!("indeterminate"),
+            "rewritten",
+        )
+    };
+    let mut told = told.chars(n);
+    told.meta["inputType"] = json!(f.kind.as_str());
+    if let Some(c) = f.control {
+        told.meta["control"] = json!(c.as_str());
+    }
+    told.meta["how"] = json!("script");
+    told
+}
+
+/// Text no key carried and no field set by script took: does a field hold it anyway?
+fn looked_for(n: u64, i: usize, r: &FieldReading) -> Told {
+    let none = "no key reached the browser and no field was set by script";
+    if r.held.contains(&i) {
+        Told::new(
+            format!("- typing, {}: not verified: {none}; a field already holds this text", count(n)),
+            json!("indeterminate"),
+            "already-held",
+        )
+    } else if r.maybe.contains(&i) {
+        Told::new(
+            format!("- typing, {}: not verified: {none}; a sensitive field as long as the text may hold it", count(n)),
+            json!("indeterminate"),
+            "sensitive-field",
+        )
+    } else if r.unreadable {
+        Told::new(
+            format!("- typing, {}: not verified: {none}; part of the page is a frame the relay cannot read", count(n)),
+            json!("indeterminate"),
+            "frame",
+        )
+    } else {
+        Told::new(
+            format!("- typing, {}: did NOT land: {none}, and no field holds the text", count(n)),
+            json!(false),
+            "no-input",
+        )
+    }
+    .chars(n)
+}
+
+fn what_field(f: &ScriptedField) -> String {
+    match f.control {
+        Some(Control::Select) => "select".into(),
+        Some(Control::Textarea) => "textarea".into(),
+        Some(Control::Editable) => "editable field".into(),
+        Some(Control::Input) | None => format!("{} field", f.kind.as_str()),
+        Some(c) => format!("{} input", c.as_str()),
+    }
+}
+
+/// A verdict as the note says it.
+fn verdict_words(verified: Option<Verified>) -> &'static str {
+    match verified {
+        Some(Verified::True) => "landed",
+        Some(Verified::False) => "did NOT land",
+        _ => "not verified",
+    }
+}
+
+fn verdict_json(verified: Verified) -> Value {
+    match verified {
+        Verified::True => json!(true),
+        Verified::False => json!(false),
+        Verified::Indeterminate => json!("indeterminate"),
+    }
+}
+
+fn capped(s: &str) -> String {
+    let mut out: String = s.chars().take(MAX_TEXT).collect();
+    if s.chars().nth(MAX_TEXT).is_some() {
+        out.push('…');
+    }
+    // One line per fact.
+    out.replace(['\n', '\r'], " ")
+}
+
+/// One typing step: its line and its `_meta` entry, read from the record's own types.
+fn typing_step(l: &Linked) -> Told {
+    let RecordKind::Action(a) = l.record.kind() else {
+        return Told::new("- typing: not verified".into(), Value::Null, "not-read");
+    };
+    let (n, kind) = a
+        .input
+        .as_ref()
+        .map_or((0, "unknown"), |i| (i.chars(), i.input_type().as_str()));
+    let head = format!("- typing, {} ({kind} field)", count(n));
+    let mut told = match &a.verification {
+        Some(v) => {
+            let note = capped(v.note.as_str());
+            let words = verdict_words(Some(v.verified));
+            let line = if note.is_empty() || v.verified == Verified::True {
+                format!("{head}: {words}")
+            } else {
+                format!("{head}: {words}: {note}")
+            };
+            let mut t = Told::new(line, verdict_json(v.verified), v.reason.as_str());
+            t.meta["note"] = Value::String(note);
+            t
+        }
+        None => Told::new(
+            format!("{head}: not verified (the relay's own observer is off or had no reading)"),
+            Value::Null,
+            "not-read",
+        ),
+    };
+    told.meta["chars"] = json!(n);
+    told.meta["inputType"] = json!(kind);
+    if l.shared {
+        told.meta["shared"] = Value::Bool(true);
+    }
+    told
+}
+
+/// One failure: its line and its `_meta` entry.
+fn failure(l: &Linked) -> (String, Value) {
+    let payload = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
+    let (mut line, mut meta) = match l.record.kind() {
+        RecordKind::Network(n) => {
+            let p = payload(serde_json::to_value(n));
+            let method = p["method"].as_str().unwrap_or("?").to_owned();
+            let url = p["url"].as_str().unwrap_or("?").to_owned();
+            let mut m = json!({"kind": "network", "method": method, "url": url});
+            let outcome = match (p["status"].as_u64(), p["errorText"].as_str()) {
+                (Some(status), _) => {
+                    m["status"] = json!(status);
+                    status.to_string()
+                }
+                (None, Some(e)) => {
+                    m["errorText"] = json!(e);
+                    e.to_owned()
+                }
+                (None, None) => "failed".to_owned(),
+            };
+            (
+                format!("- failed request: {method} {} → {outcome}", capped(&url)),
+                m,
+            )
+        }
+        RecordKind::Console(c) => {
+            let level = c.level.as_str();
+            let text = capped(c.text.as_str());
+            (
+                format!("- console {level}: {text}"),
+                json!({"kind": "console", "level": level, "text": text}),
+            )
+        }
+        _ => ("- failure".to_owned(), json!({"kind": "other"})),
+    };
+    if l.shared {
+        meta["shared"] = Value::Bool(true);
+        line.push_str(" (maybe another call's: calls ran at once)");
+    }
+    (line, meta)
+}
+
+/// The line for typing steps linked but not listed.
+fn more_typing(facts: &CallFacts) -> Option<String> {
+    let (n, landed) = (facts.more_typing, facts.more_landed);
+    match (n, landed) {
+        (0, _) => None,
+        (n, l) if l == n => Some(format!("- {n} more typing steps, all landed")),
+        (n, l) => Some(format!(
+            "- {n} more typing steps ({l} landed; evidence_summary lists the others)"
+        )),
+    }
+}
+
+/// Appends what was learned to `result`; true when a step's text did not land (every step is
+/// judged, listed or not). Nothing is appended when there is nothing to tell.
+pub(crate) fn append(result: &mut CallToolResult, id: &ActionId, learned: &Learned) -> bool {
+    let facts = &learned.facts;
+    if facts.is_empty() && learned.notes.is_empty() && learned.earlier.is_empty() {
+        return false;
+    }
+    let mut lines = vec!["cdp-relay evidence for this call:".to_owned()];
+    let mut typing = Vec::new();
+    let steps = facts.typing.iter().map(typing_step);
+    for told in steps.chain(learned.notes.iter().cloned()) {
+        lines.push(told.line);
+        typing.push(told.meta);
+    }
+    lines.extend(more_typing(facts));
+    for told in &learned.earlier {
+        lines.push(told.line.clone());
+        typing.push(told.meta.clone());
+    }
+    let not_landed = facts.not_landed > 0
+        || learned.notes.iter().any(Told::not_landed)
+        || learned.earlier.iter().any(Told::not_landed);
+    // The same failure again (a retried request) is one line with its count.
+    let mut told: Vec<(String, Value, u64)> = Vec::new();
+    for l in &facts.failures {
+        let (line, meta) = failure(l);
+        match told.iter_mut().find(|(seen, ..)| *seen == line) {
+            Some((_, _, n)) => *n += 1,
+            None => told.push((line, meta, 1)),
+        }
+    }
+    let mut failures = Vec::new();
+    for (line, mut meta, n) in told {
+        if n > 1 {
+            meta["count"] = json!(n);
+            lines.push(format!("{line} (×{n})"));
+        } else {
+            lines.push(line);
+        }
+        failures.push(meta);
+    }
+    if facts.more_failures > 0 {
+        lines.push(format!(
+            "- {} more failures (evidence_summary lists them)",
+            facts.more_failures
+        ));
+    }
+    result.content.push(ContentBlock::text(lines.join("\n")));
+    let meta = json!({
+        "call": id.as_str(),
+        "typing": typing,
+        "failures": failures,
+        "more": {
+            "typing": facts.more_typing,
+            "typingLanded": facts.more_landed,
+            "failures": facts.more_failures,
+        },
+        "notLanded": facts.not_landed,
+    });
+    result
+        .meta
+        .get_or_insert_with(MetaObject::new)
+        .0
+        .insert(META_KEY.to_owned(), meta);
+    not_landed
+}
+
+#[cfg(test)]
+mod tests;
