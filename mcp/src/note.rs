@@ -170,6 +170,12 @@ impl Told {
         self
     }
 
+    /// No key carried it and no field was set by script to it (`how: "none"`).
+    fn without_keys(mut self) -> Told {
+        self.meta["how"] = json!("none");
+        self
+    }
+
     fn not_landed(&self) -> bool {
         self.meta["verified"] == Value::Bool(false)
     }
@@ -400,6 +406,7 @@ fn no_key(n: u64, words: &str, reason: &str) -> Told {
         reason,
     )
     .chars(n)
+    .without_keys()
 }
 
 fn count(n: u64) -> String {
@@ -568,6 +575,7 @@ fn looked_for(n: u64, i: usize, r: &FieldReading) -> Told {
         )
     }
     .chars(n)
+    .without_keys()
 }
 
 fn what_field(f: &ScriptedField) -> String {

@@ -132,14 +132,16 @@ pub fn typing_page(token: &str, closed_port: u16) -> String {
     )
 }
 
-/// The site: the typing page at `/typing`, `/api/save` answering 500, a favicon (no failure of
-/// its own on navigation).
+/// The site: the typing page at `/typing`, fields filled by script at `/script`, twenty fields
+/// at `/form20`, `/api/save` answering 500, a favicon (no failure of its own on navigation).
 pub fn feedback_routes(token: &str, closed_port: u16) -> HashMap<&'static str, Route> {
     let mut r = HashMap::new();
     r.insert(
         "/typing",
         Route::ok("text/html", typing_page(token, closed_port)),
     );
+    r.insert("/script", Route::ok("text/html", SCRIPT_PAGE));
+    r.insert("/form20", Route::ok("text/html", form20_page()));
     r.insert("/api/save", Route::ok("text/plain", "down").status(500));
     r.insert("/favicon.ico", Route::ok("image/x-icon", ""));
     r
@@ -149,4 +151,114 @@ pub fn feedback_routes(token: &str, closed_port: u16) -> HashMap<&'static str, R
 pub fn closed_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
+}
+
+/// A field of the page of text no key carries (`/script`) and what an agent puts there.
+#[derive(Debug, Clone, Copy)]
+pub struct ScriptCase {
+    /// Case name.
+    pub name: &'static str,
+    /// The field's label: its accessible name in the servers' snapshots.
+    pub label: &'static str,
+    /// What the agent puts there (distinctive, so a sweep can look for it).
+    pub literal: &'static str,
+}
+
+/// 150 characters: chrome-devtools-mcp sets text of 100 or more by script.
+pub const LONG_TEXT: &str = "Zq8longScriptLit-0123456789abcdefghijklmnopqrstuvwxyz-0123456789abcdefghijklmnopqrstuvwxyz-0123456789abcdefghijklmnopqrstuvwxyz-0123456789abcdefghijkl";
+
+/// The cases of `/script`, in page order.
+pub const SCRIPT_CASES: [ScriptCase; 7] = [
+    // A plain textarea: the whole text stays.
+    ScriptCase {
+        name: "long",
+        label: "Biography",
+        literal: LONG_TEXT,
+    },
+    // A textarea whose page keeps 100 characters of what it is given.
+    ScriptCase {
+        name: "trimmed",
+        label: "Short note",
+        literal: LONG_TEXT,
+    },
+    ScriptCase {
+        name: "date",
+        label: "Start date",
+        literal: "2026-12-05",
+    },
+    // Not a date a date input takes: its value becomes empty.
+    ScriptCase {
+        name: "bad-date",
+        label: "End date",
+        literal: "05/12/2026",
+    },
+    ScriptCase {
+        name: "time",
+        label: "Start time",
+        literal: "13:45",
+    },
+    // A number-like control a key does not type into.
+    ScriptCase {
+        name: "range",
+        label: "Volume level",
+        literal: "42",
+    },
+    ScriptCase {
+        name: "select",
+        label: "Colour",
+        literal: "Blue",
+    },
+];
+
+/// The case of `/script` named `name`.
+pub fn script_case(name: &str) -> ScriptCase {
+    SCRIPT_CASES
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no script case {name}"))
+}
+
+/// Fields servers fill by script rather than with keys (long text, dates, a time, a range, a
+/// select), one per [`SCRIPT_CASES`] entry.
+pub const SCRIPT_PAGE: &str = r#"<!doctype html><meta charset="utf-8"><title>Script fills</title><link rel="icon" href="data:,">
+<style>label{display:block;margin-top:4px}</style>
+<label for="bio">Biography</label><textarea id="bio"></textarea>
+<label for="note">Short note</label><textarea id="note"></textarea>
+<label for="day">Start date</label><input id="day" type="date">
+<label for="end">End date</label><input id="end" type="date">
+<label for="at">Start time</label><input id="at" type="time">
+<label for="level">Volume level</label><input id="level" type="range" min="0" max="100" value="10">
+<label for="colour">Colour</label><select id="colour"><option value="red">Red</option><option value="blue">Blue</option><option value="green">Green</option></select>
+<script>
+  // Keeps 100 characters of what it is given, however it is given.
+  const note = document.getElementById('note');
+  note.addEventListener('input', () => { if (note.value.length > 100) note.value = note.value.slice(0, 100); });
+</script>"#;
+
+/// Fields on `/form20`, and which of them cut what is typed (`maxlength=5`).
+pub const FORM_FIELDS: usize = 20;
+/// The 1-based numbers of the fields of `/form20` with `maxlength=5`.
+pub const CUT_FIELDS: [usize; 3] = [4, 12, 18];
+
+/// What an agent types into field `i` (1-based) of `/form20`: 12 characters, distinctive.
+pub fn form_literal(i: usize) -> String {
+    format!("Zq8form{i:02}Lit")
+}
+
+/// Twenty labelled text fields (`Field 1` … `Field 20`), three of them cutting at 5 characters.
+pub fn form20_page() -> String {
+    let mut page = String::from(
+        r#"<!doctype html><meta charset="utf-8"><title>Twenty fields</title><link rel="icon" href="data:,">"#,
+    );
+    for i in 1..=FORM_FIELDS {
+        let cut = if CUT_FIELDS.contains(&i) {
+            r#" maxlength="5""#
+        } else {
+            ""
+        };
+        page.push_str(&format!(
+            "\n<label for=\"f{i}\">Field {i}</label><input id=\"f{i}\" name=\"f{i}\"{cut}>"
+        ));
+    }
+    page
 }

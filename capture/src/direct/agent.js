@@ -1720,7 +1720,10 @@
       const lengths = texts.map((t) => chars(String(t)));
       const seen = new Set();
       const changed = [];
-      const entries = scriptedIn(docs).filter((g) => g.t >= w.lo && g.t <= w.hi);
+      // From the call's own start: its begin is read before its request leaves, so nothing of
+      // it comes earlier (no slack before, as a burst's stamp needs), and an earlier call's
+      // fill just before stays out.
+      const entries = scriptedIn(docs).filter((g) => g.t >= w.start && g.t <= w.hi);
       for (let i = entries.length - 1; i >= 0; i -= 1) {
         const el = entries[i].el;
         if (seen.has(el)) continue;
