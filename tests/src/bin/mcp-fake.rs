@@ -10,7 +10,7 @@
 //! message notification, then done), `change_tools` (a `tools/list_changed` notification, then
 //! done), `crash` (exits with status 3 mid-call), `flood {progress, logs}` (that many progress
 //! and log notifications, interleaved and numbered, then done), `huge {bytes}` (a text result of
-//! that many bytes).
+//! that many bytes), `hang` (never answers; says on stderr when it is cancelled).
 //!
 //! Flags: `--never-init` (reads but never answers `initialize`), `--offer NAME` (also offer a
 //! tool named NAME), `--offer-later NAME` (offer it only after `change_tools`), `--stderr TEXT`
@@ -82,6 +82,7 @@ fn tools(extra: Option<&str>) -> Vec<Tool> {
             "Returns a text of `bytes` bytes",
             obj(json!({"bytes": {"type": "integer"}})),
         ),
+        Tool::new("hang", "Never answers", obj(json!({}))),
     ];
     if let Some(name) = extra {
         t.push(Tool::new(
@@ -293,6 +294,11 @@ impl ServerHandler for Fake {
                     }
                 }
                 text(format!("flooded {seq}"))
+            }
+            "hang" => {
+                context.ct.cancelled().await;
+                eprintln!("mcp-fake: hang was cancelled by the client");
+                return Err(ErrorData::internal_error("cancelled", None));
             }
             "huge" => {
                 let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(1024) as usize;

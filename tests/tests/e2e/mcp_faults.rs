@@ -1,8 +1,8 @@
 //! `cdp-relay mcp` with a scripted MCP server (`src/bin/mcp-fake.rs`): transparency (tools and
 //! results exactly as the server gives them), the gateway's records of each call, and faults a
 //! real server will not produce on demand — a crash mid-call, a server that never initializes,
-//! the agent leaving mid-call, a 20 MB result, a borrowed tool name, signals — plus the
-//! confinement of the `evidence://` resources. The browser behind the relay is a real Chromium.
+//! a call it never answers, the agent leaving mid-call, a 20 MB result, a borrowed tool name,
+//! signals — plus the confinement of the `evidence://` resources. The browser behind the relay is a real Chromium.
 
 // Log messages are deprecated by SEP-2577, and still what servers send.
 #![allow(deprecated)]
@@ -346,6 +346,53 @@ async fn a_server_that_crashes_mid_call_gives_clean_errors_and_the_evidence_tool
             "{}",
             closed.stderr
         );
+        scratch.assert_clean();
+    })
+    .await;
+}
+
+/// Issue 38 item 12: a call the server never answers ends at `--call-timeout` with an error
+/// result, the server is told to cancel it, the record says `interrupted`, and the next call
+/// works.
+#[tokio::test]
+async fn a_call_the_server_never_answers_ends_at_the_call_timeout() {
+    within("call timeout", async {
+        let scratch = Scratch::new();
+        let gw = McpGateway::spawn(
+            &tagged(&scratch, &["--call-timeout", "2"], &[]),
+            &[("TMPDIR", scratch.path().as_os_str())],
+        )
+        .await;
+        let started = std::time::Instant::now();
+        let hung = gw.call("hang", json!({})).await;
+        let took = started.elapsed();
+        assert_eq!(hung.is_error, Some(true), "{hung:?}");
+        assert!(
+            text_of(&hung).contains("did not answer `hang` within 2 s"),
+            "{}",
+            text_of(&hung)
+        );
+        // Not before the limit; well before the harness's own (60 s).
+        assert!(took >= std::time::Duration::from_secs(2), "{took:?}");
+        gw.wait_for_stderr("mcp-fake: hang was cancelled by the client")
+            .await;
+        let echo = gw.call("echo", json!({"text": "still here"})).await;
+        assert_eq!(text_of(&echo), "still here");
+        let closed = gw.close().await;
+        assert_eq!(closed.code, Some(0), "{}", closed.stderr);
+        let records = journal(&closed.runs()[0]);
+        let hang = calls(&records, "hang")[0];
+        assert_eq!(hang.status.as_deref(), Some("interrupted"), "{hang:?}");
+        assert!(
+            hang.error
+                .as_deref()
+                .is_some_and(|e| e.contains("--call-timeout")),
+            "{hang:?}"
+        );
+        // Its record says how long it ran: the limit, not the wait for the next call.
+        let ms = hang.duration_ms.unwrap_or_default();
+        assert!((2000..10_000).contains(&ms), "{hang:?}");
+        assert_eq!(calls(&records, "echo")[0].status.as_deref(), Some("ok"));
         scratch.assert_clean();
     })
     .await;

@@ -1,8 +1,10 @@
 //! Overlapping tool calls and the records they caused, with the real
 //! chrome-devtools-mcp and a real Chromium: two `evaluate_script` calls on pages A and B sent in
 //! the same tick, twenty rounds. Each script logs a console error and makes a failed request
-//! naming its page. Every record the relay links to a call must be that call's page's; a record
-//! two calls could have caused names both (`toolCallCandidates`), never only the wrong one.
+//! naming its page. Every record the relay links to a call must be that call's page's; and
+//! since each call names its page by the server's own page id (`pageId`, which the server's
+//! page list maps to a URL), every effect is linked to its own call — none is left to
+//! candidates (issue 38 item 13).
 
 use cdp_evidence::StoredRecord;
 use cdp_relay_tests::files::Scratch;
@@ -136,7 +138,7 @@ async fn calls_on_two_pages_sent_in_the_same_tick_are_never_linked_to_the_other_
                 handles.insert(h.to_owned(), page);
             }
         }
-        let (mut right, mut wrong, mut both, mut effects) = (0, 0, 0, 0);
+        let (mut right, mut wrong, mut both, mut effects, mut own) = (0, 0, 0, 0, 0);
         for r in &records {
             let page = page_of(r).or_else(|| {
                 let h = r.target.as_ref()?["targetId"].as_str()?;
@@ -148,7 +150,12 @@ async fn calls_on_two_pages_sent_in_the_same_tick_are_never_linked_to_the_other_
             }
             if let Some(call) = r.tool_call() {
                 match calls.get(call) {
-                    Some(&p) if p == page => right += 1,
+                    Some(&p) if p == page => {
+                        right += 1;
+                        if page_of(r).is_some() {
+                            own += 1;
+                        }
+                    }
                     Some(_) => {
                         wrong += 1;
                         eprintln!("wrong link: {r:?}");
@@ -168,10 +175,12 @@ async fn calls_on_two_pages_sent_in_the_same_tick_are_never_linked_to_the_other_
             }
         }
         eprintln!(
-            "{ROUNDS} rounds: {effects} console/network records of the two pages; links to the right call {right}, to the wrong call {wrong}, to both as candidates {both}"
+            "{ROUNDS} rounds: {effects} console/network records of the two pages, {own} linked to their own call; links to the right call {right}, to the wrong call {wrong}, to both as candidates {both}"
         );
         assert!(effects >= 2 * ROUNDS, "each script's console error was recorded");
         assert_eq!(wrong, 0, "no record is linked to the other page's call");
+        assert_eq!(own, effects, "every effect is linked to its own call, by its page id");
+        assert_eq!(both, 0, "no record of a page is left to candidates");
         scratch.assert_clean();
     })
     .await;
