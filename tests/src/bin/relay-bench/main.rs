@@ -17,6 +17,8 @@
 //! with and without its feedback (not part of `all`).
 //! `relay-bench mcp-inputs` what `${NAME}` variables and the result rewriter add to a call
 //! through `cdp-relay mcp`, and the rewriter's throughput on a 1 MiB snapshot (not part of `all`).
+//! `relay-bench mcp-truth` typing calls of the real browser MCP servers, each verdict the agent hears checked
+//! against what the field holds (`--calls`, default 500 per server; not part of `all`).
 //! `relay-bench report` measures `cdp-relay report` and Chromium on runs too big to show whole.
 //! `relay-bench --help` lists the flags: `--smoke` (tiny sizes, seconds — what CI runs to keep
 //! the benchmark working), `--rounds` (`BENCH_ROUNDS`, default 10), `--relay-args`
@@ -32,6 +34,7 @@
 mod mcp;
 mod mcp_feedback;
 mod mcp_inputs;
+mod mcp_truth;
 mod observer;
 mod paths;
 mod real;
@@ -62,6 +65,10 @@ enum Which {
     /// A call through `cdp-relay mcp` with 0, 1 and 50 `${NAME}` variables, and the result
     /// rewriter on a 1 MiB snapshot (not part of `all`).
     McpInputs,
+    /// Typing calls of chrome-devtools-mcp and @playwright/mcp through `cdp-relay mcp`, each
+    /// verdict checked against what the field holds: silent calls, false "landed" (not part of
+    /// `all`).
+    McpTruth,
     /// `cdp-relay report` on runs too big to show whole, and Chromium loading the result (not
     /// part of `all`).
     Report,
@@ -96,6 +103,10 @@ struct Args {
     /// Leave node-http-proxy out (it needs the npm clients in tests/clients).
     #[arg(long)]
     no_node_peer: bool,
+
+    /// Typing calls per server for `mcp-truth`. By default 500 (12 with --smoke).
+    #[arg(long, env = "BENCH_CALLS", value_name = "N")]
+    calls: Option<usize>,
 }
 
 /// The npm clients' directory (node-http-proxy is one of them).
@@ -120,7 +131,7 @@ fn preflight(args: &Args, clients: &Path) -> Result<(), String> {
                 .into(),
         );
     }
-    if args.which == Which::McpFeedback {
+    if matches!(args.which, Which::McpFeedback | Which::McpTruth) {
         let servers = [
             "chrome-devtools-mcp/build/src/bin/chrome-devtools-mcp.js",
             "@playwright/mcp/cli.js",
@@ -240,6 +251,11 @@ async fn main() -> ExitCode {
         let rounds = args.rounds.unwrap_or(if smoke { 1 } else { 5 });
         let calls = if smoke { 20 } else { 500 };
         println!("{}", mcp_inputs::run(rounds, calls, &extra).await);
+    }
+    if which == Which::McpTruth {
+        println!("### What the agent hears about its typing, checked\n");
+        let calls = args.calls.unwrap_or(if smoke { 12 } else { 500 });
+        println!("{}", mcp_truth::run(calls).await);
     }
     if which == Which::Report {
         println!("### Rendering runs too big to show whole\n");

@@ -23,7 +23,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-/// Two texts of 20 characters, alternated so each fill replaces the field's value.
+/// Two texts of 20 characters, alternated so each fill replaces the field's value (a fill of
+/// the value the field already holds types nothing through chrome-devtools-mcp).
 const TEXTS: [&str; 2] = ["twenty chars of text", "another twenty chars"];
 
 /// The first line of the gateway's own content item.
@@ -52,34 +53,34 @@ const PAGE: &str = "<!doctype html><title>Feedback bench</title>\
 const WARM: usize = 3;
 
 #[derive(Clone, Copy, Debug)]
-enum Server {
+pub enum Server {
     DevTools,
     Playwright,
 }
 
 impl Server {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Server::DevTools => "chrome-devtools-mcp 1.11.0",
             Server::Playwright => "@playwright/mcp 0.0.83",
         }
     }
 
-    fn command(self, scratch: &std::path::Path) -> Vec<String> {
+    pub fn command(self, scratch: &std::path::Path) -> Vec<String> {
         match self {
             Server::DevTools => chrome_devtools_mcp(),
             Server::Playwright => playwright_mcp(scratch),
         }
     }
 
-    fn navigate(self, url: &str) -> (&'static str, Value) {
+    pub fn navigate(self, url: &str) -> (&'static str, Value) {
         match self {
             Server::DevTools => ("navigate_page", json!({"type": "url", "url": url})),
             Server::Playwright => ("browser_navigate", json!({"url": url})),
         }
     }
 
-    fn snapshot(self) -> &'static str {
+    pub fn snapshot(self) -> &'static str {
         match self {
             Server::DevTools => "take_snapshot",
             Server::Playwright => "browser_snapshot",
@@ -110,6 +111,8 @@ struct Wrapped {
     field: String,
     noop: String,
     save: String,
+    /// Typing calls made so far, warm-up included: each types the other text than the last.
+    typed: std::cell::Cell<usize>,
     /// The server's temporary files (its TMPDIR, @playwright/mcp's output).
     _scratch: tempfile::TempDir,
 }
@@ -132,15 +135,21 @@ impl Wrapped {
             field: element(&snapshot, "textbox \"Name\""),
             noop: element(&snapshot, "button \"Nothing\""),
             save: element(&snapshot, "button \"Save\""),
+            typed: std::cell::Cell::new(0),
             gw,
             _scratch: scratch,
         }
     }
 
-    /// Calls of kind `kind` (index into [`KINDS`]), the `n`th of its run.
-    fn call_of(&self, server: Server, kind: usize, n: usize) -> (&'static str, Value) {
+    /// A call of kind `kind` (index into [`KINDS`]). Typing alternates by the calls made on this
+    /// gateway, not by a round's count: warm-up and timed calls follow on from each other.
+    fn call_of(&self, server: Server, kind: usize) -> (&'static str, Value) {
         match kind {
-            0 => server.type_into(&self.field, TEXTS[n % 2]),
+            0 => {
+                let n = self.typed.get();
+                self.typed.set(n + 1);
+                server.type_into(&self.field, TEXTS[n % 2])
+            }
             1 => server.click(&self.noop, "Nothing button"),
             _ => server.click(&self.save, "Save button"),
         }
@@ -241,9 +250,9 @@ async fn measure(server: Server, rounds: usize, calls: usize, extra: &[&str]) ->
     };
     // Warm both paths (the servers' first calls load code), untimed.
     for w in &paths {
-        for n in 0..WARM {
+        for _ in 0..WARM {
             for kind in 0..KINDS.len() {
-                let (tool, args) = w.call_of(server, kind, n);
+                let (tool, args) = w.call_of(server, kind);
                 w.gw.call(tool, args).await;
             }
         }
@@ -251,9 +260,9 @@ async fn measure(server: Server, rounds: usize, calls: usize, extra: &[&str]) ->
     for r in 0..rounds {
         for p in rotation(r, 2) {
             let w = &paths[p];
-            for n in 0..calls {
+            for _ in 0..calls {
                 for kind in 0..KINDS.len() {
-                    let (tool, args) = w.call_of(server, kind, n);
+                    let (tool, args) = w.call_of(server, kind);
                     let t = Instant::now();
                     let res = w.gw.call(tool, args).await;
                     m.ms[p][kind].push(t.elapsed().as_secs_f64() * 1e3);
@@ -274,7 +283,7 @@ async fn measure(server: Server, rounds: usize, calls: usize, extra: &[&str]) ->
 }
 
 /// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
-fn load_average() -> String {
+pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".into())
