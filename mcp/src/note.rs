@@ -321,7 +321,15 @@ pub(crate) async fn gather(
     } else {
         let open = typing.open;
         for _ in 0..open {
-            notes.push(not_verified_yet(wait));
+            notes.push(match intent.typed {
+                // Not waited for: typing key by key goes on in the next call.
+                Typed::Key => Told::new(
+                    "- typing: a typing step still being typed (its verdict comes when the typing pauses; a later result tells it)".into(),
+                    Value::Null,
+                    "still-typing",
+                ),
+                _ => not_verified_yet(wait),
+            });
         }
         notes.extend(without_steps(src, id, intent, typing, since, deadline).await);
         open > 0

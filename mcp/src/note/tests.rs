@@ -530,3 +530,75 @@ fn an_intent_prints_lengths_only() {
         Typed::Key
     );
 }
+
+/// A key that begins a typing step is not waited for (typing key by key goes on): its result
+/// says the step is still being typed, and a later call's result tells the step's verdict.
+#[tokio::test]
+async fn a_key_that_begins_a_step_is_told_still_typing_and_its_verdict_later() {
+    let p = Parts::new();
+    let owed = Owed::default();
+    let (id, since) = p.call();
+    let burst = p.calls.burst_began(since, None).expect("in flight");
+    let intent = Intent::of("press_key", Some(&args(json!({"key": "4"}))));
+    let started = std::time::Instant::now();
+    let wait = Duration::from_secs(30);
+    let learned = gather(
+        &p.sources(),
+        &owed,
+        (&id, "press_key"),
+        &intent,
+        since,
+        wait,
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(5), "not waited for");
+    let mut r = result();
+    append(&mut r, &id, &learned);
+    let (text, meta) = note_of(&r);
+    assert!(
+        text.contains("- typing: a typing step still being typed"),
+        "{text}"
+    );
+    assert_eq!(meta["typing"][0]["reason"], "still-typing");
+    // The next key continues that step: no step of its own.
+    let (next, since) = p.call();
+    p.calls.typed(since, None);
+    let learned = gather(
+        &p.sources(),
+        &owed,
+        (&next, "press_key"),
+        &intent,
+        since,
+        wait,
+    )
+    .await;
+    let mut r = result();
+    append(&mut r, &next, &learned);
+    let (text, _) = note_of(&r);
+    assert!(
+        text.contains("- typing: continues a typing step an earlier call began"),
+        "{text}"
+    );
+    // The typing pauses; its step lands; the next result tells it as the first key's call's.
+    let mut step = typing(&p.sanitizer, 2, Some((Verified::True, "landed")));
+    burst.step(&mut step);
+    let (last, since) = p.call();
+    let none = Intent::of("take_snapshot", None);
+    let learned = gather(
+        &p.sources(),
+        &owed,
+        (&last, "take_snapshot"),
+        &none,
+        since,
+        wait,
+    )
+    .await;
+    let mut r = result();
+    assert!(!append(&mut r, &last, &learned));
+    let (text, meta) = note_of(&r);
+    assert!(
+        text.contains("- earlier typing (call press_key), 2 chars (email field): landed"),
+        "{text}"
+    );
+    assert_eq!(meta["typing"][0]["call"], id.as_str());
+}
