@@ -1,4 +1,6 @@
+use super::fields::judge_fields;
 use super::*;
+use cdp_capture::{Control, FieldReading, ScriptedField};
 use cdp_evidence::{Action, Console, ConsoleLevel, Record, VerdictReason, Verification};
 use cdp_relay_proxy::tap::TapReceiver;
 use cdp_sanitize::{InputSummary, InputType, SafeText};

@@ -82,7 +82,8 @@ struct Typed {
     held: bool,
     /// Its own result said nothing of its typing.
     silent: bool,
-    verdicts: Vec<Value>,
+    /// Every verdict told of it, with its reason.
+    verdicts: Vec<(Value, String)>,
     /// Its own result's verdicts were `null` ("not verified yet").
     owed: bool,
 }
@@ -99,6 +100,8 @@ struct Tally {
     indeterminate: usize,
     owed: usize,
     owed_never_told: usize,
+    /// Reasons of the verdicts that were neither `true` nor `false`.
+    unsure: HashMap<String, usize>,
 }
 
 /// The uid or ref of the field labelled `label` (the line with a role before the name).
@@ -156,8 +159,11 @@ fn holds(server: Server, id: &str, text: &str) -> (&'static str, Value) {
     }
 }
 
+/// A verdict and its reason.
+type Verdict = (Value, String);
+
 /// The typing entries of a result's `_meta`: (the call they are about, verdict).
-fn told(r: &CallToolResult) -> (Option<String>, Vec<(Option<String>, Value)>) {
+fn told(r: &CallToolResult) -> (Option<String>, Vec<(Option<String>, Verdict)>) {
     let v = serde_json::to_value(r).unwrap_or(Value::Null);
     let meta = &v["_meta"][META_KEY];
     let own = meta["call"].as_str().map(str::to_owned);
@@ -171,7 +177,8 @@ fn told(r: &CallToolResult) -> (Option<String>, Vec<(Option<String>, Value)>) {
                     } else {
                         own.clone()
                     };
-                    (about, t["verified"].clone())
+                    let reason = t["reason"].as_str().unwrap_or("?").to_owned();
+                    (about, (t["verified"].clone(), reason))
                 })
                 .collect()
         })
@@ -198,7 +205,7 @@ async fn measure(server: Server, calls: usize) -> Vec<Tally> {
         })
         .collect();
     let mut typed: Vec<(Option<String>, Typed)> = Vec::new();
-    let mut later: Vec<(Option<String>, Value)> = Vec::new();
+    let mut later: Vec<(Option<String>, Verdict)> = Vec::new();
     for n in 0..calls {
         let kind = n % KINDS.len();
         let (_, id, label) = KINDS[kind];
@@ -206,7 +213,7 @@ async fn measure(server: Server, calls: usize) -> Vec<Tally> {
         let (tool, a) = fill(server, &targets[kind], label, &text, kind == 5);
         let r = gw.call(tool, a).await;
         let (call, entries) = told(&r);
-        let own: Vec<Value> = entries
+        let own: Vec<Verdict> = entries
             .iter()
             .filter(|(about, _)| *about == call)
             .map(|(_, v)| v.clone())
@@ -221,7 +228,7 @@ async fn measure(server: Server, calls: usize) -> Vec<Tally> {
                 kind,
                 held: text_of(&check).contains(HOLDS),
                 silent: own.is_empty(),
-                owed: own.iter().any(Value::is_null),
+                owed: own.iter().any(|(v, _)| v.is_null()),
                 verdicts: own,
             },
         ));
@@ -244,17 +251,20 @@ async fn measure(server: Server, calls: usize) -> Vec<Tally> {
         k.calls += 1;
         k.silent += usize::from(t.silent);
         k.owed += usize::from(t.owed);
-        let judged: Vec<&Value> = t.verdicts.iter().filter(|v| !v.is_null()).collect();
+        let judged: Vec<&Verdict> = t.verdicts.iter().filter(|(v, _)| !v.is_null()).collect();
         if t.owed && judged.is_empty() {
             k.owed_never_told += 1;
         }
-        for v in judged {
+        for (v, reason) in judged {
             match v {
                 Value::Bool(true) if t.held => k.landed += 1,
                 Value::Bool(true) => k.false_landed += 1,
                 Value::Bool(false) if !t.held => k.not_landed += 1,
                 Value::Bool(false) => k.false_not_landed += 1,
-                _ => k.indeterminate += 1,
+                _ => {
+                    k.indeterminate += 1;
+                    *k.unsure.entry(reason.clone()).or_default() += 1;
+                }
             }
         }
     }
@@ -317,6 +327,24 @@ pub async fn run(calls: usize) -> String {
             all.false_not_landed
         );
     }
+    let _ = writeln!(out, "\nWhy \"not verified\", by kind and reason:\n");
+    for (server, tally) in &results {
+        for (k, t) in tally.iter().enumerate() {
+            if t.unsure.is_empty() {
+                continue;
+            }
+            let mut reasons: Vec<(&String, &usize)> = t.unsure.iter().collect();
+            reasons.sort();
+            let said: Vec<String> = reasons.iter().map(|(r, n)| format!("`{r}` {n}")).collect();
+            let _ = writeln!(
+                out,
+                "- {} {}: {}",
+                server.name(),
+                KINDS[k].0,
+                said.join(", ")
+            );
+        }
+    }
     out
 }
 
@@ -359,7 +387,9 @@ mod tests {
         .unwrap();
         let (own, entries) = told(&r);
         assert_eq!(own.as_deref(), Some("c2"));
-        assert_eq!(entries[0], (Some("c2".into()), json!(true)));
-        assert_eq!(entries[1], (Some("c1".into()), json!(false)));
+        assert_eq!(entries[0].0.as_deref(), Some("c2"));
+        assert_eq!(entries[0].1 .0, json!(true));
+        assert_eq!(entries[1].0.as_deref(), Some("c1"));
+        assert_eq!(entries[1].1 .0, json!(false));
     }
 }
