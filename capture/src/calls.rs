@@ -96,6 +96,8 @@ pub struct ToolCalls {
     holders: Arc<crate::priority::Holders>,
     /// Woken whenever a burst's step is linked (or a burst ends without one).
     stepped: Arc<tokio::sync::Notify>,
+    /// A call was ever begun: until then the readers' per-command questions cost one load.
+    used: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How far the typing of one call has got.
@@ -133,8 +135,14 @@ impl ToolCalls {
         self.holders.known()
     }
 
+    /// Whether a call was ever begun (a run without a producer of tool calls never has one).
+    pub fn used(&self) -> bool {
+        self.used.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// A call started at `at` (call before the call reaches the browser).
     pub fn begin(&self, id: ActionId, at: SystemTime) {
+        self.used.store(true, std::sync::atomic::Ordering::Release);
         let mut calls = self.table();
         forget_old(&mut calls, at);
         // Kept in start order: usually a push at the back.
@@ -307,6 +315,27 @@ impl ToolCalls {
             calls: self.clone(),
             ids: ids.into_iter().map(|i| calls[i].id.clone()).collect(),
         })
+    }
+
+    /// A client command reached page `page` at `at`: the calls that could have sent it act on
+    /// that page (or may), as [`ToolCalls::link`] will say when its record is written.
+    pub fn commanded(&self, at: SystemTime, page: Option<&str>) {
+        let Some(page) = page else {
+            return;
+        };
+        let mut calls = self.table();
+        if calls.is_empty() {
+            return;
+        }
+        match choose(&calls, at, Duration::ZERO, Some(page)) {
+            Choice::None => {}
+            Choice::One(i) => remember(&mut calls[i].pages, page),
+            Choice::Several(indices) => {
+                for i in indices {
+                    remember(&mut calls[i].maybe, page);
+                }
+            }
+        }
     }
 
     /// A key that continues an open burst reached page `page` at `at`: counted for the calls
@@ -694,6 +723,41 @@ mod tests {
             linked(&calls, console(&s, 41, Some(PAGE_A))),
             Some(c.clone())
         );
+    }
+
+    /// What the traffic reader tells as it sees keys and commands: a burst tagged with the call
+    /// in flight (and its page remembered), keys counted, a command's page known before its
+    /// record is written; a burst that ends without a step still closes its place.
+    #[test]
+    fn typing_and_commands_are_counted_per_call_as_they_are_seen() {
+        let s = Sanitizer::new();
+        let calls = ToolCalls::default();
+        assert!(!calls.used());
+        assert!(
+            calls.burst_began(at(5), Some(PAGE_A)).is_none(),
+            "no call yet"
+        );
+        let a = ActionId::at(at(10));
+        calls.begin(a.clone(), at(10));
+        assert!(calls.used());
+        calls.commanded(at(11), Some(PAGE_B));
+        assert_eq!(calls.pages_of(&a), [PAGE_B]);
+        let burst = calls.burst_began(at(12), Some(PAGE_A)).expect("a's");
+        calls.typed(at(13), Some(PAGE_A));
+        let t = calls.typing_of(&a).expect("remembered");
+        assert_eq!((t.keys, t.bursts, t.open), (2, 1, 1));
+        let mut step = action(&s, "type", 12, Some(PAGE_A));
+        burst.step(&mut step);
+        assert_eq!(step.tool_call(), Some(&a));
+        assert_eq!(calls.typing_of(&a).expect("a").open, 0);
+        assert_eq!(calls.facts(&a).expect("a").typing_steps(), 1);
+        // A burst dropped without a step (its connection gone) is not waited for.
+        drop(calls.burst_began(at(14), None).expect("a's"));
+        assert_eq!(calls.typing_of(&a).expect("a").open, 0);
+        assert_eq!(calls.typing_of(&a).expect("a").bursts, 2);
+        calls.end(&a, at(20));
+        // After the call: nobody's.
+        assert!(calls.burst_began(at(21), Some(PAGE_A)).is_none());
     }
 
     #[test]

@@ -406,15 +406,19 @@ async fn without_steps(
     }
 }
 
-/// Typing of `n` characters with no step, not verified: `words` says why, `reason` in a word.
+/// Typing of `n` characters with no step, not verified: `words` says why (its `note` under
+/// `_meta`, as a step's verdict has), `reason` in a word.
 fn no_key(n: u64, words: &str, reason: &str) -> Told {
-    Told::new(
+    let mut told = Told::new(
         format!("- typing, {}: {words}", count(n)),
         json!("indeterminate"),
         reason,
     )
     .chars(n)
-    .without_keys()
+    .without_keys();
+    let note = words.strip_prefix("not verified: ").unwrap_or(words);
+    told.meta["note"] = json!(note);
+    told
 }
 
 fn count(n: u64) -> String {

@@ -150,6 +150,7 @@ impl TrafficReader {
             b.calls = self
                 .pages
                 .calls()
+                .filter(|c| c.used())
                 .and_then(|c| c.burst_began(at, handle_of(b.target.as_ref())));
             b
         });
@@ -161,7 +162,7 @@ impl TrafficReader {
             burst.group = self.groups.join(&typed, burst.field, at, |since| {
                 pages.navigated_since(&typed, since)
             });
-        } else if let Some(calls) = self.pages.calls() {
+        } else if let Some(calls) = self.pages.calls().filter(|c| c.used()) {
             calls.typed(at, handle_of(burst.target.as_ref()));
         }
         burst.restart_echo(|| self.sanitizer.typed_echo());
@@ -527,7 +528,7 @@ impl TrafficReader {
 }
 
 /// The page handle a record of `target` names.
-fn handle_of(target: Option<&cdp_sanitize::SafeJson>) -> Option<&str> {
+pub(super) fn handle_of(target: Option<&cdp_sanitize::SafeJson>) -> Option<&str> {
     target?.as_value().get("targetId")?.as_str()
 }
 

@@ -33,8 +33,7 @@ pub(super) async fn read_fields(
     let Some(h) = src.pipeline.filter(|h| h.observes()) else {
         return unread("the relay's own observer is off");
     };
-    // The call's commands name the pages it acted on once the writer has linked them.
-    let _ = tokio::time::timeout_at(deadline, h.writer().sync()).await;
+    // The traffic reader, caught up, has seen the call's commands and the pages they went to.
     let pages = src.calls.pages_of(id);
     if pages.is_empty() {
         return unread("the page the call acted on is not known");

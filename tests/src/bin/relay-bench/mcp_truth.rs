@@ -177,7 +177,10 @@ fn told(r: &CallToolResult) -> (Option<String>, Vec<(Option<String>, Verdict)>) 
                     } else {
                         own.clone()
                     };
-                    let reason = t["reason"].as_str().unwrap_or("?").to_owned();
+                    let mut reason = t["reason"].as_str().unwrap_or("?").to_owned();
+                    if let Some(note) = t["note"].as_str().filter(|_| reason == "no-keys") {
+                        reason = format!("{reason} ({note})");
+                    }
                     (about, (t["verified"].clone(), reason))
                 })
                 .collect()
