@@ -17,8 +17,9 @@
 //! with and without its feedback (not part of `all`).
 //! `relay-bench mcp-inputs` what `${NAME}` variables and the result rewriter add to a call
 //! through `cdp-relay mcp`, and the rewriter's throughput on a 1 MiB snapshot (not part of `all`).
-//! `relay-bench mcp-truth` typing calls of the real browser MCP servers, each verdict the agent hears checked
-//! against what the field holds (`--calls`, default 500 per server; not part of `all`).
+//! `relay-bench mcp-truth` typing calls of the real browser MCP servers, each verdict the agent
+//! hears checked against what the field holds (`--calls`, default 500 per server; not part of
+//! `all`).
 //! `relay-bench report` measures `cdp-relay report` and Chromium on runs too big to show whole.
 //! `relay-bench --help` lists the flags: `--smoke` (tiny sizes, seconds — what CI runs to keep
 //! the benchmark working), `--rounds` (`BENCH_ROUNDS`, default 10), `--relay-args`
