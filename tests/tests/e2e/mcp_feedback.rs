@@ -394,7 +394,15 @@ async fn verdicts_failures_and_sweep(
     scratch: &Scratch,
 ) -> Vec<String> {
     let output = tempfile::tempdir().expect("output dir");
-    let gw = spawn(server, output.path(), scratch, &[]).await;
+    // Each call returns once its own verdicts are in; the bound only keeps a loaded machine
+    // (verdicts re-read a landed field after 500 ms) from turning one into "not verified yet".
+    let gw = spawn(
+        server,
+        output.path(),
+        scratch,
+        &["--feedback-wait", "10000"],
+    )
+    .await;
     let c = Caller::Gateway(&gw);
     let page = Page::open(&c, server, &site.origin).await;
     let mut received: Vec<(String, CallToolResult)> = Vec::new();
@@ -852,7 +860,15 @@ fn expected_script(server: Server, case: &str) -> (Value, &'static str, Option<&
 /// `false` one that is not), and nothing of the text leaks.
 async fn script_fills(server: Server, site: &Site, scratch: &Scratch) {
     let output = tempfile::tempdir().expect("output dir");
-    let gw = spawn(server, output.path(), scratch, &[]).await;
+    // Each call returns once its own verdicts are in; the bound only keeps a loaded machine
+    // (verdicts re-read a landed field after 500 ms) from turning one into "not verified yet".
+    let gw = spawn(
+        server,
+        output.path(),
+        scratch,
+        &["--feedback-wait", "10000"],
+    )
+    .await;
     let c = Caller::Gateway(&gw);
     let nav = c
         .call(server.navigate(&format!("{}/script", site.origin)))
