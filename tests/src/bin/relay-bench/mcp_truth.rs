@@ -331,6 +331,12 @@ pub async fn run(calls: usize) -> String {
         );
     }
     let _ = writeln!(out, "\nWhy \"not verified\", by kind and reason:\n");
+    if results
+        .iter()
+        .all(|(_, t)| t.iter().all(|k| k.unsure.is_empty()))
+    {
+        let _ = writeln!(out, "- no verdict was \"not verified\".");
+    }
     for (server, tally) in &results {
         for (k, t) in tally.iter().enumerate() {
             if t.unsure.is_empty() {
