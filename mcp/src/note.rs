@@ -34,7 +34,7 @@ use super::args;
 use cdp_capture::calls::{CallTyping, ToolCalls};
 use cdp_capture::facts::{CallFacts, Linked};
 use cdp_capture::PipelineHandle;
-use cdp_evidence::{ActionId, RecordKind, Verified};
+use cdp_evidence::{ActionId, RecordKind, VerdictReason, Verified};
 use cdp_relay_proxy::order::Order;
 use cdp_relay_proxy::tap::Tap;
 use cdp_sanitize::Sanitizer;
@@ -471,6 +471,9 @@ fn typing_step(l: &Linked) -> Told {
             let words = verdict_words(Some(v.verified));
             let line = if note.is_empty() || v.verified == Verified::True {
                 format!("{head}: {words}")
+            } else if v.reason == VerdictReason::ClearedByPage {
+                // The text did land; "not verified" before it would tell the agent otherwise.
+                format!("{head}: {note}")
             } else {
                 format!("{head}: {words}: {note}")
             };

@@ -42,6 +42,25 @@ pub fn leaks(hay: &[u8], needle: &str) -> bool {
     })
 }
 
+/// The first line of a log (a relay's stderr) that holds `needle`, as [`leaks`] counts it, with
+/// each line's leading timestamp left out: its microseconds (`…:41.739418Z`) are six digits
+/// that a one-digit-per-box code matches one line in a few hundred thousand.
+pub fn log_leak<'a>(log: &'a str, needle: &str) -> Option<&'a str> {
+    log.lines().find(|line| {
+        let rest = match line.split_once(char::is_whitespace) {
+            Some((first, rest)) if is_timestamp(first) => rest,
+            _ => line,
+        };
+        leaks(rest.as_bytes(), needle)
+    })
+}
+
+/// An RFC 3339 time as tracing writes it to a pipe (`2026-12-06T04:11:41.739418Z`).
+fn is_timestamp(word: &str) -> bool {
+    let b = word.as_bytes();
+    b.len() >= 20 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && word.ends_with('Z')
+}
+
 /// A private TMPDIR for a relay that launches its browser: the launcher creates its profile
 /// there, so leftovers are easy to find.
 pub struct Scratch(tempfile::TempDir);
@@ -91,7 +110,7 @@ impl Scratch {
 
 #[cfg(test)]
 mod tests {
-    use super::leaks;
+    use super::{leaks, log_leak};
 
     #[test]
     fn a_code_inside_a_longer_number_is_not_a_leak() {
@@ -101,5 +120,14 @@ mod tests {
         assert!(leaks(b"x demo-Passw0rd! y", "demo-Passw0rd!"));
         assert!(!leaks(b"", "demo-Passw0rd!"));
         assert!(!leaks(b"abc", ""));
+    }
+
+    #[test]
+    fn a_code_in_a_log_line_counts_and_a_timestamps_microseconds_do_not() {
+        let log = "2026-12-06T04:11:41.739418Z  INFO run finalized\n\
+                   2026-12-06T04:11:42.000001Z DEBUG typed 739418 into #o1\n";
+        assert_eq!(log_leak(log, "739418"), Some(log.lines().nth(1).unwrap()));
+        assert_eq!(log_leak(log.lines().next().unwrap(), "739418"), None);
+        assert_eq!(log_leak("no time 739418", "739418"), Some("no time 739418"));
     }
 }

@@ -604,3 +604,25 @@ async fn a_key_that_begins_a_step_is_told_still_typing_and_its_verdict_later() {
     );
     assert_eq!(meta["typing"][0]["call"], id.as_str());
 }
+
+#[test]
+fn text_the_page_cleared_after_it_landed_is_told_as_landed_then_cleared() {
+    let s = Sanitizer::new();
+    let mut a = Action::new(SafeText::literal("type"));
+    a.input = Some(InputSummary::from_count(6, InputType::Text));
+    a.verification = Some(Verification::new(
+        Verified::Indeterminate,
+        VerdictReason::ClearedByPage,
+        s.text("landed, then cleared by the page: the field held the 6 typed characters and lost them within 500 ms"),
+    ));
+    let told = typing_step(&linked(Record::new(
+        SafeText::literal("cdp"),
+        RecordKind::Action(a),
+    )));
+    assert_eq!(
+        told.line,
+        "- typing, 6 chars (text field): landed, then cleared by the page: the field held the 6 typed characters and lost them within 500 ms"
+    );
+    assert_eq!(told.meta["verified"], "indeterminate");
+    assert_eq!(told.meta["reason"], "cleared-by-page");
+}
