@@ -91,9 +91,6 @@ fn remember(pages: &mut Vec<String>, page: &str) {
 #[derive(Clone, Default)]
 pub struct ToolCalls {
     calls: Arc<Mutex<VecDeque<Call>>>,
-    /// The run writer and the traffic reader take the lock in the idle CPU class; a producer on
-    /// a runtime worker that finds the lock held lifts them first (`priority::Holders`).
-    holders: Arc<crate::priority::Holders>,
     /// Woken whenever a burst's step is linked (or a burst ends without one).
     stepped: Arc<tokio::sync::Notify>,
     /// A call was ever begun: until then the readers' per-command questions cost one load.
@@ -121,18 +118,9 @@ impl std::fmt::Debug for ToolCalls {
 
 impl ToolCalls {
     fn table(&self) -> std::sync::MutexGuard<'_, VecDeque<Call>> {
-        self.holders.lock(&self.calls)
-    }
-
-    /// The thread `priority` tracks (the run writer) takes the table's lock.
-    pub(crate) fn held_by(&self, priority: &crate::priority::Priority) {
-        self.holders.held_by(priority);
-    }
-
-    /// How many evidence threads are known to take the table's lock.
-    #[cfg(test)]
-    pub(crate) fn holders_known(&self) -> usize {
-        self.holders.known()
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Whether a call was ever begun (a run without a producer of tool calls never has one).

@@ -32,10 +32,10 @@
 pub mod calls;
 pub(crate) mod cdp;
 pub use cdp::client;
+mod cpu;
 pub(crate) mod direct;
 pub mod facts;
 pub mod pages;
-mod priority;
 pub mod traffic;
 mod trim;
 pub mod writer;

@@ -300,7 +300,7 @@ pub(crate) async fn gather(
     if caught_up && typing.open > 0 && intent.typed != Typed::Key {
         // The call's typing is over: its bursts end now, their verdicts are asked for.
         src.tap.typing_over(Some(id.as_str()));
-        let _lifted = src.order.attend();
+        let _attending = src.order.attend();
         src.calls.typing_settled(id, deadline).await;
         typing = src.calls.typing_of(id).unwrap_or_default();
     }

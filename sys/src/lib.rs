@@ -1,44 +1,25 @@
 //! The system calls cdp-relay makes that neither the standard library nor `nix` wraps safely:
-//! a thread's scheduling class, returning freed memory to the kernel, and a child that dies with
+//! a thread's share of the CPU, returning freed memory to the kernel, and a child that dies with
 //! its parent. This is the workspace's one module that allows `unsafe`; every other crate root
 //! forbids it, so a new `unsafe` block has to come here and be reviewed with these.
 
 #![allow(unsafe_code)]
 
-/// The kernel's id of the calling thread (what `/proc/self/task/TID` and `sched_setscheduler`
-/// name); 0 off Linux.
+/// Lowers the calling thread to nice 19, the lowest share of the CPU in the normal class: any
+/// thread may lower itself, without a capability or an `RLIMIT_NICE`, and it is never starved.
+/// False when the OS refused (the thread keeps its share).
 #[cfg(target_os = "linux")]
-pub fn current_tid() -> i32 {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { nix::libc::gettid() }
-}
-
-/// The kernel's id of the calling thread; 0 off Linux.
-#[cfg(not(target_os = "linux"))]
-pub fn current_tid() -> i32 {
-    0
-}
-
-/// Puts thread `tid` of this process in the idle scheduling class (`SCHED_IDLE`) or back in the
-/// normal one; false when the OS refused (the thread keeps its class).
-#[cfg(target_os = "linux")]
-pub fn set_idle(tid: i32, idle: bool) -> bool {
+pub fn lower_current_thread() -> bool {
     use nix::libc;
-    let policy = if idle {
-        libc::SCHED_IDLE
-    } else {
-        libc::SCHED_OTHER
-    };
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `param` is a valid, initialised struct that outlives the call, which only reads it;
-    // a `tid` that is not ours or no longer exists makes the call fail, nothing worse.
-    let rc = unsafe { libc::sched_setscheduler(tid, policy, &param) };
+    // SAFETY: gettid has no preconditions; setpriority only reads its integer arguments. On
+    // Linux, PRIO_PROCESS with a thread's id names that thread alone.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
     rc == 0
 }
 
-/// Scheduling classes exist only on Linux here: always refused.
+/// Per-thread nice values exist only on Linux here: always refused.
 #[cfg(not(target_os = "linux"))]
-pub fn set_idle(_tid: i32, _idle: bool) -> bool {
+pub fn lower_current_thread() -> bool {
     false
 }
 
@@ -84,14 +65,24 @@ pub fn die_with_parent(command: &mut tokio::process::Command) {
 mod tests {
     use super::*;
 
+    /// The nice value of the calling thread, from `/proc` (field 19 of its stat).
+    #[cfg(target_os = "linux")]
+    fn own_nice() -> i64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+        after_comm.split(' ').nth(19 - 3).unwrap().parse().unwrap()
+    }
+
+    /// As root, unprivileged, without capabilities: a thread always lowers itself, and only
+    /// itself.
     #[cfg(target_os = "linux")]
     #[test]
-    fn a_thread_knows_its_id_and_an_unknown_thread_cannot_be_rescheduled() {
-        let main = current_tid();
-        assert!(main > 0);
-        let other = std::thread::spawn(current_tid).join().unwrap();
-        assert_ne!(main, other);
-        // A thread id that no longer exists: refused, not a crash.
-        assert!(!set_idle(i32::MAX, true));
+    fn a_thread_lowers_itself_to_nice_19_and_no_other() {
+        let before = own_nice();
+        let lowered = std::thread::spawn(|| (lower_current_thread(), own_nice()))
+            .join()
+            .unwrap();
+        assert_eq!(lowered, (true, 19));
+        assert_eq!(own_nice(), before);
     }
 }

@@ -59,9 +59,6 @@ pub struct Order {
     passive: OnceLock<Thread>,
     /// Readers in [`Order::caught_up`] that found the passive thread behind.
     waiting: AtomicU64,
-    /// Called as a reader starts waiting: the passive thread may be in a CPU class that lets
-    /// everything else run first, and a reader must not wait behind that.
-    on_wait: OnceLock<Box<dyn Fn() + Send + Sync>>,
     /// A gate the passive thread started and has not seen through.
     gate: Mutex<Option<Gate>>,
     /// Gates tried: a test can tell that the consumer went round.
@@ -139,7 +136,6 @@ impl Order {
             progress: Notify::new(),
             passive: OnceLock::new(),
             waiting: AtomicU64::new(0),
-            on_wait: OnceLock::new(),
             gate: Mutex::new(None),
             tries: AtomicU64::new(0),
         }
@@ -223,11 +219,6 @@ impl Order {
         let _ = self.passive.set(thread);
     }
 
-    /// Passive thread: `lift` is called whenever a reader starts waiting for it.
-    pub fn on_wait(&self, lift: impl Fn() + Send + Sync + 'static) {
-        let _ = self.on_wait.set(Box::new(lift));
-    }
-
     /// Passive thread: a reader is waiting for it right now.
     pub fn awaited(&self) -> bool {
         self.waiting.load(SeqCst) > 0
@@ -258,12 +249,8 @@ impl Order {
                 return;
             }
             if waiting.is_none() {
-                // Counted before the lift, so a passive thread going idle sees it (the count
-                // drops with the future, however it ends).
+                // The count drops with the future, however it ends.
                 waiting = Some(Waiting::new(self));
-                if let Some(lift) = self.on_wait.get() {
-                    lift();
-                }
             }
             if let Some(t) = self.passive.get() {
                 // It polls every few milliseconds; a reader waiting need not.
@@ -276,8 +263,7 @@ impl Order {
 
 /// A caller waiting for work the passive thread does after it caught up (a typing step's
 /// verdict, which it takes on its own time): counted in [`Order::awaited`] while it lives, so the
-/// thread stays out of a CPU class that lets everything else run first. From
-/// [`Order::attend`].
+/// thread does not go to sleep on its queues meanwhile. From [`Order::attend`].
 #[derive(Debug)]
 pub struct Attending<'a> {
     _waiting: Waiting<'a>,
@@ -285,12 +271,9 @@ pub struct Attending<'a> {
 
 impl Order {
     /// The caller waits for the passive thread's work beyond the order until the guard is
-    /// dropped: the thread is lifted now, and stays lifted while the guard lives.
+    /// dropped: the thread is woken now, and polls while the guard lives.
     pub fn attend(&self) -> Attending<'_> {
         let waiting = Waiting::new(self);
-        if let Some(lift) = self.on_wait.get() {
-            lift();
-        }
         if let Some(t) = self.passive.get() {
             t.unpark();
         }
@@ -374,31 +357,21 @@ mod tests {
     }
 
     #[test]
-    fn a_reader_that_must_wait_is_counted_and_lifts_the_passive_thread_once() {
-        use std::sync::atomic::AtomicUsize;
+    fn a_reader_that_must_wait_is_counted_while_it_waits() {
         let order = Arc::new(Order::new());
-        let lifts = Arc::new(AtomicUsize::new(0));
-        order.on_wait({
-            let lifts = lifts.clone();
-            move || {
-                lifts.fetch_add(1, SeqCst);
-            }
-        });
         runtime().block_on(async {
-            // Nothing to wait for: no lift, nobody counted.
+            // Nothing to wait for: nobody counted.
             order.caught_up().await;
-            assert_eq!(lifts.load(SeqCst), 0);
             assert!(!order.awaited());
             order.stamp();
             assert_eq!(order.issued(), 1);
             let waiting = reader(&order);
             tokio::task::yield_now().await;
             assert!(order.awaited());
-            assert_eq!(lifts.load(SeqCst), 1);
-            // Woken without progress (another reader's notification): not lifted again.
+            // Woken without progress (another reader's notification): still counted once.
             order.progress.notify_waiters();
             tokio::task::yield_now().await;
-            assert_eq!(lifts.load(SeqCst), 1);
+            assert_eq!(order.waiting.load(SeqCst), 1);
             order.handled_below(1);
             waiting.await.expect("returns once handled");
             assert!(!order.awaited());
@@ -410,25 +383,15 @@ mod tests {
             given_up.abort();
             let _ = given_up.await;
             assert!(!order.awaited());
-            assert_eq!(lifts.load(SeqCst), 2);
         });
     }
 
     #[test]
-    fn an_attending_caller_is_counted_and_lifts_the_passive_thread_while_it_lives() {
-        use std::sync::atomic::AtomicUsize;
+    fn an_attending_caller_is_counted_while_it_lives() {
         let order = Order::new();
-        let lifts = Arc::new(AtomicUsize::new(0));
-        order.on_wait({
-            let lifts = lifts.clone();
-            move || {
-                lifts.fetch_add(1, SeqCst);
-            }
-        });
         assert!(!order.awaited());
         let attending = order.attend();
         assert!(order.awaited());
-        assert_eq!(lifts.load(SeqCst), 1);
         drop(attending);
         assert!(!order.awaited());
     }

@@ -18,9 +18,9 @@
 //! Pages are keyed by raw CDP target id (or, for the traffic reader, by a connection and
 //! session key when it cannot tell the target), in memory only: records get the sanitized
 //! summary. One lock, held for one decision at a time; nothing here waits, does I/O or touches
-//! a socket. The run writer and the traffic reader's thread hold it in the idle CPU class, and
-//! runtime workers take it too (the direct reader, the status API): a thread that finds it held
-//! lifts those two first (`priority::Holders`), so no worker waits on a parked holder.
+//! a socket. The run writer and the traffic reader's thread hold it at nice 19 (`cpu.rs`), and
+//! runtime workers take it too (the direct reader, the status API): a holder at nice 19 is never
+//! starved, so a worker never waits long on one.
 
 pub(crate) mod dedup;
 pub(crate) mod events;
@@ -33,7 +33,6 @@ pub mod veto;
 use crate::cdp::IdMap;
 use crate::pages::dedup::Dedup;
 use crate::pages::veto::Veto;
-use crate::priority::{Holders, Priority};
 use cdp_sanitize::{SafeJson, Sanitizer};
 pub(crate) use frames::{instant_of, After, Due, FrameTiming, Want};
 use info::Info;
@@ -55,8 +54,6 @@ pub struct Pages {
     /// No picture this long after typing.
     quiet: Duration,
     table: Mutex<Table>,
-    /// The idle-class threads that take `table`, lifted by whoever finds it held.
-    holders: Holders,
     /// Wakes the relay's own observer when the traffic reader wants one of its frames.
     wanted: tokio::sync::Notify,
     /// Wakes whoever waits for the relay's own observer to cover a page.
@@ -108,7 +105,6 @@ impl Pages {
             screenshots,
             quiet: DEFAULT_QUIET_AFTER_TYPING,
             table: Mutex::new(Table::default()),
-            holders: Holders::default(),
             wanted: tokio::sync::Notify::new(),
             covering: tokio::sync::Notify::new(),
             calls: std::sync::OnceLock::new(),
@@ -132,19 +128,10 @@ impl Pages {
     }
 
     pub(crate) fn table(&self) -> MutexGuard<'_, Table> {
-        self.holders.lock(&self.table)
-    }
-
-    /// The thread `priority` tracks (an evidence thread in the idle class) takes the table's
-    /// lock: whoever finds the lock held lifts it first.
-    pub(crate) fn held_by(&self, priority: &Priority) {
-        self.holders.held_by(priority);
-    }
-
-    /// How many evidence threads are known to take the table's lock.
-    #[cfg(test)]
-    pub(crate) fn holders_known(&self) -> usize {
-        self.holders.known()
+        // A panic elsewhere must not stop the evidence: the table is consistent between calls.
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Runs `f` on the page kept under `key`, tracking it first if there is room; `None` when

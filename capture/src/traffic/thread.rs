@@ -14,11 +14,9 @@
 //! instead. Once the queues have stayed empty for [`SLEEP_AFTER`] with nothing timed pending (a
 //! typing burst to end, a verdict to wait for), it sleeps on the queues: the first copy after
 //! that wakes it (one wake per quiet spell on the hot path), so an idle relay does not wake it.
-//! It runs below the hot path's CPU class while it keeps up, and a reader that waits for it
-//! lifts it (`priority.rs`).
+//! It runs below the hot path at nice 19 (`cpu.rs`).
 
 use super::TrafficReader;
-use crate::priority::{self, Dormant, Lifter, Priority};
 use crate::trim::Trim;
 use crate::writer::RunWriter;
 use cdp_relay_tap::order::Order;
@@ -97,10 +95,6 @@ impl Queue {
     fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
-
-    fn len(&self) -> usize {
-        self.heap.len()
-    }
 }
 
 /// Lets readers through once the thread is gone, however it ends (a panic included): nothing
@@ -130,18 +124,8 @@ pub(crate) fn run(
     let mut stuck: Option<Instant> = None;
     let mut quiet: Option<Instant> = None;
     let mut trim = Trim::default();
-    let dormant = Arc::new(Dormant::default());
-    let waker = Waker::from(Arc::new(Wakes {
-        thread: std::thread::current(),
-        dormant: dormant.clone(),
-    }));
-    // Dropped after `priority`, however the thread ends: the lag watch ends with it.
-    let _end_watch = EndWatch(dormant.clone());
-    let mut priority = below_the_hot_path(&order, rx.frames.max_capacity(), &dormant);
-    observer.pages.held_by(&priority);
-    if let Some(calls) = observer.pages.calls() {
-        calls.held_by(&priority);
-    }
+    let waker = Waker::from(Arc::new(Wakes(std::thread::current())));
+    crate::cpu::below_the_hot_path("the traffic reader");
     loop {
         let control_gone = take_control(&mut rx, &mut queue);
         let below = match order.try_gate() {
@@ -165,7 +149,6 @@ pub(crate) fn run(
         // Every client → browser copy stamped below `below` is queued now, or lost.
         let gone = take_copies(&mut rx, &mut queue) && control_gone;
         take_control(&mut rx, &mut queue);
-        priority.adapt(queue.len(), || order.awaited());
         if order.first_lost().is_some_and(|lost| lost < below) {
             // A keystroke may have gone unseen: nothing stamped after it may be trusted.
             sanitizer.withhold_free_text();
@@ -177,7 +160,6 @@ pub(crate) fn run(
                 // stopped forwarding before it asked the pipeline to finish), and the relay's
                 // own observer must be free to answer the verifications `finish` waits for.
                 order.close();
-                priority.stay_normal();
                 return finish(&mut observer, at, &hand_over);
             }
             observer.handle(event);
@@ -188,7 +170,6 @@ pub(crate) fn run(
         }
         order.handled_below(below);
         if gone && queue.is_empty() {
-            priority.stay_normal();
             return finish(&mut observer, SystemTime::now(), &hand_over);
         }
         if handled == 0 {
@@ -198,33 +179,19 @@ pub(crate) fn run(
             let quiet_for = quiet.get_or_insert_with(Instant::now).elapsed();
             let nothing_due = queue.is_empty() && !observer.ticking() && !order.awaited();
             if quiet_for >= SLEEP_AFTER && nothing_due {
-                sleep_on_queues(&mut rx, &mut queue, &waker, &dormant);
+                sleep_on_queues(&mut rx, &mut queue, &waker);
             } else {
                 std::thread::park_timeout(IDLE_POLL);
             }
         } else {
             trim.busy(handled);
             quiet = None;
-            // Copies taken while registering with the queues woke nobody.
-            dormant.wake();
         }
     }
 }
 
-/// Ends the lag watch when the thread ends.
-struct EndWatch(Arc<Dormant>);
-
-impl Drop for EndWatch {
-    fn drop(&mut self) {
-        self.0.end();
-    }
-}
-
-/// Wakes the thread sleeping on its queues (registered with each queue) and its lag watch.
-struct Wakes {
-    thread: Thread,
-    dormant: Arc<Dormant>,
-}
+/// Wakes the thread sleeping on its queues (registered with each queue).
+struct Wakes(Thread);
 
 impl Wake for Wakes {
     fn wake(self: Arc<Self>) {
@@ -232,17 +199,14 @@ impl Wake for Wakes {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        self.dormant.wake();
-        self.thread.unpark();
+        self.0.unpark();
     }
 }
 
 /// Sleeps until a copy or a lifecycle event arrives, a reader waiting for the thread unparks
 /// it, or [`SLEEP_LOOK`] passes. Registering the waker looks at each queue once more: what
-/// arrived meanwhile is taken, and the thread does not sleep. The lag watch stays asleep until
-/// copies arrive (the waker wakes it) or the thread handles some.
-fn sleep_on_queues(rx: &mut TapReceiver, queue: &mut Queue, waker: &Waker, dormant: &Dormant) {
-    dormant.sleep();
+/// arrived meanwhile is taken, and the thread does not sleep.
+fn sleep_on_queues(rx: &mut TapReceiver, queue: &mut Queue, waker: &Waker) {
     let mut cx = Context::from_waker(waker);
     let mut arrived = false;
     for q in [&mut rx.commands, &mut rx.frames] {
@@ -267,30 +231,6 @@ fn sleep_on_queues(rx: &mut TapReceiver, queue: &mut Queue, waker: &Waker, dorma
     if !arrived {
         std::thread::park_timeout(SLEEP_LOOK);
     }
-}
-
-/// Moves the calling (passive) thread below the hot path (`priority.rs`): a reader waiting in
-/// [`Order::caught_up`] lifts it, and so does a watch when it lags (the watch sleeps while the
-/// thread sleeps on its queues: `dormant`).
-fn below_the_hot_path(order: &Arc<Order>, capacity: usize, dormant: &Arc<Dormant>) -> Priority {
-    let mut priority = Priority::start(capacity);
-    if let Some(class) = priority.class() {
-        let lifter = Lifter::default();
-        lifter.know(&priority);
-        order.on_wait(move || lifter.lift());
-        let (issued, handled) = (order.clone(), order.clone());
-        let watch = priority::watch(
-            class,
-            dormant.clone(),
-            move || issued.issued(),
-            move |b| handled.handled(b),
-        );
-        if watch.is_err() {
-            // Nothing would bound how far it lags.
-            priority.stay_normal();
-        }
-    }
-    priority
 }
 
 /// Takes lifecycle events; true when every tap is gone.
@@ -366,7 +306,6 @@ mod tests {
         sanitizer: Arc<Sanitizer>,
         /// The page model the traffic reader and the writer share, as in a pipeline.
         pages: Arc<Pages>,
-        calls: crate::calls::ToolCalls,
         tap: Tap,
         order: Arc<Order>,
         rx: Option<TapReceiver>,
@@ -382,14 +321,13 @@ mod tests {
             let run_id = run.id().to_owned();
             let sanitizer = Arc::new(Sanitizer::new());
             let pages = Arc::new(Pages::new(sanitizer.clone(), true));
-            let calls = crate::calls::ToolCalls::default();
             let (writer, _thread) = writer::start(
                 Store::open(EvidenceConfig::at(dir.path())).expect("store"),
                 "unit".into(),
                 run,
                 sanitizer.clone(),
                 pages.clone(),
-                calls.clone(),
+                crate::calls::ToolCalls::default(),
                 None,
             )
             .expect("writer");
@@ -401,7 +339,6 @@ mod tests {
                 run_id,
                 sanitizer,
                 pages,
-                calls,
                 tap,
                 order,
                 rx: Some(rx),
@@ -417,9 +354,12 @@ mod tests {
                 self.writer.clone(),
                 self.sanitizer.clone(),
             );
-            self.passive = Some(std::thread::spawn(move || {
-                run(rx, observer, writer, sanitizer)
-            }));
+            self.passive = Some(
+                std::thread::Builder::new()
+                    .name("rig-reader".into())
+                    .spawn(move || run(rx, observer, writer, sanitizer))
+                    .expect("a thread"),
+            );
         }
 
         /// Waits (on the passive thread's own progress, not on time) until it has tried at
@@ -525,21 +465,28 @@ mod tests {
         rt.block_on(order.caught_up());
     }
 
-    /// Both idle-class threads that take the page table's lock are known to it, and the writer
-    /// to the tool calls' table, so a runtime worker that finds one held lifts them first
-    /// (`priority::Holders`).
+    /// The traffic reader and the writer lower themselves below the hot path (`cpu.rs`), in
+    /// every configuration: any thread may.
+    #[cfg(target_os = "linux")]
     #[test]
-    fn the_writer_and_the_traffic_thread_are_known_to_the_page_table() {
+    fn the_traffic_reader_and_the_writer_run_at_nice_19() {
         let mut rig = Rig::new(64);
         rig.start();
-        let expected = if crate::priority::reversible() { 2 } else { 0 };
         let deadline = Instant::now() + Duration::from_secs(10);
-        let known = |rig: &Rig| rig.pages.holders_known() + rig.calls.holders_known();
-        while known(&rig) < expected + expected / 2 && Instant::now() < deadline {
+        let lowered = |name: &str| {
+            let nice = crate::cpu::nice_of_threads(name);
+            !nice.is_empty() && nice.iter().all(|n| *n == 19)
+        };
+        // Each thread lowers itself as it starts: other tests' rigs may be starting too.
+        while !(lowered("rig-reader") && lowered("cdp-relay-write")) {
+            assert!(
+                Instant::now() < deadline,
+                "reader {:?}, writer {:?}",
+                crate::cpu::nice_of_threads("rig-reader"),
+                crate::cpu::nice_of_threads("cdp-relay-write")
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert_eq!(rig.pages.holders_known(), expected);
-        assert_eq!(rig.calls.holders_known(), expected / 2);
         rig.finish();
     }
 

@@ -16,7 +16,6 @@ mod thread;
 
 use super::calls::ToolCalls;
 use super::pages::Pages;
-use super::priority::Lifter;
 use cdp_evidence::{Record, Run, RunEnded, Store};
 use cdp_sanitize::Sanitizer;
 use std::path::{Path, PathBuf};
@@ -139,8 +138,6 @@ impl Health {
 #[derive(Clone)]
 pub struct RunWriter {
     tx: mpsc::Sender<Msg>,
-    /// Lifts the writer thread out of the idle class for whoever waits for it.
-    lifter: Arc<Lifter>,
     current: Arc<Mutex<CurrentRun>>,
     failures: Arc<AtomicU64>,
     health: Arc<Health>,
@@ -172,10 +169,7 @@ impl RunWriter {
         let n = batch.len() as u64;
         let sent = match self.tx.try_send(Msg::Batch(batch)) {
             Ok(()) => true,
-            Err(TrySendError::Full(msg)) => {
-                self.lifter.lift();
-                self.tx.blocking_send(msg).is_ok()
-            }
+            Err(TrySendError::Full(msg)) => self.tx.blocking_send(msg).is_ok(),
             Err(TrySendError::Closed(_)) => false,
         };
         if !sent {
@@ -191,10 +185,7 @@ impl RunWriter {
         let n = batch.len() as u64;
         let sent = match self.tx.try_send(Msg::Batch(batch)) {
             Ok(()) => true,
-            Err(TrySendError::Full(msg)) => {
-                self.lifter.lift();
-                self.tx.send(msg).await.is_ok()
-            }
+            Err(TrySendError::Full(msg)) => self.tx.send(msg).await.is_ok(),
             Err(TrySendError::Closed(_)) => false,
         };
         if !sent {
@@ -223,7 +214,6 @@ impl RunWriter {
     /// producer's first. Blocks; call from a blocking context.
     pub fn append_records_blocking(&self, records: Vec<Record>) -> Result<Appended, AppendError> {
         let (reply, done) = tokio::sync::oneshot::channel();
-        self.lifter.lift();
         self.tx
             .blocking_send(Msg::External { records, reply })
             .map_err(|_| AppendError::Stopped)?;
@@ -257,7 +247,6 @@ impl RunWriter {
     /// Waits until everything sent before has been written (for a reader of the journal).
     pub async fn sync(&self) {
         let (reply, done) = tokio::sync::oneshot::channel();
-        self.lifter.lift();
         if self
             .tx
             .send(Msg::Sync {
@@ -276,7 +265,6 @@ impl RunWriter {
     /// writer is gone or the next run could not be joined).
     pub async fn rotate(&self) -> Option<WriterSummary> {
         let (reply, done) = tokio::sync::oneshot::channel();
-        self.lifter.lift();
         self.tx
             .send(Msg::Sync {
                 rotate: true,
@@ -291,7 +279,6 @@ impl RunWriter {
     /// has been written. Blocks; call from a blocking context.
     pub(crate) fn finish_blocking(&self, dropped: u64) -> Option<WriterSummary> {
         let (reply, rx) = std::sync::mpsc::channel();
-        self.lifter.lift();
         self.tx.blocking_send(Msg::Finish { dropped, reply }).ok()?;
         rx.recv().ok()
     }
@@ -315,10 +302,8 @@ pub(crate) fn start(
     }));
     let failures = Arc::new(AtomicU64::new(0));
     let health = Arc::new(Health::default());
-    let lifter = Arc::new(Lifter::default());
     let writer = RunWriter {
         tx,
-        lifter: lifter.clone(),
         current: current.clone(),
         failures: failures.clone(),
         health: health.clone(),
@@ -342,7 +327,7 @@ pub(crate) fn start(
     };
     let thread = std::thread::Builder::new()
         .name("cdp-relay-writer".into())
-        .spawn(move || state.run(rx, &lifter))?;
+        .spawn(move || state.run(rx))?;
     Ok((writer, thread))
 }
 

@@ -5,7 +5,6 @@
 use super::{Appended, CurrentRun, Emit, Health, Msg, NewArtifact, WriterSummary};
 use crate::calls::ToolCalls;
 use crate::pages::Pages;
-use crate::priority::{Lifter, Priority};
 use cdp_evidence::{
     ArtifactOutcome, DropReason, JoinAs, Marker, Record, RecordKind, Run, RunEnded, Store, Totals,
 };
@@ -53,24 +52,15 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn run(mut self, mut rx: mpsc::Receiver<Msg>, lifter: &Lifter) {
-        let mut priority = Priority::start(rx.max_capacity());
-        lifter.know(&priority);
-        // It takes the page table's lock at every batch (the folds that closed) and the tool
-        // calls' at every record (`ToolCalls::link`): whoever finds them held lifts it first.
-        self.pages.held_by(&priority);
-        self.calls.held_by(&priority);
+    pub(super) fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+        crate::cpu::below_the_hot_path("the run writer");
         while let Some(msg) = rx.blocking_recv() {
-            // A sync or a finish has someone waiting for it.
-            let awaited = !matches!(msg, Msg::Batch(_));
-            priority.adapt(rx.len(), || awaited);
             match msg {
                 Msg::Batch(batch) => self.write(batch),
                 Msg::External { records, reply } => {
                     let _ = reply.send(self.write_external(records));
                 }
                 Msg::Finish { dropped, reply } => {
-                    priority.stay_normal();
                     // Producers finished before asking; anything still queued is theirs too.
                     while let Ok(msg) = rx.try_recv() {
                         match msg {
@@ -91,7 +81,6 @@ impl Writer {
             }
         }
         // Every handle is gone without a finish request (an error path): still finalize.
-        priority.stay_normal();
         self.finish(0);
     }
 
