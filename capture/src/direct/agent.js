@@ -1,3 +1,4 @@
+// @ts-check
 // The relay's page agent. Runs in an isolated world of every frame the active observer attaches
 // to (never in the page's own world: page scripts cannot see or call it). It
 //
@@ -24,6 +25,121 @@
 // It never changes the page, never cancels or dispatches an event, and never sends anything but
 // field-kind words and locators over its binding. Agents of same-origin child frames report
 // through the top frame's agent, which reads their segments too.
+// ---- Types: for the type check only (tsconfig.json beside this file; scripts/test.sh) --------
+/**
+ * A locator in the evidence format's shape (locate.rs): one way to find the element, or `why`
+ * there is none; `frames`: the selectors of the <iframe>s from the top frame down to it.
+ * @typedef {object} Locator
+ * @property {string} [testId]
+ * @property {string} [role]
+ * @property {string} [name]
+ * @property {string} [label]
+ * @property {string} [placeholder]
+ * @property {string} [text]
+ * @property {string} [css]
+ * @property {boolean} [exact]
+ * @property {string} [why]
+ * @property {string[]} [frames]
+ */
+/**
+ * What the agent sends over its binding, by the tag `t` (sessions.rs, `AgentMessage`).
+ * @typedef {{t: 'focus', kind: string, field: number, group: number, from: number}} FocusReport
+ * @typedef {{t: 'hit', at: number, target: Locator, hover?: Locator, blocked?: boolean}} HitReport
+ * @typedef {{t: 'typed', at: number, target: Locator, continued?: boolean}} TypedReport
+ * @typedef {{t: 'chose', at: number, target: Locator, options: string[] | null}} ChoseReport
+ * @typedef {{t: 'files', at: number, target: Locator, count: number}} FilesReport
+ * @typedef {{t: 'sealed'} & Sealed} SealedReport
+ * @typedef {FocusReport | HitReport | TypedReport | ChoseReport | FilesReport | SealedReport} Message
+ */
+/**
+ * A burst's time window as the relay sends it (wall-clock ms: `now` when the call left).
+ * @typedef {{start: number, end: number, now: number}} BurstWindow
+ * The same on this agent's clock, with the slack before and after (`lo`, `hi`).
+ * @typedef {{start: number, end: number, lo: number, hi: number}} ReadWindow
+ */
+/**
+ * A field as typing into it is read: a live element, or the stand-in `unseal` makes of one of
+ * a document left before (which answers as the field did then).
+ * @typedef {{sealed: true, isConnected: boolean, isContentEditable: boolean, value: string | null}} SealedField
+ * @typedef {HTMLElement | SealedField} Field
+ */
+/**
+ * A segment: trusted insertions into one element at a stretch (`data`: their text, `count` their
+ * characters; a sensitive field's keeps the count only).
+ * @typedef {object} Segment
+ * @property {string} id
+ * @property {Field} el
+ * @property {string} kind
+ * @property {number} t0
+ * @property {number} t1
+ * @property {string | null} before
+ * @property {[number, number] | null} sel
+ * @property {string} data
+ * @property {Array<[number, number]> | null} marks
+ * @property {number} taken
+ * @property {number} count
+ * @property {boolean} cut
+ * @property {boolean} done
+ * @property {State | null} owner
+ * @property {Element | true | null} via
+ * @property {number | null} [bouncedAt]
+ */
+/**
+ * A part of a segment a reading sees (`viewOf`).
+ * @typedef {Segment & {seg: Segment, whole: boolean, end: number}} View
+ */
+/**
+ * One frame's typing: its segments, its focus changes, when its agent started.
+ * @typedef {{log: Segment[], focusLog: Array<{el: Element, t: number, via: Element | null}>, installedAt: number}} State
+ */
+/**
+ * What the agent hands the relay when its document is left (`sealed`), and the relay passes
+ * back with the next readings (`left`).
+ * @typedef {object} Sealed
+ * @property {number} installedAt
+ * @property {string} origin
+ * @property {Array<{connected: boolean, rich: boolean, value: string | null}>} fields
+ * @property {Array<SealedSegment>} segs
+ * @typedef {{id: string, field: number, kind: string, t0: number, t1: number, count: number,
+ *   cut: boolean, data: string, before: string | null, sel: [number, number] | null,
+ *   marks: Array<[number, number]> | null, taken: number, via: boolean, bouncedAt: number | null}} SealedSegment
+ */
+/**
+ * A reading's answer (verify.rs, `AgentAnswer`): a reason word and counts, never characters.
+ * @typedef {object} Answer
+ * @property {string} reason
+ * @property {string} [kind]
+ * @property {number} expected
+ * @property {number} [grew]
+ * @property {number} [following]
+ * @property {number} [fields]
+ * @property {number} [received]
+ * @property {number} [recheck]
+ * @property {boolean} [later]
+ * @property {string[]} [took]
+ */
+/**
+ * A field set by script within a call's window, as `readFields` answers (fields.rs).
+ * @typedef {{kind: string, control: string, chars: number, equals: number[], sensitive: boolean,
+ *   sameLength: number[], connected: boolean}} Changed
+ */
+/**
+ * The agent, as the relay's calls (`Runtime.callFunctionOn`) and other frames' agents use it:
+ * `globalThis.__cdpRelayAgent` in its world.
+ * @typedef {object} Agent
+ * @property {() => Array<{el: Element, t: number}>} scripted
+ * @property {(texts: string[], win: BurstWindow) => {changed: Changed[], held: number[], maybe: number[], unreadable: boolean}} readFields
+ * @property {() => State} state
+ * @property {(o: Message) => void} report
+ * @property {(el: Element | null) => Locator} locate
+ * @property {() => void} refocus
+ * @property {() => void} announce
+ * @property {() => string} focusKind
+ * @property {() => Sealed} sealed
+ * @property {(n: number, win: BurstWindow, left: Sealed | null) => Answer} uncompared
+ * @property {(literal: string, win: BurstWindow, left: Sealed | null) => Promise<Answer>} verify
+ * @property {(token: number | string) => Promise<Answer | null>} recheck
+ */
 (() => {
   'use strict';
   const BINDING = '__cdpRelayObserve';
@@ -40,6 +156,7 @@
   } catch (_) {
     isTop = false;
   }
+  /** @param {Message} o */
   const send = (o) => {
     if (!isTop) return;
     try {
@@ -71,16 +188,18 @@
 
   // A message to the relay from this frame's agent: the top frame's sends it, a child frame's
   // hands it up.
+  /** @param {Message} o */
   const report = (o) => {
     if (isTop) return send(o);
     try {
-      const top = window.top.__cdpRelayAgent;
+      const top = /** @type {Window} */ (window.top).__cdpRelayAgent;
       if (top) top.report(o);
     } catch (_) {
       // A cross-origin top frame: nothing of this frame is reported.
     }
   };
 
+  /** @param {Document | ShadowRoot} doc */
   const deepActive = (doc) => {
     let el = doc.activeElement;
     while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
@@ -240,7 +359,7 @@
     let el = deepActive(document);
     for (let depth = 0; el && (el.tagName === 'IFRAME' || el.tagName === 'FRAME') && depth < 4; depth += 1) {
       try {
-        const d = el.contentDocument;
+        const d = /** @type {HTMLIFrameElement} */ (el).contentDocument;
         if (!d) return el;
         el = deepActive(d);
       } catch (_) {
@@ -268,12 +387,14 @@
   // The field whose `input` event is being dispatched (until the task ends): focus that arrives
   // meanwhile was handed on by the page, as code boxes move on when a digit lands. Remembered
   // per field it went to.
+  /** @type {HTMLElement | null} */
   let inputting = null;
+  /** @type {WeakMap<Element, HTMLElement>} */
   const handedFrom = new WeakMap();
   addEventListener(
     'input',
     (e) => {
-      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      const el = /** @type {HTMLElement | null} */ ((e.composedPath && e.composedPath()[0]) || e.target);
       if (!el || !el.tagName) return;
       inputting = el;
       setTimeout(() => {
@@ -285,7 +406,7 @@
   addEventListener(
     'focus',
     (e) => {
-      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      const el = /** @type {HTMLElement | null} */ ((e.composedPath && e.composedPath()[0]) || e.target);
       if (!el || !el.tagName) return;
       if (inputting && inputting !== el && editable(inputting) && editable(el)) handedFrom.set(el, inputting);
       else handedFrom.delete(el);
@@ -296,8 +417,11 @@
   // The last focus report: kind, field, group and where the page handed focus from; and the
   // element and kind it was about (an insertion into the same element, of the same kind, need
   // not ask again).
+  /** @type {string | null} */
   let lastFocus = null;
+  /** @type {Element | null} */
   let lastFocusEl = null;
+  /** @type {string | null} */
   let lastFocusKind = null;
   const reportFocus = () => {
     if (!isTop) {
@@ -310,12 +434,13 @@
       }
       return;
     }
+    /** @type {FocusReport} */
     let report = { t: 'focus', kind: 'unknown', field: 0, group: 0, from: 0 };
     try {
       const el = focusedField();
       lastFocusEl = el;
       const typed = editable(el);
-      const from = typed ? handedFrom.get(el) : null;
+      const from = typed ? handedFrom.get(/** @type {Element} */ (el)) : null;
       report = {
         t: 'focus',
         kind: kindOf(deepActive(document)),
@@ -343,6 +468,10 @@
     if ('value' in el) return String(el.value);
     return null;
   };
+  /**
+   * @param {Partial<HTMLInputElement>} el any element: a text field's selection, else none
+   * @returns {[number, number] | null}
+   */
   const selection = (el) => {
     try {
       const s = el.selectionStart;
@@ -742,8 +871,10 @@
   // or why there is none.
   const framePath = () => {
     const path = [];
+    /** @type {Window} */
     let w = window;
     for (let depth = 0; w !== w.top; depth += 1) {
+      /** @type {Element | null} */
       let fe = null;
       try {
         fe = w.frameElement;
@@ -788,7 +919,7 @@
     'pointerover',
     (e) => {
       if (!e.isTrusted) return;
-      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      const el = /** @type {HTMLElement | null} */ ((e.composedPath && e.composedPath()[0]) || e.target);
       if (!el || el.nodeType !== 1) return;
       overLog.push({ el, t: now() });
       if (overLog.length > OVER_LOG) overLog.shift();
@@ -879,6 +1010,7 @@
           if (!complex.includes(':hover')) continue;
           const hovered = hoveredPart(complex);
           if (!hovered) continue;
+          /** @type {Element | null} */
           let shown = null;
           try {
             for (let n = el; n && n.nodeType === 1; n = n.parentElement) {
@@ -927,7 +1059,7 @@
     'pointerdown',
     (e) => {
       if (!e.isTrusted) return;
-      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      const el = /** @type {HTMLElement | null} */ ((e.composedPath && e.composedPath()[0]) || e.target);
       const aimed = el && el.nodeType === 1 ? aimOf(el) : null;
       let hover = null;
       try {
@@ -935,6 +1067,7 @@
       } catch (_) {
         hover = null;
       }
+      /** @type {HitReport} */
       const o = { t: 'hit', at: now(), target: locate(aimed) };
       if (hover) o.hover = locate(hover);
       presses.set(e, o);
@@ -982,14 +1115,14 @@
   addEventListener(
     'change',
     (e) => {
-      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      const el = /** @type {HTMLElement | null} */ ((e.composedPath && e.composedPath()[0]) || e.target);
       if (!el || !el.tagName) return;
       if (el.tagName === 'SELECT') {
         const secret = sensitiveChoice(el);
         const target = secret ? { why: 'sensitive-choice' } : locate(el);
         report({ t: 'chose', at: now(), target, options: secret ? null : chosen(el) });
       } else if (el.tagName === 'INPUT' && inputType(el) === 'file') {
-        report({ t: 'files', at: now(), target: locate(el), count: (el.files || []).length });
+        report({ t: 'files', at: now(), target: locate(el), count: (/** @type {HTMLInputElement} */ (el).files || []).length });
       }
     },
     true,
@@ -998,12 +1131,16 @@
   // Segments of trusted insertions, oldest first; `open` is the one still being typed into.
   // Each has an id of its own across documents and frames (the relay forgets the segments a
   // reading took from a document's handover by them).
+  /** @type {Segment[]} */
   const log = [];
+  /** @type {Segment | null} */
   let open = null;
   const SEGMENT_IDS = `${installedAt}.${Math.random().toString(36).slice(2, 8)}`;
   let segments = 0;
   // Focus changes, oldest first: { el, t, via } where `via` is a field focus bounced off.
+  /** @type {State['focusLog']} */
   const focusLog = [];
+  /** @type {State} */
   const state = { log, focusLog, installedAt };
 
   // A field that became sensitive keeps nothing of what was typed into it.
@@ -1021,9 +1158,10 @@
   // before the page's own handlers of that event have returned was bounced off it (a field
   // that hands focus on as it gets it, or on the first key typed into it). A listener added to
   // the field while the event is still on its way runs after the page's own.
+  /** @type {HTMLElement | null} */
   let dispatching = null;
   const arriving = (type) => (e) => {
-    const el = (e.composedPath && e.composedPath()[0]) || e.target;
+    const el = /** @type {HTMLElement | null} */ ((e.composedPath && e.composedPath()[0]) || e.target);
     if (!el || !el.tagName) return;
     if (type === 'keydown' && !e.isTrusted) return;
     const via =
@@ -1054,6 +1192,7 @@
   // another was handed on by the page (focus moved in the keydown's handlers). Programmatic
   // focus in a page without window focus fires no focus event, so the focus log alone misses it.
   // Each key counts once: its insertion or its keyup consumes it.
+  /** @type {{el: HTMLElement, t: number} | null} */
   let lastKey = null;
   addEventListener('keyup', () => { lastKey = null; }, true);
   const handedOn = (el, t) => {
@@ -1067,9 +1206,14 @@
 
   // The caret or selection of contenteditable `el`, as offsets into its text (`textContent`
   // counts the same text nodes a range does); `null` when it is not inside `el`.
+  /**
+   * @param {HTMLElement} el
+   * @returns {[number, number] | null}
+   */
   const caretIn = (el) => {
     try {
-      const root = el.getRootNode ? el.getRootNode() : document;
+      // A document or a shadow root (Chromium's has getSelection too).
+      const root = /** @type {Document} */ (el.getRootNode ? el.getRootNode() : document);
       const s = (root.getSelection && root.getSelection()) || el.ownerDocument.getSelection();
       if (!s || s.rangeCount === 0) return null;
       const r = s.getRangeAt(0);
@@ -1094,7 +1238,8 @@
     (e) => {
       if (!e.isTrusted) return;
       const type = String(e.inputType || '');
-      const el = (e.composedPath && e.composedPath()[0]) || e.target;
+      // A trusted insertion always has an element.
+      const el = /** @type {HTMLElement} */ ((e.composedPath && e.composedPath()[0]) || e.target);
       if (el && typeof el === 'object') lastInput.set(el, now());
       if (!type.startsWith('insert') || type === 'insertLineBreak' || type === 'insertParagraph') {
         open = null;
@@ -1116,6 +1261,7 @@
         const continued = !!open && !open.done && open.el === el;
         const v = secret ? null : valueOf(el);
         const before = v != null && v.length <= MAX_BEFORE ? v : null;
+        /** @type {[number, number] | null} */
         let sel = null;
         if (!secret) sel = el.isContentEditable ? caretIn(el) : selection(el);
         segments += 1;
@@ -1124,11 +1270,12 @@
         // the part of a segment its window covers); `taken`: what readings took of it so far.
         open = { id, el, kind, t0: t, t1: t, before, sel, data: '', marks: [], taken: 0, count: 0, cut: false, done: false, owner: state, via };
         // Where this typing went, as it was before the first character landed.
+        /** @type {TypedReport} */
         const o = { t: 'typed', at: t, target: locate(el) };
         if (continued) o.continued = true;
         report(o);
         log.push(open);
-        if (log.length > MAX_SEGMENTS) log.shift().done = true;
+        if (log.length > MAX_SEGMENTS) /** @type {Segment} */ (log.shift()).done = true;
       }
       open.t1 = t;
       open.count += chars(data);
@@ -1149,7 +1296,7 @@
   try {
     new MutationObserver((records) => {
       for (const r of records) {
-        const el = r.target;
+        const el = /** @type {HTMLElement} */ (r.target);
         if (!el || (el.tagName !== 'INPUT' && el.tagName !== 'TEXTAREA')) continue;
         const kind = kindOf(el);
         if (SENSITIVE.has(kind)) scrub(el, kind);
@@ -1370,12 +1517,13 @@
     const segs = [];
     let budget = SEAL_CHARS;
     const recent = states()
-      .flatMap((st) => st.log.filter((g) => !g.done && g.t1 >= t - SEAL_AGE).map((g) => [st, g]))
+      .flatMap((st) => st.log.filter((g) => !g.done && g.t1 >= t - SEAL_AGE).map((g) => /** @type {[State, Segment]} */ ([st, g])))
       .sort((a, b) => b[1].t0 - a[1].t0);
     // Newest first, so the budget keeps the typing most likely still to be read.
     for (const [st, g] of recent) {
       const secret = SENSITIVE.has(g.kind);
       let f = index.get(g.el);
+      /** @type {string | null} */
       let value = null;
       if (f === undefined && !secret) {
         const v = valueOf(g.el);
@@ -1594,16 +1742,17 @@
     const wait = Math.min(a.t + RECHECK - now(), RECHECK);
     if (wait > 0) {
       // Read sooner if the page starts leaving the document: what it holds then stays.
-      await new Promise((res) => {
+      await /** @type {Promise<void>} */ (new Promise((res) => {
+        /** @type {number | null} */
         let timer = null;
         const done = () => {
           rechecks.delete(done);
-          clearTimeout(timer);
+          clearTimeout(/** @type {number} */ (timer));
           res();
         };
         timer = setTimeout(done, wait);
         rechecks.add(done);
-      });
+      }));
     }
     pendingRechecks.delete(token);
     // Gone from the page, or given input since (the next step's typing or deleting): what the
@@ -1624,7 +1773,7 @@
   const scripted = [];
   const setByScript = (e) => {
     if (e.isTrusted) return;
-    const el = (e.composedPath && e.composedPath()[0]) || e.target;
+    const el = /** @type {HTMLElement | null} */ ((e.composedPath && e.composedPath()[0]) || e.target);
     if (!el || !el.tagName) return;
     scripted.push({ el, t: now() });
     if (scripted.length > SCRIPTED) scripted.shift();
@@ -1704,6 +1853,7 @@
     return all.sort((a, b) => a.t - b.t);
   };
 
+  /** @type {Agent} */
   const agent = {
     // This frame's fields set by script, for the top frame's agent.
     scripted() {
@@ -1838,7 +1988,7 @@
       await new Promise((r) => setTimeout(r, 30));
       // A frame for re-renders, but a hidden page's throttled frames do not hold the reading up.
       await Promise.race([
-        new Promise((r) => requestAnimationFrame(() => r())),
+        /** @type {Promise<void>} */ (new Promise((r) => requestAnimationFrame(() => r()))),
         new Promise((r) => setTimeout(r, 200)),
       ]);
       took = [];
