@@ -97,8 +97,8 @@ test_prerequisites() {
     apt_install nodejs npm
   fi
   if [ ! -d tests/clients/node_modules/playwright-core ] || [ ! -d tests/clients/node_modules/puppeteer-core ] \
-     || [ tests/clients/package-lock.json -nt tests/clients/node_modules/.package-lock.json ]; then
-    step "installing the npm test clients (playwright-core, puppeteer-core, chrome-devtools-mcp, @playwright/mcp; no browser downloads)"
+     || [ ! -d tests/clients/node_modules/typescript ] || [ tests/clients/package-lock.json -nt tests/clients/node_modules/.package-lock.json ]; then
+    step "installing the npm test clients (playwright-core, puppeteer-core, chrome-devtools-mcp, @playwright/mcp; no browser downloads) and TypeScript"
     PUPPETEER_SKIP_DOWNLOAD=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
       npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error
   fi
@@ -163,6 +163,14 @@ step "cargo test --no-run (builds the binary the end-to-end tests run, with the 
 cargo test --workspace --locked --no-run
 
 wait_background
+
+# The page agent (capture/src/direct/agent.js): JavaScript the relay installs in every page,
+# which no Rust test compiles. Type-checked (TypeScript from tests/clients), then its rules run
+# on a page of their own in a headless Chromium of its own, before any Rust test starts one.
+step "the page agent's type check (tsc -p capture/src/direct/tsconfig.json)"
+tests/clients/node_modules/.bin/tsc -p capture/src/direct/tsconfig.json
+step "the page agent on its own page (tests/clients/agent_page.mjs: Chromium, no relay)"
+timeout -k 10 120 node tests/clients/agent_page.mjs
 
 step "deploy/kubernetes against the Kubernetes schemas (kubernetes-validate, offline)"
 # The oldest Kubernetes release still commonly run, and the newest the package knows.
