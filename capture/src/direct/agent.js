@@ -1715,7 +1715,9 @@
       answer = { reason: 'interleaved', kind: first.kind, expected: n };
     }
     // Read again later only what is still the field's own value and can still change.
-    const again = !next && first.owner ? { el: first.el, before: seg.before, after, t: last.t1 } : null;
+    // Compared with what the field held before the step's typing (as `judge` did): the
+    // last segment's `before` already holds the first ones' text, and is null past MAX_BEFORE.
+    const again = !next && first.owner ? { el: first.el, before: first.before, after, t: last.t1 } : null;
     return { answer, again };
   };
 
