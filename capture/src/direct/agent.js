@@ -89,6 +89,11 @@
  * @typedef {Segment & {seg: Segment, whole: boolean, end: number}} View
  */
 /**
+ * A `landed` reading's field, to read again (`toReadAgain`): its value before and after the
+ * typing, and the time of the last insertion.
+ * @typedef {{el: Field, before: string, after: string | null, t: number}} Recheck
+ */
+/**
  * One frame's typing: its segments, its focus changes, when its agent started.
  * @typedef {{log: Segment[], focusLog: Array<{el: Element, t: number, via: Element | null}>, installedAt: number}} State
  */
@@ -245,13 +250,23 @@
   const SENSITIVE = new Set(['password', 'one-time-code', 'payment', 'marked', 'frame']);
   const SIGNAL_CHARS = 200;
 
+  /**
+   * @param {Element} el
+   * @param {string} name
+   */
   const attr = (el, name) => String((el.getAttribute && el.getAttribute(name)) || '');
+  /** @param {string} text */
   const words = (text) =>
     ` ${String(text)
       .replace(/([a-z])([A-Z])/g, '$1 $2')
       .toLowerCase()
       .replace(/[^\p{L}\p{N}]+/gu, ' ')
       .trim()} `;
+  /**
+   * @param {string} text
+   * @param {string[]} phrases
+   * @param {string[]} whole
+   */
   const says = (text, phrases, whole) =>
     phrases.some((p) => text.includes(p)) || whole.some((w) => text.includes(` ${w} `));
   const textOf = (el) => String((el && el.textContent) || '').slice(0, SIGNAL_CHARS);
@@ -345,6 +360,7 @@
   // about a field besides its kind, never anything the page wrote.
   const serials = new WeakMap();
   let nextSerial = 1;
+  /** @param {object} o */
   const serialOf = (o) => {
     let n = serials.get(o);
     if (!n) {
@@ -444,7 +460,7 @@
       report = {
         t: 'focus',
         kind: kindOf(deepActive(document)),
-        field: typed ? serialOf(el) : 0,
+        field: typed ? serialOf(/** @type {Element} */ (el)) : 0,
         group: typed ? groupOf(el) : 0,
         from: from ? serialOf(from) : 0,
       };
@@ -481,6 +497,7 @@
       return null;
     }
   };
+  /** @param {string} s */
   const chars = (s) => Array.from(s).length;
 
   // ---- Locators ------------------------------------------------------------------------------
@@ -497,9 +514,11 @@
   const MAX_TEXT_CANDIDATES = 10000;
   const MAX_ROOTS = 64;
   // Playwright's normalizeWhiteSpace.
+  /** @param {unknown} t */
   const norm = (t) => String(t || '').replace(/[\u200b\u00ad]/g, '').trim().replace(/\s+/g, ' ');
   // Longer text is cut at a word: Playwright matches a substring, so a cut name still matches
   // (but never exactly).
+  /** @param {string} t */
   const shorten = (t) => {
     if (t.length <= NAME_CHARS) return t;
     const c = t.slice(0, NAME_CHARS);
@@ -510,6 +529,7 @@
   // modules (`css-1q2w3e`, `sc-…`, `Button_primary__3xK9a`), and any part of at least four
   // characters mixing two or more digits with letters (`r-7f3a9c`, `ember123`) or four digits.
   // The same rule as the export's (report/src/replay/guard.rs).
+  /** @param {unknown} id */
   const looksGenerated = (id) => {
     const s = String(id || '');
     if (/[:«»]/.test(s) || /^(css|sc|jsx|emotion|styled|svelte)-/i.test(s) || /__/.test(s)) return true;
@@ -628,6 +648,11 @@
     return out;
   };
   // Every element matching `sel` in `roots`; null when there are more than `max`.
+  /**
+   * @param {Array<Document | ShadowRoot>} roots
+   * @param {string} sel
+   * @returns {Element[] | null}
+   */
   const queryDeep = (roots, sel, max = MAX_CANDIDATES) => {
     const out = [];
     for (const r of roots) {
@@ -644,6 +669,11 @@
   };
   // How many elements of `roots` matching `sel` pass `pick`, stopping at two; `Infinity` when
   // there are too many to look at.
+  /**
+   * @param {Array<Document | ShadowRoot>} roots
+   * @param {string} sel
+   * @param {(c: Element) => boolean} pick
+   */
   const countOf = (roots, sel, pick, max = MAX_CANDIDATES) => {
     const all = queryDeep(roots, sel, max);
     if (!all) return Infinity;
@@ -741,8 +771,18 @@
   };
   // Does `text` match `part` as Playwright matches it: whole and case-sensitive (`exact`), or
   // as a case-insensitive substring?
+  /**
+   * @param {string} text
+   * @param {string} part
+   * @param {boolean} exact
+   */
   const matches = (text, part, exact) => (exact ? text === part : text.toLowerCase().includes(part.toLowerCase()));
   // Exact first (it keeps matching when other text grows around it), then as a substring.
+  /**
+   * @param {string} value
+   * @param {(v: string, exact: boolean) => number} count
+   * @returns {{value: string, exact: boolean} | null}
+   */
   const uniquely = (value, count) => {
     if (!value) return null;
     const whole = value.length <= NAME_CHARS;
@@ -914,6 +954,7 @@
   // last inside `trigger` and outside `shown` (what a user moved over), else `trigger`.
   const OVER_LOG = 32;
   const SHOW_AFTER_OVER = 1000;
+  /** @type {Array<{el: HTMLElement, t: number}>} */
   const overLog = [];
   addEventListener(
     'pointerover',
@@ -969,6 +1010,7 @@
   };
   // One complex selector with `:hover` split at the hovered compound: the selector the hovered
   // element matches (`:hover` left out), when only descendant or child combinators follow it.
+  /** @param {string} complex */
   const hoveredPart = (complex) => {
     const at = complex.indexOf(':hover');
     let end = at;
@@ -984,6 +1026,7 @@
     const part = complex.slice(0, end).replace(/:hover/g, '').trim();
     return part === '' || /[\s>+~]$/.test(part) ? `${part}*` : part;
   };
+  /** @param {string} list */
   const splitList = (list) => {
     const out = [];
     let depth = 0;
@@ -1144,6 +1187,10 @@
   const state = { log, focusLog, installedAt };
 
   // A field that became sensitive keeps nothing of what was typed into it.
+  /**
+   * @param {Field} el
+   * @param {string} kind
+   */
   const scrub = (el, kind) => {
     for (const s of log) {
       if (s.el === el && !SENSITIVE.has(s.kind)) {
@@ -1195,6 +1242,10 @@
   /** @type {{el: HTMLElement, t: number} | null} */
   let lastKey = null;
   addEventListener('keyup', () => { lastKey = null; }, true);
+  /**
+   * @param {HTMLElement} el
+   * @param {number} t
+   */
   const handedOn = (el, t) => {
     const key = lastKey;
     lastKey = null;
@@ -1307,12 +1358,20 @@
     // No document element yet to observe: focus and insertions still classify.
   }
 
+  /**
+   * @param {string} small
+   * @param {string} big
+   */
   const isSubsequence = (small, big) => {
     let i = 0;
     for (const c of big) if (i < small.length && small[i] === c) i += 1;
     return i === small.length;
   };
   // The middle of `after` that replaced the middle of `before`, and what follows it.
+  /**
+   * @param {string} before
+   * @param {string} after
+   */
   const diff = (before, after) => {
     let p = 0;
     while (p < before.length && p < after.length && before[p] === after[p]) p += 1;
@@ -1326,6 +1385,12 @@
   // the text went counts, not only that the field grew by it: typing at a caret that has the
   // field's own text after it went in before that text (a programmatic focus leaves the caret at
   // the start), which is not what typing meant to continue it would make.
+  /**
+   * @param {Segment} first
+   * @param {string} literal
+   * @param {string | null} after
+   * @returns {Answer}
+   */
   const judge = (first, literal, after) => {
     const n = chars(literal);
     const el = first.el;
@@ -1383,7 +1448,9 @@
   // Segments that got their reading leave their log (one of a left document is only marked:
   // the relay forgets it when told, by the ids the reading took); a view of part of a segment
   // (`viewOf`) leaves the rest for the next reading (`id@end` tells the relay how much).
+  /** @type {string[]} */
   let took = [];
+  /** @param {any[]} views segments, or views of them (`viewOf`) */
   const settle = (views) => {
     for (const v of views) {
       const s = v.seg || v;
@@ -1438,6 +1505,11 @@
   const LATE = 1;
   // The burst's time window on this clock. On one machine the clocks agree; a browser far off
   // (more than a second: another host) is shifted by what the call took to arrive.
+  /**
+   * @param {BurstWindow} win
+   * @param {number} entered
+   * @returns {ReadWindow}
+   */
   const windowOf = (win, entered) => {
     const skew = entered - Number(win.now);
     const shift = Math.abs(skew) > 1000 ? skew : 0;
@@ -1450,6 +1522,11 @@
   // last insertion in the window (`whole`: all of it). Typing that ran on into the same field
   // after a step ended (a client pressing key after key, each key a step of its own, faster
   // than SEGMENT_GAP) belongs to the next step's reading. `null`: nothing left of it.
+  /**
+   * @param {Segment} g
+   * @param {ReadWindow} w
+   * @returns {View | null}
+   */
   const viewOf = (g, w) => {
     const from = g.taken || 0;
     const m = g.marks;
@@ -1467,12 +1544,16 @@
   // The segments of every frame typed into within `w`, in time order (`segs`), the views of
   // them (`inWin`, those starting in the window), and whether typing that began before it ran
   // on into it. `left`: the document before this one, as it was left.
+  /**
+   * @param {ReadWindow} w
+   * @param {State | null} left
+   */
   const within = (w, left) => {
     const all = left ? states().concat([left]) : states();
     const segs = all
       .flatMap((s) => s.log.filter((g) => !g.done))
       .sort((a, b) => a.t0 - b.t0);
-    const views = segs.map((g) => viewOf(g, w)).filter((v) => v);
+    const views = /** @type {View[]} */ (segs.map((g) => viewOf(g, w)).filter((v) => v));
     return {
       all,
       segs,
@@ -1483,6 +1564,10 @@
 
   // When focus last reached segment `g`'s field before it was typed into, if it bounced off
   // another field on the way (`null` otherwise).
+  /**
+   * @param {State} st
+   * @param {Segment} g
+   */
   const bounceOf = (st, g) => {
     const fl = st.focusLog;
     for (let i = fl.length - 1; i >= 0; i -= 1) {
@@ -1493,6 +1578,10 @@
     return null;
   };
   // Did focus reach `first`'s field by bouncing off another field shortly before the burst?
+  /**
+   * @param {Segment} first
+   * @param {ReadWindow} w
+   */
   const bounced = (first, w) => {
     const at = first.owner ? bounceOf(first.owner, first) : first.bouncedAt;
     return at != null && at >= w.lo - 1000;
@@ -1558,6 +1647,7 @@
     return { installedAt, origin: String(location.origin), fields, segs };
   };
   // Readings waiting to read a field again: each resolves at once when called.
+  /** @type {Set<() => void>} */
   const rechecks = new Set();
   addEventListener(
     'beforeunload',
@@ -1576,6 +1666,10 @@
   // The sealed document the relay passed back, as a state: segments on stand-ins for their
   // fields, which answer as the fields did when the document was left. A segment read already
   // is `null`.
+  /**
+   * @param {Sealed | null} left
+   * @returns {State | null}
+   */
   const unseal = (left) => {
     if (!left || typeof left !== 'object' || !Array.isArray(left.segs)) return null;
     // This very document, whose navigation did not happen (a 204, a download): its own
@@ -1614,6 +1708,10 @@
   };
   // The answer of a reading, with the segments it took (a left document's handover may hold
   // them too: the relay forgets them there).
+  /**
+   * @param {Answer} answer
+   * @returns {Answer}
+   */
   const withTook = (answer) => {
     const ids = took;
     took = [];
@@ -1627,6 +1725,12 @@
 
   // Which of the segments in window `w` spell `literal`, and the verdict (the reading itself,
   // synchronous); `again`: what to read again for a later change.
+  /**
+   * @param {string} literal
+   * @param {ReadWindow} w
+   * @param {State | null} left
+   * @returns {{answer: Answer, again?: Recheck | null}}
+   */
   const reading = (literal, w, left) => {
     const n = chars(literal);
     const { all, segs, inWin, straddle } = within(w, left);
@@ -1717,7 +1821,8 @@
     // Read again later only what is still the field's own value and can still change.
     // Compared with what the field held before the step's typing (as `judge` did): the
     // last segment's `before` already holds the first ones' text, and is null past MAX_BEFORE.
-    const again = !next && first.owner ? { el: first.el, before: first.before, after, t: last.t1 } : null;
+    // Only a `landed` reading is read again, and `judge` says so only when it had that value.
+    const again = !next && first.owner ? { el: first.el, before: /** @type {string} */ (first.before), after, t: last.t1 } : null;
     return { answer, again };
   };
 
@@ -1725,19 +1830,28 @@
   // its own (`recheck`), so the page's next reading need not wait for it. Dropped oldest first
   // past MAX_RECHECKS, and by the call that reads them.
   const MAX_RECHECKS = 64;
+  /** @type {Map<number, Recheck & {literal: string, answer: Answer}>} */
   const pendingRechecks = new Map();
   let recheckTokens = 0;
   // Keeps `r`'s field to read again; the answer with the token the relay asks with.
+  /**
+   * @param {{answer: Answer, again?: Recheck | null}} r
+   * @param {string} literal
+   */
   const toReadAgain = (r, literal) => {
     const a = r.again;
     if (!a || r.answer.reason !== 'landed') return r.answer;
     recheckTokens += 1;
     pendingRechecks.set(recheckTokens, { ...a, literal, answer: r.answer });
-    if (pendingRechecks.size > MAX_RECHECKS) pendingRechecks.delete(pendingRechecks.keys().next().value);
+    if (pendingRechecks.size > MAX_RECHECKS) pendingRechecks.delete(/** @type {number} */ (pendingRechecks.keys().next().value));
     return { ...r.answer, recheck: recheckTokens };
   };
   // The field of a `landed` reading read again RECHECK ms after the last insertion: the page
   // may have emptied it (or rewritten it) since.
+  /**
+   * @param {number} token
+   * @returns {Promise<Answer | null>}
+   */
   const readAgain = async (token) => {
     const a = pendingRechecks.get(token);
     if (!a) return null;
@@ -1772,7 +1886,9 @@
   // dispatches them after setting the value), newest last: the element and the time only.
   const SCRIPTED = 64;
   const SCAN = 500;
+  /** @type {Array<{el: Element, t: number}>} */
   const scripted = [];
+  /** @param {Event} e */
   const setByScript = (e) => {
     if (e.isTrusted) return;
     const el = /** @type {HTMLElement | null} */ ((e.composedPath && e.composedPath()[0]) || e.target);
@@ -1842,6 +1958,10 @@
     walk(document, 0);
     return { docs: out, unreadable };
   };
+  /**
+   * @param {Document[]} docs
+   * @returns {Array<{el: Element, t: number}>}
+   */
   const scriptedIn = (docs) => {
     const all = [];
     for (const d of docs) {
