@@ -61,7 +61,17 @@
  * A field as typing into it is read: a live element, or the stand-in `unseal` makes of one of
  * a document left before (which answers as the field did then).
  * @typedef {{sealed: true, isConnected: boolean, isContentEditable: boolean, value: string | null}} SealedField
- * @typedef {HTMLElement | SealedField} Field
+ * @typedef {Control | SealedField} Field
+ */
+/**
+ * An element as the agent reads it: any element, with the properties of a form control, a
+ * <label>, an <iframe> or a <slot> where it has them (read where the tag says it has them, or
+ * where one missing does no harm), and the mark a field once seen sensitive keeps (`STICKY`).
+ * A live element is never `sealed`.
+ * @typedef {Element & Partial<HTMLElement> & Partial<HTMLInputElement>
+ *   & Partial<Pick<HTMLSelectElement, 'multiple' | 'selectedOptions' | 'options'>>
+ *   & Partial<Pick<HTMLLabelElement, 'control'>> & Partial<Pick<HTMLIFrameElement, 'contentDocument'>>
+ *   & {__cdpRelaySensitive?: string, sealed?: undefined}} Control
  */
 /**
  * A segment: trusted insertions into one element at a stretch (`data`: their text, `count` their
@@ -204,7 +214,10 @@
     }
   };
 
-  /** @param {Document | ShadowRoot} doc */
+  /**
+   * @param {Document | ShadowRoot} doc
+   * @returns {Control | null}
+   */
   const deepActive = (doc) => {
     let el = doc.activeElement;
     while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
@@ -269,7 +282,9 @@
    */
   const says = (text, phrases, whole) =>
     phrases.some((p) => text.includes(p)) || whole.some((w) => text.includes(` ${w} `));
+  /** @param {Node | null} el */
   const textOf = (el) => String((el && el.textContent) || '').slice(0, SIGNAL_CHARS);
+  /** @param {Control} el */
   const signals = (el) => {
     const parts = ['name', 'id', 'aria-label', 'placeholder', 'title', 'autocomplete'].map((a) =>
       attr(el, a).slice(0, SIGNAL_CHARS),
@@ -279,7 +294,7 @@
     } catch (_) {
       // No labels on this element.
     }
-    const root = el.getRootNode ? el.getRootNode() : document;
+    const root = /** @type {Document | ShadowRoot} */ (el.getRootNode ? el.getRootNode() : document);
     for (const id of attr(el, 'aria-labelledby').split(/\s+/).filter(Boolean).slice(0, 4)) {
       const l = (root.getElementById && root.getElementById(id)) || document.getElementById(id);
       parts.push(textOf(l));
@@ -287,6 +302,7 @@
     return words(parts.join(' '));
   };
   // A row of one-character boxes (a code entered a digit at a time).
+  /** @param {Control} el */
   const oneCharRow = (el) => {
     if (el.tagName !== 'INPUT' || el.maxLength !== 1) return false;
     let box = el.parentElement;
@@ -300,12 +316,23 @@
     return false;
   };
   // A short numeric field named a code ("Enter the code", maxlength 6, inputmode numeric).
+  /**
+   * @param {Control} el
+   * @param {string} text
+   * @param {string} type
+   */
   const numericCode = (el, text, type) => {
     if (!text.includes(' code ') && !text.includes(' pin ')) return false;
     const numeric = attr(el, 'inputmode') === 'numeric' || type === 'number' || type === 'tel' || /^\[?\\d|^\[0-9\]/.test(attr(el, 'pattern'));
-    const n = el.maxLength;
+    // Undefined on an element that has none: it compares false.
+    const n = /** @type {number} */ (el.maxLength);
     return numeric && n >= 3 && n <= 10;
   };
+  /**
+   * @param {Control} el
+   * @param {string} tag
+   * @returns {string}
+   */
   const classify = (el, tag) => {
     if (el.closest && el.closest(MARKED)) return 'marked';
     const type = tag === 'INPUT' ? String(el.type || 'text').toLowerCase() : '';
@@ -323,6 +350,10 @@
   };
 
   // A word for the kind of an element: what typing steps record and what the capture veto reads.
+  /**
+   * @param {Control | null} el
+   * @returns {string}
+   */
   const kindOf = (el) => {
     if (!el || el === document.body || el === document.documentElement) return 'none';
     if (el[STICKY]) return el[STICKY];
@@ -353,6 +384,7 @@
     }
     return kind;
   };
+  /** @param {Control | null} el */
   const editable = (el) =>
     !!el && (el.tagName === 'TEXTAREA' || el.isContentEditable || (el.tagName === 'INPUT' && !NOT_TYPED.has(String(el.type || 'text').toLowerCase())));
 
@@ -375,7 +407,7 @@
     let el = deepActive(document);
     for (let depth = 0; el && (el.tagName === 'IFRAME' || el.tagName === 'FRAME') && depth < 4; depth += 1) {
       try {
-        const d = /** @type {HTMLIFrameElement} */ (el).contentDocument;
+        const d = el.contentDocument;
         if (!d) return el;
         el = deepActive(d);
       } catch (_) {
@@ -388,10 +420,12 @@
   // box by box): its form, else the row of short boxes it sits in (`maxlength` 1–2, or
   // `autocomplete=one-time-code`: the nearest ancestor, three levels up at most, that holds
   // another field). 0: none. The relay makes such typing one literal (docs/security.md).
+  /** @param {Control} el */
   const groupOf = (el) => {
     if (!editable(el)) return 0;
     if (el.form) return serialOf(el.form);
-    const n = el.maxLength;
+    // Undefined on an element that has none: it compares false.
+    const n = /** @type {number} */ (el.maxLength);
     const short = (n >= 1 && n <= 2) || ` ${attr(el, 'autocomplete').toLowerCase()} `.includes(' one-time-code ');
     if (!short) return 0;
     let box = el.parentElement;
@@ -461,7 +495,7 @@
         t: 'focus',
         kind: kindOf(deepActive(document)),
         field: typed ? serialOf(/** @type {Element} */ (el)) : 0,
-        group: typed ? groupOf(el) : 0,
+        group: typed ? groupOf(/** @type {Control} */ (el)) : 0,
         from: from ? serialOf(from) : 0,
       };
     } catch (_) {
@@ -477,6 +511,10 @@
   addEventListener('focusin', reportFocus, true);
   addEventListener('focusout', () => setTimeout(reportFocus, 0), true);
 
+  /**
+   * @param {Field} el
+   * @returns {string | null}
+   */
   const valueOf = (el) => {
     // A field of a document left before its typing was read, as it was then (`unseal`).
     if (el.sealed) return el.value;
@@ -548,6 +586,7 @@
     'button', 'link', 'heading', 'option', 'tab', 'menuitem', 'menuitemcheckbox', 'menuitemradio',
     'switch', 'treeitem', 'cell', 'gridcell', 'row', 'columnheader', 'rowheader', 'checkbox', 'radio',
   ]);
+  /** @type {Record<string, string>} */
   const ROLE_TAGS = {
     button: 'button,input[type=button],input[type=submit],input[type=reset],input[type=image]',
     link: 'a[href],area[href]',
@@ -563,31 +602,43 @@
     slider: 'input[type=range]',
     spinbutton: 'input[type=number]',
   };
+  /** @param {Control} el */
   const inputType = (el) => String(el.type || attr(el, 'type') || 'text').toLowerCase();
+  /** @type {Record<string, string>} */
   const TAG_ROLES = {
     BUTTON: 'button', TEXTAREA: 'textbox', OPTION: 'option',
     H1: 'heading', H2: 'heading', H3: 'heading', H4: 'heading', H5: 'heading', H6: 'heading',
   };
+  /** @type {Record<string, string>} */
   const INPUT_ROLES = {
     button: 'button', submit: 'button', reset: 'button', image: 'button', checkbox: 'checkbox',
     radio: 'radio', range: 'slider', number: 'spinbutton', search: 'searchbox', text: 'textbox',
     email: 'textbox', tel: 'textbox', url: 'textbox',
   };
+  /**
+   * @param {Control} el
+   * @returns {string | null}
+   */
   const implicitRole = (el) => {
     const tag = el.tagName;
     if (tag === 'A' || tag === 'AREA') return el.hasAttribute('href') ? 'link' : null;
-    if (tag === 'SELECT') return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
+    if (tag === 'SELECT') return el.multiple || /** @type {number} */ (el.size) > 1 ? 'listbox' : 'combobox';
     if (tag === 'IMG') return attr(el, 'alt') ? 'img' : null;
     if (tag !== 'INPUT') return TAG_ROLES[tag] || null;
     const role = INPUT_ROLES[inputType(el)] || null;
     const listed = el.hasAttribute('list') && (role === 'textbox' || role === 'searchbox');
     return listed ? 'combobox' : role;
   };
+  /**
+   * @param {Control} el
+   * @returns {string | null}
+   */
   const roleOf = (el) => {
     const explicit = attr(el, 'role').trim().split(/\s+/)[0].toLowerCase();
     if (explicit) return ROLES.has(explicit) ? explicit : null;
     return implicitRole(el);
   };
+  /** @param {Element} el */
   const hiddenFromRoles = (el) => {
     try {
       return el.getClientRects().length === 0 || !!el.closest('[aria-hidden="true"]');
@@ -597,6 +648,10 @@
   };
   // The computed style of `el`, or null when it is not rendered (display:none,
   // visibility:hidden, aria-hidden): then its text is no part of an accessible name.
+  /**
+   * @param {Element} el
+   * @returns {{display: string} | null}
+   */
   const renderedStyle = (el) => {
     if (el.getAttribute('aria-hidden') === 'true') return null;
     try {
@@ -608,6 +663,11 @@
   };
   // The text of a subtree as a name, as Playwright's accessible names take it: text, images'
   // alt, children's aria-label, hidden parts left out, a space around what is not inline.
+  /**
+   * @param {any} node any node: an element, a shadow host, a slot
+   * @param {number} [depth]
+   * @returns {string}
+   */
   const contentText = (node, depth = 0) => {
     let out = '';
     if (!node || depth > 12) return out;
@@ -631,10 +691,19 @@
     }
     return out;
   };
-  const rootOf = (el) => (el.getRootNode ? el.getRootNode() : document);
+  /**
+   * @param {Node} el
+   * @returns {Document | ShadowRoot}
+   */
+  const rootOf = (el) => /** @type {Document | ShadowRoot} */ (el.getRootNode ? el.getRootNode() : document);
   // The document of `el` and every open shadow root in it: where Playwright's locators look.
+  /**
+   * @param {Element} el
+   * @returns {Array<Document | ShadowRoot>}
+   */
   const rootsOf = (el) => {
     const doc = el.ownerDocument || document;
+    /** @type {Array<Document | ShadowRoot>} */
     const out = [doc];
     for (let i = 0; i < out.length && out.length < MAX_ROOTS; i += 1) {
       let all;
@@ -684,6 +753,7 @@
     }
     return n;
   };
+  /** @param {Element} el */
   const byIds = (el) => {
     const root = rootOf(el);
     return attr(el, 'aria-labelledby')
@@ -694,6 +764,7 @@
       .map((l) => (l ? contentText(l) : ''))
       .join(' ');
   };
+  /** @param {Control} el */
   const labelsOf = (el) => {
     let text = '';
     try {
@@ -705,6 +776,11 @@
   };
   // Playwright's elementText: all text below, hidden or not, and a shadow root's; cached per
   // locate call.
+  /**
+   * @param {Map<Node, {full: string, normalized: string, skip: boolean}>} cache
+   * @param {any} el an element or a shadow root
+   * @returns {{full: string, normalized: string, skip: boolean}}
+   */
   const textOfEl = (cache, el) => {
     let v = cache.get(el);
     if (v !== undefined) return v;
@@ -728,6 +804,11 @@
   const LABELLED = '[aria-labelledby],[aria-label],button,meter,output,progress,select,textarea,input';
   // The texts Playwright's getByLabel matches: aria-labelledby's elements, else aria-label,
   // else the <label>s of a labelable element.
+  /**
+   * @param {Map<Node, {full: string, normalized: string, skip: boolean}>} cache
+   * @param {Control} el
+   * @returns {string[]}
+   */
   const labelTexts = (cache, el) => {
     const ids = attr(el, 'aria-labelledby').split(/\s+/).filter(Boolean);
     if (ids.length) {
@@ -747,6 +828,10 @@
       return [];
     }
   };
+  /**
+   * @param {Control} el
+   * @param {string} role
+   */
   const nameOf = (el, role) => {
     const named = norm(byIds(el)) || norm(attr(el, 'aria-label'));
     if (named) return named;
@@ -791,12 +876,19 @@
     if (count(v, false) === 1) return { value: v, exact: false };
     return null;
   };
+  /**
+   * @param {Element} el
+   * @param {boolean} frame
+   * @returns {string | null}
+   */
   const cssOf = (el, frame) => {
     const roots = rootsOf(el);
+    /** @param {string} sel */
     const one = (sel) => countOf(roots, sel, () => true) === 1;
     const tag = el.tagName.toLowerCase();
     // An id or name longer than a name is not a selector anyone would write (nor keep); one
     // that looks generated would differ at the replay.
+    /** @param {string} t */
     const usable = (t) => t && t.length <= NAME_CHARS && !looksGenerated(t);
     if (usable(el.id)) {
       const s = `#${CSS.escape(el.id)}`;
@@ -834,12 +926,18 @@
   };
   // Would only an id, name or class that looks generated pick `el` out? (Then saying so beats
   // "no locator".)
+  /** @param {Element} el */
   const generatedOnly = (el) => {
     const own = [el.id, attr(el, 'name'), ...Array.from(el.classList || [])];
     return own.some((t) => t && looksGenerated(t));
   };
   // Playwright's text engine keeps an element whose text matches when none of its children's
   // does (`self`).
+  /**
+   * @param {Map<Node, {full: string, normalized: string, skip: boolean}>} cache
+   * @param {Element} el
+   * @param {(t: string) => boolean} match
+   */
   const textSelf = (cache, el, match) => {
     const t = textOfEl(cache, el);
     if (t.skip || !match(t.normalized)) return false;
@@ -849,6 +947,10 @@
     return !(el.shadowRoot && match(textOfEl(cache, el.shadowRoot).normalized));
   };
   // The element itself, in its frame.
+  /**
+   * @param {Control} el
+   * @returns {Locator}
+   */
   const locatorOf = (el) => {
     const roots = rootsOf(el);
     const cache = new Map();
@@ -865,6 +967,7 @@
         // text lacks one and whose name comes from nothing else cannot match: its name is not
         // computed (a list of two thousand links is looked through in a few milliseconds).
         const words = name.toLowerCase().split(' ');
+        /** @param {Element} c */
         const mayMatch = (c) => {
           if (c.tagName === 'INPUT' || c.tagName === 'SELECT' || c.tagName === 'TEXTAREA' || c.tagName === 'IMG') return true;
           if (c.hasAttribute('aria-labelledby') || c.hasAttribute('aria-label') || c.hasAttribute('title') || c.shadowRoot) return true;
@@ -889,6 +992,7 @@
     const own = textOfEl(cache, el).normalized;
     if (own && !['INPUT', 'TEXTAREA', 'SELECT'].includes(el.tagName)) {
       const byText = uniquely(own, (text, exact) => {
+        /** @param {string} t */
         const match = (t) => matches(t, text, exact);
         return textSelf(cache, el, match) ? countOf(roots, '*', (c) => textSelf(cache, c, match), MAX_TEXT_CANDIDATES) : 2;
       });
@@ -902,8 +1006,12 @@
   // control when that can be clicked).
   const CLICKABLE =
     'button,a[href],input,textarea,select,option,summary,label,h1,h2,h3,h4,h5,h6,[role=button],[role=link],[role=checkbox],[role=radio],[role=tab],[role=menuitem],[role=menuitemcheckbox],[role=menuitemradio],[role=option],[role=switch],[role=treeitem]';
+  /**
+   * @param {Element} el
+   * @returns {Control}
+   */
   const aimOf = (el) => {
-    const t = (el.closest && el.closest(CLICKABLE)) || el;
+    const t = /** @type {Control} */ ((el.closest && el.closest(CLICKABLE)) || el);
     if (t.tagName === 'LABEL' && t.control && !hiddenFromRoles(t.control)) return t.control;
     return t;
   };
@@ -930,6 +1038,10 @@
     return { path };
   };
   // The locator of `el`, with the frames it is in below the top frame.
+  /**
+   * @param {Control | null} el
+   * @returns {Locator}
+   */
   const locate = (el) => {
     try {
       if (!el || !el.tagName) return { why: 'no-element' };
@@ -972,6 +1084,7 @@
     new MutationObserver((records) => {
       const last = overLog[overLog.length - 1];
       if (!last || now() - last.t > SHOW_AFTER_OVER) return;
+      /** @param {any} node an added node, or one whose attributes changed */
       const mark = (node) => {
         if (!node || node.nodeType !== 1 || node.contains(last.el) || shownBy.has(node)) return;
         if (node.getClientRects().length === 0) return;
@@ -986,9 +1099,18 @@
     // No document element yet: script-shown menus are not seen in this document.
   }
   // The `:hover` rules of `root`'s style sheets that show or hide something, as selector lists.
+  /**
+   * @param {Document | ShadowRoot} root
+   * @returns {string[]}
+   */
   const hoverSelectors = (root) => {
+    /** @type {string[]} */
     const out = [];
     let seen = 0;
+    /**
+     * @param {Iterable<any>} rules any kind of rule: style, media, supports, …
+     * @param {number} depth
+     */
     const walk = (rules, depth) => {
       for (const r of rules) {
         seen += 1;
@@ -1044,6 +1166,10 @@
     return out.map((s) => s.trim()).filter(Boolean);
   };
   // (shown, trigger) for `el` by a `:hover` rule, or null.
+  /**
+   * @param {Element} el
+   * @returns {{shown: Element, trigger: Element} | null}
+   */
   const byHoverRule = (el) => {
     const roots = [rootOf(el)];
     if (roots[0] !== document) roots.push(document);
@@ -1056,14 +1182,14 @@
           /** @type {Element | null} */
           let shown = null;
           try {
-            for (let n = el; n && n.nodeType === 1; n = n.parentElement) {
+            for (let n = /** @type {Element | null} */ (el); n && n.nodeType === 1; n = n.parentElement) {
               if (n.matches(complex)) {
                 shown = n;
                 break;
               }
             }
             const trigger = shown && shown.parentElement && shown.parentElement.closest(hovered);
-            if (trigger && trigger.matches(':hover')) return { shown, trigger };
+            if (trigger && trigger.matches(':hover')) return { shown: /** @type {Element} */ (shown), trigger };
           } catch (_) {
             // A selector this engine does not take.
           }
@@ -1073,14 +1199,22 @@
     return null;
   };
   // (shown, trigger) for `el` by the page's script, or null.
+  /**
+   * @param {Element} el
+   * @returns {{shown: Element, trigger: Element} | null}
+   */
   const byScript = (el) => {
-    for (let n = el; n && n.nodeType === 1; n = n.parentElement) {
+    for (let n = /** @type {Element | null} */ (el); n && n.nodeType === 1; n = n.parentElement) {
       const trigger = shownBy.get(n);
       if (trigger && trigger.isConnected && !n.contains(trigger)) return { shown: n, trigger };
     }
     return null;
   };
   // The element to hover before clicking `el`, or null when the click needed none.
+  /**
+   * @param {Element} el
+   * @returns {Element | null}
+   */
   const hoverOf = (el) => {
     const found = byHoverRule(el) || byScript(el);
     if (!found) return null;
@@ -1138,13 +1272,16 @@
   // set them, or by the keyboard): its locator, and for a select the labels of the chosen
   // options (page text), unless the field is a sensitive one. Never a value, never a file name.
   const MAX_OPTIONS = 16;
+  /** @param {HTMLSelectElement} sel */
   const chosen = (sel) => {
     const labels = Array.from(sel.selectedOptions || []).map((o) => norm(o.label));
     if (labels.length === 0 || labels.length > MAX_OPTIONS) return null;
     const all = Array.from(sel.options || []).map((o) => norm(o.label));
+    /** @param {string} l */
     const once = (l) => l && l.length <= NAME_CHARS && all.filter((x) => x === l).length === 1;
     return labels.every(once) ? labels : null;
   };
+  /** @param {Control} el */
   const sensitiveChoice = (el) => {
     const k = (() => {
       try {
@@ -1163,7 +1300,7 @@
       if (el.tagName === 'SELECT') {
         const secret = sensitiveChoice(el);
         const target = secret ? { why: 'sensitive-choice' } : locate(el);
-        report({ t: 'chose', at: now(), target, options: secret ? null : chosen(el) });
+        report({ t: 'chose', at: now(), target, options: secret ? null : chosen(/** @type {HTMLSelectElement} */ (el)) });
       } else if (el.tagName === 'INPUT' && inputType(el) === 'file') {
         report({ t: 'files', at: now(), target: locate(el), count: (/** @type {HTMLInputElement} */ (el).files || []).length });
       }
@@ -1207,6 +1344,10 @@
   // the field while the event is still on its way runs after the page's own.
   /** @type {HTMLElement | null} */
   let dispatching = null;
+  /**
+   * @param {string} type
+   * @returns {(e: Event) => void}
+   */
   const arriving = (type) => (e) => {
     const el = /** @type {HTMLElement | null} */ ((e.composedPath && e.composedPath()[0]) || e.target);
     if (!el || !el.tagName) return;
@@ -1269,6 +1410,10 @@
       if (!s || s.rangeCount === 0) return null;
       const r = s.getRangeAt(0);
       if (!el.contains(r.startContainer) || !el.contains(r.endContainer)) return null;
+      /**
+       * @param {Node} node
+       * @param {number} offset
+       */
       const upTo = (node, offset) => {
         const p = el.ownerDocument.createRange();
         p.selectNodeContents(el);
@@ -1400,8 +1545,10 @@
     const before = first.before;
     if (before == null || after == null) return { reason: 'rich-text', kind, expected: n };
     const grew = chars(after) - chars(before);
+    /** @param {string} reason */
     const out = (reason) => ({ reason, kind, expected: n, grew });
     // Typed in before `following` characters of the field's own text.
+    /** @param {number} following */
     const misplaced = (following) => ({ ...out('misplaced'), following });
     const sel = first.sel;
     const rich = !!el.isContentEditable;
@@ -1473,11 +1620,16 @@
   // world, so their logs are readable here).
   const states = () => {
     const out = [state];
+    /**
+     * @param {Document} doc
+     * @param {number} depth
+     */
     const walk = (doc, depth) => {
       if (depth > 3 || out.length > 16) return;
+      /** @type {HTMLIFrameElement[]} */
       let frames = [];
       try {
-        frames = Array.from(doc.querySelectorAll('iframe,frame'));
+        frames = /** @type {HTMLIFrameElement[]} */ (Array.from(doc.querySelectorAll('iframe,frame')));
       } catch (_) {
         return;
       }
@@ -1486,7 +1638,7 @@
           const a = f.contentWindow && f.contentWindow.__cdpRelayAgent;
           if (!a || !a.state) continue;
           out.push(a.state());
-          walk(f.contentDocument, depth + 1);
+          walk(/** @type {Document} */ (f.contentDocument), depth + 1);
         } catch (_) {
           // Cross-origin: nothing of it is readable.
         }
@@ -1675,12 +1827,13 @@
     // This very document, whose navigation did not happen (a 204, a download): its own
     // segments are read live.
     if (Number(left.installedAt) === installedAt) return null;
-    const fields = (Array.isArray(left.fields) ? left.fields : []).map((f) => ({
+    const fields = (Array.isArray(left.fields) ? left.fields : []).map((f) => /** @type {SealedField} */ ({
       sealed: true,
       isConnected: !!(f && f.connected),
       isContentEditable: !!(f && f.rich),
       value: f && typeof f.value === 'string' ? f.value : null,
     }));
+    /** @type {Segment[]} */
     const log = [];
     left.segs.forEach((g) => {
       const el = g && fields[g.field];
@@ -1743,6 +1896,7 @@
     // Every run of consecutive segments in the window that spells the literal, and the
     // longest that spells a part of it.
     const found = [];
+    /** @type {View[]} */
     let partial = [];
     let partialText = '';
     for (let i = 0; i < inWin.length; i += 1) {
@@ -1902,9 +2056,11 @@
   // What kind of control an element is, in words the relay knows.
   const CONTROLS = new Set(['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range', 'number']);
   // Held in constants: the relay's source test reads a quoted word after a return as a kind.
+  /** @type {Record<string, string>} */
   const CONTROL_TAGS = { SELECT: 'select', TEXTAREA: 'textarea' };
   const EDITABLE = 'editable';
   const PLAIN_INPUT = 'input';
+  /** @param {Control} el */
   const controlOf = (el) => {
     if (CONTROL_TAGS[el.tagName]) return CONTROL_TAGS[el.tagName];
     if (el.isContentEditable) return EDITABLE;
@@ -1913,6 +2069,10 @@
   };
   // Every spelling of an element's value a fill may have meant: a select's chosen options by
   // value and by label, else the value (or a rich field's text).
+  /**
+   * @param {Control} el
+   * @returns {string[]}
+   */
   const spellings = (el) => {
     if (el.tagName === 'SELECT') {
       return Array.from(el.selectedOptions || []).flatMap((o) => [String(o.value), String(o.label || o.text || '').trim()]);
@@ -1920,6 +2080,7 @@
     const v = valueOf(el);
     return v == null ? [] : [v];
   };
+  /** @param {Control} el */
   const lengthOf = (el) => {
     if (el.tagName === 'SELECT') {
       const o = (el.selectedOptions || [])[0];
@@ -1933,11 +2094,16 @@
   const documents = () => {
     const out = [document];
     let unreadable = false;
+    /**
+     * @param {Document} doc
+     * @param {number} depth
+     */
     const walk = (doc, depth) => {
       if (depth > 3 || out.length > 16) return;
+      /** @type {HTMLIFrameElement[]} */
       let frames = [];
       try {
-        frames = Array.from(doc.querySelectorAll('iframe,frame'));
+        frames = /** @type {HTMLIFrameElement[]} */ (Array.from(doc.querySelectorAll('iframe,frame')));
       } catch (_) {
         return;
       }
@@ -1991,6 +2157,7 @@
       const { docs, unreadable } = documents();
       const lengths = texts.map((t) => chars(String(t)));
       const seen = new Set();
+      /** @type {Changed[]} */
       const changed = [];
       // From the call's own start: its begin is read before its request leaves, so nothing of
       // it comes earlier (no slack before, as a burst's stamp needs), and an earlier call's
