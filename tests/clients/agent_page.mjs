@@ -3,9 +3,11 @@
 // every new document, its binding only in that world, over a CDP session of its own), a page of
 // fields and elements driven with Playwright's trusted input, and what the agent reports over
 // its binding and answers to the relay's calls checked case by case: the verdicts for typed text
-// (landed, dropped characters, misplaced, cleared by the page, a sensitive field), the locators
+// (landed, dropped characters, misplaced, cleared by the page, put back by the page after a
+// step typed as two segments, a sensitive field, nothing typed, a fill by script), the locators
 // it picks (test id, role and exact name, label, placeholder, text, a frame path), the kinds of
-// the fields that get focus, and that no report carries a typed character.
+// the fields that get focus, that nothing throws in the page, and that no report carries a
+// typed text.
 //
 // Usage: node agent_page.mjs   (browser: $CDP_RELAY_BROWSER, else chromium on $PATH)
 // Prints one line per failed check and a summary; exits 1 if any check failed. Run by
@@ -23,6 +25,8 @@ const BINDING = '__cdpRelayObserve';
 // Every wait is bounded by this; the whole run by DEADLINE.
 const WAIT_MS = 5000;
 const DEADLINE_MS = 60000;
+// Longer than agent.js's SEGMENT_GAP (100 ms): typing after it starts a new segment.
+const SEGMENT_PAUSE_MS = 200;
 
 // The browser the Rust tests use: $CDP_RELAY_BROWSER, else `chromium` on $PATH.
 const browserPath = () => {
@@ -48,6 +52,7 @@ const FIELDS = `<!doctype html><meta charset="utf-8"><title>agent page</title>
   <input id="short" maxlength="3" aria-label="Short">
   <input id="held" value="world" aria-label="Held">
   <input id="clears" aria-label="Clears">
+  <input id="twice" value="abc" aria-label="Twice">
   <input id="scripted" aria-label="Scripted">
   <input id="email" type="email" aria-label="Email">
   <input id="pw" type="password" aria-label="Login">
@@ -156,13 +161,19 @@ const install = async (page) => {
 // Types `text` into `selector` (clicked first) and asks the agent for the verdict, as the relay
 // does with its burst's window ({start, end, now}: wall-clock ms). `setup` runs in the page
 // after the click, before the typing.
+// `text` may be a list of parts typed with a pause between them (longer than the agent's
+// segment gap: each part a segment of its own), all of one step.
 const typeAndVerify = async (page, call, selector, text, setup) => {
   await page.click(selector);
   if (setup) await page.$eval(selector, setup);
+  const parts = Array.isArray(text) ? text : [text];
   const start = Date.now();
-  await page.keyboard.type(text);
+  for (const [i, part] of parts.entries()) {
+    if (i > 0) await new Promise((r) => setTimeout(r, SEGMENT_PAUSE_MS));
+    await page.keyboard.type(part);
+  }
   const end = Date.now();
-  return call((a, literal, win) => a.verify(literal, win, null), text, { start, end, now: Date.now() });
+  return call((a, literal, win) => a.verify(literal, win, null), parts.join(''), { start, end, now: Date.now() });
 };
 
 const verdicts = async (page, call, typed) => {
@@ -193,6 +204,18 @@ const verdicts = async (page, call, typed) => {
   });
   const cleared = await call((a, token) => a.recheck(token), first.recheck);
   check('cleared by the page', cleared, { reason: 'cleared-by-page', grew: 0, later: true });
+
+  // One step typed as two segments, the page then putting back what the field held before
+  // the step: cleared, compared with the value before the first segment (not the last's).
+  // (Letters: a report's times are digits.)
+  typed.push('xyzw');
+  const two = await typeAndVerify(page, call, '#twice', ['xy', 'zw'], (el) => el.setSelectionRange(3, 3));
+  check('two segments: landed', two, { reason: 'landed', expected: 4, grew: 4 });
+  await page.$eval('#twice', (el) => {
+    el.value = 'abc';
+  });
+  const restored = await call((a, token) => a.recheck(token), two.recheck);
+  check('two segments: put back by the page', restored, { reason: 'cleared-by-page', grew: 0, later: true });
 
   typed.push('hunter2');
   const secret = await typeAndVerify(page, call, '#pw', 'hunter2');
