@@ -80,7 +80,7 @@ fn sweep_run(run: &Path, stderr: &str, codes: &[&str]) -> Vec<String> {
             hits(path, bytes, code, &mut found);
         }
         hits("the exported spec", spec.as_bytes(), code, &mut found);
-        if let Some(line) = cdp_relay_tests::files::log_leak(&stderr, code) {
+        if let Some(line) = cdp_relay_tests::files::log_leak(stderr, code) {
             found.push(format!("{code} in stderr: {line}"));
         }
     }
