@@ -312,6 +312,20 @@ impl Inputs {
         Ok(())
     }
 
+    /// A value the agent registered itself (`evidence_register_secret`), already a secret of the
+    /// run: from now on its results show it as `${NAME}`, in every spelling, as a `recordAs`
+    /// text's. The agent holds it, as it holds a `recordAs` text; it should not read it back.
+    pub(crate) fn registered(&self, h: Option<&PipelineHandle>, name: &str, value: &str) {
+        if let Some(h) = h {
+            register(h, name, value);
+        }
+        if self.rewriter.add(name, value) == Added::New {
+            self.recorded()
+                .entry(name.to_owned())
+                .or_insert_with(|| cdp_capture::SecretValue::new(value.to_owned()));
+        }
+    }
+
     /// Replaces the pictures of a result that may show a registered value (see the module docs).
     pub(crate) async fn withhold_pictures(
         &self,

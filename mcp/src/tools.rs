@@ -192,10 +192,13 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
             };
             // The error names the rule broken, never the value, nor a name that fails.
             match h.register_secret(secret_name, value) {
-                Ok(_) => (
-                    text_result(json!({"registered": format!("${{{secret_name}}}")})),
-                    Outcome::ok(None),
-                ),
+                Ok(_) => {
+                    shared.inputs.registered(Some(&h), secret_name, value);
+                    (
+                        text_result(json!({"registered": format!("${{{secret_name}}}")})),
+                        Outcome::ok(None),
+                    )
+                }
                 Err(e) => {
                     if matches!(
                         e,

@@ -170,6 +170,37 @@ fn record_as_is_taken_out_and_names_the_text_from_then_on() {
     assert_eq!(theirs["recordAs"], "whatever");
 }
 
+#[test]
+fn a_value_the_agent_registered_is_rewritten_like_a_record_as_text() {
+    let i = inputs();
+    assert_eq!(
+        i.rewriter().text("acct 4410-Planted-93"),
+        "acct 4410-Planted-93"
+    );
+    i.registered(None, "ACCOUNT_NO", "4410-Planted-93");
+    assert_eq!(
+        i.rewriter().text("acct 4410-Planted-93, 4410-Planted-93"),
+        "acct ${ACCOUNT_NO}, ${ACCOUNT_NO}"
+    );
+    // In its other spellings too: base64 of the whole value here.
+    assert_eq!(
+        i.rewriter().text("b64 NDQxMC1QbGFudGVkLTkz"),
+        "b64 ${ACCOUNT_NO}"
+    );
+    // Typed by name from now on, and listed by name only.
+    let mut a = obj(json!({"text": "${ACCOUNT_NO}"}));
+    i.prepare(None, "type_text", &mut a).unwrap();
+    assert_eq!(a["text"], "4410-Planted-93");
+    let listed = i.list(&BTreeMap::new()).to_string();
+    assert!(
+        listed.contains("ACCOUNT_NO") && !listed.contains("Planted-93"),
+        "{listed}"
+    );
+    // A value a variable already has keeps the variable's name.
+    i.registered(None, "SAME", PASSWORD);
+    assert_eq!(i.rewriter().text(PASSWORD), "${PASSWORD}");
+}
+
 #[tokio::test]
 async fn without_evidence_pictures_are_withheld_once_a_value_was_typed() {
     let i = inputs();
