@@ -10,7 +10,11 @@ if (!cfg.endpoint || !cfg.site) {
 }
 const started = Date.now();
 const browser = await chromium.connectOverCDP(cfg.endpoint, { timeout: 30000 });
-const page = await browser.contexts()[0].newPage();
+// `reuseTab`: the tab the relay's observer already covers (the test waited for it); typing into a
+// tab opened a moment before can come before the observer attached to it, and is then recorded
+// as typing into a field of unknown kind (docs/security.md).
+const context = browser.contexts()[0];
+const page = (cfg.reuseTab && context.pages()[0]) || (await context.newPage());
 await page.goto(`${cfg.site}/login`);
 await page.fill('#user', cfg.user);
 await page.fill('#password', cfg.password);

@@ -910,7 +910,8 @@ async fn a_login_flow_through_launch() {
             }
         })
         .await;
-        let cfg = json!({"endpoint": relay.endpoint, "site": site.origin, "user": USER, "password": PASSWORD});
+        // Into the tab the observer covers: a tab opened a moment before may not be set up yet.
+        let cfg = json!({"endpoint": relay.endpoint, "site": site.origin, "user": USER, "password": PASSWORD, "reuseTab": true});
         let run = run_node_client("login.mjs", &cfg.to_string()).await;
         assert!(run.ok, "login.mjs failed:\n{}", run.stderr);
         let stderr = relay.stop().await;
