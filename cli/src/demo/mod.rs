@@ -117,24 +117,10 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     );
     // The agent starts typing at once; the relay's observer must be on the page first, or the
     // first fields are recorded as unidentified (a real client's first page can lose that race).
-    let observing = async {
-        if let Some(evidence) = running.evidence() {
-            if tokio::time::timeout(OBSERVER_READY, evidence.observing(1))
-                .await
-                .is_err()
-            {
-                tracing::warn!(
-                    "demo: the relay's observer is not on the page after {} s; going on without \
-                     it (input types may be unknown)",
-                    OBSERVER_READY.as_secs()
-                );
-            }
-        }
-    };
     let mut outcome = tokio::select! {
         done = async {
-            observing.await;
-            script::run(running.endpoint(), &site).await
+            observer_on(running.evidence(), 1).await;
+            script::run(running.endpoint(), &site, running.evidence()).await
         } => done,
         status = browser.wait() => Err(browser_gone(status)),
         name = shutdown.recv() => Err(anyhow::anyhow!("interrupted by {name}")),
@@ -178,6 +164,25 @@ async fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     use std::io::Write;
     writeln!(std::io::stdout().lock(), "{}", report.display()).context("cannot write to stdout")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Waits (at most [`OBSERVER_READY`]) until the relay's observer is on `pages` pages: the agent
+/// types and fails at once, and a page the observer is not on yet has its fields recorded as
+/// unidentified and its failures without a frame (a real client's new page can lose that race).
+async fn observer_on(evidence: Option<&cdp_capture::PipelineHandle>, pages: usize) {
+    let Some(evidence) = evidence else {
+        return;
+    };
+    if tokio::time::timeout(OBSERVER_READY, evidence.observing(pages))
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "demo: the relay's observer is not on page {pages} after {} s; going on without it \
+             (input types may be unknown, failures without a frame)",
+            OBSERVER_READY.as_secs()
+        );
+    }
 }
 
 fn browser_gone(status: std::io::Result<std::process::ExitStatus>) -> anyhow::Error {

@@ -9,8 +9,13 @@ use super::{OTP, PASSWORD, SEARCH, USERNAME};
 use anyhow::Context as _;
 use serde_json::json;
 
-/// Runs the script against the browser behind the relay at `endpoint`.
-pub(super) async fn run(endpoint: &str, site: &Site) -> anyhow::Result<()> {
+/// Runs the script against the browser behind the relay at `endpoint`; `evidence`, when the
+/// relay records, says when its observer is on a page.
+pub(super) async fn run(
+    endpoint: &str,
+    site: &Site,
+    evidence: Option<&cdp_capture::PipelineHandle>,
+) -> anyhow::Result<()> {
     let mut cdp = Cdp::connect(endpoint).await?;
     // Titles and URLs of pages as they change, as automation libraries ask for them.
     cdp.call(
@@ -83,6 +88,9 @@ pub(super) async fn run(endpoint: &str, site: &Site) -> anyhow::Result<()> {
         .context("Target.createTarget answered without a target")?
         .to_owned();
     let invoice = cdp.attach(&second).await?;
+    // The relay's observer must be on the new window before it loads, as on the first page:
+    // else, on a busy machine, the receipt's failure is recorded with no frame to show it.
+    super::observer_on(evidence, 2).await;
     let mark = cdp.mark();
     cdp.navigate(&invoice, &site.url(INVOICE_PATH)).await?;
     cdp.wait_for(mark, "the invoice's missing receipt image", |e| {
