@@ -162,6 +162,7 @@ impl Event {
 
 cdp_methods! {
     commands {
+        // Recorded as actions by their CDP name.
         PageNavigate = recorded(ActionMethod::PageNavigate),
         PageReload = recorded(ActionMethod::PageReload),
         PageNavigateToHistoryEntry = recorded(ActionMethod::PageNavigateToHistoryEntry),
@@ -170,6 +171,15 @@ cdp_methods! {
         PageStopScreencast = recorded(ActionMethod::PageStopScreencast),
         PagePrintToPdf = recorded(ActionMethod::PagePrintToPdf),
         PageCaptureScreenshot = recorded(ActionMethod::PageCaptureScreenshot),
+        DomSetFileInputFiles = recorded(ActionMethod::DomSetFileInputFiles),
+        RuntimeEvaluate = recorded(ActionMethod::RuntimeEvaluate),
+        RuntimeCallFunctionOn = recorded(ActionMethod::RuntimeCallFunctionOn),
+        TargetCreateTarget = recorded(ActionMethod::TargetCreateTarget),
+        TargetCloseTarget = recorded(ActionMethod::TargetCloseTarget),
+        TargetAttachToTarget = recorded(ActionMethod::TargetAttachToTarget),
+        TargetActivateTarget = recorded(ActionMethod::TargetActivateTarget),
+        BrowserClose = recorded(ActionMethod::BrowserClose),
+        // Recorded as the relay's own verbs (click, type, …), or not at all.
         InputDispatchMouseEvent = "Input.dispatchMouseEvent",
         InputDispatchTouchEvent = "Input.dispatchTouchEvent",
         InputDispatchKeyEvent = "Input.dispatchKeyEvent",
@@ -178,15 +188,7 @@ cdp_methods! {
         DomSetAttributeValue = "DOM.setAttributeValue",
         DomSetAttributesAsText = "DOM.setAttributesAsText",
         DomSetNodeValue = "DOM.setNodeValue",
-        DomSetFileInputFiles = recorded(ActionMethod::DomSetFileInputFiles),
-        RuntimeEvaluate = recorded(ActionMethod::RuntimeEvaluate),
-        RuntimeCallFunctionOn = recorded(ActionMethod::RuntimeCallFunctionOn),
-        TargetCreateTarget = recorded(ActionMethod::TargetCreateTarget),
-        TargetCloseTarget = recorded(ActionMethod::TargetCloseTarget),
-        TargetAttachToTarget = recorded(ActionMethod::TargetAttachToTarget),
-        TargetActivateTarget = recorded(ActionMethod::TargetActivateTarget),
         TargetSendMessageToTarget = "Target.sendMessageToTarget",
-        BrowserClose = recorded(ActionMethod::BrowserClose),
     }
     calls {
         TargetSetDiscoverTargets = recorded(ActionMethod::TargetSetDiscoverTargets),
