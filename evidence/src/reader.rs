@@ -8,6 +8,7 @@
 //! writer) and reported as [`TornTail`]; every other bad line is reported as [`CorruptLine`],
 //! never silently skipped. Error reasons never quote line content.
 
+use crate::record::tool::StoredToolArgument;
 use crate::record::{
     MarkerKind, StoredAction, StoredConsole, StoredLifecycle, StoredNetwork, StoredRepeat,
 };
@@ -160,6 +161,23 @@ impl StoredRecord {
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default()
+    }
+
+    /// An action's `payload.arguments` (a tool call's reduced arguments) in the format's schema,
+    /// each read on its own: an argument that does not fit is left out, the others kept (a
+    /// payload with one such argument is [`StoredPayload::Mismatch`] as a whole). Empty for
+    /// other kinds.
+    pub fn tool_arguments(&self) -> Vec<StoredToolArgument> {
+        if self.kind_word() != Kind::Action {
+            return Vec::new();
+        }
+        let Some(arguments) = self.payload.get("arguments").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        arguments
+            .iter()
+            .filter_map(|a| StoredToolArgument::deserialize(a).ok())
+            .collect()
     }
 
     /// The marker word (`runStarted`, `evidenceTruncated`, ...) when this is a marker record,

@@ -117,8 +117,9 @@ words! {
 
 words! {
     /// The `method` of an action: the relay's own verbs for what a client did, and the CDP
-    /// methods it records by name. Another producer's verbs (an agent's tool names, a device
-    /// layer's `swipe`) are [`Word::Other`].
+    /// methods it records by name (their one spelling: the relay's method table names them
+    /// through this set). Another producer's verbs (an agent's tool names, a device layer's
+    /// `swipe`) are [`Word::Other`].
     pub enum ActionMethod {
         /// A mouse press (`Input.dispatchMouseEvent` `mousePressed`): `point`, `detail.button`,
         /// `detail.clickCount`.

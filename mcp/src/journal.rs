@@ -367,8 +367,13 @@ fn first_line(s: &Sanitizer, e: &str) -> SafeText {
 mod tests {
     use super::*;
     use cdp_capture::{Hooks, Pipeline, Settings};
-    use cdp_evidence::StoredRecord;
+    use cdp_evidence::{InputType, StoredInput, StoredPayload, StoredRecord, Word};
     use serde_json::json;
+
+    /// An action's `method` as written.
+    fn method(r: &StoredRecord) -> Option<String> {
+        r.action_method().map(|m| m.as_str().to_owned())
+    }
 
     fn pipeline(root: &std::path::Path) -> Pipeline {
         let settings = Settings {
@@ -420,22 +425,38 @@ mod tests {
         let by = |m: &str| {
             records
                 .iter()
-                .find(|r| r.source.as_deref() == Some("mcp") && r.payload["method"] == m)
+                .find(|r| r.source.as_deref() == Some("mcp") && method(r).as_deref() == Some(m))
                 .unwrap_or_else(|| panic!("{m}"))
         };
         let fill = by("fill_form");
         assert_eq!(fill.status.as_deref(), Some("ok"));
         assert_eq!(fill.tool.as_deref(), Some("chrome_devtools"));
         assert_eq!(
-            fill.payload["arguments"][0]["items"][0]["items"][1]["input"],
-            json!({"chars": 15, "inputType": "unknown"})
+            fill.tool_arguments()[0].items.as_ref().unwrap()[0]
+                .items
+                .as_ref()
+                .unwrap()[1]
+                .input,
+            Some(StoredInput {
+                chars: 15,
+                input_type: Some(Word::Known(InputType::Unknown)),
+                variable: None,
+            })
         );
-        assert_eq!(fill.payload["result"], json!({"content": 1, "images": 0}));
+        let StoredPayload::Action(fill_action) = fill.typed_payload() else {
+            panic!("fill_form's record is no action: {fill:?}");
+        };
+        let result = fill_action.result.expect("fill_form's result");
+        assert_eq!(
+            (result.content, result.images, result.structured),
+            (1, 0, false)
+        );
         assert_eq!(by("click").status.as_deref(), Some("interrupted"));
         assert_eq!(by("wait_for").status.as_deref(), Some("interrupted"));
-        assert!(records
-            .iter()
-            .any(|r| r.kind == "lifecycle" && r.payload["event"] == "agentDisconnected"));
+        assert!(records.iter().any(|r| matches!(
+            r.typed_payload(),
+            StoredPayload::Lifecycle(l) if l.event == LifecycleEvent::AgentDisconnected
+        )));
     }
 
     #[tokio::test]
@@ -482,20 +503,20 @@ mod tests {
         let run = p.finish().await.unwrap().run_dir;
         let journal = std::fs::read_to_string(run.join("actions.jsonl")).unwrap();
         let records = cdp_evidence::parse_journal(journal.as_bytes()).records;
-        let keys: Vec<&Value> = records
+        let keys: Vec<_> = records
             .iter()
-            .filter(|r| {
-                r.payload["method"]
-                    .as_str()
-                    .is_some_and(|m| m.ends_with("press_key"))
-            })
-            .map(|r| &r.payload["arguments"][0])
+            .filter(|r| method(r).is_some_and(|m| m.ends_with("press_key")))
+            .map(|r| r.tool_arguments().remove(0))
             .collect();
         assert_eq!(keys.len(), 9);
-        assert_eq!(keys[4]["value"], "Enter");
+        assert_eq!(keys[4].value, Some(json!("Enter")));
         for (i, k) in keys.iter().enumerate().filter(|(i, _)| *i != 4) {
-            assert_eq!(k["input"]["chars"], 1, "{i}: {k}");
-            assert!(k.get("value").is_none(), "{i}: {k}");
+            assert_eq!(
+                k.input.as_ref().map(|input| input.chars),
+                Some(1),
+                "{i}: {k:?}"
+            );
+            assert!(k.value.is_none(), "{i}: {k:?}");
         }
     }
 

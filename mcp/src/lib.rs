@@ -168,7 +168,7 @@ pub(crate) struct Shared {
     /// How long a tool call may go unanswered (`None`: no limit).
     call_timeout: Option<Duration>,
     /// Calls whose typing verdicts a later result tells.
-    owed: note::Owed,
+    pending_verdicts: note::PendingVerdicts,
     /// Variables, `recordAs` names, and the rewriting of what the agent reads.
     inputs: inputs::Inputs,
     /// The wrapped server's own page ids, as its answers name them.
@@ -281,7 +281,7 @@ impl Gateway {
                 max_message_bytes: config.max_message_bytes,
                 feedback: config.feedback,
                 call_timeout: config.call_timeout,
-                owed: Default::default(),
+                pending_verdicts: Default::default(),
                 inputs,
                 page_ids: Default::default(),
                 hidden: Default::default(),

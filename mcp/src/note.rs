@@ -9,7 +9,8 @@
 //! page agent's field readings (kind words, lengths, indices), the same words a report shows,
 //! never a typed character. A call that did not type and saw no failure gets nothing.
 //!
-//! A call whose arguments type never ends without a line about its typing ([`gather`]):
+//! A call whose arguments type never ends without a line about its typing
+//! ([`wait_for_evidence`]):
 //!
 //! - each typing step linked to it, with its verdict (the traffic reader tags every burst at its
 //!   first key with the calls that could have typed it: this is the call's own typing, not the
@@ -17,7 +18,7 @@
 //!   gap) and the gateway waits — at most [`Feedback::wait`] — until each has its step;
 //! - "not verified yet" for a step whose verdict did not come in time, and for a call whose
 //!   browser traffic the relay had not read by then: a later call's result tells it, marked as
-//!   an earlier call's ([`Owed`]);
+//!   an earlier call's ([`PendingVerdicts`]);
 //! - when no key reached the browser (a server that sets `.value` by script: long texts, dates,
 //!   selects), what the page agent reads on the pages the call acted on: whether a field set by
 //!   script holds the text (landed), how many characters it holds if not, or whether a field
@@ -37,7 +38,7 @@ use cdp_capture::PipelineHandle;
 use cdp_evidence::{ActionId, RecordKind, VerdictReason, Verified};
 use cdp_relay_proxy::order::Order;
 use cdp_relay_proxy::tap::Tap;
-use cdp_sanitize::Sanitizer;
+use cdp_sanitize::{NetworkFailure, Sanitizer};
 use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
 use serde_json::{json, Map, Value};
 use std::time::{Duration, SystemTime};
@@ -78,21 +79,21 @@ const DIALOG_TOOLS: &[&str] = &["handle_dialog", "browser_handle_dialog", "evalu
 
 /// How a call types, from its arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Typed {
+enum HowTyped {
     /// Not from its arguments (a page may still receive typing during it).
-    No,
+    Nothing,
     /// Text into fields (`fill`, `type_text`, `browser_type`, …).
-    Text,
+    IntoFields,
     /// One character key: typing key by key, which goes on across calls.
-    Key,
+    KeyByKey,
     /// A dialog's answer: not typed into a field.
-    Answer,
+    DialogAnswer,
 }
 
 /// What a call was asked to type, taken when it begins. The texts stay in memory only: they are
 /// compared in the page when no key carried them, as verification compares typed text.
 pub(crate) struct Intent {
-    typed: Typed,
+    how: HowTyped,
     texts: Vec<String>,
 }
 
@@ -100,7 +101,7 @@ impl std::fmt::Debug for Intent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let lengths: Vec<u64> = self.texts.iter().map(|t| chars(t)).collect();
         f.debug_struct("Intent")
-            .field("typed", &self.typed)
+            .field("how", &self.how)
             .field("lengths", &lengths)
             .finish()
     }
@@ -110,17 +111,17 @@ impl Intent {
     pub(crate) fn of(tool: &str, arguments: Option<&Map<String, Value>>) -> Intent {
         if let Some(key) = args::typed_key(tool, arguments) {
             return Intent {
-                typed: Typed::Key,
+                how: HowTyped::KeyByKey,
                 texts: vec![key],
             };
         }
         let texts = args::typed_literals(tool, arguments);
-        let typed = match (texts.is_empty(), DIALOG_TOOLS.contains(&tool)) {
-            (true, _) => Typed::No,
-            (false, true) => Typed::Answer,
-            (false, false) => Typed::Text,
+        let how = match (texts.is_empty(), DIALOG_TOOLS.contains(&tool)) {
+            (true, _) => HowTyped::Nothing,
+            (false, true) => HowTyped::DialogAnswer,
+            (false, false) => HowTyped::IntoFields,
         };
-        Intent { typed, texts }
+        Intent { how, texts }
     }
 }
 
@@ -128,7 +129,7 @@ fn chars(s: &str) -> u64 {
     s.chars().count() as u64
 }
 
-/// What [`gather`] reads: the pipeline's parts (a stand-in's in tests).
+/// What [`wait_for_evidence`] reads: the pipeline's parts (a stand-in's in tests).
 pub(crate) struct Sources<'a> {
     order: &'a Order,
     calls: &'a ToolCalls,
@@ -181,20 +182,22 @@ impl Told {
     }
 }
 
-/// Calls remembered as owed their verdicts, at most; the oldest go first.
-const MAX_OWED: usize = 16;
-/// How long a call stays owed (as long as its records are linked to it: `calls::REMEMBER`).
-const OWED_FOR: Duration = cdp_capture::calls::REMEMBER;
+/// Calls remembered with verdicts still to tell, at most; the oldest go first.
+const MAX_PENDING: usize = 16;
+/// How long a call's verdicts stay to be told (as long as its records are linked to it:
+/// `calls::REMEMBER`).
+const PENDING_FOR: Duration = cdp_capture::calls::REMEMBER;
 
-/// Calls whose typing was not told in full in their own result: a key-by-key call, a call whose
-/// verdicts came too late, a call whose traffic the relay had not read in time.
+/// Calls whose typing was not told in full in their own result, so that a later call's result
+/// tells the rest: a key-by-key call, a call whose verdicts came too late, a call whose traffic
+/// the relay had not read in time.
 #[derive(Debug, Default)]
-pub(crate) struct Owed {
-    calls: std::sync::Mutex<std::collections::VecDeque<OwedCall>>,
+pub(crate) struct PendingVerdicts {
+    calls: std::sync::Mutex<std::collections::VecDeque<PendingCall>>,
 }
 
 #[derive(Debug)]
-struct OwedCall {
+struct PendingCall {
     id: ActionId,
     /// The tool's name, sanitized.
     tool: String,
@@ -205,16 +208,16 @@ struct OwedCall {
     since: std::time::Instant,
 }
 
-impl Owed {
-    fn owe(&self, id: &ActionId, tool: String, told: usize, checked: bool) {
+impl PendingVerdicts {
+    fn remember(&self, id: &ActionId, tool: String, told: usize, checked: bool) {
         let mut calls = self
             .calls
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if calls.len() >= MAX_OWED {
+        if calls.len() >= MAX_PENDING {
             calls.pop_front();
         }
-        calls.push_back(OwedCall {
+        calls.push_back(PendingCall {
             id: id.clone(),
             tool,
             told,
@@ -223,39 +226,40 @@ impl Owed {
         });
     }
 
-    /// What owed calls learned since they were last told (`caught_up`: the relay has read the
-    /// browser's traffic up to now); a call with nothing more to come, or whose time is up, is
-    /// forgotten.
-    fn collect(&self, calls: &ToolCalls, caught_up: bool) -> Vec<Told> {
-        let mut owed = self
+    /// What pending calls learned since they were last told (`caught_up`: the relay has read
+    /// the browser's traffic up to now); a call with nothing more to come, or whose time is up,
+    /// is forgotten.
+    fn news(&self, calls: &ToolCalls, caught_up: bool) -> Vec<Told> {
+        let mut pending = self
             .calls
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut out = Vec::new();
-        owed.retain_mut(|o| {
-            let (Some(facts), Some(typing)) = (calls.facts(&o.id), calls.typing_of(&o.id)) else {
+        pending.retain_mut(|call| {
+            let (Some(facts), Some(typing)) = (calls.facts(&call.id), calls.typing_of(&call.id))
+            else {
                 return false;
             };
             // New steps are the latest kept (a kept landed step may have made room for them).
             let total = facts.typing_steps();
-            let new = total.saturating_sub(o.told).min(facts.typing.len());
-            for l in &facts.typing[facts.typing.len() - new..] {
-                out.push(earlier(&o.tool, &o.id, typing_step(l)));
+            let new = total.saturating_sub(call.told).min(facts.typing.len());
+            for step in &facts.typing[facts.typing.len() - new..] {
+                out.push(earlier(&call.tool, &call.id, typing_step(step)));
             }
-            o.told = o.told.max(total);
-            if !o.checked && caught_up {
-                o.checked = true;
+            call.told = call.told.max(total);
+            if !call.checked && caught_up {
+                call.checked = true;
                 if typing.keys == 0 {
                     let told = Told::new(
                         "- typing: not verified: no key reached the browser".into(),
                         json!("indeterminate"),
                         "no-keys",
                     );
-                    out.push(earlier(&o.tool, &o.id, told));
+                    out.push(earlier(&call.tool, &call.id, told));
                 }
             }
-            let more_to_come = typing.open > 0 || !o.checked;
-            more_to_come && o.since.elapsed() < OWED_FOR
+            let more_to_come = typing.open > 0 || !call.checked;
+            more_to_come && call.since.elapsed() < PENDING_FOR
         });
         out
     }
@@ -272,7 +276,7 @@ fn earlier(tool: &str, id: &ActionId, mut told: Told) -> Told {
 
 /// What the gateway learned, for the note.
 #[derive(Debug, Default)]
-pub(crate) struct Learned {
+pub(crate) struct CallEvidence {
     facts: CallFacts,
     /// Lines about this call's typing that no step's verdict says.
     notes: Vec<Told>,
@@ -282,14 +286,14 @@ pub(crate) struct Learned {
 
 /// Waits (bounded by `wait`) for what the evidence learns about call `id` (of `tool`, begun at
 /// `since`), which the server has just answered.
-pub(crate) async fn gather(
+pub(crate) async fn wait_for_evidence(
     src: &Sources<'_>,
-    owed: &Owed,
+    pending: &PendingVerdicts,
     (id, tool): (&ActionId, &str),
     intent: &Intent,
     since: SystemTime,
     wait: Duration,
-) -> Learned {
+) -> CallEvidence {
     let deadline = tokio::time::Instant::now() + wait;
     // Everything the browser and the server said before the answer is read first: the call's
     // keys are tagged by then.
@@ -297,7 +301,7 @@ pub(crate) async fn gather(
         .await
         .is_ok();
     let mut typing = src.calls.typing_of(id).unwrap_or_default();
-    if caught_up && typing.open > 0 && intent.typed != Typed::Key {
+    if caught_up && typing.open > 0 && intent.how != HowTyped::KeyByKey {
         // The call's typing is over: its bursts end now, their verdicts are asked for.
         src.tap.typing_over(Some(id.as_str()));
         let _attending = src.order.attend();
@@ -306,8 +310,8 @@ pub(crate) async fn gather(
     }
     let facts = src.calls.facts(id).unwrap_or_default();
     let mut notes = Vec::new();
-    let owe = if !caught_up {
-        if intent.typed != Typed::No {
+    let verdicts_to_come = if !caught_up {
+        if intent.how != HowTyped::Nothing {
             notes.push(Told::new(
                 format!(
                     "- typing: not verified yet (the relay had not read this call's browser traffic within {} ms; a later result tells it)",
@@ -317,13 +321,13 @@ pub(crate) async fn gather(
                 "not-read-yet",
             ));
         }
-        intent.typed != Typed::No || typing.open > 0
+        intent.how != HowTyped::Nothing || typing.open > 0
     } else {
         let open = typing.open;
         for _ in 0..open {
-            notes.push(match intent.typed {
+            notes.push(match intent.how {
                 // Not waited for: typing key by key goes on in the next call.
-                Typed::Key => Told::new(
+                HowTyped::KeyByKey => Told::new(
                     "- typing: a typing step still being typed (its verdict comes when the typing pauses; a later result tells it)".into(),
                     Value::Null,
                     "still-typing",
@@ -334,12 +338,12 @@ pub(crate) async fn gather(
         notes.extend(without_steps(src, id, intent, typing, since, deadline).await);
         open > 0
     };
-    let earlier = owed.collect(src.calls, caught_up);
-    if owe {
+    let earlier = pending.news(src.calls, caught_up);
+    if verdicts_to_come {
         let tool = src.sanitizer.text_capped(tool, 64).into_string();
-        owed.owe(id, tool, facts.typing_steps(), caught_up);
+        pending.remember(id, tool, facts.typing_steps(), caught_up);
     }
-    Learned {
+    CallEvidence {
         facts,
         notes,
         earlier,
@@ -376,17 +380,17 @@ async fn without_steps(
         )
         .chars(n)
     };
-    match intent.typed {
-        Typed::No => Vec::new(),
-        Typed::Key if typing.keys == 0 => vec![no_key(
+    match intent.how {
+        HowTyped::Nothing => Vec::new(),
+        HowTyped::KeyByKey if typing.keys == 0 => vec![no_key(
             n,
             "not verified: no key reached the browser",
             "no-keys",
         )],
         // Its step is still being typed (counted open), or an earlier call's is.
-        Typed::Key if typing.bursts == 0 => vec![continues()],
-        Typed::Key => Vec::new(),
-        Typed::Answer if typing.keys == 0 => intent
+        HowTyped::KeyByKey if typing.bursts == 0 => vec![continues()],
+        HowTyped::KeyByKey => Vec::new(),
+        HowTyped::DialogAnswer if typing.keys == 0 => intent
             .texts
             .iter()
             .map(|t| {
@@ -397,12 +401,12 @@ async fn without_steps(
                 )
             })
             .collect(),
-        Typed::Answer => Vec::new(),
-        Typed::Text if typing.keys > 0 && typing.bursts == 0 => vec![continues()],
-        Typed::Text if (typing.bursts as usize) < intent.texts.len() => {
+        HowTyped::DialogAnswer => Vec::new(),
+        HowTyped::IntoFields if typing.keys > 0 && typing.bursts == 0 => vec![continues()],
+        HowTyped::IntoFields if (typing.bursts as usize) < intent.texts.len() => {
             fields::read_fields(src, id, intent, typing, since, deadline).await
         }
-        Typed::Text => Vec::new(),
+        HowTyped::IntoFields => Vec::new(),
     }
 }
 
@@ -495,46 +499,49 @@ fn typing_step(l: &Linked) -> Told {
     told
 }
 
-/// One failure: its line and its `_meta` entry.
-fn failure(l: &Linked) -> (String, Value) {
-    let payload = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
-    let (mut line, mut meta) = match l.record.kind() {
-        RecordKind::Network(n) => {
-            let p = payload(serde_json::to_value(n));
-            let method = p["method"].as_str().unwrap_or("?").to_owned();
-            let url = p["url"].as_str().unwrap_or("?").to_owned();
-            let mut m = json!({"kind": "network", "method": method, "url": url});
-            let outcome = match (p["status"].as_u64(), p["errorText"].as_str()) {
-                (Some(status), _) => {
-                    m["status"] = json!(status);
-                    status.to_string()
-                }
-                (None, Some(e)) => {
-                    m["errorText"] = json!(e);
-                    e.to_owned()
-                }
-                (None, None) => "failed".to_owned(),
-            };
-            (
-                format!("- failed request: {method} {} → {outcome}", capped(&url)),
-                m,
-            )
-        }
+/// One failure: its line and its `_meta` entry, read from the record's own types.
+fn failure(l: &Linked) -> Told {
+    let mut told = match l.record.kind() {
+        RecordKind::Network(n) => failed_request(n),
         RecordKind::Console(c) => {
             let level = c.level.as_str();
             let text = capped(c.text.as_str());
-            (
-                format!("- console {level}: {text}"),
-                json!({"kind": "console", "level": level, "text": text}),
-            )
+            Told {
+                line: format!("- console {level}: {text}"),
+                meta: json!({"kind": "console", "level": level, "text": text}),
+            }
         }
-        _ => ("- failure".to_owned(), json!({"kind": "other"})),
+        _ => Told {
+            line: "- failure".to_owned(),
+            meta: json!({"kind": "other"}),
+        },
     };
     if l.shared {
-        meta["shared"] = Value::Bool(true);
-        line.push_str(" (maybe another call's: calls ran at once)");
+        told.meta["shared"] = Value::Bool(true);
+        told.line
+            .push_str(" (maybe another call's: calls ran at once)");
     }
-    (line, meta)
+    told
+}
+
+fn failed_request(n: &NetworkFailure) -> Told {
+    let (method, url) = (n.method().as_str(), n.url().as_str());
+    let mut meta = json!({"kind": "network", "method": method, "url": url});
+    let outcome = match (n.status(), n.error_text()) {
+        (Some(status), _) => {
+            meta["status"] = json!(status);
+            status.to_string()
+        }
+        (None, Some(e)) => {
+            meta["errorText"] = json!(e.as_str());
+            e.as_str().to_owned()
+        }
+        (None, None) => "failed".to_owned(),
+    };
+    Told {
+        line: format!("- failed request: {method} {} → {outcome}", capped(url)),
+        meta,
+    }
 }
 
 /// The line for typing steps linked but not listed.
@@ -551,7 +558,7 @@ fn more_typing(facts: &CallFacts) -> Option<String> {
 
 /// Appends what was learned to `result`; true when a step's text did not land (every step is
 /// judged, listed or not). Nothing is appended when there is nothing to tell.
-pub(crate) fn append(result: &mut CallToolResult, id: &ActionId, learned: &Learned) -> bool {
+pub(crate) fn append(result: &mut CallToolResult, id: &ActionId, learned: &CallEvidence) -> bool {
     let facts = &learned.facts;
     if facts.is_empty() && learned.notes.is_empty() && learned.earlier.is_empty() {
         return false;
@@ -572,19 +579,19 @@ pub(crate) fn append(result: &mut CallToolResult, id: &ActionId, learned: &Learn
         || learned.notes.iter().any(Told::not_landed)
         || learned.earlier.iter().any(Told::not_landed);
     // The same failure again (a retried request) is one line with its count.
-    let mut told: Vec<(String, Value, u64)> = Vec::new();
+    let mut told: Vec<(Told, u64)> = Vec::new();
     for l in &facts.failures {
-        let (line, meta) = failure(l);
-        match told.iter_mut().find(|(seen, ..)| *seen == line) {
-            Some((_, _, n)) => *n += 1,
-            None => told.push((line, meta, 1)),
+        let failed = failure(l);
+        match told.iter_mut().find(|(seen, _)| seen.line == failed.line) {
+            Some((_, times)) => *times += 1,
+            None => told.push((failed, 1)),
         }
     }
     let mut failures = Vec::new();
-    for (line, mut meta, n) in told {
-        if n > 1 {
-            meta["count"] = json!(n);
-            lines.push(format!("{line} (×{n})"));
+    for (Told { line, mut meta }, times) in told {
+        if times > 1 {
+            meta["count"] = json!(times);
+            lines.push(format!("{line} (×{times})"));
         } else {
             lines.push(line);
         }

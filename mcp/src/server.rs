@@ -428,9 +428,9 @@ impl ServerHandler for Gateway {
                 outcome.result = Some(super::result_shape(&result));
                 super::inputs::after_answer(&self.shared, &mut result).await;
                 if let (Some(intent), Some(h)) = (intent, self.shared.recorder.handle()) {
-                    let learned = note::gather(
+                    let learned = note::wait_for_evidence(
                         &Sources::of(h),
-                        &self.shared.owed,
+                        &self.shared.pending_verdicts,
                         (call.id(), &request_name),
                         &intent,
                         call.started(),

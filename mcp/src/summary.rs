@@ -112,11 +112,8 @@ pub(crate) fn summarize(run_id: &str, dir: &RunDir) -> Summary {
             if r.status_word().is_some_and(|w| w == Status::Error) {
                 s.tool_calls_failed += 1;
             }
-            let method = r
-                .payload
-                .get("method")
-                .and_then(|m| m.as_str())
-                .unwrap_or("?");
+            let method = r.action_method();
+            let method = method.as_ref().map_or("?", |m| m.as_str());
             calls.insert(&r.action_id, format!("#{} {method}", s.tool_calls));
             continue;
         }

@@ -2,9 +2,11 @@
 //! unparsed, except that client messages are first offered to `typed.rs`, which reads typing in
 //! any spelling (a prefilter here could not see through escapes or duplicate keys).
 //!
-//! Each name appears once, here; no other code matches a method by its string. The table
-//! generates the enums both observers match on (without `_` arms, so a method added here is a
-//! compile error until every reader of its kind handles it):
+//! Each name appears once in the workspace, and no other code matches a method by its string: a
+//! method the evidence records by its CDP name is spelled by the evidence vocabulary
+//! ([`ActionMethod`], below capture), and this table names it through [`recorded`]; every other
+//! name is spelled here. The table generates the enums both observers match on (without `_`
+//! arms, so a method added here is a compile error until every reader of its kind handles it):
 //!
 //! - [`CommandMethod`]: client commands the traffic reader records (the relay's own observer
 //!   also sends a few of them);
@@ -17,15 +19,39 @@
 //! Variants are named domain first, then method (`NetworkLoadingFailed`), except
 //! [`TargetEvent`]'s, which are all of the `Target` domain.
 
+use cdp_evidence::ActionMethod;
+
+/// The CDP name of a method the evidence records by it, as the evidence vocabulary spells it.
+const fn recorded(method: ActionMethod) -> &'static str {
+    method.as_str()
+}
+
 macro_rules! cdp_methods {
     (
-        commands { $($command:ident = $command_name:literal,)* }
-        calls { $($call:ident = $call_name:literal,)* }
-        target_events { $($target:ident = $target_name:literal,)* }
-        page_events { $($page:ident = $page_name:literal,)* }
-        passive_events { $($passive:ident = $passive_name:literal,)* }
-        observer_events { $($observer:ident = $observer_name:literal,)* }
+        commands { $($command:ident = $command_name:expr,)* }
+        calls { $($call:ident = $call_name:expr,)* }
+        target_events { $($target:ident = $target_name:expr,)* }
+        page_events { $($page:ident = $page_name:expr,)* }
+        passive_events { $($passive:ident = $passive_name:expr,)* }
+        observer_events { $($observer:ident = $observer_name:expr,)* }
     ) => {
+        // The names as constants, one namespace per kind, so that `parse` can match on them
+        // (a pattern takes a constant, not an expression).
+        struct CommandName;
+        struct CallName;
+        struct EventName;
+        #[allow(non_upper_case_globals)]
+        impl CommandName { $(const $command: &'static str = $command_name;)* }
+        #[allow(non_upper_case_globals)]
+        impl CallName { $(const $call: &'static str = $call_name;)* }
+        #[allow(non_upper_case_globals)]
+        impl EventName {
+            $(const $target: &'static str = $target_name;)*
+            $(const $page: &'static str = $page_name;)*
+            $(const $passive: &'static str = $passive_name;)*
+            $(const $observer: &'static str = $observer_name;)*
+        }
+
         /// A client command that can become evidence.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub(crate) enum CommandMethod { $($command,)* }
@@ -66,7 +92,7 @@ macro_rules! cdp_methods {
 
             pub(crate) fn parse(name: &str) -> Option<CommandMethod> {
                 match name {
-                    $($command_name => Some(CommandMethod::$command),)*
+                    $(CommandName::$command => Some(CommandMethod::$command),)*
                     _ => None,
                 }
             }
@@ -74,7 +100,7 @@ macro_rules! cdp_methods {
             /// The CDP name, also the `method` of the action it records.
             pub(crate) fn name(self) -> &'static str {
                 match self {
-                    $(CommandMethod::$command => $command_name,)*
+                    $(CommandMethod::$command => CommandName::$command,)*
                 }
             }
         }
@@ -87,7 +113,7 @@ macro_rules! cdp_methods {
             /// The CDP name.
             pub(crate) fn name(self) -> &'static str {
                 match self {
-                    $(Call::$call => $call_name,)*
+                    $(Call::$call => CallName::$call,)*
                 }
             }
         }
@@ -105,10 +131,10 @@ macro_rules! cdp_methods {
             /// One match over every name: a name listed twice is an unreachable pattern.
             pub(crate) fn parse(name: &str) -> Option<Event> {
                 Some(match name {
-                    $($target_name => Event::Target(TargetEvent::$target),)*
-                    $($page_name => Event::Page(PageEvent::$page),)*
-                    $($passive_name => Event::Passive(TrafficEvent::$passive),)*
-                    $($observer_name => Event::TrafficReader(DirectEvent::$observer),)*
+                    $(EventName::$target => Event::Target(TargetEvent::$target),)*
+                    $(EventName::$page => Event::Page(PageEvent::$page),)*
+                    $(EventName::$passive => Event::Passive(TrafficEvent::$passive),)*
+                    $(EventName::$observer => Event::TrafficReader(DirectEvent::$observer),)*
                     _ => return None,
                 })
             }
@@ -117,10 +143,10 @@ macro_rules! cdp_methods {
             #[cfg(test)]
             pub(crate) fn name(self) -> &'static str {
                 match self {
-                    $(Event::Target(TargetEvent::$target) => $target_name,)*
-                    $(Event::Page(PageEvent::$page) => $page_name,)*
-                    $(Event::Passive(TrafficEvent::$passive) => $passive_name,)*
-                    $(Event::TrafficReader(DirectEvent::$observer) => $observer_name,)*
+                    $(Event::Target(TargetEvent::$target) => EventName::$target,)*
+                    $(Event::Page(PageEvent::$page) => EventName::$page,)*
+                    $(Event::Passive(TrafficEvent::$passive) => EventName::$passive,)*
+                    $(Event::TrafficReader(DirectEvent::$observer) => EventName::$observer,)*
                 }
             }
         }
@@ -136,14 +162,24 @@ impl Event {
 
 cdp_methods! {
     commands {
-        PageNavigate = "Page.navigate",
-        PageReload = "Page.reload",
-        PageNavigateToHistoryEntry = "Page.navigateToHistoryEntry",
-        PageStopLoading = "Page.stopLoading",
-        PageStartScreencast = "Page.startScreencast",
-        PageStopScreencast = "Page.stopScreencast",
-        PagePrintToPdf = "Page.printToPDF",
-        PageCaptureScreenshot = "Page.captureScreenshot",
+        // Recorded as actions by their CDP name.
+        PageNavigate = recorded(ActionMethod::PageNavigate),
+        PageReload = recorded(ActionMethod::PageReload),
+        PageNavigateToHistoryEntry = recorded(ActionMethod::PageNavigateToHistoryEntry),
+        PageStopLoading = recorded(ActionMethod::PageStopLoading),
+        PageStartScreencast = recorded(ActionMethod::PageStartScreencast),
+        PageStopScreencast = recorded(ActionMethod::PageStopScreencast),
+        PagePrintToPdf = recorded(ActionMethod::PagePrintToPdf),
+        PageCaptureScreenshot = recorded(ActionMethod::PageCaptureScreenshot),
+        DomSetFileInputFiles = recorded(ActionMethod::DomSetFileInputFiles),
+        RuntimeEvaluate = recorded(ActionMethod::RuntimeEvaluate),
+        RuntimeCallFunctionOn = recorded(ActionMethod::RuntimeCallFunctionOn),
+        TargetCreateTarget = recorded(ActionMethod::TargetCreateTarget),
+        TargetCloseTarget = recorded(ActionMethod::TargetCloseTarget),
+        TargetAttachToTarget = recorded(ActionMethod::TargetAttachToTarget),
+        TargetActivateTarget = recorded(ActionMethod::TargetActivateTarget),
+        BrowserClose = recorded(ActionMethod::BrowserClose),
+        // Recorded as the relay's own verbs (click, type, …), or not at all.
         InputDispatchMouseEvent = "Input.dispatchMouseEvent",
         InputDispatchTouchEvent = "Input.dispatchTouchEvent",
         InputDispatchKeyEvent = "Input.dispatchKeyEvent",
@@ -152,19 +188,11 @@ cdp_methods! {
         DomSetAttributeValue = "DOM.setAttributeValue",
         DomSetAttributesAsText = "DOM.setAttributesAsText",
         DomSetNodeValue = "DOM.setNodeValue",
-        DomSetFileInputFiles = "DOM.setFileInputFiles",
-        RuntimeEvaluate = "Runtime.evaluate",
-        RuntimeCallFunctionOn = "Runtime.callFunctionOn",
-        TargetCreateTarget = "Target.createTarget",
-        TargetCloseTarget = "Target.closeTarget",
-        TargetAttachToTarget = "Target.attachToTarget",
-        TargetActivateTarget = "Target.activateTarget",
         TargetSendMessageToTarget = "Target.sendMessageToTarget",
-        BrowserClose = "Browser.close",
     }
     calls {
-        TargetSetDiscoverTargets = "Target.setDiscoverTargets",
-        TargetSetAutoAttach = "Target.setAutoAttach",
+        TargetSetDiscoverTargets = recorded(ActionMethod::TargetSetDiscoverTargets),
+        TargetSetAutoAttach = recorded(ActionMethod::TargetSetAutoAttach),
         TargetDetachFromTarget = "Target.detachFromTarget",
         RuntimeAddBinding = "Runtime.addBinding",
         RuntimeEnable = "Runtime.enable",
@@ -195,7 +223,7 @@ cdp_methods! {
         PageFrameStartedNavigating = "Page.frameStartedNavigating",
     }
     passive_events {
-        PageScreencastFrame = "Page.screencastFrame",
+        PageScreencastFrame = recorded(ActionMethod::PageScreencastFrame),
         TargetReceivedMessageFromTarget = "Target.receivedMessageFromTarget",
     }
     observer_events {

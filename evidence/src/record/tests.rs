@@ -199,6 +199,36 @@ fn a_tool_call_reads_back_in_the_same_schema() {
 }
 
 #[test]
+fn a_tool_call_s_arguments_read_one_by_one() {
+    let stored = |kind: &str, arguments: Value| {
+        crate::StoredRecord::from_value(serde_json::json!({
+            "actionId": "1", "kind": kind,
+            "payload": {"method": "fill", "arguments": arguments}
+        }))
+        .unwrap()
+    };
+    let written = serde_json::json!([
+        {"name": "uid", "type": "string", "value": "1_5"},
+        {"name": "broken", "type": "string", "chars": "seven"},
+        {"name": "value", "type": "string", "input": {"chars": 7, "inputType": "password"}},
+    ]);
+    let record = stored("action", written.clone());
+    // The argument that does not fit leaves the payload a mismatch; the others still read.
+    assert_eq!(record.typed_payload(), crate::StoredPayload::Mismatch);
+    let read = record.tool_arguments();
+    let names: Vec<&str> = read.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["uid", "value"]);
+    assert_eq!(read[0].value, Some(serde_json::json!("1_5")));
+    let input = read[1].input.as_ref().unwrap();
+    assert_eq!(input.chars, 7);
+    assert_eq!(input.input_type.as_ref().unwrap().as_str(), "password");
+    assert!(stored("marker", written).tool_arguments().is_empty());
+    assert!(stored("action", serde_json::json!({"name": "x"}))
+        .tool_arguments()
+        .is_empty());
+}
+
+#[test]
 fn envelope_and_defaults() {
     let v = value(&Record::new(
         SafeText::literal("cdp"),

@@ -86,7 +86,7 @@ fn nothing_learned_appends_nothing() {
     let mut r = result();
     let before = serde_json::to_value(&r).expect("json");
     let id = ActionId::at(SystemTime::now());
-    assert!(!append(&mut r, &id, &Learned::default()));
+    assert!(!append(&mut r, &id, &CallEvidence::default()));
     assert_eq!(serde_json::to_value(&r).expect("json"), before);
 }
 
@@ -112,7 +112,7 @@ fn verdicts_and_failures_are_told_in_words_and_under_meta() {
     });
     facts.failures.push(facts.failures[0].clone());
     facts.more_failures = 2;
-    let learned = Learned {
+    let learned = CallEvidence {
         facts,
         notes: vec![not_verified_yet(Duration::from_millis(1000))],
         earlier: Vec::new(),
@@ -147,6 +147,59 @@ fn verdicts_and_failures_are_told_in_words_and_under_meta() {
     assert!(r.structured_content.is_none());
 }
 
+/// A failed request is told from the record's own types: method, URL reduced to origin and
+/// path, and the status, else the failure text; the same request again is one line, counted.
+#[test]
+fn failed_requests_are_told_with_their_status_or_their_failure_text() {
+    let s = Sanitizer::new();
+    let request = |status, error_text| {
+        let failure = s.network_failure(cdp_sanitize::RawNetworkFailure {
+            method: "POST",
+            url: "https://a.test/api/login?token=Pl4nted-T0ken",
+            status,
+            error_text,
+            ..Default::default()
+        });
+        linked(Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Network(failure),
+        ))
+    };
+    let mut facts = CallFacts::default();
+    facts.failures.push(request(Some(500), None));
+    facts.failures.push(request(Some(500), None));
+    facts
+        .failures
+        .push(request(None, Some("net::ERR_CONNECTION_REFUSED")));
+    let learned = CallEvidence {
+        facts,
+        ..CallEvidence::default()
+    };
+    let mut r = result();
+    let id = ActionId::at(SystemTime::now());
+    assert!(
+        !append(&mut r, &id, &learned),
+        "no typing step did not land"
+    );
+    let (text, meta) = note_of(&r);
+    assert_eq!(
+        text,
+        "cdp-relay evidence for this call:\n\
+         - failed request: POST https://a.test/api/login → 500 (×2)\n\
+         - failed request: POST https://a.test/api/login → net::ERR_CONNECTION_REFUSED"
+    );
+    assert_eq!(
+        meta["failures"],
+        json!([
+            {"kind": "network", "method": "POST", "url": "https://a.test/api/login",
+             "status": 500, "count": 2},
+            {"kind": "network", "method": "POST", "url": "https://a.test/api/login",
+             "errorText": "net::ERR_CONNECTION_REFUSED"},
+        ])
+    );
+    assert!(!serde_json::to_string(&r).unwrap().contains("Pl4nted"));
+}
+
 /// Strict mode judges every step: one that did not land is an error even when it is not
 /// listed, and steps not listed are counted by verdict.
 #[test]
@@ -159,9 +212,9 @@ fn a_step_that_did_not_land_makes_an_error_listed_or_not() {
     facts.more_typing = 4;
     facts.more_landed = 3;
     facts.not_landed = 1;
-    let learned = Learned {
+    let learned = CallEvidence {
         facts,
-        ..Learned::default()
+        ..CallEvidence::default()
     };
     let mut r = result();
     let id = ActionId::at(SystemTime::now());
@@ -184,9 +237,9 @@ fn an_earlier_calls_verdict_is_told_as_its_own() {
         &pin,
         typing_step(&linked(typing(&s, 6, Some((Verified::False, "no-input"))))),
     );
-    let learned = Learned {
+    let learned = CallEvidence {
         earlier: vec![told],
-        ..Learned::default()
+        ..CallEvidence::default()
     };
     let mut r = result();
     let id = ActionId::at(SystemTime::now());
@@ -209,9 +262,9 @@ fn the_childs_own_meta_is_kept() {
     r.meta = Some(theirs);
     let mut facts = CallFacts::default();
     facts.typing.push(linked(typing(&s, 3, None)));
-    let learned = Learned {
+    let learned = CallEvidence {
         facts,
-        ..Learned::default()
+        ..CallEvidence::default()
     };
     let id = ActionId::at(SystemTime::now());
     assert!(!append(&mut r, &id, &learned));
@@ -228,7 +281,7 @@ async fn a_stalled_reader_ends_the_wait_at_the_deadline_and_a_later_call_tells_i
     let p = Parts::new();
     // A copy stamped and never handled: the reader is behind, and stays so.
     p.order.stamp();
-    let owed = Owed::default();
+    let owed = PendingVerdicts::default();
     let (id, since) = p.call();
     let intent = Intent::of(
         "fill",
@@ -236,7 +289,7 @@ async fn a_stalled_reader_ends_the_wait_at_the_deadline_and_a_later_call_tells_i
     );
     let wait = Duration::from_millis(150);
     let started = std::time::Instant::now();
-    let learned = gather(&p.sources(), &owed, (&id, "fill"), &intent, since, wait).await;
+    let learned = wait_for_evidence(&p.sources(), &owed, (&id, "fill"), &intent, since, wait).await;
     let took = started.elapsed();
     assert!(took >= wait && took < Duration::from_secs(5), "{took:?}");
     let mut r = result();
@@ -252,7 +305,8 @@ async fn a_stalled_reader_ends_the_wait_at_the_deadline_and_a_later_call_tells_i
     p.order.handled_below(u64::MAX);
     let (click, since) = p.call();
     let none = Intent::of("click", Some(&args(json!({"uid": "1_5"}))));
-    let learned = gather(&p.sources(), &owed, (&click, "click"), &none, since, wait).await;
+    let learned =
+        wait_for_evidence(&p.sources(), &owed, (&click, "click"), &none, since, wait).await;
     let mut r = result();
     append(&mut r, &click, &learned);
     let (text, meta) = note_of(&r);
@@ -264,7 +318,8 @@ async fn a_stalled_reader_ends_the_wait_at_the_deadline_and_a_later_call_tells_i
     assert_eq!(meta["typing"][0]["reason"], "no-keys");
     // Told once.
     let (again, since) = p.call();
-    let learned = gather(&p.sources(), &owed, (&again, "click"), &none, since, wait).await;
+    let learned =
+        wait_for_evidence(&p.sources(), &owed, (&again, "click"), &none, since, wait).await;
     let mut r = result();
     assert!(!append(&mut r, &again, &learned));
     assert_eq!(r.content.len(), 1, "nothing more to tell");
@@ -277,7 +332,7 @@ async fn a_stalled_reader_ends_the_wait_at_the_deadline_and_a_later_call_tells_i
 #[tokio::test]
 async fn a_verdict_that_comes_late_is_owed_and_told_by_a_later_call() {
     let mut p = Parts::new();
-    let owed = Owed::default();
+    let owed = PendingVerdicts::default();
     let (id, since) = p.call();
     let burst = p
         .calls
@@ -288,7 +343,7 @@ async fn a_verdict_that_comes_late_is_owed_and_told_by_a_later_call() {
         Some(&args(json!({"uid": "1_4", "value": "Zq8-short"}))),
     );
     let wait = Duration::from_millis(100);
-    let learned = gather(&p.sources(), &owed, (&id, "fill"), &intent, since, wait).await;
+    let learned = wait_for_evidence(&p.sources(), &owed, (&id, "fill"), &intent, since, wait).await;
     let over =
         p.rx.control
             .try_recv()
@@ -320,7 +375,7 @@ async fn a_verdict_that_comes_late_is_owed_and_told_by_a_later_call() {
     p.order.handled_below(u64::MAX);
     let (next, since) = p.call();
     let none = Intent::of("take_snapshot", None);
-    let learned = gather(
+    let learned = wait_for_evidence(
         &p.sources(),
         &owed,
         (&next, "take_snapshot"),
@@ -345,13 +400,13 @@ async fn a_verdict_that_comes_late_is_owed_and_told_by_a_later_call() {
 #[tokio::test]
 async fn text_no_key_carried_is_said_when_nothing_can_read_the_field() {
     let p = Parts::new();
-    let owed = Owed::default();
+    let owed = PendingVerdicts::default();
     let (id, since) = p.call();
     let intent = Intent::of(
         "fill",
         Some(&args(json!({"uid": "1_4", "value": "2026-12-05"}))),
     );
-    let learned = gather(
+    let learned = wait_for_evidence(
         &p.sources(),
         &owed,
         (&id, "fill"),
@@ -383,7 +438,7 @@ async fn text_no_key_carried_is_said_when_nothing_can_read_the_field() {
     ] {
         let (id, since) = p.call();
         let intent = Intent::of(tool, Some(&args(a)));
-        let learned = gather(
+        let learned = wait_for_evidence(
             &p.sources(),
             &owed,
             (&id, tool),
@@ -421,7 +476,7 @@ fn fields_read_for_text_no_key_carried_are_judged_by_length_and_equality() {
         "abcdef".into(),
     ];
     let intent = Intent {
-        typed: Typed::Text,
+        how: HowTyped::IntoFields,
         texts: texts.to_vec(),
     };
     let reading = FieldReading {
@@ -473,7 +528,7 @@ fn fields_read_for_text_no_key_carried_are_judged_by_length_and_equality() {
             ..FieldReading::default()
         };
         let one = Intent {
-            typed: Typed::Text,
+            how: HowTyped::IntoFields,
             texts: vec!["Zq8-text".into()],
         };
         let told = judge_fields(&one, 0, &r);
@@ -489,7 +544,7 @@ fn fields_read_for_text_no_key_carried_are_judged_by_length_and_equality() {
         ..FieldReading::default()
     };
     let two = Intent {
-        typed: Typed::Text,
+        how: HowTyped::IntoFields,
         texts: vec!["Zq8-ten-chr".into(), "Zq8-pass".into()],
     };
     let told = judge_fields(&two, 0, &r);
@@ -502,7 +557,7 @@ fn fields_read_for_text_no_key_carried_are_judged_by_length_and_equality() {
         ..FieldReading::default()
     };
     let three = Intent {
-        typed: Typed::Text,
+        how: HowTyped::IntoFields,
         texts: vec!["typed".into(), "2026-12-05".into(), "neither".into()],
     };
     let told = judge_fields(&three, 1, &r);
@@ -522,14 +577,14 @@ fn an_intent_prints_lengths_only() {
         Some(&args(json!({"uid": "1", "value": "hunter2-Zq7"}))),
     );
     assert!(!format!("{i:?}").contains("hunter2"));
-    assert_eq!(i.typed, Typed::Text);
+    assert_eq!(i.how, HowTyped::IntoFields);
     assert_eq!(
-        Intent::of("press_key", Some(&args(json!({"key": "Enter"})))).typed,
-        Typed::No
+        Intent::of("press_key", Some(&args(json!({"key": "Enter"})))).how,
+        HowTyped::Nothing
     );
     assert_eq!(
-        Intent::of("press_key", Some(&args(json!({"key": "7"})))).typed,
-        Typed::Key
+        Intent::of("press_key", Some(&args(json!({"key": "7"})))).how,
+        HowTyped::KeyByKey
     );
 }
 
@@ -538,13 +593,13 @@ fn an_intent_prints_lengths_only() {
 #[tokio::test]
 async fn a_key_that_begins_a_step_is_told_still_typing_and_its_verdict_later() {
     let p = Parts::new();
-    let owed = Owed::default();
+    let owed = PendingVerdicts::default();
     let (id, since) = p.call();
     let burst = p.calls.burst_began(since, None).expect("in flight");
     let intent = Intent::of("press_key", Some(&args(json!({"key": "4"}))));
     let started = std::time::Instant::now();
     let wait = Duration::from_secs(30);
-    let learned = gather(
+    let learned = wait_for_evidence(
         &p.sources(),
         &owed,
         (&id, "press_key"),
@@ -565,7 +620,7 @@ async fn a_key_that_begins_a_step_is_told_still_typing_and_its_verdict_later() {
     // The next key continues that step: no step of its own.
     let (next, since) = p.call();
     p.calls.typed(since, None);
-    let learned = gather(
+    let learned = wait_for_evidence(
         &p.sources(),
         &owed,
         (&next, "press_key"),
@@ -586,7 +641,7 @@ async fn a_key_that_begins_a_step_is_told_still_typing_and_its_verdict_later() {
     burst.step(&mut step);
     let (last, since) = p.call();
     let none = Intent::of("take_snapshot", None);
-    let learned = gather(
+    let learned = wait_for_evidence(
         &p.sources(),
         &owed,
         (&last, "take_snapshot"),

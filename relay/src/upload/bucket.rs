@@ -11,7 +11,7 @@
 
 use super::target::Target;
 use crate::Error;
-use cdp_evidence::{validate_id, MANIFEST_FILE};
+use cdp_evidence::{validate_id, Manifest, MANIFEST_FILE};
 use futures_util::StreamExt;
 use object_store::ObjectStoreExt;
 use serde::Serialize;
@@ -221,15 +221,14 @@ pub async fn fetch_run(target: &Target, run_id: &str, out_dir: &Path) -> Result<
     Ok(dir)
 }
 
-/// The manifest of `run_id`, parsed; `None` when there is none (not whole yet).
-async fn fetch_manifest(target: &Target, run_id: &str) -> Result<Option<serde_json::Value>, Error> {
+/// The manifest of `run_id`, read through the evidence format's own type; `None` when there
+/// is none (not whole yet).
+async fn fetch_manifest(target: &Target, run_id: &str) -> Result<Option<Manifest>, Error> {
     let Some(bytes) = fetch_manifest_bytes(target, run_id).await? else {
         return Ok(None);
     };
-    // A manifest that is not JSON is listed with what is known: its id.
-    Ok(Some(
-        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
-    ))
+    // A manifest that is not a JSON object is listed with what is known: its id.
+    Ok(Some(Manifest::parse(&bytes).unwrap_or_default()))
 }
 
 async fn fetch_manifest_bytes(target: &Target, run_id: &str) -> Result<Option<Vec<u8>>, Error> {
@@ -249,24 +248,24 @@ async fn fetch_manifest_bytes(target: &Target, run_id: &str) -> Result<Option<Ve
     Ok(Some(bytes.to_vec()))
 }
 
-fn describe(target: &Target, id: &str, m: &serde_json::Value) -> RemoteRun {
+/// One listed run: the evidence format's fields from its own type, the upload's from the
+/// `upload` member the uploader adds (`run.rs`).
+fn describe(target: &Target, id: &str, m: &Manifest) -> RemoteRun {
     let s = |v: &serde_json::Value| v.as_str().map(str::to_owned);
-    let upload = &m["upload"];
+    let upload = m.raw.get("upload").unwrap_or(&serde_json::Value::Null);
     RemoteRun {
         id: id.to_owned(),
-        session_id: s(&m["sessionId"]),
-        status: s(&m["status"]).map(cdp_evidence::Word::from_text),
-        started_at: s(&m["startedAt"]),
-        finalized_at: s(&m["finalizedAt"]),
+        session_id: m.session_id.clone(),
+        status: m.status.clone().map(cdp_evidence::Word::from_text),
+        started_at: m.started_at.clone(),
+        finalized_at: m.finalized_at.clone(),
         failures: upload["failures"].as_u64(),
         host: s(&upload["host"]),
-        records: m["totals"]["records"].as_u64(),
+        records: m.totals.as_ref().map(|t| t.records),
         size_bytes: upload["files"]
             .as_array()
             .map(|files| files.iter().filter_map(|f| f["bytes"].as_u64()).sum()),
-        truncated: m["truncation"]["artifactsTruncated"]
-            .as_bool()
-            .unwrap_or(false),
+        truncated: m.truncation.as_ref().is_some_and(|t| t.artifacts_truncated),
         uploaded_at: s(&upload["uploadedAt"]),
         url: target.run_url(id),
     }
@@ -330,5 +329,47 @@ mod tests {
             {"path": "../escape", "bytes": 1}
         ]}});
         assert!(listed_files(&m).is_none(), "one bad entry refuses the run");
+    }
+
+    #[test]
+    fn a_listed_run_is_read_from_its_manifest_through_the_format_s_type() {
+        let target = Target::for_reading(&crate::UploadSettings::new("s3://bkt/fleet")).unwrap();
+        let bytes = serde_json::to_vec(&serde_json::json!({
+            "runId": "r1", "sessionId": "s1", "status": "finalized",
+            "startedAt": "2026-01-01T00:00:00.000Z", "finalizedAt": "2026-01-01T00:01:00.000Z",
+            "totals": {"records": 12, "artifactBytes": 3, "artifacts": 1, "droppedEvidence": 0},
+            "truncation": {"artifactsTruncated": true, "artifactBudgetBytes": 9,
+                           "refusedArtifacts": 1},
+            "upload": {"host": "pod-1", "uploadedAt": "2026-01-01T00:02:00.000Z", "failures": 2,
+                       "files": [{"path": "actions.jsonl", "bytes": 5},
+                                 {"path": "artifacts/000001-frame.jpeg", "bytes": 7}]}
+        }))
+        .unwrap();
+        let run = describe(&target, "r1", &Manifest::parse(&bytes).unwrap());
+        assert_eq!(run.session_id.as_deref(), Some("s1"));
+        assert_eq!(
+            run.status,
+            Some(cdp_evidence::Word::Known(
+                cdp_evidence::RunStatus::Finalized
+            ))
+        );
+        assert_eq!(run.started_at.as_deref(), Some("2026-01-01T00:00:00.000Z"));
+        assert_eq!(
+            run.finalized_at.as_deref(),
+            Some("2026-01-01T00:01:00.000Z")
+        );
+        assert_eq!(run.records, Some(12));
+        assert!(run.truncated);
+        assert_eq!(
+            (run.host.as_deref(), run.failures, run.size_bytes),
+            (Some("pod-1"), Some(2), Some(12))
+        );
+        assert_eq!(run.uploaded_at.as_deref(), Some("2026-01-01T00:02:00.000Z"));
+        // Not a manifest at all: listed by its id, nothing else claimed.
+        let bare = describe(&target, "r2", &Manifest::default());
+        assert_eq!(
+            (bare.session_id, bare.status, bare.records, bare.truncated),
+            (None, None, None, false)
+        );
     }
 }

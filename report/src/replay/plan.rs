@@ -206,9 +206,9 @@ impl Plan {
     fn name_origins(&mut self, events: &[Event]) {
         let mut origins: Vec<String> = Vec::new();
         let mut see = |url: &str| {
-            if let Some(o) = origin(url).filter(|_| replayable_url(url)) {
-                if !origins.iter().any(|x| x == o) {
-                    origins.push(o.to_owned());
+            if let Some(seen) = origin(url).filter(|_| replayable_url(url)) {
+                if !origins.iter().any(|known| known == seen) {
+                    origins.push(seen.to_owned());
                 }
             }
         };
@@ -224,13 +224,13 @@ impl Plan {
                 see(u);
             }
         }
-        for (n, o) in origins.into_iter().enumerate() {
-            let var = if n == 0 {
+        for (position, origin) in origins.into_iter().enumerate() {
+            let var = if position == 0 {
                 "BASE_URL".to_owned()
             } else {
-                format!("BASE_URL_{}", n + 1)
+                format!("BASE_URL_{}", position + 1)
             };
-            self.origins.push((o, var));
+            self.origins.push((origin, var));
         }
     }
 
@@ -245,9 +245,9 @@ impl Plan {
 
     /// `url` as an expression: its origin's variable plus the path, or a literal.
     pub(crate) fn url_expr(&self, url: &str) -> String {
-        if let Some(o) = origin(url) {
-            if let Some((_, var)) = self.origins.iter().find(|(x, _)| x == o) {
-                let rest = &url[o.len()..];
+        if let Some(url_origin) = origin(url) {
+            if let Some((_, var)) = self.origins.iter().find(|(known, _)| known == url_origin) {
+                let rest = &url[url_origin.len()..];
                 return if rest.is_empty() {
                     var.clone()
                 } else {

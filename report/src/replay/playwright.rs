@@ -486,7 +486,7 @@ struct Body {
     gaps: usize,
     first_gap: Option<usize>,
     /// The spec waits for a URL (`at`).
-    waits: bool,
+    waits_for_url: bool,
     /// The spec reads typed inputs (`typed`, `input`).
     typed: bool,
     /// The spec reads file inputs (`files`, `input`).
@@ -567,7 +567,7 @@ impl Body {
             let _ = writeln!(out, "  const {var} = await {var}Promise;");
         }
         if let Some(url) = plan.navigations.get(&step.index) {
-            self.waits = true;
+            self.waits_for_url = true;
             let _ = writeln!(
                 out,
                 "  await {page}.waitForURL(at({}));",
@@ -808,7 +808,7 @@ function files(name: string, what: string): string[] {{
 }}"
         );
     }
-    if body.waits {
+    if body.waits_for_url {
         let _ = writeln!(
             out,
             "

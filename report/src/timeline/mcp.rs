@@ -162,23 +162,17 @@ fn gist(args: &[StoredToolArgument]) -> Option<String> {
 
 /// The displayed fields of a tool call: its reduced arguments, flattened.
 pub(crate) fn fields(r: &StoredRecord) -> Vec<(String, String)> {
-    let Some(args) = r.payload.get("arguments").and_then(|a| a.as_array()) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    walk(args, "", &mut out);
+    walk(&r.tool_arguments(), "", &mut out);
     out.truncate(MAX_FIELDS);
     out
 }
 
-fn walk(args: &[serde_json::Value], prefix: &str, out: &mut Vec<(String, String)>) {
-    for a in args {
+fn walk(args: &[StoredToolArgument], prefix: &str, out: &mut Vec<(String, String)>) {
+    for arg in args {
         if out.len() >= MAX_FIELDS {
             return;
         }
-        let Ok(arg) = serde_json::from_value::<StoredToolArgument>(a.clone()) else {
-            continue;
-        };
         let name = line(&arg.name, MAX_KEY);
         let key = if prefix.is_empty() {
             name
@@ -209,11 +203,7 @@ fn walk(args: &[serde_json::Value], prefix: &str, out: &mut Vec<(String, String)
         };
         match (&arg.items, shown) {
             (Some(items), _) => {
-                let items: Vec<serde_json::Value> = items
-                    .iter()
-                    .filter_map(|i| serde_json::to_value(i).ok())
-                    .collect();
-                walk(&items, &key, out);
+                walk(items, &key, out);
                 let listed = items.len() as u64;
                 if let Some(n) = arg.count.filter(|&n| n > listed) {
                     out.push((key, format!("{} more not shown", n - listed)));
