@@ -57,6 +57,32 @@ fn json_requested(args: impl Iterator<Item = String>, env: Option<String>) -> bo
     found.unwrap_or_else(|| env.as_deref() == Some("json"))
 }
 
+/// Replaces the default panic message: a panic's message can quote whatever the code held
+/// (a string sliced at a bad index is printed whole: page text, typed input), and stderr must
+/// never carry those (docs/security.md, *Logs*). The thread and the place are enough to find
+/// the bug; with `RUST_BACKTRACE=1` the stack follows (function names only).
+pub fn hide_panic_messages() {
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()));
+        let thread = std::thread::current();
+        fatal(&panic_line(thread.name(), at.as_deref()));
+        let trace = std::backtrace::Backtrace::capture();
+        if trace.status() == std::backtrace::BacktraceStatus::Captured {
+            eprintln!("{trace}");
+        }
+    }));
+}
+
+fn panic_line(thread: Option<&str>, at: Option<&str>) -> String {
+    format!(
+        "internal error: thread '{}' panicked at {}; its message is not shown (it may quote page text or typed input). Please report this line.",
+        thread.unwrap_or("unnamed"),
+        at.unwrap_or("an unknown place")
+    )
+}
+
 /// Installs the stderr subscriber. `RUST_LOG` wins over `-v`.
 pub fn init(verbose: u8, format: LogFormat) {
     let _ = FORMAT.set(format);
@@ -83,6 +109,16 @@ pub fn init(verbose: u8, format: LogFormat) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_is_told_by_thread_and_place_never_by_message() {
+        let line = panic_line(Some("cdp-relay-observer"), Some("capture/src/x.rs:12"));
+        assert_eq!(
+            line,
+            "internal error: thread 'cdp-relay-observer' panicked at capture/src/x.rs:12; its message is not shown (it may quote page text or typed input). Please report this line."
+        );
+        assert!(panic_line(None, None).contains("'unnamed' panicked at an unknown place"));
+    }
 
     #[test]
     fn fatal_lines_follow_the_log_format() {

@@ -82,6 +82,7 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(&e),
     };
     logging::init(cli.verbose, cli.log_format);
+    logging::hide_panic_messages();
     match run(cli.command) {
         Ok(code) => code,
         // A reader that closed stdout early (`| head`) got what it wanted.
