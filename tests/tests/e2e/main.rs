@@ -27,7 +27,6 @@ mod fleet_sizing;
 mod hostile;
 mod hostile_pages;
 mod launch;
-mod layering;
 mod mcp;
 mod mcp_faults;
 mod mcp_feedback;
