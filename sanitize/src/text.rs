@@ -165,12 +165,21 @@ pub(crate) const MAX_EXTRA_ROUNDS: usize = 5;
 /// Every text that changed gets one more round: guessing which replacements could matter
 /// missed shapes fuzzing found, twice. Borrowed when nothing changed.
 pub(crate) fn apply_rules_fixpoint<'a>(text: &'a str, ctx: &Ctx<'_>) -> Cow<'a, str> {
-    let mut current = match apply_rules_once(text, ctx) {
+    fixpoint(text, |t| apply_rules_once(t, ctx))
+}
+
+/// Applies `pass` until its output is its input, at most [`MAX_EXTRA_ROUNDS`] times after the
+/// first. Borrowed when the first pass changed nothing.
+pub(crate) fn fixpoint<'a>(
+    text: &'a str,
+    pass: impl for<'t> Fn(&'t str) -> Cow<'t, str>,
+) -> Cow<'a, str> {
+    let mut current = match pass(text) {
         Cow::Borrowed(_) => return Cow::Borrowed(text),
         Cow::Owned(o) => o,
     };
     for _ in 0..MAX_EXTRA_ROUNDS {
-        match apply_rules_once(&current, ctx) {
+        match pass(&current) {
             Cow::Borrowed(_) => break,
             Cow::Owned(o) if o == current => break,
             Cow::Owned(o) => current = o,
@@ -263,50 +272,23 @@ fn guard(
     }
 }
 
-/// The per-detector decision.
+/// The per-detector decision: one function per kind of match.
 fn decide(hit: &Hit, text: &str, ctx: &Ctx<'_>) -> Action {
-    let (whole_start, whole_end) = (hit.start, hit.end);
-    let replace_whole = |rule: Rule, with: Cow<'static, str>| Action::Replace {
-        start: whole_start,
-        end: whole_end,
-        with,
-        rule,
-        resume: whole_end,
-    };
+    let whole = (hit.start, hit.end);
     match hit.parts {
-        Parts::Whole => match hit.detector {
-            Detector::PrivateKey => {
-                replace_whole(Rule::PrivateKey, Rule::PrivateKey.marker().into())
-            }
-            Detector::Jwt => replace_whole(Rule::Jwt, Rule::Jwt.marker().into()),
-            Detector::CdpId => replace_whole(
-                Rule::CdpId,
-                ctx.handles.handle(&text[whole_start..whole_end]).into(),
-            ),
-            Detector::KnownToken => replace_whole(Rule::ApiKey, Rule::ApiKey.marker().into()),
-            // These report groups, never `Whole`; fail closed all the same.
-            Detector::Userinfo
-            | Detector::CdpCapability
-            | Detector::QueryParam
-            | Detector::NameValue
-            | Detector::KeyValue
-            | Detector::SchemeCredential => {
-                debug_assert!(false, "{:?} matched without its groups", hit.detector);
-                replace_whole(Rule::Secret, Rule::Secret.marker().into())
-            }
-        },
+        Parts::Whole => decide_whole(hit.detector, text, whole, ctx),
         Parts::NoMatch => Action::Skip(hit.start + 1),
         Parts::Unresolved => {
             // Impossible by construction (see `Parts::Unresolved`); fail closed.
             debug_assert!(false, "{:?} matched without its groups", hit.detector);
-            replace_whole(Rule::Secret, Rule::Secret.marker().into())
+            replace_whole(whole, Rule::Secret, Rule::Secret.marker().into())
         }
         Parts::Userinfo { value: (s, e) } => Action::Replace {
             start: s,
             end: e,
             with: Rule::Userinfo.marker().into(),
             rule: Rule::Userinfo,
-            resume: whole_end,
+            resume: whole.1,
         },
         Parts::CdpCapability { id: (s, e) } if !is_protected(&text[s..e]) => Action::Replace {
             start: s,
@@ -315,106 +297,166 @@ fn decide(hit: &Hit, text: &str, ctx: &Ctx<'_>) -> Action {
             rule: Rule::CdpCapability,
             resume: e,
         },
-        Parts::CdpCapability { .. } => Action::Skip(whole_end),
-        Parts::QueryParam {
-            name: (ns, ne),
-            value: (vs, ve),
-        } => {
-            let rule = match classify(&text[ns..ne]) {
-                KeyClass::Sensitive(rule) | KeyClass::IdLike(rule) => rule,
-                KeyClass::Plain => Rule::QueryToken,
-                KeyClass::Structural => return Action::Skip(vs),
-            };
-            redact_value(text, vs, ve, rule, whole_end)
+        Parts::CdpCapability { .. } => Action::Skip(whole.1),
+        Parts::QueryParam { name, value } => decide_query_param(text, name, value, whole.1),
+        Parts::KeyValue { name, sep, value } => decide_key_value(text, name, sep, value, ctx),
+        Parts::NameValue { name, value, form } => {
+            decide_name_value(text, (name, value, form), whole.1, ctx)
         }
-        Parts::KeyValue {
-            name: (ns, ne),
-            sep: (ss, se),
-            value,
-        } => {
-            let name = &text[ns..ne];
-            // A header quoted as a whole (`-H "Cookie: a=1"`) ends at its closing quote.
-            let quote = text[..ns]
-                .chars()
-                .next_back()
-                .filter(|&c| c == '"' || c == '\'');
-            let (rule, id_like) = match classify(name) {
-                KeyClass::Sensitive(rule) => (rule, false),
-                KeyClass::IdLike(rule) => (rule, true),
-                KeyClass::Plain | KeyClass::Structural => return Action::Skip(se),
-            };
-            let header = is_whole_line_header(name).then_some(quote);
-            let url_param = text[..ns].ends_with(['?', '&', '#', ';']);
+        Parts::SchemeCredential { value } => decide_scheme_credential(text, value),
+    }
+}
+
+/// The whole match `start..end` replaced with `with`.
+fn replace_whole((start, end): (usize, usize), rule: Rule, with: Cow<'static, str>) -> Action {
+    Action::Replace {
+        start,
+        end,
+        with,
+        rule,
+        resume: end,
+    }
+}
+
+/// A match that is the secret itself (a PEM key, a JWT, a known token, a CDP id).
+fn decide_whole(detector: Detector, text: &str, whole: (usize, usize), ctx: &Ctx<'_>) -> Action {
+    match detector {
+        Detector::PrivateKey => {
+            replace_whole(whole, Rule::PrivateKey, Rule::PrivateKey.marker().into())
+        }
+        Detector::Jwt => replace_whole(whole, Rule::Jwt, Rule::Jwt.marker().into()),
+        Detector::CdpId => replace_whole(
+            whole,
+            Rule::CdpId,
+            ctx.handles.handle(&text[whole.0..whole.1]).into(),
+        ),
+        Detector::KnownToken => replace_whole(whole, Rule::ApiKey, Rule::ApiKey.marker().into()),
+        // These report groups, never `Whole`; fail closed all the same.
+        Detector::Userinfo
+        | Detector::CdpCapability
+        | Detector::QueryParam
+        | Detector::NameValue
+        | Detector::KeyValue
+        | Detector::SchemeCredential => {
+            debug_assert!(false, "{detector:?} matched without its groups");
+            replace_whole(whole, Rule::Secret, Rule::Secret.marker().into())
+        }
+    }
+}
+
+/// `?name=value`: any value but a structural one's (a page number, a sort order).
+fn decide_query_param(
+    text: &str,
+    (ns, ne): (usize, usize),
+    (vs, ve): (usize, usize),
+    whole_end: usize,
+) -> Action {
+    let rule = match classify(&text[ns..ne]) {
+        KeyClass::Sensitive(rule) | KeyClass::IdLike(rule) => rule,
+        KeyClass::Plain => Rule::QueryToken,
+        KeyClass::Structural => return Action::Skip(vs),
+    };
+    redact_value(text, vs, ve, rule, whole_end)
+}
+
+/// `name: value`, `name=value`, a header line: the value when the name is a secret's.
+fn decide_key_value(
+    text: &str,
+    (ns, ne): (usize, usize),
+    (ss, se): (usize, usize),
+    value: (usize, usize),
+    ctx: &Ctx<'_>,
+) -> Action {
+    let name = &text[ns..ne];
+    // A header quoted as a whole (`-H "Cookie: a=1"`) ends at its closing quote.
+    let quote = text[..ns]
+        .chars()
+        .next_back()
+        .filter(|&c| c == '"' || c == '\'');
+    let (rule, id_like) = match classify(name) {
+        KeyClass::Sensitive(rule) => (rule, false),
+        KeyClass::IdLike(rule) => (rule, true),
+        KeyClass::Plain | KeyClass::Structural => return Action::Skip(se),
+    };
+    let header = is_whole_line_header(name).then_some(quote);
+    let url_param = text[..ns].ends_with(['?', '&', '#', ';']);
+    let shape = ValueShape {
+        url_param,
+        header,
+        header_sep: text[ss..se].contains(':') && !text[ss..se].contains('='),
+        escapes: true,
+    };
+    key_value(text, shape, value, (rule, id_like), ctx)
+}
+
+/// A value whose name is in a sibling field (JSON `{"name":…,"value":…}`, an HTML input).
+fn decide_name_value(
+    text: &str,
+    (name, value, form): ((usize, usize), (usize, usize), Sibling),
+    whole_end: usize,
+    ctx: &Ctx<'_>,
+) -> Action {
+    let (ns, ne) = match form {
+        Sibling::Json => name,
+        Sibling::Html => html_inner(text, name),
+    };
+    let (rule, id_like) = match classify(&text[ns..ne]) {
+        KeyClass::Sensitive(rule) => (rule, false),
+        KeyClass::IdLike(rule) => (rule, true),
+        // Not a secret's name: scan the rest as usual — from the value on when it comes
+        // first, since it may hold a secret of its own.
+        KeyClass::Plain | KeyClass::Structural => {
+            return Action::Skip(name.1.min(value.0));
+        }
+    };
+    match form {
+        Sibling::Json => {
             let shape = ValueShape {
-                url_param,
-                header,
-                header_sep: text[ss..se].contains(':') && !text[ss..se].contains('='),
+                url_param: false,
+                header: None,
+                header_sep: false,
                 escapes: true,
             };
-            key_value(text, shape, value, (rule, id_like), ctx)
-        }
-        Parts::NameValue { name, value, form } => {
-            let (ns, ne) = match form {
-                Sibling::Json => name,
-                Sibling::Html => html_inner(text, name),
-            };
-            let (rule, id_like) = match classify(&text[ns..ne]) {
-                KeyClass::Sensitive(rule) => (rule, false),
-                KeyClass::IdLike(rule) => (rule, true),
-                // Not a secret's name: scan the rest as usual — from the value on when it comes
-                // first, since it may hold a secret of its own.
-                KeyClass::Plain | KeyClass::Structural => {
-                    return Action::Skip(name.1.min(value.0));
-                }
-            };
-            match form {
-                Sibling::Json => {
-                    let shape = ValueShape {
-                        url_param: false,
-                        header: None,
-                        header_sep: false,
-                        escapes: true,
-                    };
-                    match key_value(text, shape, value, (rule, id_like), ctx) {
-                        Action::Replace {
-                            start,
-                            end,
-                            with,
-                            rule,
-                            resume,
-                        } => Action::Replace {
-                            start,
-                            end,
-                            with,
-                            rule,
-                            resume: resume.max(whole_end),
-                        },
-                        Action::Skip(resume) => Action::Skip(resume.max(whole_end)),
-                    }
-                }
-                // HTML attribute values have no backslash escapes, and their quotes come in
-                // several spellings.
-                Sibling::Html => {
-                    let (vs, ve) = html_inner(text, value);
-                    redact_inner(text, (vs, ve), whole_end, (rule, id_like), ctx)
-                }
-            }
-        }
-        Parts::SchemeCredential { value: (s, e) } => {
-            // A token68 ends the header or is followed by a delimiter; `bearer sessionCount=3`
-            // or `Bearer /devtools/page/target:…` are something else after a scheme word.
-            if looks_like_credential(&text[s..e]) && ends_token(&text[e..]) {
+            match key_value(text, shape, value, (rule, id_like), ctx) {
                 Action::Replace {
-                    start: s,
-                    end: e,
-                    with: Rule::Bearer.marker().into(),
-                    rule: Rule::Bearer,
-                    resume: e,
-                }
-            } else {
-                Action::Skip(s)
+                    start,
+                    end,
+                    with,
+                    rule,
+                    resume,
+                } => Action::Replace {
+                    start,
+                    end,
+                    with,
+                    rule,
+                    resume: resume.max(whole_end),
+                },
+                Action::Skip(resume) => Action::Skip(resume.max(whole_end)),
             }
         }
+        // HTML attribute values have no backslash escapes, and their quotes come in
+        // several spellings.
+        Sibling::Html => {
+            let (vs, ve) = html_inner(text, value);
+            redact_inner(text, (vs, ve), whole_end, (rule, id_like), ctx)
+        }
+    }
+}
+
+/// `Bearer <token>` and other scheme words followed by a credential.
+fn decide_scheme_credential(text: &str, (s, e): (usize, usize)) -> Action {
+    // A token68 ends the header or is followed by a delimiter; `bearer sessionCount=3`
+    // or `Bearer /devtools/page/target:…` are something else after a scheme word.
+    if looks_like_credential(&text[s..e]) && ends_token(&text[e..]) {
+        Action::Replace {
+            start: s,
+            end: e,
+            with: Rule::Bearer.marker().into(),
+            rule: Rule::Bearer,
+            resume: e,
+        }
+    } else {
+        Action::Skip(s)
     }
 }
 

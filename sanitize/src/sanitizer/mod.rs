@@ -296,19 +296,7 @@ impl Sanitizer {
         };
         let passed = {
             let registry = self.registry();
-            match self.one_pass(s, &registry, &ctx) {
-                Cow::Borrowed(_) => Cow::Borrowed(s),
-                Cow::Owned(mut current) => {
-                    for _ in 0..text::MAX_EXTRA_ROUNDS {
-                        match self.one_pass(&current, &registry, &ctx) {
-                            Cow::Borrowed(_) => break,
-                            Cow::Owned(o) if o == current => break,
-                            Cow::Owned(o) => current = o,
-                        }
-                    }
-                    Cow::Owned(current)
-                }
-            }
+            text::fixpoint(s, |t| self.one_pass(t, &registry, &ctx))
         };
         text::cap(passed, max_chars, &ctx)
     }
