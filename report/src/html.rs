@@ -201,13 +201,6 @@ fn state_words(s: &RunState) -> String {
     }
 }
 
-fn at(r: &Report, at_ms: Option<u64>, known: bool) -> String {
-    match r.timeline.offset(at_ms) {
-        Some(o) if known => offset(o),
-        _ => "time unknown".into(),
-    }
-}
-
 /// A step's time on the rail, short enough to fit it ([`rail_offset`]).
 fn rail_time(r: &Report, at_ms: Option<u64>, known: bool) -> Markup {
     match r.timeline.offset(at_ms) {
@@ -254,8 +247,8 @@ fn gap(r: &Report, s: &Step) -> Markup {
             div.card {
                 div.step-head { h3.what { (headline(&s.what.headline(1))) } }
                 p.small {
-                    "Between " (at(r, s.at_ms, s.time_known))
-                    @if let Some(u) = until { " and " (at(r, Some(u), true)) }
+                    "Between " (r.timeline.when(s.at_ms, s.time_known))
+                    @if let Some(u) = until { " and " (r.timeline.when(Some(u), true)) }
                     ". Their failures are counted in the figures above"
                     @if s.failure_count > 0 { " (" (s.failure_count) " during them; the first are listed below)" }
                     "."
@@ -344,7 +337,7 @@ fn fold(r: &Report, s: &Step) -> Markup {
             ol {
                 @for p in &s.plumbing {
                     li {
-                        span.entry-time { (at(r, p.at_ms, true)) }
+                        span.entry-time { (r.timeline.when(p.at_ms, true)) }
                         code.run-text { (p.label) }
                         @if p.outcome == Outcome::Error { (badge(&p.outcome)) }
                         @if let Some(e) = &p.error { span.run-text.failed-text { (e) } }
@@ -412,7 +405,7 @@ fn tool_call(r: &Report, c: &ToolCall) -> Markup {
             ol.effects aria-label="In the browser" {
                 @for e in &c.effects {
                     li {
-                        span.entry-time { (at(r, e.at_ms, true)) }
+                        span.entry-time { (r.timeline.when(e.at_ms, true)) }
                         (headline(&e.headline()))
                         @if e.outcome != Outcome::Ok { " " (badge(&e.outcome)) }
                         @if let Some(err) = &e.error { " " span.run-text.failed-text { (err) } }

@@ -167,84 +167,17 @@ impl Note {
                 "The run has no journal (actions.jsonl): there is nothing to show.".into()
             }
             Note::JournalRefused { reason } => format!("The journal {reason}; it was not read."),
-            Note::JournalTruncated { budget, refused } => {
-                let mut text = format!("The run's journal budget{}", budget_words(*budget));
-                text.push_str(
-                    " was reached: after that point only connection events and markers were recorded",
-                );
-                if refused.is_empty() {
-                    text.push('.');
-                } else {
-                    let parts: Vec<String> =
-                        refused.iter().map(|(k, n)| format!("{n} {k}")).collect();
-                    text.push_str(&format!("; records not recorded: {}.", parts.join(", ")));
-                }
-                text
-            }
+            Note::JournalTruncated { budget, refused } => journal_truncated(*budget, refused),
             Note::EvidenceTruncated {
                 budget,
                 refused_artifacts,
-            } => {
-                let mut text = format!("The run's artifact budget{}", budget_words(*budget));
-                text.push_str(" was reached");
-                if *refused_artifacts > 0 {
-                    text.push_str(&format!(
-                        ": {} not stored",
-                        count(
-                            *refused_artifacts as usize,
-                            "screenshot was",
-                            "screenshots were"
-                        )
-                    ));
-                }
-                text.push_str(". Steps, requests and console entries after that point are complete; only their frames are missing.");
-                text
-            }
+            } => evidence_truncated(*budget, *refused_artifacts),
             Note::EvidenceDropped {
                 total,
                 writes,
                 deleted,
-            } => {
-                let mut why = Vec::new();
-                if *writes > 0 {
-                    why.push(format!(
-                        "{} could not be written (a full disk or an unwritable directory)",
-                        count(*writes as usize, "piece", "pieces")
-                    ));
-                }
-                if *deleted > 0 {
-                    why.push(format!(
-                        "{} went with a run directory deleted while recording",
-                        count(*deleted as usize, "record", "records")
-                    ));
-                }
-                let rest = total.saturating_sub(writes.saturating_add(*deleted));
-                if rest > 0 {
-                    why.push(format!(
-                        "{rest} dropped because the recorder could not keep up or could not write {}",
-                        if rest == 1 { "it" } else { "them" }
-                    ));
-                }
-                format!(
-                    "{} lost: {}. The timeline may have gaps.",
-                    count(
-                        *total as usize,
-                        "piece of evidence was",
-                        "pieces of evidence were"
-                    ),
-                    why.join("; ")
-                )
-            }
-            Note::UnreadableRecords { count: n, lines } => {
-                let numbers: Vec<String> = lines.iter().map(u64::to_string).collect();
-                let more = if *n > lines.len() { ", …" } else { "" };
-                format!(
-                    "{} of the journal could not be read as records and {} not shown (line {}{more}).",
-                    count(*n, "line", "lines"),
-                    if *n == 1 { "is" } else { "are" },
-                    numbers.join(", ")
-                )
-            }
+            } => evidence_dropped(*total, *writes, *deleted),
+            Note::UnreadableRecords { count: n, lines } => unreadable_records(*n, lines),
             Note::StepsLeftOut {
                 steps,
                 shown_each_end,
@@ -300,6 +233,84 @@ impl Note {
             }
         }
     }
+}
+
+/// [`Note::JournalTruncated`]'s text.
+fn journal_truncated(budget: Option<u64>, refused: &[(String, u64)]) -> String {
+    let mut text = format!("The run's journal budget{}", budget_words(budget));
+    text.push_str(
+        " was reached: after that point only connection events and markers were recorded",
+    );
+    if refused.is_empty() {
+        text.push('.');
+    } else {
+        let parts: Vec<String> = refused.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        text.push_str(&format!("; records not recorded: {}.", parts.join(", ")));
+    }
+    text
+}
+
+/// [`Note::EvidenceTruncated`]'s text.
+fn evidence_truncated(budget: Option<u64>, refused_artifacts: u64) -> String {
+    let mut text = format!("The run's artifact budget{}", budget_words(budget));
+    text.push_str(" was reached");
+    if refused_artifacts > 0 {
+        text.push_str(&format!(
+            ": {} not stored",
+            count(
+                refused_artifacts as usize,
+                "screenshot was",
+                "screenshots were"
+            )
+        ));
+    }
+    text.push_str(". Steps, requests and console entries after that point are complete; only their frames are missing.");
+    text
+}
+
+/// [`Note::EvidenceDropped`]'s text: what was lost, and why as far as it is known.
+fn evidence_dropped(total: u64, writes: u64, deleted: u64) -> String {
+    let mut why = Vec::new();
+    if writes > 0 {
+        why.push(format!(
+            "{} could not be written (a full disk or an unwritable directory)",
+            count(writes as usize, "piece", "pieces")
+        ));
+    }
+    if deleted > 0 {
+        why.push(format!(
+            "{} went with a run directory deleted while recording",
+            count(deleted as usize, "record", "records")
+        ));
+    }
+    let rest = total.saturating_sub(writes.saturating_add(deleted));
+    if rest > 0 {
+        why.push(format!(
+            "{rest} dropped because the recorder could not keep up or could not write {}",
+            if rest == 1 { "it" } else { "them" }
+        ));
+    }
+    format!(
+        "{} lost: {}. The timeline may have gaps.",
+        count(
+            total as usize,
+            "piece of evidence was",
+            "pieces of evidence were"
+        ),
+        why.join("; ")
+    )
+}
+
+/// [`Note::UnreadableRecords`]'s text.
+fn unreadable_records(n: usize, lines: &[u64]) -> String {
+    let numbers: Vec<String> = lines.iter().map(u64::to_string).collect();
+    let more = if n > lines.len() { ", …" } else { "" };
+    format!(
+        "{} of the journal could not be read as records and {} not shown (line {}{more}).",
+        count(n, "line", "lines"),
+        if n == 1 { "is" } else { "are" },
+        numbers.join(", ")
+    )
 }
 
 /// " (2.0 MiB)" when the budget is known.

@@ -37,15 +37,8 @@ fn md_code_if_needed(s: &str) -> String {
     }
 }
 
-fn at(r: &Report, at_ms: Option<u64>, known: bool) -> String {
-    match r.timeline.offset(at_ms) {
-        Some(o) if known => offset(o),
-        _ => "time unknown".into(),
-    }
-}
-
 fn failure_line(r: &Report, f: &Failure) -> String {
-    let when = at(r, f.at_ms, f.time_known);
+    let when = r.timeline.when(f.at_ms, f.time_known);
     let step = match r.timeline.step_of(f).number {
         Some(n) => format!("step {n}"),
         None => "setup".into(),
@@ -140,7 +133,7 @@ fn tool_call(out: &mut String, r: &Report, c: &crate::timeline::ToolCall, indent
         let _ = write!(
             out,
             "{indent}→ {} {}",
-            at(r, e.at_ms, true),
+            r.timeline.when(e.at_ms, true),
             headline(&e.headline())
         );
         if e.outcome != crate::timeline::Outcome::Ok {
@@ -183,7 +176,7 @@ fn step_block(out: &mut String, r: &Report, s: &Step) {
     let _ = write!(
         out,
         "{label} {}  {}",
-        at(r, s.at_ms, s.time_known),
+        r.timeline.when(s.at_ms, s.time_known),
         headline(&s.what.headline(s.repeat))
     );
     if s.number.is_some() {
@@ -240,11 +233,11 @@ fn gap_block(out: &mut String, r: &Report, s: &Step, until_ms: Option<u64>, effe
     let _ = write!(
         out,
         "  … {}  {}",
-        at(r, s.at_ms, s.time_known),
+        r.timeline.when(s.at_ms, s.time_known),
         headline(&s.what.headline(1))
     );
     if let Some(u) = until_ms {
-        let _ = write!(out, ", until {}", at(r, Some(u), true));
+        let _ = write!(out, ", until {}", r.timeline.when(Some(u), true));
     }
     out.push('\n');
     if s.failure_count > 0 {

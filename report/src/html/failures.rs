@@ -9,7 +9,7 @@ pub(super) fn where_(r: &Report, f: &Failure) -> String {
         Some(n) => format!("step {n}"),
         None => "setup".into(),
     };
-    format!("{step} · {}", at(r, f.at_ms, f.time_known))
+    format!("{step} · {}", r.timeline.when(f.at_ms, f.time_known))
 }
 
 pub(super) fn fail_badge(f: &Failure) -> Markup {
@@ -121,7 +121,7 @@ pub(super) fn failure(r: &Report, f: &Failure) -> Markup {
                         span.failure-id { "F" (f.id) }
                     }
                     span.sub {
-                        (at(r, f.at_ms, f.time_known))
+                        (r.timeline.when(f.at_ms, f.time_known))
                         @if let Some(t) = resource_type { " · " span.run-text { (t) } }
                         @if let Some(d) = duration_ms { " · " (duration(*d)) }
                         @if status.is_some() { @if let Some(e) = error_text { " · " span.run-text { (e) } } }
@@ -133,7 +133,7 @@ pub(super) fn failure(r: &Report, f: &Failure) -> Markup {
                     span.head { (fail_badge(f)) span.failure-id { "F" (f.id) } }
                     pre.console-text.run-text { (text) }
                     span.sub {
-                        (at(r, f.at_ms, f.time_known))
+                        (r.timeline.when(f.at_ms, f.time_known))
                         @if let Some(loc) = location(url, *line, *column) { " · " span.run-text.mono { (loc) } }
                         (frame_link(r, f))
                     }
@@ -141,14 +141,14 @@ pub(super) fn failure(r: &Report, f: &Failure) -> Markup {
                 FailWhat::ConnectionLost { detail } => {
                     span.head { (fail_badge(f)) "The browser connection was lost without a close frame" span.failure-id { "F" (f.id) } }
                     span.sub {
-                        (at(r, f.at_ms, f.time_known))
+                        (r.timeline.when(f.at_ms, f.time_known))
                         @if let Some(d) = detail { " · " span.run-text { (d) } }
                     }
                 }
                 FailWhat::Generic { fields, .. } => {
                     span.head { (fail_badge(f)) "Payload does not fit its kind; shown field by field" span.failure-id { "F" (f.id) } }
                     dl.fields { @for (k, v) in fields { dt.run-text { (k) } dd.run-text { (v) } } }
-                    span.sub { (at(r, f.at_ms, f.time_known)) (frame_link(r, f)) }
+                    span.sub { (r.timeline.when(f.at_ms, f.time_known)) (frame_link(r, f)) }
                 }
             }
             @if let Some(src) = &f.source { span.sub { "from " span.run-text { (src) } } }

@@ -20,7 +20,7 @@ pub(super) fn requests_table(r: &Report) -> Markup {
                         @for f in &rows {
                             tr {
                                 td.numeric data-label="Step" { (step_link(r, f)) " " span.failure-id { "F" (f.id) } }
-                                td.numeric data-label="Time" { (at(r, f.at_ms, f.time_known)) (repeats(r, f)) }
+                                td.numeric data-label="Time" { (r.timeline.when(f.at_ms, f.time_known)) (repeats(r, f)) }
                                 @match &f.what {
                                     FailWhat::Request { method, url, status, resource_type, duration_ms, error_text } => {
                                         td.wide data-label="Request" { b { (method) } " " code.run-text { (url) } }
@@ -69,7 +69,7 @@ pub(super) fn console_table(r: &Report) -> Markup {
                         @for f in &rows {
                             tr {
                                 td.numeric data-label="Step" { (step_link(r, f)) " " span.failure-id { "F" (f.id) } }
-                                td.numeric data-label="Time" { (at(r, f.at_ms, f.time_known)) (repeats(r, f)) }
+                                td.numeric data-label="Time" { (r.timeline.when(f.at_ms, f.time_known)) (repeats(r, f)) }
                                 td data-label="Level" { (fail_badge(f)) }
                                 @match &f.what {
                                     FailWhat::Console { text, url, line, column, .. } => {
@@ -117,7 +117,7 @@ pub(super) fn typing_table(r: &Report) -> Markup {
                         @for (s, at_ms, known, what) in &rows {
                             tr {
                                 td.numeric data-label="Step" { a href={ "#" (s.anchor()) } { (s.label()) } }
-                                td.numeric data-label="Time" { (at(r, *at_ms, *known)) }
+                                td.numeric data-label="Time" { (r.timeline.when(*at_ms, *known)) }
                                 td.wide data-label="Typed" { (headline(what)) }
                                 td data-label="Page" {
                                     @if let Some(p) = &s.page {

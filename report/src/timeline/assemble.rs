@@ -16,7 +16,7 @@
 
 mod finish;
 
-use super::select::{FailPick, Key, Pass1, StepPick, TopN};
+use super::select::{FailPick, Key, Selection, StepPick, TopN};
 use super::*;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -118,7 +118,8 @@ struct CallSlot {
     step: Option<usize>,
 }
 
-pub(super) struct Pass2 {
+/// The second pass: the kept steps' slots filled from the records read again.
+pub(super) struct Assembly {
     caps: Caps,
     seq: u64,
     /// Kept steps' keys in time order (head, then tail), and how many are the head.
@@ -143,15 +144,15 @@ pub(super) struct Pass2 {
     gap_effects: u64,
 }
 
-impl Pass2 {
-    pub(super) fn new(p1: &mut Pass1, caps: Caps) -> Pass2 {
-        let steps_sel = p1.take_steps();
+impl Assembly {
+    pub(super) fn new(picked: &mut Selection, caps: Caps) -> Assembly {
+        let steps_sel = picked.take_steps();
         let total = steps_sel.total;
         let (mut head, tail, between) = steps_sel.into_parts();
         // Over the cap, the head holds one more: the first step left out, where the gap begins.
         let mut gap_from = None;
         let mut gap = None;
-        if total > (p1.steps_head + p1.steps_tail) as u64 {
+        if total > (picked.steps_head + picked.steps_tail) as u64 {
             gap_from = head.pop().map(|s| s.key);
             gap = Some(between + 1);
         }
@@ -170,7 +171,7 @@ impl Pass2 {
             frames_per_step: Caps::share(caps.frames_per_step, caps.frames_total, n_slots),
             ..caps
         };
-        let mut pass = Pass2 {
+        let mut pass = Assembly {
             caps,
             seq: 0,
             cores: (0..steps.len()).map(|_| None).collect(),
@@ -179,19 +180,19 @@ impl Pass2 {
             gap_from,
             steps,
             slots: Vec::new(),
-            tabs: p1.tab_numbers(),
-            framed: std::mem::take(&mut p1.framed),
+            tabs: picked.tab_numbers(),
+            framed: std::mem::take(&mut picked.framed),
             fails: HashMap::new(),
             wanted: HashSet::new(),
             arts: HashMap::new(),
-            calls: std::mem::take(&mut p1.calls),
+            calls: std::mem::take(&mut picked.calls),
             effects: Vec::new(),
             gap_effects: 0,
         };
         pass.effects = (0..pass.steps.len())
             .map(|_| CallEffects::default())
             .collect();
-        for sel in [&mut p1.requests, &mut p1.console, &mut p1.jump] {
+        for sel in [&mut picked.requests, &mut picked.console, &mut picked.jump] {
             let (h, t, _) = std::mem::replace(sel, select::Edges::new(0, 0)).into_parts();
             for FailPick { key, call } in h.into_iter().chain(t) {
                 let s = match pass.call_of(call.as_deref()) {

@@ -75,14 +75,14 @@ pub(crate) fn build_from(
     manifest_end_ms: Option<u64>,
     caps: Caps,
 ) -> Timeline {
-    let mut p1 = select::Pass1::new(&caps);
-    source(&mut |r| p1.record(r));
-    let mut p2 = assemble::Pass2::new(&mut p1, caps);
-    source(&mut |r| p2.record(r));
-    let mut tl = std::mem::take(&mut p1.tl);
-    tl.start_ms = manifest_start_ms.or(p1.first_known);
-    tl.end_ms = manifest_end_ms.or(p1.last_end);
-    p2.finish(tl)
+    let mut selection = select::Selection::new(&caps);
+    source(&mut |r| selection.record(r));
+    let mut assembly = assemble::Assembly::new(&mut selection, caps);
+    source(&mut |r| assembly.record(r));
+    let mut tl = std::mem::take(&mut selection.tl);
+    tl.start_ms = manifest_start_ms.or(selection.first_known);
+    tl.end_ms = manifest_end_ms.or(selection.last_end);
+    assembly.finish(tl)
 }
 
 /// Which table a failure is a row of.

@@ -221,8 +221,8 @@ impl FailureTotals {
     }
 }
 
-/// What the first pass learns.
-pub(super) struct Pass1 {
+/// The first pass: what the run holds in all, and which steps and failures the model keeps.
+pub(super) struct Selection {
     pub(super) seq: u64,
     pub(super) tl: super::Timeline,
     pub(super) first_known: Option<u64>,
@@ -243,12 +243,12 @@ pub(super) struct Pass1 {
     pending_len: usize,
 }
 
-impl Pass1 {
-    pub(super) fn new(caps: &super::Caps) -> Pass1 {
+impl Selection {
+    pub(super) fn new(caps: &super::Caps) -> Selection {
         let half = |n: usize| (n - n / 2, n / 2);
         let (sh, st) = half(caps.steps);
         let (th, tt) = half(caps.table_rows);
-        Pass1 {
+        Selection {
             seq: 0,
             tl: super::Timeline::default(),
             first_known: None,

@@ -554,6 +554,14 @@ impl Timeline {
         Some(at as i64 - start as i64)
     }
 
+    /// When something happened, as an offset from the run's start, or "time unknown".
+    pub(crate) fn when(&self, at: Option<u64>, known: bool) -> String {
+        match self.offset(at) {
+            Some(o) if known => crate::text::offset(o),
+            _ => "time unknown".into(),
+        }
+    }
+
     pub(crate) fn step_of(&self, f: &Failure) -> &Step {
         &self.steps[f.step]
     }

@@ -3,85 +3,85 @@
 
 use super::*;
 
-impl Pass2 {
+impl Assembly {
     /// The model: the kept steps with their slots, the gap, numbers, pages, frames, failures.
     pub(in crate::timeline) fn finish(mut self, mut tl: Timeline) -> Timeline {
+        let (mut steps, slot_step) = self.place_steps();
+        let listed = self.fill_from_slots(&mut steps, &slot_step);
+        self.number_failures(&mut tl, &mut steps, &slot_step, listed);
+        self.attach_all_artifacts(&mut steps, &slot_step);
+        cap_frames(&mut steps, self.caps.frames_per_step.max(1));
+        tl.steps = merge_repeats(steps, &mut tl.failures);
+        mcp::finish(&mut tl);
+        number_steps(&mut tl.steps);
+        tl.tabs = self.tabs.len();
+        tl
+    }
+
+    /// The timeline's steps in time order (setup, head, gap, tail), and which step each slot's
+    /// content goes to: a slot whose step is missing gives it to the step before.
+    fn place_steps(&mut self) -> (Vec<Step>, Vec<Option<usize>>) {
         let n_slots = self.slots.len();
         let pages = self.resolve_pages();
-        // Which timeline step each slot's content goes to.
         let mut steps: Vec<Step> = Vec::new();
         let mut slot_step: Vec<Option<usize>> = vec![None; n_slots];
-        let setup = &self.slots[0];
-        let setup_used = setup.fail_count > 0
-            || !setup.plumb_counts.is_empty()
-            || self.arts.values().any(|a| a.slot == 0);
-        if setup_used {
-            let (at_ms, known) = setup
-                .first
-                .as_ref()
-                .map_or((None, true), |(_, a, k)| (*a, *k));
-            let page = setup
-                .first_plumb_page
-                .as_ref()
-                .map(|(_, p, _)| p.clone())
-                .or_else(|| setup.last_page.as_ref().map(|(_, p)| p.clone()));
-            steps.push(setup_step(at_ms, known, page));
+        if let Some(setup) = self.setup_step() {
+            steps.push(setup);
             slot_step[0] = Some(0);
         }
         let cores = std::mem::take(&mut self.cores);
         let effects = std::mem::take(&mut self.effects);
         let parts = cores.into_iter().zip(pages).zip(effects).enumerate();
-        for (j, ((core, (page, inferred)), effects)) in parts {
+        for (j, ((core, page), effects)) in parts {
             if self.gap.is_some() && j == self.head {
                 slot_step[self.head + 1] = Some(steps.len());
                 steps.push(self.gap_step());
             }
             // A kept step whose record was not read again (the journal changed): left out.
-            let Some(mut core) = core else { continue };
-            if let What::ToolCall(call) = &mut core.what {
-                let kept = effects.kept.map(TopN::into_sorted_vec).unwrap_or_default();
-                call.more_effects = effects.count - kept.len();
-                call.effects = kept.into_iter().map(|(_, ByKey(e))| e).collect();
-            }
+            let Some(core) = core else { continue };
             slot_step[self.step_slot(j)] = Some(steps.len());
-            steps.push(Step {
-                number: Some(0),
-                what: core.what,
-                repeat: 1,
-                at_ms: core.at_ms,
-                time_known: core.time_known,
-                duration_ms: core.duration_ms,
-                outcome: core.outcome,
-                error: core.error,
-                source: core.source,
-                tool: core.tool,
-                page,
-                page_inferred: inferred,
-                frames: Vec::new(),
-                files: Vec::new(),
-                plumbing: Vec::new(),
-                failures: Vec::new(),
-                fields: core.fields,
-                withheld: core.withheld,
-                plumb_counts: BTreeMap::new(),
-                failure_count: 0,
-                more_failures: 0,
-                more_plumbing: 0,
-                more_frames: 0,
-            });
+            steps.push(kept_step(core, page, effects));
         }
         if self.gap.is_some() && slot_step[self.head + 1].is_none() {
             slot_step[self.head + 1] = Some(steps.len());
             steps.push(self.gap_step());
         }
-        // Content of a slot whose step is missing goes to the step before.
         for i in 0..n_slots {
             if slot_step[i].is_none() {
                 slot_step[i] = slot_step[..i].iter().rev().find_map(|s| *s);
             }
         }
+        (steps, slot_step)
+    }
 
-        // Plumbing, failure counts, pages and withheld frames per slot.
+    /// The step for what came before the first kept one, when anything did.
+    fn setup_step(&self) -> Option<Step> {
+        let setup = &self.slots[0];
+        let used = setup.fail_count > 0
+            || !setup.plumb_counts.is_empty()
+            || self.arts.values().any(|a| a.slot == 0);
+        if !used {
+            return None;
+        }
+        let (at_ms, known) = setup
+            .first
+            .as_ref()
+            .map_or((None, true), |(_, a, k)| (*a, *k));
+        let page = setup
+            .first_plumb_page
+            .as_ref()
+            .map(|(_, p, _)| p.clone())
+            .or_else(|| setup.last_page.as_ref().map(|(_, p)| p.clone()));
+        Some(setup_step(at_ms, known, page))
+    }
+
+    /// Each slot's plumbing, failure count, page and withheld frame into its step; the keys of
+    /// the failures each slot lists.
+    fn fill_from_slots(
+        &mut self,
+        steps: &mut [Step],
+        slot_step: &[Option<usize>],
+    ) -> Vec<(usize, Vec<Key>)> {
         let mut listed: Vec<(usize, Vec<Key>)> = Vec::new();
         for (i, slot) in self.slots.iter_mut().enumerate() {
             let Some(si) = slot_step[i] else { continue };
@@ -114,14 +114,18 @@ impl Pass2 {
                 .unwrap_or_default();
             listed.push((i, keys));
         }
+        listed
+    }
 
-        // Failure numbers: the rank in time over the whole run.
+    /// Every listed or ranked failure's number: its rank in time over the whole run.
+    fn failure_numbers(&self, listed: &[(usize, Vec<Key>)]) -> HashMap<u64, usize> {
+        let n_slots = self.slots.len();
         let mut base = vec![0usize; n_slots + 1];
         for i in 0..n_slots {
             base[i + 1] = base[i] + self.slots[i].fail_count;
         }
         let mut ids: HashMap<u64, usize> = HashMap::new();
-        for (i, keys) in &listed {
+        for (i, keys) in listed {
             for (pos, k) in keys.iter().enumerate() {
                 ids.insert(k.seq(), base[*i] + pos + 1);
             }
@@ -133,6 +137,19 @@ impl Pass2 {
                 ids.insert(k.seq(), base[i] + before as usize + 1);
             }
         }
+        ids
+    }
+
+    /// The kept failures, numbered, into the timeline and their steps; the tables' rows and the
+    /// jump list.
+    fn number_failures(
+        &mut self,
+        tl: &mut Timeline,
+        steps: &mut [Step],
+        slot_step: &[Option<usize>],
+        listed: Vec<(usize, Vec<Key>)>,
+    ) {
+        let ids = self.failure_numbers(&listed);
         let mut kept: Vec<(usize, u64, FailItem)> = self
             .fails
             .drain()
@@ -164,7 +181,7 @@ impl Pass2 {
             let idx = keys.iter().filter_map(|k| index.get(&k.seq()).copied());
             steps[si].failures.extend(idx);
         }
-        for s in &mut steps {
+        for s in steps.iter_mut() {
             s.failures.sort_unstable();
             s.more_failures = s.failure_count.saturating_sub(s.failures.len());
             let total: usize = s.plumb_counts.values().map(|(n, _)| n).sum();
@@ -182,8 +199,10 @@ impl Pass2 {
             .filter(|&i| wanted(i) && tl.failures[i].is_error)
             .take(self.caps.jump)
             .collect();
+    }
 
-        // Artifacts, each where it first appeared, in time order per step.
+    /// Artifacts, each where it first appeared, in time order per step.
+    fn attach_all_artifacts(&mut self, steps: &mut [Step], slot_step: &[Option<usize>]) {
         let mut arts: Vec<(String, ArtCand)> = self.arts.drain().collect();
         arts.sort_by(|a, b| a.1.key.cmp(&b.1.key));
         let mut attached = HashSet::new();
@@ -199,47 +218,6 @@ impl Pass2 {
                 &mut attached,
             );
         }
-        let cap = self.caps.frames_per_step.max(1);
-        for s in &mut steps {
-            if s.frames.len() > cap {
-                // The first ones, and the last screencast frame (the state the step left).
-                let last_cast = s
-                    .frames
-                    .iter()
-                    .rposition(|f| f.screencast && f.state == FrameState::Pending);
-                let total = s.frames.len();
-                let mut keep: Vec<Frame> = Vec::with_capacity(cap);
-                for (i, f) in std::mem::take(&mut s.frames).into_iter().enumerate() {
-                    let room = keep.len() + usize::from(last_cast.is_some_and(|l| l > i)) < cap;
-                    if room || Some(i) == last_cast {
-                        keep.push(f);
-                    }
-                }
-                s.more_frames = total - keep.len();
-                s.frames = keep;
-            }
-            if s.files.len() > cap {
-                s.more_frames += s.files.len() - cap;
-                s.files.truncate(cap);
-            }
-        }
-
-        tl.steps = merge_repeats(steps, &mut tl.failures);
-        mcp::finish(&mut tl);
-        // Numbers: each step left out in the gap counts as one.
-        let mut n = 0usize;
-        for s in &mut tl.steps {
-            match (&s.what, s.number) {
-                (What::Gap { steps, .. }, _) => n += *steps as usize,
-                (_, Some(_)) => {
-                    n += 1;
-                    s.number = Some(n);
-                }
-                _ => {}
-            }
-        }
-        tl.tabs = self.tabs.len();
-        tl
     }
 
     /// The placeholder for the steps left out between the first and the last ones kept.
@@ -313,6 +291,87 @@ impl Pass2 {
             }
         }
         out
+    }
+}
+
+/// A kept step as the timeline shows it: its core, its page (and whether that was inferred),
+/// and, for a tool call, the effects kept.
+fn kept_step(
+    mut core: StepCore,
+    (page, inferred): (Option<Page>, bool),
+    effects: CallEffects,
+) -> Step {
+    if let What::ToolCall(call) = &mut core.what {
+        let kept = effects.kept.map(TopN::into_sorted_vec).unwrap_or_default();
+        call.more_effects = effects.count - kept.len();
+        call.effects = kept.into_iter().map(|(_, ByKey(e))| e).collect();
+    }
+    Step {
+        number: Some(0),
+        what: core.what,
+        repeat: 1,
+        at_ms: core.at_ms,
+        time_known: core.time_known,
+        duration_ms: core.duration_ms,
+        outcome: core.outcome,
+        error: core.error,
+        source: core.source,
+        tool: core.tool,
+        page,
+        page_inferred: inferred,
+        frames: Vec::new(),
+        files: Vec::new(),
+        plumbing: Vec::new(),
+        failures: Vec::new(),
+        fields: core.fields,
+        withheld: core.withheld,
+        plumb_counts: BTreeMap::new(),
+        failure_count: 0,
+        more_failures: 0,
+        more_plumbing: 0,
+        more_frames: 0,
+    }
+}
+
+/// At most `cap` frames and files per step: the first ones, and the last screencast frame (the
+/// state the step left).
+fn cap_frames(steps: &mut [Step], cap: usize) {
+    for s in steps {
+        if s.frames.len() > cap {
+            let last_cast = s
+                .frames
+                .iter()
+                .rposition(|f| f.screencast && f.state == FrameState::Pending);
+            let total = s.frames.len();
+            let mut keep: Vec<Frame> = Vec::with_capacity(cap);
+            for (i, f) in std::mem::take(&mut s.frames).into_iter().enumerate() {
+                let room = keep.len() + usize::from(last_cast.is_some_and(|l| l > i)) < cap;
+                if room || Some(i) == last_cast {
+                    keep.push(f);
+                }
+            }
+            s.more_frames = total - keep.len();
+            s.frames = keep;
+        }
+        if s.files.len() > cap {
+            s.more_frames += s.files.len() - cap;
+            s.files.truncate(cap);
+        }
+    }
+}
+
+/// Step numbers: each step left out in the gap counts as one.
+fn number_steps(steps: &mut [Step]) {
+    let mut n = 0usize;
+    for s in steps {
+        match (&s.what, s.number) {
+            (What::Gap { steps, .. }, _) => n += *steps as usize,
+            (_, Some(_)) => {
+                n += 1;
+                s.number = Some(n);
+            }
+            _ => {}
+        }
     }
 }
 
