@@ -56,7 +56,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
-pub use traffic::commands::NAMED_KEYS;
+pub use traffic::typed::NAMED_KEYS;
 use traffic::{TrafficOptions, TrafficReader};
 pub use writer::{Emit, Finalized, NewArtifact, RunWriter, WriterSummary};
 

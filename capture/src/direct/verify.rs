@@ -218,146 +218,159 @@ fn verdict(
 /// The agent's answer as a verdict; `None` when its reason is not a word the relay knows, or a
 /// verdict only the relay gives.
 pub(crate) fn from_agent(a: &AgentAnswer, typed: u64) -> Option<(Verification, Option<FieldKind>)> {
-    use VerdictReason as R;
-    use Verified::{False, Indeterminate, True};
     let n = a.expected.unwrap_or(typed);
     let kind = a.kind.as_deref().and_then(field_kind);
-    let g = a.grew;
-    let grew = g.unwrap_or(0);
     let v = match a.reason? {
-        AgentReason::Verdict(reason) => {
-            let (verified, note, g, fields) = match reason {
-                R::Landed => (
-                    True,
-                    format!("the field changed exactly as typing {n} characters would"),
-                    g,
-                    None,
-                ),
-                R::DroppedCharacters => (
-                    False,
-                    format!("expected {n} characters; the field grew by {grew}"),
-                    g,
-                    None,
-                ),
-                R::NoInput => (
-                    False,
-                    format!(
-                        "the page received {} of {n} typed characters as input",
-                        a.received.unwrap_or(0)
-                    ),
-                    g,
-                    None,
-                ),
-                R::AlreadyHeld => (
-                    Indeterminate,
-                    format!("the field already held this text and did not change ({n} characters typed)"),
-                    g,
-                    None,
-                ),
-                R::SameText => (
-                    Indeterminate,
-                    format!("the selected value was replaced by the same {n} characters"),
-                    g,
-                    None,
-                ),
-                R::Rewritten if a.later => (
-                    Indeterminate,
-                    format!("landed, then the page rewrote the value within {RECHECK_MS} ms: {n} characters typed, the field changed by {grew}"),
-                    g,
-                    None,
-                ),
-                R::Rewritten => (
-                    Indeterminate,
-                    format!("the page rewrote the value (a mask or formatter): {n} characters typed, the field changed by {grew}"),
-                    g,
-                    None,
-                ),
-                R::Misplaced => (
-                    Indeterminate,
-                    format!(
-                        "the {n} typed characters went in at the caret, before {} characters the field already held, not after them",
-                        a.following.unwrap_or(0)
-                    ),
-                    g,
-                    None,
-                ),
-                R::ClearedByPage => (
-                    Indeterminate,
-                    format!("landed, then cleared by the page: the field held the {n} typed characters and lost them within {RECHECK_MS} ms"),
-                    g,
-                    None,
-                ),
-                R::FocusMoved => {
-                    let k = a.fields.unwrap_or(2);
-                    (
-                        Indeterminate,
-                        format!("focus moved to another field mid-burst: {n} characters went to {k} fields"),
-                        g,
-                        Some(k),
-                    )
-                }
-                R::RichText => (
-                    Indeterminate,
-                    format!("editable content changed by {grew} characters for {n} typed, but not as plain insertion"),
-                    g,
-                    None,
-                ),
-                R::SensitiveField => return Some((sensitive(n), kind)),
-                R::Frame => (
-                    Indeterminate,
-                    "the field is inside a frame the relay cannot read".into(),
-                    None,
-                    None,
-                ),
-                R::Detached => (
-                    Indeterminate,
-                    "the field left the document before it could be read".into(),
-                    None,
-                    None,
-                ),
-                R::Ambiguous => (
-                    Indeterminate,
-                    format!("the same {n} characters reached the page more than once around this step"),
-                    None,
-                    None,
-                ),
-                R::Interleaved => (
-                    Indeterminate,
-                    format!("other input reached the page with this step's {n} characters"),
-                    None,
-                    None,
-                ),
-                // The relay's own verdicts: an agent that names one is not understood.
-                R::NotRead | R::Attribute | R::TooLong => return None,
-            };
-            verdict(verified, reason, note, n, g, fields)
-        }
-        AgentReason::Agent(AgentWord::Bounced) => verdict(
-            Indeterminate,
-            R::FocusMoved,
-            format!("the field focused for typing handed focus to another as it got it: {n} characters went there"),
-            n,
-            g,
-            Some(2),
-        ),
-        AgentReason::Agent(AgentWord::NotInstalled) => verdict(
-            Indeterminate,
-            R::NotRead,
-            "not read: the relay's page agent started after the typing".into(),
-            n,
-            None,
-            None,
-        ),
-        AgentReason::Agent(AgentWord::NotCompared) => verdict(
-            Indeterminate,
-            R::NotRead,
-            "not read: the field was taken for a sensitive one when typing started".into(),
-            n,
-            None,
-            None,
-        ),
+        AgentReason::Verdict(reason) => agent_verdict(a, reason, n)?,
+        AgentReason::Agent(word) => agent_word(word, n, a.grew),
     };
     Some((v, kind))
+}
+
+/// The agent's verdict in the journal's words, for `n` typed characters; `None` for a verdict
+/// only the relay gives.
+fn agent_verdict(a: &AgentAnswer, reason: VerdictReason, n: u64) -> Option<Verification> {
+    use VerdictReason as R;
+    use Verified::{False, Indeterminate, True};
+    let g = a.grew;
+    let grew = g.unwrap_or(0);
+    let (verified, note, g, fields) = match reason {
+        R::Landed => (
+            True,
+            format!("the field changed exactly as typing {n} characters would"),
+            g,
+            None,
+        ),
+        R::DroppedCharacters => (
+            False,
+            format!("expected {n} characters; the field grew by {grew}"),
+            g,
+            None,
+        ),
+        R::NoInput => (
+            False,
+            format!(
+                "the page received {} of {n} typed characters as input",
+                a.received.unwrap_or(0)
+            ),
+            g,
+            None,
+        ),
+        R::AlreadyHeld => (
+            Indeterminate,
+            format!("the field already held this text and did not change ({n} characters typed)"),
+            g,
+            None,
+        ),
+        R::SameText => (
+            Indeterminate,
+            format!("the selected value was replaced by the same {n} characters"),
+            g,
+            None,
+        ),
+        R::Rewritten if a.later => (
+            Indeterminate,
+            format!("landed, then the page rewrote the value within {RECHECK_MS} ms: {n} characters typed, the field changed by {grew}"),
+            g,
+            None,
+        ),
+        R::Rewritten => (
+            Indeterminate,
+            format!("the page rewrote the value (a mask or formatter): {n} characters typed, the field changed by {grew}"),
+            g,
+            None,
+        ),
+        R::Misplaced => (
+            Indeterminate,
+            format!(
+                "the {n} typed characters went in at the caret, before {} characters the field already held, not after them",
+                a.following.unwrap_or(0)
+            ),
+            g,
+            None,
+        ),
+        R::ClearedByPage => (
+            Indeterminate,
+            format!("landed, then cleared by the page: the field held the {n} typed characters and lost them within {RECHECK_MS} ms"),
+            g,
+            None,
+        ),
+        R::FocusMoved => {
+            let k = a.fields.unwrap_or(2);
+            (
+                Indeterminate,
+                format!("focus moved to another field mid-burst: {n} characters went to {k} fields"),
+                g,
+                Some(k),
+            )
+        }
+        R::RichText => (
+            Indeterminate,
+            format!("editable content changed by {grew} characters for {n} typed, but not as plain insertion"),
+            g,
+            None,
+        ),
+        R::SensitiveField => return Some(sensitive(n)),
+        R::Frame => (
+            Indeterminate,
+            "the field is inside a frame the relay cannot read".into(),
+            None,
+            None,
+        ),
+        R::Detached => (
+            Indeterminate,
+            "the field left the document before it could be read".into(),
+            None,
+            None,
+        ),
+        R::Ambiguous => (
+            Indeterminate,
+            format!("the same {n} characters reached the page more than once around this step"),
+            None,
+            None,
+        ),
+        R::Interleaved => (
+            Indeterminate,
+            format!("other input reached the page with this step's {n} characters"),
+            None,
+            None,
+        ),
+        // The relay's own verdicts: an agent that names one is not understood.
+        R::NotRead | R::Attribute | R::TooLong => return None,
+    };
+    Some(verdict(verified, reason, note, n, g, fields))
+}
+
+/// The agent's own words (not the journal's), for `n` typed characters.
+fn agent_word(word: AgentWord, n: u64, g: Option<i64>) -> Verification {
+    use VerdictReason as R;
+    use Verified::Indeterminate;
+    match word {
+        AgentWord::Bounced => verdict(
+        Indeterminate,
+        R::FocusMoved,
+        format!("the field focused for typing handed focus to another as it got it: {n} characters went there"),
+        n,
+        g,
+        Some(2),
+    ),
+        AgentWord::NotInstalled => verdict(
+        Indeterminate,
+        R::NotRead,
+        "not read: the relay's page agent started after the typing".into(),
+        n,
+        None,
+        None,
+    ),
+        AgentWord::NotCompared => verdict(
+        Indeterminate,
+        R::NotRead,
+        "not read: the field was taken for a sensitive one when typing started".into(),
+        n,
+        None,
+        None,
+    ),
+    }
 }
 
 /// Not read back: a password, one-time-code, payment or page-marked field.

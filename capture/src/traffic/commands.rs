@@ -4,7 +4,7 @@
 //! this classification (which trusts the parsed `method`) sees it. Here a named key (`Enter`,
 //! `Tab`) is a press; every other keystroke and insertion is nothing.
 
-use super::typing::Reach;
+use super::typed::NAMED_KEYS;
 use crate::cdp::frame::Frame;
 use crate::cdp::methods::CommandMethod;
 use crate::cdp::params as cdp;
@@ -23,70 +23,21 @@ pub(crate) enum Command {
     Screenshot { action: Action, ext: &'static str },
 }
 
-/// Keys whose names say nothing about what was typed; any other key is part of typing. The one
-/// table of them: the MCP gateway decides a `press_key` by it too (`cdp_relay_mcp`'s `args::key_press`).
-pub const NAMED_KEYS: &[&str] = &[
-    "Enter",
-    "NumpadEnter",
-    "Tab",
-    "Escape",
-    "Backspace",
-    "Delete",
-    "ArrowUp",
-    "ArrowDown",
-    "ArrowLeft",
-    "ArrowRight",
-    "Home",
-    "End",
-    "PageUp",
-    "PageDown",
-    "Insert",
-    "F1",
-    "F2",
-    "F3",
-    "F4",
-    "F5",
-    "F6",
-    "F7",
-    "F8",
-    "F9",
-    "F10",
-    "F11",
-    "F12",
-    "F13",
-    "F14",
-    "F15",
-    "F16",
-    "F17",
-    "F18",
-    "F19",
-    "F20",
-    "F21",
-    "F22",
-    "F23",
-    "F24",
-    "CapsLock",
-    "NumLock",
-    "ScrollLock",
-    "Pause",
-    "PrintScreen",
-    "ContextMenu",
-    "Clear",
-    "Help",
-    "Cancel",
-    "AudioVolumeUp",
-    "AudioVolumeDown",
-    "AudioVolumeMute",
-    "MediaTrackNext",
-    "MediaTrackPrevious",
-    "MediaStop",
-    "MediaPlayPause",
-    "Shift",
-    "Control",
-    "Alt",
-    "AltGraph",
-    "Meta",
-];
+/// How far a command other than typing may reach into a field being typed into on its page,
+/// for the typing bursts there (`TrafficReader::end_typing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// It cannot change the page (an evaluation V8 runs refusing side effects): no burst ends.
+    Nothing,
+    /// It reads the page (a screenshot): its own client's bursts end (the step sits between
+    /// them); another client's go on.
+    Client,
+    /// It may change a field through script (an evaluation): its own client's bursts end;
+    /// another client's go on, protected afresh from here.
+    Script,
+    /// It acts on the page as a user would (input), or navigates: every burst on it ends.
+    Page,
+}
 
 /// Classifies `method`; `None` for the calls of it that are not evidence (a mouse move, a key
 /// up).
@@ -118,26 +69,7 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
                 ext,
             }
         }
-        M::InputDispatchMouseEvent => {
-            let p: cdp::MouseEvent = frame.params()?;
-            let name = match p.kind.as_ref() {
-                "mousePressed" => ActionMethod::Click,
-                "mouseWheel" => ActionMethod::Scroll,
-                _ => return None,
-            };
-            let mut a = Action::new(name);
-            a.point = Some(Point { x: p.x, y: p.y });
-            if name == ActionMethod::Click {
-                let button = MouseButton::parse(&p.button).unwrap_or(MouseButton::Other);
-                let detail = ActionDetail {
-                    button: Some(button.into()),
-                    click_count: Some(u64::from(p.click_count)),
-                    ..ActionDetail::default()
-                };
-                a.detail = Some(detail.sanitized(s));
-            }
-            Command::Action(a, Reach::Page)
-        }
+        M::InputDispatchMouseEvent => return mouse_event(frame, s),
         M::InputDispatchTouchEvent => {
             let p: cdp::TouchEvent = frame.params()?;
             if p.kind != "touchStart" {
@@ -147,27 +79,7 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             a.point = p.touch_points.first().map(|t| Point { x: t.x, y: t.y });
             Command::Action(a, Reach::Page)
         }
-        M::InputDispatchKeyEvent => {
-            let p: cdp::KeyEvent = frame.params()?;
-            if !matches!(p.kind.as_ref(), "keyDown" | "rawKeyDown" | "char") {
-                return None;
-            }
-            if let Some(key) = NAMED_KEYS.iter().find(|k| **k == p.key) {
-                // keyDown and a following char event would make two presses; count keyDown only.
-                if p.kind == "char" {
-                    return None;
-                }
-                let mut a = Action::new(ActionMethod::Press);
-                let detail = ActionDetail {
-                    key: Some((*key).to_owned()),
-                    ..ActionDetail::default()
-                };
-                a.detail = Some(detail.sanitized(s));
-                return Some(Command::Action(a, Reach::Page));
-            }
-            // Character keys are typing (`typed.rs`).
-            return None;
-        }
+        M::InputDispatchKeyEvent => return key_event(frame, s),
         M::InputInsertText
         | M::InputImeSetComposition
         | M::DomSetAttributeValue
@@ -180,21 +92,7 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
             a.detail = Some(s.json(&json!({ "files": p.files.len() })));
             Command::Action(a, Reach::Page)
         }
-        M::RuntimeEvaluate | M::RuntimeCallFunctionOn => {
-            let p: cdp::Evaluate = frame.params().unwrap_or_default();
-            // Method and size only: expressions and arguments routinely carry typed values.
-            let size = p.expression.len() + p.function_declaration.len();
-            let mut a = this();
-            a.bytes = Some(size as u64);
-            // V8 refuses any side effect: it can only read. Anything else may change a field
-            // (`f.value = ''`), or only read it (DevTools' `getNodeForIndex`): who can tell.
-            let reach = if p.throw_on_side_effect {
-                Reach::Nothing
-            } else {
-                Reach::Script
-            };
-            Command::Action(a, reach)
-        }
+        M::RuntimeEvaluate | M::RuntimeCallFunctionOn => evaluate(this(), frame),
         M::TargetCreateTarget => {
             let p: cdp::TargetId = frame.params().unwrap_or_default();
             let mut a = this();
@@ -211,4 +109,63 @@ pub(crate) fn classify(method: CommandMethod, frame: &Frame<'_>, s: &Sanitizer) 
         }
         M::BrowserClose => Command::Action(this(), Reach::Page),
     })
+}
+
+/// `Input.dispatchMouseEvent`: a press is a click, a wheel a scroll; moves and releases are
+/// not evidence.
+fn mouse_event(frame: &Frame<'_>, s: &Sanitizer) -> Option<Command> {
+    let p: cdp::MouseEvent = frame.params()?;
+    let name = match p.kind.as_ref() {
+        "mousePressed" => ActionMethod::Click,
+        "mouseWheel" => ActionMethod::Scroll,
+        _ => return None,
+    };
+    let mut a = Action::new(name);
+    a.point = Some(Point { x: p.x, y: p.y });
+    if name == ActionMethod::Click {
+        let button = MouseButton::parse(&p.button).unwrap_or(MouseButton::Other);
+        let detail = ActionDetail {
+            button: Some(button.into()),
+            click_count: Some(u64::from(p.click_count)),
+            ..ActionDetail::default()
+        };
+        a.detail = Some(detail.sanitized(s));
+    }
+    Some(Command::Action(a, Reach::Page))
+}
+
+/// `Input.dispatchKeyEvent`: a named key's press; character keys are typing (`typed.rs`).
+fn key_event(frame: &Frame<'_>, s: &Sanitizer) -> Option<Command> {
+    let p: cdp::KeyEvent = frame.params()?;
+    if !matches!(p.kind.as_ref(), "keyDown" | "rawKeyDown" | "char") {
+        return None;
+    }
+    let key = NAMED_KEYS.iter().find(|k| **k == p.key)?;
+    // keyDown and a following char event would make two presses; count keyDown only.
+    if p.kind == "char" {
+        return None;
+    }
+    let mut a = Action::new(ActionMethod::Press);
+    let detail = ActionDetail {
+        key: Some((*key).to_owned()),
+        ..ActionDetail::default()
+    };
+    a.detail = Some(detail.sanitized(s));
+    Some(Command::Action(a, Reach::Page))
+}
+
+/// `Runtime.evaluate`, `Runtime.callFunctionOn`: the method and the size only, since
+/// expressions and arguments routinely carry typed values.
+fn evaluate(mut a: Action, frame: &Frame<'_>) -> Command {
+    let p: cdp::Evaluate = frame.params().unwrap_or_default();
+    let size = p.expression.len() + p.function_declaration.len();
+    a.bytes = Some(size as u64);
+    // V8 refuses any side effect: it can only read. Anything else may change a field
+    // (`f.value = ''`), or only read it (DevTools' `getNodeForIndex`): who can tell.
+    let reach = if p.throw_on_side_effect {
+        Reach::Nothing
+    } else {
+        Reach::Script
+    };
+    Command::Action(a, reach)
 }

@@ -2,9 +2,8 @@
 //! (connection, `sessionId`, `id`) with an id-only fallback for error replies that carry no
 //! `sessionId`, and interruption of commands left unanswered (close, detach, timeout).
 
-use super::commands::{self, Command};
+use super::commands::{self, Command, Reach};
 use super::targets::Answered;
-use super::typing::Reach;
 use super::{Key, TrafficReader, TOOL};
 use crate::cdp::frame::Frame;
 use crate::cdp::methods::CommandMethod;
@@ -196,20 +195,29 @@ impl TrafficReader {
                 }
             }
         };
+        self.expect(conn, (key.clone(), id), at, waiting)
+            .then_some((key, id))
+    }
+
+    /// Waits for the response to command `id` on `conn`'s session `key`, sent `at`; false (and
+    /// counted as dropped) when the connection is gone or waits for too many already.
+    pub(super) fn expect(
+        &mut self,
+        conn: u64,
+        (key, id): (Key, u64),
+        at: SystemTime,
+        what: Waiting,
+    ) -> bool {
         let max = self.opts.max_pending;
-        let c = self.conns.get_mut(&conn)?;
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return false;
+        };
         if c.pending.len() >= max {
             self.dropped += 1;
-            return None;
+            return false;
         }
-        c.pending.insert(
-            (key.clone(), id),
-            Pending {
-                started: at,
-                what: waiting,
-            },
-        );
-        Some((key, id))
+        c.pending.insert((key, id), Pending { started: at, what });
+        true
     }
 
     /// True when a response with this id may be awaited on `conn` (the cheap pre-filter).

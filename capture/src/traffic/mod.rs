@@ -23,7 +23,7 @@ mod screenshots;
 mod sessions;
 mod targets;
 pub(crate) mod thread;
-mod typed;
+pub(crate) mod typed;
 mod typing;
 mod wrapped;
 

@@ -23,6 +23,71 @@ use std::sync::LazyLock;
 /// page through a non-flat session is two).
 const MAX_DEPTH: usize = 4;
 
+/// Keys whose names say nothing about what was typed; any other key is part of typing. The one
+/// table of them: the MCP gateway decides a `press_key` by it too (`cdp_relay_mcp`'s `args::key_press`).
+pub const NAMED_KEYS: &[&str] = &[
+    "Enter",
+    "NumpadEnter",
+    "Tab",
+    "Escape",
+    "Backspace",
+    "Delete",
+    "ArrowUp",
+    "ArrowDown",
+    "ArrowLeft",
+    "ArrowRight",
+    "Home",
+    "End",
+    "PageUp",
+    "PageDown",
+    "Insert",
+    "F1",
+    "F2",
+    "F3",
+    "F4",
+    "F5",
+    "F6",
+    "F7",
+    "F8",
+    "F9",
+    "F10",
+    "F11",
+    "F12",
+    "F13",
+    "F14",
+    "F15",
+    "F16",
+    "F17",
+    "F18",
+    "F19",
+    "F20",
+    "F21",
+    "F22",
+    "F23",
+    "F24",
+    "CapsLock",
+    "NumLock",
+    "ScrollLock",
+    "Pause",
+    "PrintScreen",
+    "ContextMenu",
+    "Clear",
+    "Help",
+    "Cancel",
+    "AudioVolumeUp",
+    "AudioVolumeDown",
+    "AudioVolumeMute",
+    "MediaTrackNext",
+    "MediaTrackPrevious",
+    "MediaStop",
+    "MediaPlayPause",
+    "Shift",
+    "Control",
+    "Alt",
+    "AltGraph",
+    "Meta",
+];
+
 /// How text reached the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum How {
@@ -189,7 +254,7 @@ fn typed_by(method: CommandMethod, p: &Fields<'_>) -> Vec<(String, How)> {
 
 /// Key names that say nothing about what was typed (`Enter` carries `\r` as its text).
 pub(crate) fn is_named_key(key: &str) -> bool {
-    super::commands::NAMED_KEYS.contains(&key)
+    NAMED_KEYS.contains(&key)
 }
 
 /// A JSON object's members, duplicates included, values unparsed.

@@ -6,7 +6,8 @@
 //! its verdict is held here, bounded in time.
 
 use super::burst::Burst;
-use super::correlate::{Pending, Waiting};
+use super::commands::Reach;
+use super::correlate::Waiting;
 use super::sessions::Session;
 use super::typed::{How, Typing};
 use super::{Key, TrafficReader};
@@ -17,22 +18,6 @@ use std::time::{Duration, SystemTime};
 
 /// Typing steps waiting for a verdict at once; past it, steps are written without one.
 const MAX_HELD: usize = 1024;
-
-/// How far a command other than typing may reach into a field being typed into on its page,
-/// for the typing bursts there (`TrafficReader::end_typing`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reach {
-    /// It cannot change the page (an evaluation V8 runs refusing side effects): no burst ends.
-    Nothing,
-    /// It reads the page (a screenshot): its own client's bursts end (the step sits between
-    /// them); another client's go on.
-    Client,
-    /// It may change a field through script (an evaluation): its own client's bursts end;
-    /// another client's go on, protected afresh from here.
-    Script,
-    /// It acts on the page as a user would (input), or navigates: every burst on it ends.
-    Page,
-}
 
 /// A typing step waiting for its verdict.
 pub(crate) struct Held {
@@ -75,20 +60,9 @@ impl TrafficReader {
         self.close_stale_typing(conn, &key, at);
         let seq = self.add_typing(conn, &key, &first.text, first.how == How::Set, at);
         let answered_by = self.keys.key(typing.session.as_deref());
-        let (Some(id), Some(c)) = (typing.id, self.conns.get_mut(&conn)) else {
-            return;
-        };
-        if c.pending.len() >= self.opts.max_pending {
-            self.dropped += 1;
-            return;
+        if let Some(id) = typing.id {
+            self.expect(conn, (answered_by, id), at, Waiting::Typing { seq });
         }
-        c.pending.insert(
-            (answered_by, id),
-            Pending {
-                started: at,
-                what: Waiting::Typing { seq },
-            },
-        );
     }
 
     /// Adds typed text to the session's burst and returns the burst's number (0 when it could

@@ -11,7 +11,7 @@
 //! The wrapper's own answer comes at once, before the page answers the wrapped command; it is
 //! awaited only to pass on an error (no such session), which then answers the wrapped command.
 
-use super::correlate::{Pending, Waiting};
+use super::correlate::Waiting;
 use super::{Key, TrafficReader};
 use crate::cdp::frame::Frame;
 use crate::cdp::params as cdp;
@@ -45,19 +45,16 @@ impl TrafficReader {
         self.depth -= 1;
         let (inner_key, outer_id) = (waiting?, outer.id?);
         let outer_key = self.keys.key(outer.session());
-        let max = self.opts.max_pending;
-        let c = self.conns.get_mut(&conn)?;
-        if c.pending.len() < max {
-            c.pending.insert(
-                (outer_key.clone(), outer_id),
-                Pending {
-                    started: at,
-                    what: Waiting::Carrier {
-                        inner: inner_key.clone(),
-                    },
-                },
-            );
-        }
+        // A closed connection waits for nothing.
+        self.conns.get(&conn)?;
+        self.expect(
+            conn,
+            (outer_key.clone(), outer_id),
+            at,
+            Waiting::Carrier {
+                inner: inner_key.clone(),
+            },
+        );
         Some((outer_key, outer_id))
     }
 
