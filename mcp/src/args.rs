@@ -49,6 +49,10 @@ pub const MAX_IDENTIFIER_CHARS: usize = 200;
 /// Arguments kept per call.
 pub const MAX_ARGUMENTS: usize = 32;
 
+/// The gateway's own tool whose `name` argument may be the secret itself, passed in the wrong
+/// argument: kept only when it is a valid secret name (`tools.rs` answers it).
+pub(crate) const REGISTER_SECRET: &str = "evidence_register_secret";
+
 /// Tools whose typed-text arguments reach the page as keystrokes, a filled value or a prompt's
 /// answer.
 const TYPING_TOOLS: &[&str] = &[
@@ -71,7 +75,7 @@ const TYPING_TOOLS: &[&str] = &[
 /// calls (see [`typed_key`]).
 const KEY_TOOLS: &[&str] = &["press_key", "browser_press_key"];
 
-/// Names of keys the relay's table (`pipeline::observer::commands::NAMED_KEYS`) spells
+/// Names of keys the relay's table ([`cdp_capture::NAMED_KEYS`]) spells
 /// otherwise, as agents write them (compared ignoring case like that table).
 const KEY_ALIASES: &[&str] = &["Esc"];
 
@@ -612,7 +616,7 @@ pub fn reduce(
     args.iter()
         .take(MAX_ARGUMENTS)
         .map(|(name, value)| {
-            let class = if tool == super::tools::REGISTER_SECRET && name == "name" {
+            let class = if tool == REGISTER_SECRET && name == "name" {
                 // The gateway's own tool: a name that is not a valid secret name may be the
                 // secret, passed in the wrong argument.
                 match value.as_str().map(cdp_sanitize::check_secret_name) {
@@ -1223,14 +1227,14 @@ mod tests {
     #[test]
     fn the_secret_tools_name_is_kept_only_when_it_is_a_valid_name() {
         let ok = reduced_for(
-            super::super::tools::REGISTER_SECRET,
+            REGISTER_SECRET,
             json!({"name": "ACCOUNT_PASSWORD", "value": "hunter2hunter2"}),
         );
         assert_eq!(ok[0]["value"], "ACCOUNT_PASSWORD");
         assert_eq!(ok[1]["input"]["chars"], 14);
         // Swapped: the secret passed as the name.
         let swapped = reduced_for(
-            super::super::tools::REGISTER_SECRET,
+            REGISTER_SECRET,
             json!({"name": "Sw4pped-Secret!", "value": "ACCOUNT_PASSWORD"}),
         );
         assert_eq!(
@@ -1239,10 +1243,7 @@ mod tests {
         );
         assert!(!swapped.to_string().contains("Sw4pped"), "{swapped}");
         for reserved in ["TYPED_1", &"N".repeat(65)] {
-            let v = reduced_for(
-                super::super::tools::REGISTER_SECRET,
-                json!({"name": reserved}),
-            );
+            let v = reduced_for(REGISTER_SECRET, json!({"name": reserved}));
             assert!(v[0].get("value").is_none(), "{v}");
         }
     }

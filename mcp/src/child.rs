@@ -19,16 +19,17 @@
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressToken};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::RunningService;
-use rmcp::{ClientHandler, Peer, RoleClient, RoleServer, ServiceExt};
-use std::collections::HashMap;
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use std::ffi::OsString;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::watch;
+
+use super::transport::AgentLink;
 
 /// Where the relay is: substituted into the wrapped server's arguments and returned by
 /// `relay_endpoint`.
@@ -38,6 +39,13 @@ pub struct Endpoints {
     pub cdp_url: String,
     /// The browser's websocket URL through the relay (`{ws_url}`), when known.
     pub ws_url: Option<String>,
+}
+
+/// The browser's websocket URL as the relay at `cdp_url` gives it out (`/json/version`).
+pub async fn browser_ws_url(cdp_url: &str) -> Option<String> {
+    let up = cdp_relay_proxy::Upstream::parse(cdp_url).ok()?;
+    let version = cdp_relay_proxy::upstream::version(&up).await.ok()?;
+    Some(version.websocket_url)
 }
 
 /// How long the server gets to exit after its stdin closes, and again after SIGTERM.
@@ -74,44 +82,6 @@ impl ChildCommand {
                 Ok(a)
             })
             .collect()
-    }
-}
-
-/// Where the agent is, once it has connected: what the server sends goes there.
-#[derive(Clone, Default)]
-pub(crate) struct AgentLink {
-    pub(crate) peer: Arc<OnceLock<Peer<RoleServer>>>,
-    /// Our progress token on a forwarded call → the agent's own token.
-    pub(crate) progress: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
-}
-
-impl AgentLink {
-    /// The agent's session, once it has connected.
-    pub(crate) fn agent(&self) -> Option<&Peer<RoleServer>> {
-        self.peer.get()
-    }
-
-    pub(crate) fn map_progress(&self, ours: ProgressToken, theirs: ProgressToken) {
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(ours, theirs);
-    }
-
-    pub(crate) fn unmap_progress(&self, ours: &ProgressToken) {
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(ours);
-    }
-
-    /// The agent's own token for our progress token `ours`, while its call is in flight.
-    pub(crate) fn agent_token(&self, ours: &ProgressToken) -> Option<ProgressToken> {
-        self.progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(ours)
-            .cloned()
     }
 }
 

@@ -21,11 +21,10 @@
 //!
 //! Values never leave memory but to the wrapped server, inside the call that types them.
 
-use super::journal::Outcome;
+use super::journal::{Outcome, Recorder};
 use super::record_as::{self, Schema};
 use super::rewrite::{Added, Rewriter};
 use super::vars::{self, Placeholder, Variables};
-use super::Shared;
 use cdp_capture::PipelineHandle;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents, Tool};
 use serde_json::{json, Map, Value};
@@ -443,7 +442,8 @@ fn is_picture(c: &ContentBlock) -> bool {
 /// `recordAs` taken out and registered. A refusal is recorded here and returned as the call's
 /// result.
 pub(crate) fn before_call(
-    shared: &Shared,
+    inputs: &Inputs,
+    recorder: &Arc<Recorder>,
     server: &str,
     mut request: CallToolRequestParams,
 ) -> Result<CallToolRequestParams, Box<CallToolResult>> {
@@ -451,14 +451,10 @@ pub(crate) fn before_call(
         return Ok(request);
     };
     let original = args.clone();
-    match shared
-        .inputs
-        .prepare(shared.recorder.handle(), &request.name, args)
-    {
+    match inputs.prepare(recorder.handle(), &request.name, args) {
         Ok(()) => Ok(request),
         Err(why) => {
-            shared
-                .recorder
+            recorder
                 .begin(server, &request.name, Some(&original))
                 .end(Outcome::error(why.clone()));
             Err(Box::new(CallToolResult::error(vec![ContentBlock::text(
@@ -470,11 +466,12 @@ pub(crate) fn before_call(
 
 /// The gateway's hook once the wrapped server answered a call: pictures that may show a
 /// registered value are withheld.
-pub(crate) async fn after_answer(shared: &Shared, result: &mut CallToolResult) {
-    shared
-        .inputs
-        .withhold_pictures(shared.recorder.handle(), result)
-        .await;
+pub(crate) async fn after_answer(
+    inputs: &Inputs,
+    recorder: &Recorder,
+    result: &mut CallToolResult,
+) {
+    inputs.withhold_pictures(recorder.handle(), result).await;
 }
 
 /// The kinds of field each variable was typed into, from the run's typing steps.

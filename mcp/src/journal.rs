@@ -18,6 +18,7 @@ use cdp_evidence::{
     ToolResult,
 };
 use cdp_sanitize::{SafeText, Sanitizer};
+use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -361,6 +362,32 @@ fn first_line(s: &Sanitizer, e: &str) -> SafeText {
     } else {
         s.text_capped(first, 300)
     }
+}
+
+/// The shape of a result for its record: counts and flags, never content.
+pub(crate) fn result_shape(r: &CallToolResult) -> ToolResult {
+    let images = r
+        .content
+        .iter()
+        .filter(|c| matches!(c, rmcp::model::ContentBlock::Image(_)))
+        .count();
+    ToolResult::new(
+        r.content.len() as u64,
+        images as u64,
+        r.structured_content.is_some(),
+        r.is_error == Some(true),
+    )
+}
+
+/// The first text of an error result (for its record's `error`, sanitized there).
+pub(crate) fn result_error_text(r: &CallToolResult) -> Option<String> {
+    if r.is_error != Some(true) {
+        return None;
+    }
+    r.content.iter().find_map(|c| match c {
+        rmcp::model::ContentBlock::Text(t) => Some(t.text.clone()),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

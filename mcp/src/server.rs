@@ -13,9 +13,10 @@
 // use; it passes through like everything else.
 #![allow(deprecated)]
 
+use super::gateway::Gateway;
 use super::journal::{Call, Outcome};
 use super::note::{self, Intent, Sources};
-use super::{resources, tools, Gateway};
+use super::{resources, tools};
 use cdp_evidence::{LifecycleEvent, Status};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
@@ -57,7 +58,7 @@ fn not_running_resource() -> ErrorData {
 }
 
 impl Gateway {
-    fn child_alive(&self) -> Option<&super::Child> {
+    fn child_alive(&self) -> Option<&super::child::Child> {
         self.shared
             .child
             .as_deref()
@@ -397,7 +398,12 @@ impl ServerHandler for Gateway {
             return Err(ErrorData::invalid_params(e, None));
         };
         // `${NAME}` resolved and `recordAs` taken out (inputs.rs); a refusal is recorded there.
-        let request = match super::inputs::before_call(&self.shared, &server, request) {
+        let request = match super::inputs::before_call(
+            &self.shared.inputs,
+            &self.shared.recorder,
+            &server,
+            request,
+        ) {
             Ok(request) => request,
             Err(refused) => return Ok((*refused).into()),
         };
@@ -420,13 +426,18 @@ impl ServerHandler for Gateway {
             Ok(mut result) => {
                 self.shared.page_ids.learn(&result);
                 // The call's record keeps the server's result, not what the gateway adds.
-                let mut outcome = match super::result_error_text(&result) {
+                let mut outcome = match super::journal::result_error_text(&result) {
                     Some(text) => Outcome::error(text),
                     None if result.is_error == Some(true) => Outcome::error("the tool failed"),
                     None => Outcome::ok(None),
                 };
-                outcome.result = Some(super::result_shape(&result));
-                super::inputs::after_answer(&self.shared, &mut result).await;
+                outcome.result = Some(super::journal::result_shape(&result));
+                super::inputs::after_answer(
+                    &self.shared.inputs,
+                    &self.shared.recorder,
+                    &mut result,
+                )
+                .await;
                 if let (Some(intent), Some(h)) = (intent, self.shared.recorder.handle()) {
                     let learned = note::wait_for_evidence(
                         &Sources::of(h),

@@ -21,16 +21,16 @@
 //! no business in the evidence directory, and a call of the wrapped server that names a path in
 //! it is refused ([`refuse_evidence_paths`]).
 
-use super::args::{self, PathRefusal};
+use super::args::{self, PathRefusal, REGISTER_SECRET};
 use super::journal::{Outcome, GATEWAY_TOOL};
-use super::Shared;
+use super::shared::Shared;
+use cdp_capture::PipelineHandle;
 use cdp_sanitize::SecretError;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 pub(crate) const MARK_STEP: &str = "evidence_mark_step";
-pub(crate) const REGISTER_SECRET: &str = "evidence_register_secret";
 pub(crate) const SUMMARY: &str = "evidence_summary";
 pub(crate) const FINALIZE: &str = "evidence_finalize";
 pub(crate) const ENDPOINT: &str = "relay_endpoint";
@@ -136,7 +136,10 @@ fn str_arg<'a>(args: Option<&'a Map<String, Value>>, name: &str) -> Option<&'a s
 const EVIDENCE_OFF: &str =
     "evidence is off for this gateway (--no-evidence, or the evidence directory could not be used)";
 
-/// Runs one of the gateway's tools and records the call.
+/// A tool's result, and the outcome its record keeps.
+type Answer = (CallToolResult, Outcome);
+
+/// Runs one of the gateway's tools and records the call: one function per tool.
 pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> CallToolResult {
     let name = params.name.as_ref();
     let args = params.arguments.as_ref();
@@ -144,162 +147,196 @@ pub(crate) async fn call(shared: &Shared, params: CallToolRequestParams) -> Call
     let call = recorder.begin(GATEWAY_TOOL, name, args);
     let handle = recorder.handle().cloned();
     let (result, outcome) = match (name, handle) {
-        (ENDPOINT, _) => {
-            let ws = super::browser_ws_url(&shared.endpoints.cdp_url)
-                .await
-                .or_else(|| shared.endpoints.ws_url.clone());
-            (
-                text_result(json!({"cdpUrl": shared.endpoints.cdp_url, "wsUrl": ws})),
-                Outcome::ok(None),
-            )
-        }
-        (LIST_VARIABLES, h) => {
-            recorder.flush().await;
-            let run_dir = h.map(|h| h.status().run_dir);
-            // Reading the journal blocks: off the runtime's workers.
-            let typed_into = tokio::task::spawn_blocking(move || {
-                run_dir
-                    .and_then(|d| cdp_evidence::RunDir::open(&d).ok())
-                    .map(|dir| super::inputs::typed_into(&dir))
-                    .unwrap_or_default()
-            })
-            .await
-            .unwrap_or_default();
-            (
-                text_result(shared.inputs.list(&typed_into)),
-                Outcome::ok(None),
-            )
-        }
+        (ENDPOINT, _) => endpoint(shared).await,
+        (LIST_VARIABLES, h) => list_variables(shared, h).await,
         (_, None) => (error_result(EVIDENCE_OFF), Outcome::error(EVIDENCE_OFF)),
-        (MARK_STEP, Some(_)) => match str_arg(args, "label").filter(|l| !l.trim().is_empty()) {
-            Some(label) => (
-                text_result(json!({"marked": true})),
-                Outcome {
-                    label: Some(label.to_owned()),
-                    ..Outcome::ok(None)
-                },
-            ),
-            None => {
-                let e = "evidence_mark_step needs a non-empty `label`";
-                (error_result(e), Outcome::error(e))
-            }
-        },
-        (REGISTER_SECRET, Some(h)) => {
-            let (Some(secret_name), Some(value)) = (str_arg(args, "name"), str_arg(args, "value"))
-            else {
-                let e = "evidence_register_secret needs `name` and `value` strings";
-                return finish(call, error_result(e), Outcome::error(e)).await;
-            };
-            // The error names the rule broken, never the value, nor a name that fails.
-            match h.register_secret(secret_name, value) {
-                Ok(_) => {
-                    shared.inputs.registered(Some(&h), secret_name, value);
-                    (
-                        text_result(json!({"registered": format!("${{{secret_name}}}")})),
-                        Outcome::ok(None),
-                    )
-                }
-                Err(e) => {
-                    if matches!(
-                        e,
-                        SecretError::InvalidName { .. } | SecretError::NameTooLong { .. }
-                    ) {
-                        // Most likely the secret itself, passed as the name: protect it as
-                        // typed text is protected.
-                        recorder.protect_typed(&[secret_name.to_owned()]);
-                    }
-                    let e = format!("not registered: {e}");
-                    (error_result(&e), Outcome::error(e))
-                }
-            }
-        }
-        (SUMMARY, Some(h)) => {
-            recorder.flush().await;
-            let status = h.status();
-            // Reading the journal blocks: off the runtime's workers.
-            let summary = tokio::task::spawn_blocking(move || {
-                cdp_evidence::RunDir::open(&status.run_dir)
-                    .map(|dir| super::summary::summarize(&status.run_id, &dir))
-            })
-            .await;
-            match summary {
-                Ok(Ok(s)) => (
-                    text_result(serde_json::to_value(s).unwrap_or_default()),
-                    Outcome::ok(None),
-                ),
-                Ok(Err(_)) | Err(_) => {
-                    let e = "the run directory cannot be read";
-                    (error_result(e), Outcome::error(e))
-                }
-            }
-        }
-        (EXPORT_TEST, Some(h)) => {
-            recorder.flush().await;
-            super::resources::settle(&h).await;
-            let status = h.status();
-            let run_dir = match str_arg(args, "runId") {
-                None => Ok((status.run_id, status.run_dir)),
-                Some(id) => shared
-                    .store
-                    .as_ref()
-                    .and_then(|store| store.run_dir(id).ok())
-                    .map(|dir| (id.to_owned(), dir))
-                    .ok_or("no such run in the evidence directory"),
-            };
-            let exported = match run_dir {
-                Ok((run_id, dir)) => tokio::task::spawn_blocking(move || {
-                    cdp_report::replay::export(&dir, cdp_report::replay::Format::default())
-                        .map(|e| (run_id, e))
-                        .map_err(|_| "the run cannot be exported")
-                })
-                .await
-                .unwrap_or(Err("the run cannot be exported")),
-                Err(e) => Err(e),
-            };
-            match exported {
-                Ok((run_id, export)) => {
-                    let f = &export.figures;
-                    let mut r =
-                        CallToolResult::success(vec![ContentBlock::text(export.text.clone())]);
-                    r.structured_content = Some(json!({
-                        "runId": run_id,
-                        "resource": format!("{}/{run_id}/{}", super::resources::PREFIX, cdp_report::replay::SPEC_FILE),
-                        "steps": f.steps,
-                        "notReplayable": f.not_replayable,
-                        "firstNotReplayable": f.first_gap,
-                        "stillRecording": f.still_recording,
-                        "variables": f.variables,
-                    }));
-                    (r, Outcome::ok(None))
-                }
-                Err(e) => (error_result(e), Outcome::error(e)),
-            }
-        }
-        (FINALIZE, Some(h)) => {
-            let before = h.status();
-            // The call's own record belongs to the run it finalizes.
-            call.end(Outcome::ok(None));
-            recorder.flush().await;
-            return match h.writer().rotate().await {
-                Some(_) => {
-                    let run_id = before.run_id;
-                    let prefix = super::resources::PREFIX;
-                    text_result(json!({
-                        "runId": run_id,
-                        "reportResource": format!("{prefix}/{run_id}/{}", cdp_report::HTML_FILE),
-                        "summaryResource": format!("{prefix}/{run_id}/{}", cdp_report::SUMMARY_FILE),
-                        "nextRunId": h.status().run_id,
-                    }))
-                }
-                None => error_result("the run could not be finalized (see the gateway's log)"),
-            };
-        }
+        (MARK_STEP, Some(_)) => mark_step(args),
+        (REGISTER_SECRET, Some(h)) => register_secret(shared, &h, args),
+        (SUMMARY, Some(h)) => summary(shared, &h).await,
+        (EXPORT_TEST, Some(h)) => export_test(shared, &h, args).await,
+        (FINALIZE, Some(h)) => return finalize(shared, &h, call).await,
         (other, _) => {
             let e = format!("no such gateway tool: {other}");
             (error_result(&e), Outcome::error(e))
         }
     };
     finish(call, result, outcome).await
+}
+
+/// `relay_endpoint`: the relay's CDP endpoint and the browser's websocket URL through it.
+async fn endpoint(shared: &Shared) -> Answer {
+    let ws = super::child::browser_ws_url(&shared.endpoints.cdp_url)
+        .await
+        .or_else(|| shared.endpoints.ws_url.clone());
+    (
+        text_result(json!({"cdpUrl": shared.endpoints.cdp_url, "wsUrl": ws})),
+        Outcome::ok(None),
+    )
+}
+
+/// `evidence_list_variables`: names, lengths, sources, and the kinds of field each was typed
+/// into (from the run's journal, when evidence is on).
+async fn list_variables(shared: &Shared, h: Option<PipelineHandle>) -> Answer {
+    shared.recorder.flush().await;
+    let run_dir = h.map(|h| h.status().run_dir);
+    // Reading the journal blocks: off the runtime's workers.
+    let typed_into = tokio::task::spawn_blocking(move || {
+        run_dir
+            .and_then(|d| cdp_evidence::RunDir::open(&d).ok())
+            .map(|dir| super::inputs::typed_into(&dir))
+            .unwrap_or_default()
+    })
+    .await
+    .unwrap_or_default();
+    (
+        text_result(shared.inputs.list(&typed_into)),
+        Outcome::ok(None),
+    )
+}
+
+/// `evidence_mark_step {label}`: the label goes into the call's record.
+fn mark_step(args: Option<&Map<String, Value>>) -> Answer {
+    match str_arg(args, "label").filter(|l| !l.trim().is_empty()) {
+        Some(label) => (
+            text_result(json!({"marked": true})),
+            Outcome {
+                label: Some(label.to_owned()),
+                ..Outcome::ok(None)
+            },
+        ),
+        None => {
+            let e = "evidence_mark_step needs a non-empty `label`";
+            (error_result(e), Outcome::error(e))
+        }
+    }
+}
+
+/// `evidence_register_secret {name, value}`. The error names the rule broken, never the value,
+/// nor a name that fails.
+fn register_secret(
+    shared: &Shared,
+    h: &PipelineHandle,
+    args: Option<&Map<String, Value>>,
+) -> Answer {
+    let (Some(secret_name), Some(value)) = (str_arg(args, "name"), str_arg(args, "value")) else {
+        let e = "evidence_register_secret needs `name` and `value` strings";
+        return (error_result(e), Outcome::error(e));
+    };
+    match h.register_secret(secret_name, value) {
+        Ok(_) => {
+            shared.inputs.registered(Some(h), secret_name, value);
+            (
+                text_result(json!({"registered": format!("${{{secret_name}}}")})),
+                Outcome::ok(None),
+            )
+        }
+        Err(e) => {
+            if matches!(
+                e,
+                SecretError::InvalidName { .. } | SecretError::NameTooLong { .. }
+            ) {
+                // Most likely the secret itself, passed as the name: protect it as typed text
+                // is protected.
+                shared.recorder.protect_typed(&[secret_name.to_owned()]);
+            }
+            let e = format!("not registered: {e}");
+            (error_result(&e), Outcome::error(e))
+        }
+    }
+}
+
+/// `evidence_summary`: the run so far (see `summary.rs`).
+async fn summary(shared: &Shared, h: &PipelineHandle) -> Answer {
+    shared.recorder.flush().await;
+    let status = h.status();
+    // Reading the journal blocks: off the runtime's workers.
+    let summary = tokio::task::spawn_blocking(move || {
+        cdp_evidence::RunDir::open(&status.run_dir)
+            .map(|dir| super::summary::summarize(&status.run_id, &dir))
+    })
+    .await;
+    match summary {
+        Ok(Ok(s)) => (
+            text_result(serde_json::to_value(s).unwrap_or_default()),
+            Outcome::ok(None),
+        ),
+        Ok(Err(_)) | Err(_) => {
+            let e = "the run directory cannot be read";
+            (error_result(e), Outcome::error(e))
+        }
+    }
+}
+
+/// `evidence_export_test {runId?}`: the run (the current one by default) as a Playwright test.
+async fn export_test(
+    shared: &Shared,
+    h: &PipelineHandle,
+    args: Option<&Map<String, Value>>,
+) -> Answer {
+    shared.recorder.flush().await;
+    super::resources::settle(h).await;
+    let status = h.status();
+    let run_dir = match str_arg(args, "runId") {
+        None => Ok((status.run_id, status.run_dir)),
+        Some(id) => shared
+            .store
+            .as_ref()
+            .and_then(|store| store.run_dir(id).ok())
+            .map(|dir| (id.to_owned(), dir))
+            .ok_or("no such run in the evidence directory"),
+    };
+    let exported = match run_dir {
+        Ok((run_id, dir)) => tokio::task::spawn_blocking(move || {
+            cdp_report::replay::export(&dir, cdp_report::replay::Format::default())
+                .map(|e| (run_id, e))
+                .map_err(|_| "the run cannot be exported")
+        })
+        .await
+        .unwrap_or(Err("the run cannot be exported")),
+        Err(e) => Err(e),
+    };
+    match exported {
+        Ok((run_id, export)) => {
+            let f = &export.figures;
+            let mut r = CallToolResult::success(vec![ContentBlock::text(export.text.clone())]);
+            r.structured_content = Some(json!({
+                "runId": run_id,
+                "resource": format!("{}/{run_id}/{}", super::resources::PREFIX, cdp_report::replay::SPEC_FILE),
+                "steps": f.steps,
+                "notReplayable": f.not_replayable,
+                "firstNotReplayable": f.first_gap,
+                "stillRecording": f.still_recording,
+                "variables": f.variables,
+            }));
+            (r, Outcome::ok(None))
+        }
+        Err(e) => (error_result(e), Outcome::error(e)),
+    }
+}
+
+/// `evidence_finalize`: the run finalized and rendered; later calls go to a new run. The
+/// call's own record belongs to the run it finalizes, so it ends before the rotation.
+async fn finalize(
+    shared: &Shared,
+    h: &PipelineHandle,
+    call: super::journal::Call,
+) -> CallToolResult {
+    let before = h.status();
+    call.end(Outcome::ok(None));
+    shared.recorder.flush().await;
+    match h.writer().rotate().await {
+        Some(_) => {
+            let run_id = before.run_id;
+            let prefix = super::resources::PREFIX;
+            text_result(json!({
+                "runId": run_id,
+                "reportResource": format!("{prefix}/{run_id}/{}", cdp_report::HTML_FILE),
+                "summaryResource": format!("{prefix}/{run_id}/{}", cdp_report::SUMMARY_FILE),
+                "nextRunId": h.status().run_id,
+            }))
+        }
+        None => error_result("the run could not be finalized (see the gateway's log)"),
+    }
 }
 
 /// Refuses a call of the wrapped server whose arguments name a path inside the evidence root
@@ -336,7 +373,7 @@ async fn finish(
 ) -> CallToolResult {
     let mut outcome = outcome;
     if outcome.result.is_none() {
-        outcome.result = Some(super::result_shape(&result));
+        outcome.result = Some(super::journal::result_shape(&result));
     }
     call.end(outcome);
     result

@@ -23,19 +23,75 @@
 // Log messages are deprecated by SEP-2577 but still what servers send; they pass through.
 #![allow(deprecated)]
 
-use super::child::AgentLink;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorData, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage, ServerNotification,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorData, JsonRpcMessage,
+    ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification,
 };
 use rmcp::transport::Transport;
-use rmcp::{RoleClient, RoleServer};
-use std::collections::HashSet;
+use rmcp::{Peer, RoleClient, RoleServer};
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+
+/// Longest MCP message read from the agent or the wrapped server (rmcp's own default, 16 MiB,
+/// silently drops a larger line — a full-page screenshot can be one). As the relay's
+/// `--max-message-size` default: Chrome's own limit.
+pub const MAX_MESSAGE_BYTES: usize = cdp_relay_proxy::DEFAULT_MAX_MESSAGE_SIZE;
+
+/// An MCP transport over a reader and a writer, reading lines of up to [`MAX_MESSAGE_BYTES`].
+pub fn transport<Role, R, W>(
+    read: R,
+    write: W,
+) -> rmcp::transport::async_rw::AsyncRwTransport<Role, R, W>
+where
+    Role: rmcp::service::ServiceRole,
+    R: tokio::io::AsyncRead + Send + Unpin,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    rmcp::transport::async_rw::AsyncRwTransport::new(read, write)
+        .with_max_line_length(MAX_MESSAGE_BYTES)
+}
+
+/// Where the agent is, once it has connected: what the server sends goes there.
+#[derive(Clone, Default)]
+pub(crate) struct AgentLink {
+    pub(crate) peer: Arc<OnceLock<Peer<RoleServer>>>,
+    /// Our progress token on a forwarded call → the agent's own token.
+    pub(crate) progress: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
+}
+
+impl AgentLink {
+    /// The agent's session, once it has connected.
+    pub(crate) fn agent(&self) -> Option<&Peer<RoleServer>> {
+        self.peer.get()
+    }
+
+    pub(crate) fn map_progress(&self, ours: ProgressToken, theirs: ProgressToken) {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(ours, theirs);
+    }
+
+    pub(crate) fn unmap_progress(&self, ours: &ProgressToken) {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(ours);
+    }
+
+    /// The agent's own token for our progress token `ours`, while its call is in flight.
+    pub(crate) fn agent_token(&self, ours: &ProgressToken) -> Option<ProgressToken> {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(ours)
+            .cloned()
+    }
+}
 
 /// Messages read ahead for rmcp at most: the reader waits when rmcp is behind.
 const QUEUE: usize = 16;
@@ -351,6 +407,14 @@ where
     write_bytes(writer, serde_json::to_vec(message))
 }
 
+/// Shuts the writer down once; later writes find it gone.
+async fn shut<W: AsyncWrite + Unpin>(writer: &Writer<W>) {
+    let w = writer.lock().await.take();
+    if let Some(mut w) = w {
+        let _ = w.shutdown().await;
+    }
+}
+
 /// Writes one serialized message and its newline.
 fn write_bytes<W>(
     writer: &Writer<W>,
@@ -466,10 +530,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Transport<RoleClient> for ChildTran
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         // The server reads EOF on its stdin: the MCP stdio shutdown.
-        let w = self.writer.lock().await.take();
-        if let Some(mut w) = w {
-            let _ = w.shutdown().await;
-        }
+        shut(&self.writer).await;
         Ok(())
     }
 }
@@ -724,10 +785,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Transport<RoleServer> for AgentTran
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        let w = self.writer.lock().await.take();
-        if let Some(mut w) = w {
-            let _ = w.shutdown().await;
-        }
+        shut(&self.writer).await;
         Ok(())
     }
 }
