@@ -62,7 +62,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     eprintln!("{}", figures_line(&export.figures, args.allow_gaps));
     if export.figures.still_recording {
         eprintln!(
-            "cdp-relay: the run is still being recorded: steps, verdicts and failures written after              this export are not in it; export it again once the run is finalized"
+            "cdp-relay: the run is still being recorded: steps, verdicts and failures written after this export are not in it; export it again once the run is finalized"
         );
     }
     Ok(ExitCode::SUCCESS)

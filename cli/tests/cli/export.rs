@@ -141,13 +141,13 @@ fn a_run_still_being_recorded_is_said_on_stderr_and_in_the_spec() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert_eq!(err.lines().count(), 2, "{err}");
+    let still = err.lines().nth(1).unwrap();
     assert!(
-        err.lines()
-            .nth(1)
-            .unwrap()
-            .starts_with("cdp-relay: the run is still being recorded"),
+        still.starts_with("cdp-relay: the run is still being recorded"),
         "{err}"
     );
+    // One line of prose: no run of spaces left from wrapping the source.
+    assert!(!still.contains("  "), "{still:?}");
     assert!(text(&out.stdout).contains("// The run was still being recorded when it was exported"));
 }
 
