@@ -24,6 +24,15 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::Notify;
 
+/// The sign-in form the MCP tests' agents fill through a wrapped server (email, password,
+/// one-time code; `#f` submits): each test adds the script that decides where it leads.
+pub const SIGN_IN_FORM: &str = r#"<form id="f">
+  <label for="user">Email</label><input id="user" name="user" type="email" autocomplete="username">
+  <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password">
+  <label for="otp">One-time code</label><input id="otp" name="otp" autocomplete="one-time-code" inputmode="numeric">
+  <button type="submit">Sign in</button>
+</form>"#;
+
 /// A reader that keeps a copy of every byte read through it.
 struct Tapped<R> {
     inner: R,

@@ -14,7 +14,7 @@
 use cdp_relay_tests::files::{leaks, Scratch};
 use cdp_relay_tests::http::request_with_body;
 use cdp_relay_tests::mcp::{
-    chrome_devtools_mcp, element, playwright_mcp, resource_text, text_of, McpGateway,
+    chrome_devtools_mcp, element, playwright_mcp, resource_text, text_of, McpGateway, SIGN_IN_FORM,
 };
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::target_pages::{shop, shop_routes, LogSite};
@@ -360,14 +360,7 @@ const AGENT_PASSWORD: &str = "Repl4y-Gateway-Passw0rd";
 const AGENT_OTP: &str = "615284";
 
 fn login_site() -> HashMap<&'static str, Route> {
-    let login = r#"<!doctype html><title>Sign in</title>
-<form id="f">
-  <label for="user">Email</label><input id="user" name="user" type="email" autocomplete="username">
-  <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password">
-  <label for="otp">One-time code</label><input id="otp" name="otp" autocomplete="one-time-code" inputmode="numeric">
-  <button type="submit">Sign in</button>
-</form>
-<script>
+    let script = r#"<script>
 document.getElementById('f').addEventListener('submit', (e) => {
   e.preventDefault();
   const ok = document.getElementById('user').value.length > 0
@@ -376,6 +369,7 @@ document.getElementById('f').addEventListener('submit', (e) => {
   location.href = ok ? '/welcome' : '/refused';
 });
 </script>"#;
+    let login = format!("<!doctype html><title>Sign in</title>\n{SIGN_IN_FORM}\n{script}");
     let mut r = HashMap::new();
     r.insert("/login", Route::ok("text/html", login));
     r.insert(

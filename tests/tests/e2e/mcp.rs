@@ -13,7 +13,7 @@ use cdp_evidence::StoredRecord;
 use cdp_relay_tests::files::{all_files, leaks, Scratch};
 use cdp_relay_tests::mcp::{
     chrome_devtools_mcp, element, journal, mcp_calls, playwright_mcp, resource_text, text_of,
-    Closed, McpGateway,
+    Closed, McpGateway, SIGN_IN_FORM,
 };
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::within;
@@ -46,12 +46,7 @@ fn planted() -> [&'static str; 8] {
 fn site_routes() -> HashMap<&'static str, Route> {
     let login = format!(
         r#"<!doctype html><title>Sign in</title>
-<form id="f">
-  <label for="user">Email</label><input id="user" name="user" type="email" autocomplete="username">
-  <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password">
-  <label for="otp">One-time code</label><input id="otp" name="otp" autocomplete="one-time-code" inputmode="numeric">
-  <button type="submit">Sign in</button>
-</form>
+{SIGN_IN_FORM}
 <script>
 document.getElementById('f').addEventListener('submit', async (e) => {{
   e.preventDefault();
