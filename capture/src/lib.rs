@@ -35,10 +35,19 @@ pub use cdp::client;
 mod cpu;
 pub(crate) mod direct;
 pub mod facts;
-pub mod pages;
-pub mod traffic;
+pub(crate) mod pages;
+pub(crate) mod traffic;
 mod trim;
 pub mod writer;
+
+/// What the fuzz targets drive (`fuzz/fuzz_targets/observer_frames.rs`): the traffic reader
+/// on a page model, and the target's reading of its input. The `fuzzing` feature only.
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing {
+    pub use crate::pages::Pages;
+    pub use crate::traffic::fuzz::feed;
+    pub use crate::traffic::{TrafficOptions, TrafficReader};
+}
 
 use direct::{Direct, DirectOptions};
 

@@ -233,10 +233,10 @@ mod test_hook {
 }
 
 /// Test hook variable (`test-hooks` feature only; see `test_hook`).
-#[doc(hidden)]
+#[cfg(feature = "test-hooks")]
 pub const TEST_HOOK_TORN_APPEND_ENV: &str = "CDP_EVIDENCE_TEST_TORN_APPEND";
 /// Line the test hook prints on stderr once the torn write is in place.
-#[doc(hidden)]
+#[cfg(feature = "test-hooks")]
 pub const TEST_HOOK_TORN_APPEND_READY: &str = "cdp-evidence test hook: torn write in place";
 
 #[cfg(test)]

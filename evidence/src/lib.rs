@@ -63,11 +63,12 @@ pub use config::{
     MIN_MAX_RECORD_BYTES,
 };
 pub use error::Error;
+/// Fault injection for tests: the `test-hooks` feature only.
 #[cfg(feature = "test-hooks")]
-#[doc(hidden)]
 pub use hooks::fail_writes_under;
 pub use ids::{validate_id, ActionId, Source, MAX_ID_LEN};
-#[doc(hidden)]
+/// The torn-append hook's variable and its signal: the `test-hooks` feature only.
+#[cfg(feature = "test-hooks")]
 pub use journal::{TEST_HOOK_TORN_APPEND_ENV, TEST_HOOK_TORN_APPEND_READY};
 pub use manifest::{Manifest, ManifestTotals, Redactions, Truncation, EVIDENCE_VERSION};
 pub use paths::{

@@ -71,9 +71,9 @@ pub use note::{Feedback, DEFAULT_FEEDBACK_WAIT};
 pub use transport::{transport, MAX_MESSAGE_BYTES};
 pub use vars::{VarError, VarSource, Variables, ENV_PREFIX as VAR_ENV_PREFIX};
 
-/// The argument reduction, for the fuzz targets (`fuzz/fuzz_targets/mcp_args.rs`) only; the
-/// result rewriter, for them and the benchmark (`relay-bench mcp`).
-#[doc(hidden)]
+/// The argument reduction, for the fuzz targets (`fuzz/fuzz_targets/mcp_args.rs`); the result
+/// rewriter, for them and the benchmark (`relay-bench mcp-inputs`). The `fuzzing` feature only.
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing {
     pub use super::args::{key_press, reduce, typed_key, typed_literals, KeyPress};
     pub use super::rewrite::{Added, Rewriter};

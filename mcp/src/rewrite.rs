@@ -214,11 +214,6 @@ impl Rewriter {
         }
     }
 
-    /// Rewrites every string of `v` in place; true when anything changed.
-    pub fn value(&self, v: &mut Value) -> bool {
-        self.table().value(v)
-    }
-
     /// A serialized JSON message (one line, without its newline) with every known value
     /// replaced in its strings; `None` when it holds none (send it as it is).
     pub fn json_line(&self, line: &[u8]) -> Option<Vec<u8>> {

@@ -28,7 +28,7 @@ mod frames;
 mod info;
 pub(crate) mod reports;
 pub(crate) mod requests;
-pub mod veto;
+pub(crate) mod veto;
 
 use crate::cdp::IdMap;
 use crate::pages::dedup::Dedup;

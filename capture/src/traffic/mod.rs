@@ -18,6 +18,8 @@
 mod burst;
 pub(crate) mod commands;
 mod correlate;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod fuzz;
 mod groups;
 mod screenshots;
 mod sessions;

@@ -784,45 +784,7 @@ fn fuzz_seeds_replay() {
             Arc::new(Pages::new(sanitizer.clone(), true)),
             TrafficOptions::default(),
         );
-        for (i, chunk) in data.split(|b| *b == 0xFF).enumerate() {
-            let Some((&ctl, body)) = chunk.split_first() else {
-                continue;
-            };
-            let conn = u64::from(ctl & 0x03);
-            let at = t(i as u64 * 37);
-            match ctl >> 5 {
-                0 => obs.handle(TapEvent::Opened {
-                    conn,
-                    path: String::from_utf8_lossy(body).into_owned(),
-                    at,
-                }),
-                1 => obs.handle(TapEvent::Closed {
-                    conn,
-                    how: SessionEnd::BrowserLost,
-                    at,
-                }),
-                _ => {
-                    let dir = if ctl & 0x04 == 0 {
-                        Direction::ToBrowser
-                    } else {
-                        Direction::ToClient
-                    };
-                    let payload = if ctl & 0x08 == 0 {
-                        Payload::text(body.to_vec())
-                    } else {
-                        Payload::binary(body.to_vec())
-                    };
-                    obs.handle(TapEvent::Frame {
-                        conn,
-                        dir,
-                        at,
-                        payload,
-                    });
-                }
-            }
-        }
-        obs.handle(TapEvent::Finish { at: t(3_600_000) });
-        let _ = obs.take();
+        super::fuzz::feed(&mut obs, &data, t(0));
         if path.ends_with("non_flat_session") {
             let out = sanitizer.text("live Secr3tNonFlat");
             assert_eq!(out.as_str(), "live ${TYPED_1}");

@@ -28,8 +28,9 @@ pub use run::{upload_run, Attempt, RunOptions};
 pub use state::{read as read_state, RunUpload, UploadHold, UploadState, STATE_FILE};
 pub use target::{Target, BACKOFF_FIRST, BACKOFF_MAX, MAX_RETRIES, RETRY_WINDOW};
 
-/// The bucket's manifest reader, for the fuzz targets (`fuzz/fuzz_targets/bucket_manifest.rs`) only.
-#[doc(hidden)]
+/// The bucket's manifest reader, for the fuzz targets (`fuzz/fuzz_targets/bucket_manifest.rs`).
+/// The `fuzzing` feature only.
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing {
     pub use super::bucket::listed_files;
 }
