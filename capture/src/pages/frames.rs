@@ -217,11 +217,8 @@ impl Pages {
     pub(crate) fn unobserve(&self, target: &str) -> Option<Want> {
         let mut t = self.table();
         let page = t.pages.get_mut(target)?;
-        let want = page.observed.take().and_then(|o| o.want);
-        if page.gone {
-            t.pages.remove(target);
-        }
-        want
+        // A gone page stays a while for what was typed before (`Pages::destroyed`).
+        page.observed.take().and_then(|o| o.want)
     }
 
     /// The relay's own observer covers nothing any more (its connection is gone): the frames it
@@ -233,7 +230,6 @@ impl Pages {
             .values_mut()
             .filter_map(|p| p.observed.take().and_then(|o| o.want))
             .collect();
-        t.pages.retain(|_, p| !p.gone);
         wants
     }
 

@@ -87,7 +87,7 @@ impl Pages {
         let mut showing = table
             .pages
             .iter()
-            .filter(|(_, p)| !p.gone && p.info.as_ref().is_some_and(|i| i.shows(url)))
+            .filter(|(_, p)| p.gone.is_none() && p.info.as_ref().is_some_and(|i| i.shows(url)))
             .map(|(id, _)| id);
         let first = showing.next()?;
         if showing.next().is_some() {

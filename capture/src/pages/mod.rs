@@ -37,7 +37,7 @@ use cdp_sanitize::{SafeJson, Sanitizer};
 pub(crate) use frames::{instant_of, After, Due, FrameTiming, Want};
 use info::Info;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Pages tracked at once. Past it, a page not tracked yet gets records without its target info
 /// and its pictures are withheld (more, never less).
@@ -92,9 +92,15 @@ pub(crate) struct Page {
     pub(crate) veto: Veto,
     /// The relay's own observer, while it has a session on the page.
     observed: Option<frames::Observed>,
-    /// The target is gone, but the relay's own observer has yet to let go of it.
-    gone: bool,
+    /// The target is gone (since then): kept for [`GONE_KEPT`] for what was typed before, and
+    /// while the relay's own observer has yet to let go of it.
+    gone: Option<Instant>,
 }
+
+/// How long a page that is gone still says which field had focus when: the traffic reader
+/// decides a typing step up to its typing gap (1.5 s) after the last key, and later still
+/// under load.
+const GONE_KEPT: Duration = Duration::from_secs(30);
 
 impl Pages {
     /// The model of a run sanitized with `sanitizer`; `screenshots: false` withholds every
@@ -170,18 +176,20 @@ impl Pages {
         self.table().target(target, &self.sanitizer)
     }
 
-    /// Target `target` is gone: what is known of it goes, except the relay's own observer's
-    /// session on it (the failures waiting for its frame are written when the session goes).
+    /// Target `target` is gone: what is known of it goes, except which field had focus when
+    /// (for [`GONE_KEPT`]) and the relay's own observer's session on it (the failures waiting
+    /// for its frame are written when the session goes). Pages gone longer go now.
     pub(crate) fn destroyed(&self, target: &str) {
         let mut t = self.table();
+        let now = Instant::now();
         if let Some(page) = t.pages.get_mut(target) {
             page.info = None;
-            page.veto = Veto::default();
-            page.gone = true;
-            if page.observed.is_none() {
-                t.pages.remove(target);
-            }
+            page.veto.after_the_page_went();
+            page.gone = Some(now);
         }
+        t.pages.retain(|_, p| {
+            p.observed.is_some() || p.gone.is_none_or(|at| now.duration_since(at) < GONE_KEPT)
+        });
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::direct::sessions::Sessions;
-use crate::pages::veto::{FieldKind, Withheld};
+use crate::pages::veto::{FieldFacts, FieldKind, Withheld};
 use crate::traffic::{TrafficOptions, TrafficReader};
 use crate::Emit;
 use cdp_evidence::{EvidenceConfig, Record, RecordKind, Store};
@@ -404,11 +404,40 @@ fn a_destroyed_target_keeps_its_waiting_failures_until_the_session_goes() {
     assert_eq!(pages.state(PAGE, t(5_000)).veto, Ok(()));
     let want = pages.unobserve(PAGE).expect("still waiting");
     assert_eq!(want.group.len(), 1);
-    assert!(pages.table().pages.is_empty());
-    // Without the observer on it, a destroyed page goes at once.
-    pages.learn(&json!({"targetId": "T2", "type": "page"}));
+    assert!(pages.unobserve(PAGE).is_none());
+}
+
+/// A typing step the traffic reader decides after its page closed was typed while it was open:
+/// the gone page still says which field had focus when, and nothing else, for a while.
+#[test]
+fn a_closed_page_still_says_which_field_had_focus_for_a_while() {
+    let pages = Pages::new(Arc::new(Sanitizer::new()), true);
+    let otp = Some(FieldKind::Input(InputType::OneTimeCode));
+    let facts = FieldFacts {
+        field: 3,
+        group: 1,
+        from: 0,
+    };
+    pages.learn(&json!({"targetId": "T2", "type": "page", "title": "Sign in"}));
+    pages.focused_field_at("T2", otp, facts, t(100));
+    pages.typed_into("T2", 1, UNKNOWN, t(150));
     pages.destroyed("T2");
-    assert!(pages.table().pages.is_empty());
+    assert_eq!(pages.focused_kind_at("T2", t(200)), otp);
+    assert_eq!(pages.state("T2", t(5_000)).title, None);
+    // A gone page is never pictured; its last focus still withholds (more, never less).
+    assert_eq!(
+        pages.state("T2", t(5_000)).veto,
+        Err(Withheld::SensitiveFocus)
+    );
+    // Gone longer than it is kept: the next page that goes takes it along.
+    let long_ago = std::time::Instant::now().checked_sub(GONE_KEPT + Duration::from_secs(1));
+    if let Some(long_ago) = long_ago {
+        pages.table().pages.get_mut("T2").expect("kept").gone = Some(long_ago);
+        pages.learn(&json!({"targetId": "T3", "type": "page"}));
+        pages.destroyed("T3");
+        assert_eq!(pages.focused_kind_at("T2", t(200)), None);
+        assert!(pages.table().pages.contains_key("T3"));
+    }
 }
 
 /// A frame wanted is due after its delay and the page's cooldown, waits while the page was

@@ -233,6 +233,16 @@ pub(crate) struct Veto {
 }
 
 impl Veto {
+    /// What a page that is gone still answers: which field had focus when (a step the traffic
+    /// reader decides after the page closed was typed while it was open); nothing else.
+    pub(crate) fn after_the_page_went(&mut self) {
+        let focus = std::mem::take(&mut self.focus);
+        let truncated = self.focus_truncated;
+        *self = Veto::default();
+        self.focus = focus;
+        self.focus_truncated = truncated;
+    }
+
     fn withheld(&self) -> bool {
         self.overflowed || self.restored || !self.withholding.is_empty()
     }

@@ -741,7 +741,7 @@ fn list(steps: &[usize]) -> String {
 fn prelude(out: &mut String, plan: &Plan, body: &Body) {
     let _ = writeln!(
         out,
-        "import {{ test as base, chromium, type Browser }} from '@playwright/test';"
+        "import {{ test as base, chromium, type Browser, type Page }} from '@playwright/test';"
     );
     if body.files {
         let _ = writeln!(out, "import {{ delimiter }} from 'node:path';");
@@ -751,7 +751,7 @@ fn prelude(out: &mut String, plan: &Plan, body: &Body) {
         out,
         "const endpoint = process.env.{ENDPOINT_VARIABLE};
 const test = endpoint
-  ? base.extend<{{}}, {{ browser: Browser }}>({{
+  ? base.extend<{{ observed: void }}, {{ browser: Browser }}>({{
       browser: [
         async ({{}}, use) => {{
           const browser = await chromium.connectOverCDP(endpoint);
@@ -760,8 +760,35 @@ const test = endpoint
         }},
         {{ scope: 'worker' }},
       ],
+      // The relay records the replay too: its observer must be on the test's page before the
+      // first step, or fields typed at once are recorded as of unknown kind.
+      observed: [
+        async ({{ page }}, use) => {{
+          await observedBy(endpoint, page);
+          await use();
+        }},
+        {{ auto: true }},
+      ],
     }})
-  : base;"
+  : base;
+
+/** Waits, at most 5 s, until the relay's observer is on every page of the browser (the relay's
+ * GET /relay/v1/status, with its token if it has one); at once when the relay observes nothing. */
+async function observedBy(endpoint: string, page: Page): Promise<void> {{
+  const relay = new URL(endpoint.replace(/^ws/, 'http'));
+  const url = new URL('/relay/v1/status', relay);
+  const token = relay.searchParams.get('token');
+  if (token) url.searchParams.set('token', token);
+  const contexts = page.context().browser()?.contexts() ?? [page.context()];
+  const pages = contexts.reduce((n, c) => n + c.pages().length, 0);
+  for (const until = Date.now() + 5000; Date.now() < until; ) {{
+    const status = await fetch(url).then((r) => r.json()).catch(() => null);
+    const observed = status?.evidence?.observedPages;
+    if (typeof observed !== 'number' || observed >= pages) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }}
+  console.warn(`the relay's observer is not on the test's page after 5 s: the first fields may be recorded as of unknown kind`);
+}}"
     );
     if !plan.origins.is_empty() {
         let _ = writeln!(out);
