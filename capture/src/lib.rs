@@ -32,7 +32,6 @@
 pub mod calls;
 pub(crate) mod cdp;
 pub use cdp::client;
-mod cpu;
 pub(crate) mod direct;
 pub mod facts;
 pub(crate) mod pages;

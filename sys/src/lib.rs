@@ -1,27 +1,9 @@
 //! The system calls cdp-relay makes that neither the standard library nor `nix` wraps safely:
-//! a thread's share of the CPU, returning freed memory to the kernel, and a child that dies with
+//! returning freed memory to the kernel, and a child that dies with
 //! its parent. This is the workspace's one module that allows `unsafe`; every other crate root
 //! forbids it, so a new `unsafe` block has to come here and be reviewed with these.
 
 #![allow(unsafe_code)]
-
-/// Lowers the calling thread to nice 19, the lowest share of the CPU in the normal class: any
-/// thread may lower itself, without a capability or an `RLIMIT_NICE`, and it is never starved.
-/// False when the OS refused (the thread keeps its share).
-#[cfg(target_os = "linux")]
-pub fn lower_current_thread() -> bool {
-    use nix::libc;
-    // SAFETY: gettid has no preconditions; setpriority only reads its integer arguments. On
-    // Linux, PRIO_PROCESS with a thread's id names that thread alone.
-    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
-    rc == 0
-}
-
-/// Per-thread nice values exist only on Linux here: always refused.
-#[cfg(not(target_os = "linux"))]
-pub fn lower_current_thread() -> bool {
-    false
-}
 
 /// Returns the allocator's free pages to the kernel (glibc keeps them after a burst, and the
 /// relay's resident size would stay at its peak).
@@ -58,31 +40,5 @@ pub fn die_with_parent(command: &mut tokio::process::Command) {
             }
             Ok(())
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The nice value of the calling thread, from `/proc` (field 19 of its stat).
-    #[cfg(target_os = "linux")]
-    fn own_nice() -> i64 {
-        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-        let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
-        after_comm.split(' ').nth(19 - 3).unwrap().parse().unwrap()
-    }
-
-    /// As root, unprivileged, without capabilities: a thread always lowers itself, and only
-    /// itself.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_thread_lowers_itself_to_nice_19_and_no_other() {
-        let before = own_nice();
-        let lowered = std::thread::spawn(|| (lower_current_thread(), own_nice()))
-            .join()
-            .unwrap();
-        assert_eq!(lowered, (true, 19));
-        assert_eq!(own_nice(), before);
     }
 }

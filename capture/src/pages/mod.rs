@@ -18,9 +18,8 @@
 //! Pages are keyed by raw CDP target id (or, for the traffic reader, by a connection and
 //! session key when it cannot tell the target), in memory only: records get the sanitized
 //! summary. One lock, held for one decision at a time; nothing here waits, does I/O or touches
-//! a socket. The run writer and the traffic reader's thread hold it at nice 19 (`cpu.rs`), and
-//! runtime workers take it too (the direct reader, the status API): a holder at nice 19 is never
-//! starved, so a worker never waits long on one.
+//! a socket. The run writer and the traffic reader's thread hold it, and runtime workers take
+//! it too (the direct reader, the status API); all run in the normal CPU class.
 
 pub(crate) mod dedup;
 pub(crate) mod events;

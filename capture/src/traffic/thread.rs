@@ -14,7 +14,6 @@
 //! instead. Once the queues have stayed empty for [`SLEEP_AFTER`] with nothing timed pending (a
 //! typing burst to end, a verdict to wait for), it sleeps on the queues: the first copy after
 //! that wakes it (one wake per quiet spell on the hot path), so an idle relay does not wake it.
-//! It runs below the hot path at nice 19 (`cpu.rs`).
 
 use super::TrafficReader;
 use crate::trim::Trim;
@@ -125,7 +124,6 @@ pub(crate) fn run(
     let mut quiet: Option<Instant> = None;
     let mut trim = Trim::default();
     let waker = Waker::from(Arc::new(Wakes(std::thread::current())));
-    crate::cpu::below_the_hot_path("the traffic reader");
     loop {
         let control_gone = take_control(&mut rx, &mut queue);
         let below = match order.try_gate() {
@@ -465,33 +463,6 @@ mod tests {
         rt.block_on(order.caught_up());
     }
 
-    /// The traffic reader and the writer lower themselves below the hot path (`cpu.rs`), in
-    /// every configuration: any thread may.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_traffic_reader_and_the_writer_run_at_nice_19() {
-        let mut rig = Rig::new(64);
-        rig.start();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let lowered = |name: &str| {
-            let nice = crate::cpu::nice_of_threads(name);
-            !nice.is_empty() && nice.iter().all(|n| *n == 19)
-        };
-        // Each thread lowers itself as it starts: other tests' rigs may be starting too.
-        while !(lowered("rig-reader") && lowered("cdp-relay-write")) {
-            assert!(
-                Instant::now() < deadline,
-                "reader {:?}, writer {:?}",
-                crate::cpu::nice_of_threads("rig-reader"),
-                crate::cpu::nice_of_threads("cdp-relay-write")
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        rig.finish();
-    }
-
-    /// After a quiet spell the thread sleeps on its queues; a copy offered then wakes it (in
-    /// tests the thread's own look is minutes apart).
     #[test]
     fn a_copy_wakes_the_thread_sleeping_on_its_queues() {
         let mut rig = Rig::new(64);

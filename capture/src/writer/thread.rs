@@ -53,7 +53,6 @@ pub(super) struct Writer {
 
 impl Writer {
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
-        crate::cpu::below_the_hot_path("the run writer");
         while let Some(msg) = rx.blocking_recv() {
             match msg {
                 Msg::Batch(batch) => self.write(batch),
