@@ -174,6 +174,38 @@ impl RelayFixture {
     }
 }
 
+/// `cdp-relay export RUN_DIR ARGS…`: the spec it prints (the export must succeed).
+pub fn export_spec(run_dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(relay_binary())
+        .arg("export")
+        .arg(run_dir)
+        .args(args)
+        .output()
+        .expect("run cdp-relay export");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// The one run under the evidence root `evidence` (hidden entries and plain files are not runs).
+pub fn only_run(evidence: &Path) -> PathBuf {
+    let runs: Vec<PathBuf> = std::fs::read_dir(evidence.join("runs"))
+        .expect("runs")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            p.is_dir()
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
 /// The `cdp-relay` binary of the same build profile: beside a test's `deps/` directory, or beside
 /// a binary such as `relay-bench`. `cargo test --workspace` and `scripts/test.sh` build it.
 /// `CDP_RELAY_TEST_BINARY` names another one (a release build, for a measurement).

@@ -19,8 +19,8 @@ use cdp_relay_tests::mcp::{
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::target_pages::{shop, shop_routes, LogSite};
 use cdp_relay_tests::{
-    clients_dir, collect_stderr, relay_binary, run_node_client, within, Chromium, RelayFixture,
-    RelayProcess,
+    clients_dir, collect_stderr, export_spec, only_run, relay_binary, run_node_client, within,
+    Chromium, RelayFixture, RelayProcess,
 };
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -212,17 +212,6 @@ async fn launch(evidence: &Path) -> RelayProcess {
         &[],
     )
     .await
-}
-
-/// The one run under the evidence root `evidence`.
-fn only_run(evidence: &Path) -> PathBuf {
-    let runs: Vec<PathBuf> = std::fs::read_dir(evidence.join("runs"))
-        .expect("runs")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
-        .collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    runs[0].clone()
 }
 
 /// Runs `@playwright/test` on the spec in `work` with `env`; returns (success, output).
@@ -553,17 +542,7 @@ async fn echoed_typing_never_reaches_the_spec_and_its_steps_stay_comments() {
     use cdp_relay_tests::target_pages::typed;
     let (_dir, run_dir) = super::targets::record_targets_run().await;
 
-    let out = std::process::Command::new(relay_binary())
-        .arg("export")
-        .arg(&run_dir)
-        .output()
-        .expect("run cdp-relay export");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let spec = String::from_utf8(out.stdout).expect("utf-8");
+    let spec = export_spec(&run_dir, &[]);
     for literal in typed::ALL {
         for len in 4..=literal.len() {
             assert!(
@@ -624,22 +603,6 @@ async fn record_shop(
     assert!(run.ok, "fidelity.mjs failed:\n{}", run.stderr);
     let summary = relay.stop().await.expect("pipeline summary");
     (dir, summary.run_dir)
-}
-
-/// `cdp-relay export RUN_DIR [ARGS]`: the spec.
-fn export_spec(run_dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new(relay_binary())
-        .arg("export")
-        .arg(run_dir)
-        .args(args)
-        .output()
-        .expect("run cdp-relay export");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
 }
 
 /// The locator expressions of the spec's steps, in order: what each action is called on (a

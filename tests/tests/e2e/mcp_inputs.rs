@@ -26,7 +26,7 @@ use cdp_relay_tests::files::{all_files, leaks, Scratch};
 use cdp_relay_tests::mcp::{
     chrome_devtools_mcp, element, journal, playwright_mcp, text_of, McpGateway,
 };
-use cdp_relay_tests::{relay_binary, within};
+use cdp_relay_tests::within;
 use rmcp::model::CallToolResult;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -754,23 +754,13 @@ async fn session(server: Server) {
         hits(&name, &bytes, &mut found);
     }
     let run = closed.runs().pop().expect("a run");
-    let export = std::process::Command::new(relay_binary())
-        .arg("export")
-        .arg(&run)
-        .output()
-        .expect("cdp-relay export");
-    assert!(
-        export.status.success(),
-        "{}",
-        String::from_utf8_lossy(&export.stderr)
-    );
-    hits("the exported spec", &export.stdout, &mut found);
+    let spec = cdp_relay_tests::export_spec(&run, &[]);
+    hits("the exported spec", spec.as_bytes(), &mut found);
     assert!(found.is_empty(), "{found:#?}");
     assert!(!closed.received.is_empty());
 
     // The run names the inputs, with their verdicts; the refused call is an error naming NOPE.
     let records = journal(&run);
-    let spec = String::from_utf8_lossy(&export.stdout);
     for (name, verified) in [
         ("PASSWORD", json!("indeterminate")),
         ("ACCOUNT_ID", json!(true)),

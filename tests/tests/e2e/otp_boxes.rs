@@ -20,9 +20,9 @@ use cdp_relay_tests::http::get;
 use cdp_relay_tests::mcp::{element, journal, text_of, McpGateway};
 use cdp_relay_tests::site::Site;
 use cdp_relay_tests::typing_pages::typing_routes;
-use cdp_relay_tests::{relay_binary, run_node_client, within, RelayProcess};
+use cdp_relay_tests::{export_spec, only_run, run_node_client, within, RelayProcess};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// The first line of the gateway's own content item.
@@ -36,33 +36,6 @@ fn hits(place: &str, bytes: &[u8], code: &str, out: &mut Vec<String>) {
     }
 }
 
-/// The one run under `evidence`.
-fn only_run(evidence: &Path) -> PathBuf {
-    let runs: Vec<PathBuf> = std::fs::read_dir(evidence.join("runs"))
-        .expect("runs")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    runs[0].clone()
-}
-
-/// `cdp-relay export <run>`: the Playwright spec.
-fn export(run: &Path) -> String {
-    let out = std::process::Command::new(relay_binary())
-        .arg("export")
-        .arg(run)
-        .output()
-        .expect("run cdp-relay export");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
-}
-
 /// Sweeps the run, its report and summary, its exported spec and `stderr` for `codes`; checks
 /// the page's echoes of each code were recorded, masked.
 fn sweep_run(run: &Path, stderr: &str, codes: &[&str]) -> Vec<String> {
@@ -74,7 +47,7 @@ fn sweep_run(run: &Path, stderr: &str, codes: &[&str]) -> Vec<String> {
             "{name} in {run:?}"
         );
     }
-    let spec = export(run);
+    let spec = export_spec(run, &[]);
     for code in codes {
         for (path, bytes) in &files {
             hits(path, bytes, code, &mut found);

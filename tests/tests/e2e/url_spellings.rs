@@ -16,7 +16,7 @@
 use cdp_relay_tests::files::{all_files, Scratch};
 use cdp_relay_tests::mcp::{element, playwright_mcp, runs_in, text_of, McpGateway};
 use cdp_relay_tests::site::{Route, Site};
-use cdp_relay_tests::{relay_binary, run_node_client, within, Chromium, RelayProcess};
+use cdp_relay_tests::{export_spec, run_node_client, within, Chromium, RelayProcess};
 use rmcp::model::CallToolResult;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -244,21 +244,6 @@ fn journal(run: &Path) -> String {
     std::fs::read_to_string(run.join("actions.jsonl")).expect("journal")
 }
 
-/// `cdp-relay export <run>`: the spec.
-fn export(run: &Path) -> String {
-    let out = std::process::Command::new(relay_binary())
-        .arg("export")
-        .arg(run)
-        .output()
-        .expect("run cdp-relay export");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
-}
-
 /// Every needle in every file of `run`, in its exported spec and in `stderr`.
 fn sweep(run: &Path, stderr: &str, needles: &[(String, String)]) -> Vec<String> {
     let mut hits = Vec::new();
@@ -273,7 +258,12 @@ fn sweep(run: &Path, stderr: &str, needles: &[(String, String)]) -> Vec<String> 
     for (path, bytes) in &files {
         hits_in(path, &String::from_utf8_lossy(bytes), needles, &mut hits);
     }
-    hits_in("the exported spec", &export(run), needles, &mut hits);
+    hits_in(
+        "the exported spec",
+        &export_spec(run, &[]),
+        needles,
+        &mut hits,
+    );
     hits_in("stderr", stderr, needles, &mut hits);
     hits
 }
