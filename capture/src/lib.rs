@@ -383,7 +383,6 @@ impl Pipeline {
         let run = store.join_session(&session, "relay").map_err(|e| off(&e))?;
         let pages = Arc::new(Pages::new(sanitizer.clone(), settings.screenshots));
         let calls = ToolCalls::default();
-        pages.tell_failures_to(calls.clone());
         let (writer, writer_thread) = writer::start(
             store,
             session.clone(),
@@ -395,7 +394,8 @@ impl Pipeline {
         )
         .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
         let (tap, rx) = Tap::channel(QUEUE_CAPACITY);
-        let mut observer = TrafficReader::new(pages.clone(), TrafficOptions::default());
+        let mut observer =
+            TrafficReader::new(pages.clone(), TrafficOptions::default()).with_calls(calls.clone());
         let (parts, fields) = if settings.observe {
             let (requests, verify_rx) = mpsc::channel(256);
             let (verify_tx, replies) = mpsc::channel(256);
@@ -459,6 +459,7 @@ impl Pipeline {
             sanitizer: self.handle.sanitizer.clone(),
             writer: self.handle.writer.clone(),
             pages: self.handle.pages.clone(),
+            calls: self.handle.calls.clone(),
             verify_rx: parts.verify_rx,
             verify_tx: parts.verify_tx,
             fields_rx: parts.fields_rx,

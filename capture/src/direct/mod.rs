@@ -130,6 +130,8 @@ pub(crate) struct Ctx {
     pub(crate) writer: RunWriter,
     /// The page model both observers feed.
     pub(crate) pages: Arc<Pages>,
+    /// The run's agent tool calls, told of each failure as it is read.
+    pub(crate) calls: crate::calls::ToolCalls,
     pub(crate) verify_rx: mpsc::Receiver<VerifyRequest>,
     pub(crate) verify_tx: mpsc::Sender<VerifyReply>,
     /// Field readings a producer of tool calls asks for.

@@ -21,7 +21,7 @@ use crate::pages::requests::Requests;
 use crate::pages::veto::FieldFacts;
 use crate::pages::{After, Pages};
 use crate::Emit;
-use cdp_evidence::{Console, ConsoleLevel};
+use cdp_evidence::{Console, ConsoleLevel, Record};
 use cdp_sanitize::SafeText;
 use serde::Deserialize;
 use std::collections::{HashMap, VecDeque};
@@ -104,6 +104,8 @@ pub(crate) struct Work {
     pub(crate) let_go: Vec<String>,
     /// Records to write now.
     pub(crate) emits: Vec<Emit>,
+    /// Failures read (repeats too), to tell the tool calls of.
+    pub(crate) failures: Vec<Record>,
     /// Readings answered without running.
     pub(crate) replies: Vec<VerifyReply>,
     /// Pages (sessions) whose waiting readings may go on: a world or a handover arrived.
@@ -371,6 +373,10 @@ impl Sessions {
                 };
                 match events::page_event(pages, src, e, frame, at) {
                     Effect::Record(r) => self.out.emits.push(Emit::Record(r)),
+                    Effect::Failure { now, failure } => {
+                        self.out.failures.push(failure);
+                        self.out.emits.extend(now.map(Emit::Record));
+                    }
                     Effect::Committed => {
                         page.loading_since = Some(Instant::now());
                         if page.ready {

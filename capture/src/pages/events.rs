@@ -5,7 +5,7 @@
 //! [`Effect`]); everything else about the event is decided here, so the same events leave the
 //! same page state whichever observer read them.
 
-use super::reports::{from_api, from_exception, from_log, By, Reported};
+use super::reports::{from_api, from_exception, from_log, By, Reported, Told};
 use super::requests::{Failure, Requests};
 use super::Pages;
 use crate::cdp::frame::Frame;
@@ -13,7 +13,7 @@ use crate::cdp::methods::{PageEvent, TargetEvent};
 use crate::cdp::params as cdp;
 use crate::pages::dedup::EventKey;
 use crate::pages::veto::NavigationKind;
-use cdp_evidence::Record;
+use cdp_evidence::{Console, Record};
 use serde_json::Value;
 use std::time::SystemTime;
 
@@ -40,6 +40,12 @@ pub(crate) enum Effect {
     None,
     /// Write this record now.
     Record(Record),
+    /// A failure: write `now`, if any, and tell the tool calls of `failure` (a repeat, or a
+    /// failure waiting for a frame, has no record to write now).
+    Failure {
+        now: Option<Record>,
+        failure: Record,
+    },
     /// A flattened session attached to a target (`page`: of type page): the observer tracks
     /// it. Raw ids, memory only.
     Attached {
@@ -102,7 +108,6 @@ pub(crate) fn page_event(
 ) -> Effect {
     use PageEvent as E;
     let s = pages.sanitizer();
-    let record = |r: Option<Record>| r.map_or(Effect::None, Effect::Record);
     match event {
         E::NetworkRequestWillBeSent => match frame.params::<cdp::RequestWillBeSent>() {
             Some(p) if !src.requests.sent(src.session, &p, at) => Effect::Dropped,
@@ -113,14 +118,14 @@ pub(crate) fn page_event(
                 return Effect::None;
             };
             let failure = src.requests.response(src.session, &p, s);
-            record(request_failed(pages, &src, &p.request_id, failure, at))
+            Effect::from(request_failed(pages, &src, &p.request_id, failure, at))
         }
         E::NetworkLoadingFailed => {
             let Some(p) = frame.params::<cdp::LoadingFailed>() else {
                 return Effect::None;
             };
             let failure = src.requests.failed(src.session, &p, s);
-            record(request_failed(pages, &src, &p.request_id, failure, at))
+            Effect::from(request_failed(pages, &src, &p.request_id, failure, at))
         }
         E::NetworkLoadingFinished => {
             if let Some(p) = frame.params::<cdp::RequestId>() {
@@ -138,13 +143,7 @@ pub(crate) fn page_event(
             let Some((console, key)) = from_api(s, src.page, &p) else {
                 return Effect::None;
             };
-            record(pages.report(
-                src.by,
-                src.page,
-                src.target,
-                Reported::Console(console, key),
-                at,
-            ))
+            console_reported(pages, &src, console, key, at)
         }
         E::RuntimeExceptionThrown => {
             if !pages.records(src.by, src.page) {
@@ -154,13 +153,7 @@ pub(crate) fn page_event(
                 return Effect::None;
             };
             let (console, key) = from_exception(s, src.page, &p);
-            record(pages.report(
-                src.by,
-                src.page,
-                src.target,
-                Reported::Console(console, key),
-                at,
-            ))
+            console_reported(pages, &src, console, key, at)
         }
         E::LogEntryAdded => {
             if !pages.records(src.by, src.page) {
@@ -175,13 +168,7 @@ pub(crate) fn page_event(
             let Some((console, key)) = from_log(s, src.page, &p, network_seen) else {
                 return Effect::None;
             };
-            record(pages.report(
-                src.by,
-                src.page,
-                src.target,
-                Reported::Console(console, key),
-                at,
-            ))
+            console_reported(pages, &src, console, key, at)
         }
         E::PageFrameStartedNavigating => {
             // How a main-frame navigation began decides what its commit does to the veto (the
@@ -213,6 +200,30 @@ pub(crate) fn page_event(
     }
 }
 
+impl From<Told> for Effect {
+    fn from(told: Told) -> Effect {
+        match told {
+            Told {
+                now,
+                failure: Some(failure),
+            } => Effect::Failure { now, failure },
+            Told { now, failure: None } => now.map_or(Effect::None, Effect::Record),
+        }
+    }
+}
+
+/// A console message, exception or log entry the page behind `src` reported.
+fn console_reported(
+    pages: &Pages,
+    src: &Source<'_>,
+    console: Console,
+    key: EventKey,
+    at: SystemTime,
+) -> Effect {
+    let what = Reported::Console(console, key);
+    Effect::from(pages.report(src.by, src.page, src.target, what, at))
+}
+
 /// A request of the page behind `src` failed (`failure`, when the join says it is one):
 /// recorded unless the relay's own observer records the page's events instead, or it was
 /// already.
@@ -222,11 +233,10 @@ fn request_failed(
     request_id: &str,
     failure: Option<Failure>,
     at: SystemTime,
-) -> Option<Record> {
-    let failure = failure?;
-    if !pages.records(src.by, src.page) {
-        return None;
-    }
+) -> Told {
+    let (Some(failure), true) = (failure, pages.records(src.by, src.page)) else {
+        return Told::nothing();
+    };
     let key = EventKey::request(src.page, request_id);
     pages.report(
         src.by,

@@ -57,8 +57,6 @@ pub struct Pages {
     wanted: tokio::sync::Notify,
     /// Wakes whoever waits for the relay's own observer to cover a page.
     covering: tokio::sync::Notify,
-    /// The run's agent tool calls, told of each failure as it is seen.
-    calls: std::sync::OnceLock<crate::calls::ToolCalls>,
 }
 
 impl std::fmt::Debug for Pages {
@@ -112,19 +110,7 @@ impl Pages {
             table: Mutex::new(Table::default()),
             wanted: tokio::sync::Notify::new(),
             covering: tokio::sync::Notify::new(),
-            calls: std::sync::OnceLock::new(),
         }
-    }
-
-    /// Tells `calls` of each failure as it is seen, before it waits for a frame (set once, at
-    /// the start).
-    pub(crate) fn tell_failures_to(&self, calls: crate::calls::ToolCalls) {
-        let _ = self.calls.set(calls);
-    }
-
-    /// The tool calls told of failures, once set.
-    pub(crate) fn calls(&self) -> Option<&crate::calls::ToolCalls> {
-        self.calls.get()
     }
 
     /// The run's sanitizer.

@@ -34,6 +34,16 @@ impl By {
     }
 }
 
+/// What [`Pages::report`] decided.
+pub(crate) struct Told {
+    /// The record to write now: `None` for a repeat, or a failure that waits for a frame.
+    pub(crate) now: Option<Record>,
+    /// A failure's record, a repeat's too, for the reader to tell the tool call it happened
+    /// during: an agent retrying a failing save must not be told nothing once the journal only
+    /// counts it.
+    pub(crate) failure: Option<Record>,
+}
+
 /// What a page reported, read, with its once-per-page key.
 pub(crate) enum Reported {
     Console(Console, EventKey),
@@ -49,7 +59,7 @@ impl Pages {
 
     /// What `page` (target `target`, when known) reported, read by `by` at `at`: recorded the
     /// first time only, repeats folded; a failure waits for the relay's own observer's next
-    /// frame of the page when it is on it. The record to write now, if any.
+    /// frame of the page when it is on it.
     pub(crate) fn report(
         &self,
         by: By,
@@ -57,12 +67,12 @@ impl Pages {
         target: Option<&str>,
         what: Reported,
         at: SystemTime,
-    ) -> Option<Record> {
+    ) -> Told {
         let mut t = self.table();
         let (record, fold, failure) = match what {
             Reported::Console(console, key) => {
                 if !t.once.first(key) {
-                    return None;
+                    return Told::nothing();
                 }
                 let failure = console_status(&console) == Status::Error;
                 let fold = FoldKey::console(page, &console);
@@ -70,7 +80,7 @@ impl Pages {
             }
             Reported::Request(f, key) => {
                 if !t.once.first(key) {
-                    return None;
+                    return Told::nothing();
                 }
                 let fold = FoldKey::network(page, &f.0);
                 (network_record(by.tool(), f, at), fold, true)
@@ -80,22 +90,22 @@ impl Pages {
             Some(id) => record.target(t.target(id, &self.sanitizer)),
             None => record,
         };
-        // The tool call it happened during hears of it, a repeat too: an agent retrying a
-        // failing save must not be told nothing once the journal only counts it.
-        let noted = self.calls().filter(|_| failure).map(|_| record.clone());
+        let failure = failure.then(|| record.clone());
         // A repeat is counted, not recorded, and takes no frame.
         let first = t.once.fold(fold, &record, at);
-        let now = match (first, failure) {
+        let now = match (first, &failure) {
             (false, _) => None,
-            (true, false) => return Some(record),
-            (true, true) => t.failure(target, record),
+            (true, None) => {
+                return Told {
+                    now: Some(record),
+                    failure,
+                }
+            }
+            (true, Some(_)) => t.failure(target, record),
         };
         drop(t);
-        if let (Some(calls), Some(record)) = (self.calls(), noted) {
-            calls.note_failure(&record);
-        }
         if !first {
-            return None;
+            return Told { now: None, failure };
         }
         tracing::trace!(
             "{}: a failure; it waits for a frame: {}",
@@ -105,7 +115,17 @@ impl Pages {
         if now.is_none() && by == By::Traffic {
             self.wanted.notify_one();
         }
-        now
+        Told { now, failure }
+    }
+}
+
+impl Told {
+    /// Nothing to write, no one to tell.
+    pub(crate) fn nothing() -> Told {
+        Told {
+            now: None,
+            failure: None,
+        }
     }
 }
 

@@ -337,7 +337,8 @@ fn a_failure_waits_for_the_frame_of_an_observed_page_only() {
         Reported::Console(console, key),
         t(1),
     );
-    assert!(now.is_some());
+    assert!(now.now.is_some());
+    assert!(now.failure.is_some(), "a failure for the calls too");
 
     pages.start_observing(timing());
     pages.observe(PAGE);
@@ -350,7 +351,8 @@ fn a_failure_waits_for_the_frame_of_an_observed_page_only() {
         Reported::Console(console, key),
         t(2),
     );
-    assert!(now.is_none(), "it waits for the frame");
+    assert!(now.now.is_none(), "it waits for the frame");
+    assert!(now.failure.is_some(), "the calls hear of it at once");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -371,6 +373,7 @@ fn a_failure_waits_for_the_frame_of_an_observed_page_only() {
             Reported::Console(console, key),
             t(3)
         )
+        .now
         .is_some());
     // Letting go hands the waiting failure back, to be written without a frame.
     let want = pages.unobserve(PAGE).expect("wanted");
@@ -398,6 +401,7 @@ fn a_destroyed_target_keeps_its_waiting_failures_until_the_session_goes() {
             Reported::Console(console, key),
             t(1)
         )
+        .now
         .is_none());
     pages.destroyed(PAGE);
     assert_eq!(pages.state(PAGE, t(5_000)).title, None);
@@ -518,7 +522,6 @@ fn repeated_failures_still_reach_their_call() {
     use reports::{By, Reported};
     let pages = Pages::new(Arc::new(Sanitizer::new()), true);
     let calls = crate::calls::ToolCalls::default();
-    pages.tell_failures_to(calls.clone());
     let call = cdp_evidence::ActionId::at(t(0));
     calls.begin(call.clone(), t(0));
     let s = Sanitizer::new();
@@ -529,11 +532,12 @@ fn repeated_failures_still_reach_their_call() {
         let key =
             crate::pages::dedup::EventKey::console(PAGE, "error", f64::from(i), "save failed");
         let at = t(1 + u64::from(i));
-        written += usize::from(
-            pages
-                .report(By::Traffic, PAGE, None, Reported::Console(console, key), at)
-                .is_some(),
-        );
+        let told = pages.report(By::Traffic, PAGE, None, Reported::Console(console, key), at);
+        // What the reader does with it.
+        if let Some(failure) = &told.failure {
+            calls.note_failure(failure);
+        }
+        written += usize::from(told.now.is_some());
     }
     assert!(
         written < 30,

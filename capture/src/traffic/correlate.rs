@@ -139,7 +139,7 @@ impl TrafficReader {
         }
         let cmd = commands::classify(method, frame, &self.sanitizer)?;
         let key = self.keys.key(frame.session());
-        if let Some(calls) = self.pages.calls().filter(|c| c.used()) {
+        if let Some(calls) = self.calls.as_ref().filter(|c| c.used()) {
             // The tool calls that could have sent it act on its page from now, not only once
             // its record is written (a call's producer reads that when the call is answered).
             let target = self.target_for(conn, &key);

@@ -29,6 +29,7 @@ pub(crate) mod typed;
 mod typing;
 mod wrapped;
 
+use crate::calls::ToolCalls;
 use crate::cdp::frame::{self, Frame};
 use crate::cdp::methods::{self, Event, TrafficEvent};
 use crate::pages::events::{self, Effect, Source};
@@ -129,6 +130,8 @@ pub struct TrafficReader {
     opts: TrafficOptions,
     /// The page model, shared with the relay's own observer.
     pages: Arc<Pages>,
+    /// The run's agent tool calls: told of the failures and commands it reads.
+    calls: Option<ToolCalls>,
     conns: IdMap<u64, Conn>,
     next_burst: u64,
     dropped: u64,
@@ -163,6 +166,7 @@ impl TrafficReader {
             sanitizer: pages.sanitizer().clone(),
             opts,
             pages,
+            calls: None,
             conns: IdMap::default(),
             next_burst: 1,
             dropped: 0,
@@ -176,6 +180,13 @@ impl TrafficReader {
             depth: 0,
             groups: groups::Groups::default(),
         }
+    }
+
+    /// Tells `calls` of each failure as it is read (before it waits for a frame), and of the
+    /// commands and typing it reads.
+    pub(crate) fn with_calls(mut self, calls: ToolCalls) -> TrafficReader {
+        self.calls = Some(calls);
+        self
     }
 
     /// Hands typing bursts to the direct reader for verification.
@@ -455,6 +466,14 @@ impl TrafficReader {
         match effect {
             Effect::None | Effect::Committed => {}
             Effect::Record(r) => self.emit(r),
+            Effect::Failure { now, failure } => {
+                if let Some(calls) = &self.calls {
+                    calls.note_failure(&failure);
+                }
+                if let Some(r) = now {
+                    self.emit(r);
+                }
+            }
             Effect::Dropped => self.dropped += 1,
             Effect::Attached {
                 session, target, ..

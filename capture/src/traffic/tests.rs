@@ -302,7 +302,7 @@ fn insert_text_and_set_value_count_as_typing() {
 fn a_typing_call_answered_ends_its_own_burst_at_once_and_its_step_is_linked_to_it() {
     let mut h = Harness::new(TrafficOptions::default());
     let calls = crate::calls::ToolCalls::default();
-    h.observer.pages.tell_failures_to(calls.clone());
+    h.observer.calls = Some(calls.clone());
     let call = cdp_evidence::ActionId::at(t(5));
     calls.begin(call.clone(), t(5));
     h.open(1, &format!("/devtools/page/{PAGE}"), 0);
@@ -748,6 +748,21 @@ fn typing_in_any_spelling_is_registered_and_recorded() {
         );
         assert!(!h.journal_text().contains("Secr3t"), "{raw}");
     }
+}
+
+/// A failure the traffic reader reads reaches the tool call in flight: the page model decides
+/// what it is, the reader tells the calls.
+#[test]
+fn a_failure_read_reaches_the_call_in_flight() {
+    let mut h = Harness::new(TrafficOptions::default());
+    let calls = crate::calls::ToolCalls::default();
+    h.observer.calls = Some(calls.clone());
+    let call = cdp_evidence::ActionId::at(t(5));
+    calls.begin(call.clone(), t(5));
+    h.open(1, &format!("/devtools/page/{PAGE}"), 0);
+    h.recv(1, 20, json!({"method": "Runtime.consoleAPICalled", "params": {"type": "error", "args": [{"type": "string", "value": "save failed"}], "executionContextId": 1, "timestamp": 2.0}}));
+    let facts = calls.facts(&call).expect("the call");
+    assert_eq!(facts.failures.len() + facts.more_failures, 1);
 }
 
 /// A named key is a press, not typing, in any spelling; an IME composition is protected but

@@ -122,8 +122,8 @@ impl TrafficReader {
             // Its first key: the agent tool calls that could have typed it (per call, so a
             // call knows its own typing, not the process's).
             b.calls = self
-                .pages
-                .calls()
+                .calls
+                .as_ref()
                 .filter(|c| c.used())
                 .and_then(|c| c.burst_began(at, handle_of(b.target.as_ref())));
             b
@@ -136,7 +136,7 @@ impl TrafficReader {
             burst.group = self.groups.join(&typed, burst.field, at, |since| {
                 pages.navigated_since(&typed, since)
             });
-        } else if let Some(calls) = self.pages.calls().filter(|c| c.used()) {
+        } else if let Some(calls) = self.calls.as_ref().filter(|c| c.used()) {
             calls.typed(at, handle_of(burst.target.as_ref()));
         }
         burst.restart_echo(|| self.sanitizer.typed_echo());

@@ -268,6 +268,9 @@ impl<'a> Browser<'a> {
         for _ in 0..work.dropped {
             self.ctx.dropped_one();
         }
+        for failure in &work.failures {
+            self.ctx.calls.note_failure(failure);
+        }
         self.write(work.emits).await;
     }
 
