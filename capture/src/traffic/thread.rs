@@ -49,6 +49,14 @@ const GATE_POLL: Duration = Duration::from_millis(1);
 /// Records handed to the writer at once when the queues are busy.
 const BATCH: usize = 256;
 
+/// The reader's work budget: after this many copies in a row it steps off the CPU for
+/// [`PAUSE`], unless a reader waits for it (whose unpark also ends a pause at once). Under a
+/// flood on two cores this leaves the relay's workers a core, which the normal class alone
+/// does not (BENCHMARKS.md, "Scheduling the evidence threads"); evidence it cannot keep up with
+/// is dropped and counted, never a frame delayed.
+const BUDGET: usize = 32;
+const PAUSE: Duration = Duration::from_micros(50);
+
 /// At the end, how long typing steps may still wait for their verdicts.
 const FINISH_WAIT: Duration = Duration::from_secs(4);
 
@@ -164,6 +172,9 @@ pub(crate) fn run(
             handled += 1;
             if observer.pending_records() >= BATCH {
                 hand_over(&mut observer);
+            }
+            if handled % BUDGET == 0 && !order.awaited() {
+                std::thread::park_timeout(PAUSE);
             }
         }
         order.handled_below(below);
