@@ -14,7 +14,7 @@ use std::path::PathBuf;
 pub struct Usage(pub String);
 
 /// Flags shared by `serve` and `launch`: where to listen and who may connect.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RelayArgs {
     /// Address to listen on. Port 0 picks a free port; the endpoint is printed on stdout.
     /// Default: 127.0.0.1:9223 (`mcp`: 127.0.0.1:0, any free port).
@@ -67,7 +67,7 @@ pub struct RelayArgs {
 }
 
 /// Evidence flags shared by `serve` and `launch`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct EvidenceArgs {
     /// Where evidence runs go.
     #[arg(long, env = "CDP_RELAY_EVIDENCE_DIR", default_value = cdp_evidence::DEFAULT_ROOT, value_name = "DIR")]

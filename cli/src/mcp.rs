@@ -1,4 +1,6 @@
-//! `cdp-relay mcp [RELAY FLAGS] [-- COMMAND [ARGS...]]`: an MCP server on stdio for an agent.
+//! `cdp-relay mcp [RELAY FLAGS] [-- COMMAND [ARGS...]]`: an MCP server on stdio for an agent;
+//! with `--listen ADDR`, on Streamable HTTP for many agents, each MCP session with its own
+//! browser, wrapped server and run (`serve_http`).
 //!
 //! Starts a browser behind the relay exactly like `launch` (or relays `--upstream`), with the
 //! evidence pipeline and the observer on, then the MCP gateway (`cdp_relay::mcp`) wrapping
@@ -83,6 +85,20 @@ pub struct McpArgs {
           value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub call_timeout: u64,
 
+    /// Over HTTP (`--listen`): sessions open at once; an `initialize` over the limit is answered
+    /// with HTTP 503 and a JSON-RPC error, running sessions are untouched. Default: the smaller
+    /// of (memory ÷ 768 MiB; a container's cgroup limit counts) and (4 × CPU cores), at least 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_sessions: Option<u32>,
+
+    /// Over HTTP (`--listen`): seconds a session may go without a request or message before it
+    /// is ended (a client that vanished is noticed this way).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    pub session_idle: Option<u64>,
+
+    /// `--listen ADDR` serves MCP over Streamable HTTP at http://ADDR/mcp (printed as the only
+    /// stdout line) instead of stdio; each session's own relay then listens on a free loopback
+    /// port. The token, --allow-host and --allow-origin rules apply to that endpoint.
     #[command(flatten)]
     pub relay: RelayArgs,
 
@@ -108,7 +124,16 @@ pub(crate) fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     // Read before anything starts: a bad variable is a usage error, not a half-started browser.
     let variables = variables(&args.var_file)?;
     let rt = crate::args::runtime(args.relay.threads)?;
-    let out = rt.block_on(serve(args, variables));
+    let out = if args.relay.listen.is_some() {
+        rt.block_on(serve_http(args, variables))
+    } else if args.max_sessions.is_some() || args.session_idle.is_some() {
+        Err(
+            Usage("--max-sessions and --session-idle apply to HTTP only: add --listen ADDR".into())
+                .into(),
+        )
+    } else {
+        rt.block_on(serve(args, variables))
+    };
     // A read of stdin may still be parked in a blocking thread: do not wait for it.
     rt.shutdown_timeout(Duration::from_millis(200));
     out
@@ -201,37 +226,21 @@ impl Relayed {
 
 async fn serve(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> {
     let mut shutdown = Shutdown::listen();
+    let mut config = gateway_config(&args, variables);
     let McpArgs {
         upstream,
         browser,
         headed,
         browser_arg,
-        init_timeout,
-        no_feedback,
-        feedback_wait,
-        unverified_typing,
-        var_file: _,
-        call_timeout,
         relay,
-        command,
+        ..
     } = args;
-    let feedback = cdp_relay_mcp::Feedback {
-        enabled: !no_feedback,
-        wait: Duration::from_millis(feedback_wait),
-        strict: unverified_typing == UnverifiedTyping::Error,
-    };
-    let command = command.split_first().map(|(program, rest)| ChildCommand {
-        program: program.into(),
-        args: rest.to_vec(),
-    });
     let launch = LaunchConfig {
         browser,
         headed,
         extra_args: browser_arg,
         browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
     };
-    // The relay's limit bounds MCP messages too (a full-page screenshot is one).
-    let max_message_bytes = relay.max_message_size;
     let mut relayed = Relayed::start(relay, upstream, launch).await?;
     let cdp_url = relayed.recording.endpoint().to_owned();
     let endpoints = Endpoints {
@@ -239,15 +248,7 @@ async fn serve(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> 
         cdp_url,
     };
     let handle = relayed.recording.evidence().cloned();
-    let config = GatewayConfig {
-        command,
-        init_timeout: Duration::from_secs(init_timeout),
-        evidence_root: handle.as_ref().and(relayed.evidence_root.clone()),
-        max_message_bytes,
-        feedback,
-        variables,
-        call_timeout: (call_timeout > 0).then(|| Duration::from_secs(call_timeout)),
-    };
+    config.evidence_root = handle.as_ref().and(relayed.evidence_root.clone());
     let gateway = match Gateway::start(config, endpoints, handle).await {
         Ok(g) => g,
         Err(e) => {
@@ -301,6 +302,107 @@ async fn serve(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> 
     gateway.stop(why).await;
     session.close().await;
     relayed.stop().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The gateway's flags common to both transports.
+fn gateway_config(args: &McpArgs, variables: Variables) -> GatewayConfig {
+    GatewayConfig {
+        command: args
+            .command
+            .split_first()
+            .map(|(program, rest)| ChildCommand {
+                program: program.into(),
+                args: rest.to_vec(),
+            }),
+        init_timeout: Duration::from_secs(args.init_timeout),
+        evidence_root: None,
+        // The relay's limit bounds MCP messages too (a full-page screenshot is one).
+        max_message_bytes: args.relay.max_message_size,
+        feedback: cdp_relay_mcp::Feedback {
+            enabled: !args.no_feedback,
+            wait: Duration::from_millis(args.feedback_wait),
+            strict: args.unverified_typing == UnverifiedTyping::Error,
+        },
+        variables,
+        call_timeout: (args.call_timeout > 0).then(|| Duration::from_secs(args.call_timeout)),
+        session: None,
+    }
+}
+
+/// `mcp --listen`: MCP over Streamable HTTP, a browser, relay, wrapped server and run per
+/// session, started on its `initialize` with the same flags as stdio's one.
+async fn serve_http(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> {
+    let mut shutdown = Shutdown::listen();
+    if args.upstream.is_some() {
+        return Err(Usage("--upstream cannot be shared by HTTP sessions (each gets its own browser); drop --upstream or --listen".into()).into());
+    }
+    if args.relay.evidence.session.is_some() {
+        return Err(Usage("--session names one run; over HTTP each MCP session's run is named by its session id: drop --session".into()).into());
+    }
+    // The endpoint's access rules: the relay's flags, validated as the relay validates them.
+    let policy = args
+        .relay
+        .clone()
+        .into_config_listening(None, true, DEFAULT_LISTEN)?
+        .proxy
+        .policy;
+    // Each session's relay: a free loopback port, reached only by its own wrapped server.
+    let mut session_relay = args.relay.clone();
+    session_relay.listen = None;
+    session_relay.token = None;
+    session_relay.token_file = None;
+    session_relay.allow_host.clear();
+    session_relay.allow_origin.clear();
+    let launch = LaunchConfig {
+        browser: args.browser.clone(),
+        headed: args.headed,
+        extra_args: args.browser_arg.clone(),
+        browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
+    };
+    let start: cdp_relay_mcp::StartBrowser = std::sync::Arc::new(move |session: String| {
+        let (mut relay, launch) = (session_relay.clone(), launch.clone());
+        Box::pin(async move {
+            relay.evidence.session = Some(session);
+            let relayed = Relayed::start(relay, None, launch)
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+            let cdp_url = relayed.recording.endpoint().to_owned();
+            Ok(cdp_relay_mcp::SessionBrowser {
+                endpoints: Endpoints {
+                    ws_url: cdp_relay_mcp::browser_ws_url(&cdp_url).await,
+                    cdp_url,
+                },
+                evidence: relayed.recording.evidence().cloned(),
+                evidence_root: relayed.evidence_root.clone(),
+                stop: Box::new(move || Box::pin(relayed.stop())),
+            })
+        })
+    });
+    let config = cdp_relay_mcp::HttpConfig {
+        gateway: gateway_config(&args, variables),
+        policy,
+        max_sessions: args
+            .max_sessions
+            .map_or_else(cdp_relay_mcp::default_max_sessions, |n| n as usize),
+        session_idle: args
+            .session_idle
+            .map_or(cdp_relay_mcp::DEFAULT_SESSION_IDLE, Duration::from_secs),
+    };
+    let (max, idle) = (config.max_sessions, config.session_idle);
+    let gateway = cdp_relay_mcp::HttpGateway::bind(config, start).await?;
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", gateway.endpoint());
+        let _ = out.flush();
+    }
+    tracing::info!(
+        "mcp: serving MCP over Streamable HTTP at {} (--max-sessions {max}, --session-idle {}s)",
+        gateway.endpoint(),
+        idle.as_secs()
+    );
+    gateway.serve(shutdown.recv()).await;
     Ok(ExitCode::SUCCESS)
 }
 

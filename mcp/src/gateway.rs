@@ -50,6 +50,9 @@ pub struct GatewayConfig {
     /// to cancel it, the agent gets an error result, the record says `interrupted`. `None`:
     /// wait as long as the agent does. By default, [`DEFAULT_CALL_TIMEOUT`].
     pub call_timeout: Option<Duration>,
+    /// The MCP session this gateway serves (Streamable HTTP; its run's `session`): the
+    /// evidence tools and resources then show this session's runs only. `None` on stdio.
+    pub session: Option<String>,
 }
 
 impl Default for GatewayConfig {
@@ -62,6 +65,7 @@ impl Default for GatewayConfig {
             feedback: Feedback::default(),
             variables: Variables::default(),
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
+            session: None,
         }
     }
 }
@@ -73,6 +77,26 @@ pub enum StopReason {
     AgentLeft,
     /// SIGINT or SIGTERM (the name).
     Signal(&'static str),
+    /// Streamable HTTP: the agent ended its session (`DELETE`).
+    Deleted,
+    /// Streamable HTTP: no request or message either way for this long (`--session-idle`);
+    /// how a client that vanished is noticed.
+    Idle(Duration),
+    /// The wrapped server exited; over HTTP that ends its session.
+    ServerExited,
+}
+
+impl StopReason {
+    /// The reason's name in metrics, logs and the status page.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StopReason::AgentLeft => "agent_left",
+            StopReason::Signal(_) => "shutdown",
+            StopReason::Deleted => "deleted",
+            StopReason::Idle(_) => "idle",
+            StopReason::ServerExited => "server_exited",
+        }
+    }
 }
 
 /// The gateway: cheap to clone, shared by the agent's session and its caller.
@@ -194,6 +218,7 @@ impl Gateway {
                 own_tools: tools::definitions(),
                 stopping: AtomicBool::new(false),
                 exit_recorded: AtomicBool::new(false),
+                session: config.session,
             }),
         };
         if let Some(child) = &gateway.shared.child {
@@ -265,6 +290,64 @@ impl Gateway {
         });
     }
 
+    /// Resolves when the wrapped server exits without being asked to; never without one.
+    pub async fn server_gone(&self) {
+        match &self.shared.child {
+            Some(child) => {
+                if child.wait().await.requested {
+                    std::future::pending::<()>().await;
+                }
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The wrapped server's name, when there is one.
+    pub fn server_name(&self) -> Option<String> {
+        self.shared
+            .child
+            .as_deref()
+            .map(|c| self.shared.clean(&c.name))
+    }
+
+    /// Whether the wrapped server is running.
+    pub fn server_alive(&self) -> bool {
+        self.shared
+            .child
+            .as_deref()
+            .is_some_and(|c| c.exited().is_none())
+    }
+
+    /// The run being recorded, when evidence is on.
+    pub fn run_id(&self) -> Option<String> {
+        self.shared.recorder.handle().map(|h| h.status().run_id)
+    }
+
+    /// A message to the agent with every known value rewritten to `${NAME}`, as the stdio
+    /// transport writes it (`transport.rs`); unchanged when it holds none.
+    pub(crate) fn rewritten(
+        &self,
+        item: rmcp::model::ServerJsonRpcMessage,
+    ) -> rmcp::model::ServerJsonRpcMessage {
+        let Ok(bytes) = serde_json::to_vec(&item) else {
+            return item;
+        };
+        match self.shared.inputs.rewriter().json_line(&bytes) {
+            Some(line) => serde_json::from_slice(&line).unwrap_or(item),
+            None => item,
+        }
+    }
+
+    /// The agent cancelled request `id` (the HTTP transport saw it).
+    pub(crate) fn agent_cancelled(&self, id: &rmcp::model::RequestId) {
+        self.shared.agent.cancel(id);
+    }
+
+    /// The agent's session closed (the HTTP transport ended).
+    pub(crate) fn agent_closed(&self) {
+        self.shared.agent.close();
+    }
+
     /// Serves the agent on this process's stdin/stdout.
     pub async fn serve_stdio(&self) -> Result<Session, Error> {
         let (read, write) = rmcp::transport::stdio_pipes();
@@ -319,9 +402,19 @@ impl Gateway {
         if shared.stopping.swap(true, Ordering::Relaxed) {
             return;
         }
+        let idle;
         let (event, detail) = match why {
             StopReason::AgentLeft => (LifecycleEvent::AgentDisconnected, None),
             StopReason::Signal(name) => (LifecycleEvent::StopRequested, Some(name)),
+            StopReason::Deleted => (LifecycleEvent::AgentDisconnected, Some("DELETE")),
+            StopReason::Idle(d) => {
+                idle = format!("idle for {}s (--session-idle)", d.as_secs());
+                (LifecycleEvent::AgentDisconnected, Some(idle.as_str()))
+            }
+            StopReason::ServerExited => (
+                LifecycleEvent::StopRequested,
+                Some("the wrapped server exited"),
+            ),
         };
         shared.recorder.lifecycle(event, Status::Info, detail);
         if let Some(child) = &shared.child {

@@ -34,6 +34,9 @@
 //!   everything the agent reads (`rewrite.rs`, `spellings.rs`), pictures that may show one
 //!   withheld.
 //!
+//! - `http.rs`: `mcp --listen`, Streamable HTTP: one session (its own browser, wrapped
+//!   server, run, secrets and variables) per MCP session, each served by its own [`Gateway`].
+//!
 //! The gateway depends on the recording machinery through a [`cdp_capture::PipelineHandle`]
 //! and the relay's endpoint only: starting and stopping the browser, relay and pipeline is the caller's (the
 //! `mcp` command). Results pass through without being copied into evidence: a call's record
@@ -47,6 +50,7 @@ mod args;
 mod child;
 mod error;
 mod gateway;
+mod http;
 mod inputs;
 mod journal;
 mod note;
@@ -66,6 +70,10 @@ pub use child::{browser_ws_url, ChildCommand, Endpoints};
 pub use error::Error;
 pub use gateway::{
     Gateway, GatewayConfig, Session, StopReason, DEFAULT_CALL_TIMEOUT, DEFAULT_INIT_TIMEOUT,
+};
+pub use http::{
+    default_max_sessions, BoxFuture, HttpConfig, HttpGateway, SessionBrowser, StartBrowser,
+    DEFAULT_SESSION_IDLE, SESSIONS_PER_CORE, SESSION_MEMORY_BYTES,
 };
 pub use note::{Feedback, DEFAULT_FEEDBACK_WAIT};
 pub use transport::{transport, MAX_MESSAGE_BYTES};

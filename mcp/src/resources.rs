@@ -145,6 +145,8 @@ pub(crate) struct Evidence<'a> {
     pub store: &'a Store,
     /// The current run's id, when evidence is recording.
     pub current: Option<String>,
+    /// Over HTTP, the MCP session whose runs alone are shown; `None`: every run (stdio).
+    pub session: Option<String>,
 }
 
 impl Evidence<'_> {
@@ -155,6 +157,12 @@ impl Evidence<'_> {
             })?,
             RunRef::Id(id) => (*id).to_owned(),
         };
+        if self.session.is_some() && !self.in_session(&id) {
+            return Err(ErrorData::resource_not_found(
+                format!("no run {id} in this MCP session"),
+                None,
+            ));
+        }
         let path = self.store.run_dir(&id).map_err(|e| match e {
             cdp_evidence::Error::RunNotFound { .. } => {
                 ErrorData::resource_not_found(format!("no run {id} in the evidence root"), None)
@@ -170,6 +178,13 @@ impl Evidence<'_> {
         Ok((id, dir))
     }
 
+    fn in_session(&self, id: &str) -> bool {
+        self.store.list_runs().is_ok_and(|runs| {
+            runs.iter()
+                .any(|r| r.id == id && r.session_id.is_some() && r.session_id == self.session)
+        })
+    }
+
     /// Reads one resource. `running` says whether the named run is the one being recorded
     /// (its summary and report are then rendered now).
     pub(crate) fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
@@ -179,6 +194,7 @@ impl Evidence<'_> {
                     ErrorData::internal_error("the evidence root cannot be listed", None)
                 })?;
                 runs.reverse();
+                runs.retain(|r| self.session.is_none() || r.session_id == self.session);
                 let text = serde_json::to_string_pretty(&runs)
                     .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 text_contents(uri, "application/json", text)
@@ -424,6 +440,7 @@ mod tests {
         let evidence = Evidence {
             store: &store,
             current: Some(run.id().to_owned()),
+            session: None,
         };
         let uri = |name: &str| format!("{PREFIX}/current/artifacts/{name}");
         let listed = relative.strip_prefix("artifacts/").unwrap().to_owned();
@@ -455,6 +472,7 @@ mod tests {
         let evidence = Evidence {
             store: &store,
             current: Some(run.id().to_owned()),
+            session: None,
         };
         for id in ["current", run.id()] {
             let read = evidence

@@ -520,10 +520,12 @@ impl ServerHandler for Gateway {
             let uri = request.uri.clone();
             // File reads and rendering block: keep them off the runtime's workers.
             let store = store.clone();
+            let session = self.shared.session.clone();
             return tokio::task::spawn_blocking(move || {
                 resources::Evidence {
                     store: &store,
                     current,
+                    session,
                 }
                 .read(&uri)
             })

@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     pub(crate) stopping: AtomicBool,
     /// The wrapped server's exit is recorded once, by whoever sees it first.
     pub(crate) exit_recorded: AtomicBool,
+    /// The MCP session served (HTTP): only its runs are shown. `None`: every run (stdio).
+    pub(crate) session: Option<String>,
 }
 
 impl Shared {
@@ -55,6 +57,17 @@ impl Shared {
         };
         self.recorder
             .lifecycle(LifecycleEvent::ServerExited, status, Some(&exit.how));
+    }
+
+    /// Whether run `id` may be shown to this agent: over HTTP, only its own session's runs.
+    pub(crate) fn run_visible(&self, store: &cdp_evidence::Store, id: &str) -> bool {
+        let Some(session) = &self.session else {
+            return true;
+        };
+        store.list_runs().is_ok_and(|runs| {
+            runs.iter()
+                .any(|r| r.id == id && r.session_id.as_deref() == Some(session.as_str()))
+        })
     }
 
     /// Text from the wrapped server or the agent, made safe for a log line or an error.

@@ -281,6 +281,7 @@ async fn export_test(
         Some(id) => shared
             .store
             .as_ref()
+            .filter(|store| shared.run_visible(store, id))
             .and_then(|store| store.run_dir(id).ok())
             .map(|dir| (id.to_owned(), dir))
             .ok_or("no such run in the evidence directory"),

@@ -709,6 +709,14 @@ impl AgentState {
     pub(crate) fn done(&self, id: &RequestId) {
         self.cancelled.remove(id);
     }
+    /// Notes that the agent cancelled `id` (a transport that tracks in-flight ids itself).
+    pub(crate) fn cancel(&self, id: &RequestId) {
+        self.cancelled.insert(id.clone());
+    }
+    /// Notes that the agent's session closed.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+    }
     /// Whether the agent closed its connection.
     pub(crate) fn closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)

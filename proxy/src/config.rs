@@ -105,6 +105,12 @@ fn without_capability_path(s: &str) -> &str {
 pub struct Token(String);
 
 impl Token {
+    /// A credential to compare later with [`Token::matches`] (the MCP gateway keeps the one
+    /// that created each session). Not validated: [`ListenPolicy::new`] checks a configured one.
+    pub fn of(value: &str) -> Token {
+        Token(value.to_owned())
+    }
+
     /// Compares in constant time (for a given length).
     pub fn matches(&self, presented: &str) -> bool {
         use subtle::ConstantTimeEq;

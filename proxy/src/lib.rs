@@ -52,5 +52,6 @@ pub use config::{
 };
 pub use error::Error;
 pub use health::HealthView;
+pub use policy::{admit, Refusal};
 pub use relay::Relay;
 pub use stats::{Stats, StatsSnapshot};

@@ -182,6 +182,36 @@ pub(crate) fn check_origin(
     })
 }
 
+/// Why [`admit`] refused a request: the status and one-line body to answer with, and which
+/// rule refused it (`host`, `token` or `origin`), for the caller's log and metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The HTTP status to answer with.
+    pub status: StatusCode,
+    /// The one-line body (never the token).
+    pub body: String,
+    /// `host`, `token` or `origin`.
+    pub rule: &'static str,
+}
+
+/// The relay's access rules for another HTTP endpoint of the same process (the MCP gateway's
+/// `/mcp`): the Host rule, the token as `Authorization: Bearer` only (no `?token=`), and the
+/// Origin rule (absent, listed with `--allow-origin`, or the endpoint's own). The same code as
+/// the relay's own endpoints, so there is one implementation of each rule.
+pub fn admit(headers: &HeaderMap, policy: &ListenPolicy, local: SocketAddr) -> Result<(), Refusal> {
+    let refuse = |rule| {
+        move |r: Rejection| Refusal {
+            status: r.status,
+            body: r.body,
+            rule,
+        }
+    };
+    check_host(headers, policy).map_err(refuse("host"))?;
+    check_token(headers, None, policy).map_err(refuse("token"))?;
+    check_origin(headers, policy, local).map_err(refuse("origin"))?;
+    Ok(())
+}
+
 /// True when `origin` is `http://` + the address the client reached the relay on (parsed like a
 /// browser parses it: `http://0x7f.1:9223/` is `http://127.0.0.1:9223`).
 fn is_own_origin(origin: &str, local: SocketAddr) -> bool {
@@ -269,6 +299,27 @@ mod tests {
         let mut same = headers(&[(HOST, "127.0.0.1")]);
         same.append(HOST, HeaderValue::from_static("127.0.0.1"));
         assert!(check_host(&same, &p).is_err());
+    }
+
+    #[test]
+    fn admit_applies_host_then_bearer_only_then_origin() {
+        let local: SocketAddr = "10.0.0.5:8080".parse().unwrap();
+        let p = policy(&[], &[], Some("s3cret"));
+        let mut h = HeaderMap::new();
+        h.insert(HOST, HeaderValue::from_static("10.0.0.5:8080"));
+        assert_eq!(admit(&h, &p, local).unwrap_err().rule, "token", "no token");
+        h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer wrong"));
+        assert_eq!(admit(&h, &p, local).unwrap_err().rule, "token", "wrong token");
+        h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer s3cret"));
+        assert!(admit(&h, &p, local).is_ok());
+        h.insert(ORIGIN, HeaderValue::from_static("http://evil.example"));
+        let r = admit(&h, &p, local).unwrap_err();
+        assert_eq!((r.rule, r.status), ("origin", StatusCode::FORBIDDEN));
+        h.insert(ORIGIN, HeaderValue::from_static("http://10.0.0.5:8080"));
+        assert!(admit(&h, &p, local).is_ok(), "its own origin");
+        h.insert(HOST, HeaderValue::from_static("rebound.example"));
+        assert_eq!(admit(&h, &p, local).unwrap_err().rule, "host", "DNS rebinding");
+        assert!(!admit(&h, &p, local).unwrap_err().body.contains("s3cret"));
     }
 
     #[test]
