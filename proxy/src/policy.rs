@@ -309,7 +309,11 @@ mod tests {
         h.insert(HOST, HeaderValue::from_static("10.0.0.5:8080"));
         assert_eq!(admit(&h, &p, local).unwrap_err().rule, "token", "no token");
         h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer wrong"));
-        assert_eq!(admit(&h, &p, local).unwrap_err().rule, "token", "wrong token");
+        assert_eq!(
+            admit(&h, &p, local).unwrap_err().rule,
+            "token",
+            "wrong token"
+        );
         h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer s3cret"));
         assert!(admit(&h, &p, local).is_ok());
         h.insert(ORIGIN, HeaderValue::from_static("http://evil.example"));
@@ -318,7 +322,11 @@ mod tests {
         h.insert(ORIGIN, HeaderValue::from_static("http://10.0.0.5:8080"));
         assert!(admit(&h, &p, local).is_ok(), "its own origin");
         h.insert(HOST, HeaderValue::from_static("rebound.example"));
-        assert_eq!(admit(&h, &p, local).unwrap_err().rule, "host", "DNS rebinding");
+        assert_eq!(
+            admit(&h, &p, local).unwrap_err().rule,
+            "host",
+            "DNS rebinding"
+        );
         assert!(!admit(&h, &p, local).unwrap_err().body.contains("s3cret"));
     }
 

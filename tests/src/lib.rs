@@ -14,6 +14,7 @@ pub mod files;
 mod fixtures;
 pub mod http;
 pub mod mcp;
+pub mod mcp_http;
 pub mod pages;
 pub mod pixels;
 pub mod planted;

@@ -30,6 +30,7 @@ mod launch;
 mod mcp;
 mod mcp_faults;
 mod mcp_feedback;
+mod mcp_http;
 mod mcp_inputs;
 mod mcp_linking;
 mod mcp_privacy;
