@@ -87,6 +87,13 @@ impl HttpGateway {
         a.json()
     }
 
+    /// The HTTP status `/relay/v1/status` answers with `headers`.
+    pub async fn status_answer(&self, headers: &[(&str, &str)]) -> u16 {
+        request(&self.authority(), "GET", "/relay/v1/status", headers)
+            .await
+            .status
+    }
+
     /// Waits until `/relay/v1/status` satisfies `done`; returns it.
     pub async fn status_until(&self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
         within(what, async {

@@ -13,7 +13,7 @@
 use cdp_relay_tests::mcp::{chrome_devtools_mcp, playwright_mcp, text_of};
 use cdp_relay_tests::mcp_http::{Agent, HttpGateway};
 use cdp_relay_tests::site::{Route, Site};
-use cdp_relay_tests::within;
+use cdp_relay_tests::{rss_kib, within};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -196,4 +196,366 @@ async fn four_sessions_of_chrome_devtools_mcp_share_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn four_sessions_of_playwright_mcp_share_nothing() {
     isolation(Server::Playwright, 4).await;
+}
+
+/// A session's id, from the status page (the only one open).
+async fn only_session(gw: &HttpGateway, headers: &[(&str, &str)]) -> String {
+    let status = gw.status(headers).await;
+    let sessions = status["sessions"].as_array().expect("sessions").clone();
+    assert_eq!(sessions.len(), 1, "{status}");
+    sessions[0]["id"].as_str().expect("id").to_owned()
+}
+
+/// The journal of the only run, once it is finalized.
+async fn finalized_journal(gw: &HttpGateway) -> String {
+    within("the run to be finalized", async {
+        loop {
+            let runs = gw.runs();
+            if let [(dir, _)] = runs.as_slice() {
+                if dir.join("report.html").is_file() {
+                    let text = std::fs::read_to_string(dir.join("actions.jsonl")).expect("journal");
+                    if text.contains("runFinalized") {
+                        return text;
+                    }
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_session_ends_at_the_idle_timeout_and_leaves_nothing() {
+    let out = tempfile::tempdir().expect("server output dir");
+    let gw = HttpGateway::spawn(
+        &["--session-idle", "2"],
+        &Server::ChromeDevtools.command(out.path()),
+    )
+    .await;
+    // initialize, then silence: no DELETE, no further request.
+    let a = gw.raw_initialize(&[]).await;
+    assert_eq!(a.status, 200, "{}", a.text());
+    assert!(a.header("mcp-session-id").is_some());
+    assert!(
+        !gw.descendants().is_empty(),
+        "the session's browser and server run"
+    );
+    let status = gw
+        .status_until("the idle session to end", |s| s["mcp"]["sessionsOpen"] == 0)
+        .await;
+    assert_eq!(status["mcp"]["sessionsEnded"]["idle"], 1, "{status}");
+    assert_eq!(gw.descendants(), vec![], "processes left behind");
+    assert_eq!(
+        gw.open_files_under(&[gw.evidence.path(), gw.tmp.path()]),
+        Vec::<std::path::PathBuf>::new()
+    );
+    assert!(
+        !gw.tmp_entries().iter().any(|e| e.contains("cdp-relay")),
+        "{:?}",
+        gw.tmp_entries()
+    );
+    let journal = finalized_journal(&gw).await;
+    assert!(
+        journal.contains("idle for 2s (--session-idle)"),
+        "the reason is recorded:\n{journal}"
+    );
+    // The ended session is unknown now.
+    let sid = a.header("mcp-session-id").expect("id").to_owned();
+    let again = gw
+        .raw_post(
+            &[("Mcp-Session-Id", &sid)],
+            br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        )
+        .await;
+    assert_eq!(again.status, 404, "{}", again.text());
+    gw.process.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wrapped_server_dying_ends_its_session_and_sigterm_ends_the_rest() {
+    let out = tempfile::tempdir().expect("server output dir");
+    let gw = HttpGateway::spawn(&[], &Server::ChromeDevtools.command(out.path())).await;
+    let dying = gw.connect(None).await;
+    let sid = only_session(&gw, &[]).await;
+    let server = gw
+        .descendants()
+        .into_iter()
+        .find(|(_, cmd)| cmd.contains("chrome-devtools-mcp"))
+        .expect("the wrapped server runs");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.0 as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    let status = gw
+        .status_until("the session of the dead server to end", |s| {
+            s["mcp"]["sessionsOpen"] == 0
+        })
+        .await;
+    assert_eq!(
+        status["mcp"]["sessionsEnded"]["server_exited"], 1,
+        "{status}"
+    );
+    assert_eq!(gw.descendants(), vec![], "its browser is stopped too");
+    let journal = finalized_journal(&gw).await;
+    assert!(
+        journal.contains("\"serverExited\"") && journal.contains("the wrapped server exited"),
+        "{journal}"
+    );
+    let gone = gw
+        .raw_post(
+            &[("Mcp-Session-Id", &sid)],
+            br#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#,
+        )
+        .await;
+    assert_eq!(gone.status, 404);
+    drop(dying);
+    // A second session, then SIGTERM: it ends (recorded), and the gateway exits cleanly.
+    let _open = gw.connect(None).await;
+    let second = only_session(&gw, &[]).await;
+    let HttpGateway {
+        process,
+        evidence: evidence_dir,
+        tmp: tmp_dir,
+    } = gw;
+    let stderr = process.stop().await;
+    let (tmp, evidence) = (tmp_dir.path(), evidence_dir.path());
+    assert!(stderr.contains("session ended (shutdown)"), "{stderr}");
+    assert_eq!(
+        cdp_relay_tests::processes_mentioning(&tmp.display().to_string()),
+        Vec::<u32>::new(),
+        "a browser outlived the gateway"
+    );
+    let run = std::fs::read_dir(evidence.join("runs"))
+        .expect("runs")
+        .flatten()
+        .map(|d| d.path())
+        .find(|d| {
+            std::fs::read_to_string(d.join("manifest.json")).is_ok_and(|m| m.contains(&second))
+        })
+        .expect("the second session's run");
+    let journal = std::fs::read_to_string(run.join("actions.jsonl")).expect("journal");
+    assert!(
+        journal.contains("\"stopRequested\"")
+            && journal.contains("SIGTERM")
+            && journal.contains("runFinalized"),
+        "{journal}"
+    );
+}
+
+/// The first non-loopback IPv4 address of this machine, if it has one.
+fn non_loopback_address() -> Option<String> {
+    let out = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|a| {
+            a.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| !ip.is_loopback())
+        })
+        .map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn off_loopback_the_token_is_required_and_refusals_start_nothing() {
+    // Without a token, a non-loopback address is refused at start.
+    let refused = within(
+        "mcp --listen 0.0.0.0:0 without a token",
+        tokio::process::Command::new(cdp_relay_tests::relay_binary())
+            .args(["mcp", "--listen", "0.0.0.0:0"])
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("run");
+    assert!(!refused.status.success());
+    assert!(refused.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("without authentication"));
+    let host = non_loopback_address().unwrap_or_else(|| "0.0.0.0".to_owned());
+    let gw = HttpGateway::spawn_at(&format!("{host}:0"), &["--token", "T0ken-for-http"], &[]).await;
+    let bearer = [("Authorization", "Bearer T0ken-for-http")];
+    let no_token = gw.raw_initialize(&[]).await;
+    assert_eq!(no_token.status, 401, "{}", no_token.text());
+    let wrong = gw
+        .raw_initialize(&[("Authorization", "Bearer wrong")])
+        .await;
+    assert_eq!(wrong.status, 401);
+    let origin = gw
+        .raw_initialize(&[bearer[0], ("Origin", "http://rebinding.example")])
+        .await;
+    assert_eq!(origin.status, 403, "{}", origin.text());
+    let host_header = gw
+        .raw_initialize(&[bearer[0], ("Host", "rebinding.example")])
+        .await;
+    assert_ne!(host_header.status, 200);
+    let unknown = gw
+        .raw_post(
+            &[
+                bearer[0],
+                ("Mcp-Session-Id", "0123456789abcdef0123456789abcdef"),
+            ],
+            br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        )
+        .await;
+    assert_eq!(unknown.status, 404);
+    let status = gw.status(&bearer).await;
+    assert_eq!(
+        status["mcp"]["sessionsStarted"], 0,
+        "nothing started: {status}"
+    );
+    assert_eq!(gw.descendants(), vec![], "no browser");
+    assert!(gw.runs().is_empty(), "no run");
+    assert_eq!(
+        gw.status_answer(&[]).await,
+        401,
+        "the status page needs the token too"
+    );
+    let metrics =
+        cdp_relay_tests::http::request(&gw.authority(), "GET", "/relay/v1/metrics", &bearer)
+            .await
+            .text();
+    for line in [
+        r#"cdp_relay_mcp_requests_refused_total{reason="token"} 3"#,
+        r#"cdp_relay_mcp_requests_refused_total{reason="origin"} 1"#,
+        r#"cdp_relay_mcp_requests_refused_total{reason="host"} 1"#,
+        r#"cdp_relay_mcp_requests_refused_total{reason="unknown_session"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line} in:\n{metrics}");
+    }
+    // With the token, a session starts and works.
+    let agent = gw.connect(Some("T0ken-for-http")).await;
+    let tools = within("tools/list", agent.list_all_tools())
+        .await
+        .expect("tools");
+    assert!(tools.iter().any(|t| t.name == "evidence_summary"));
+    assert!(gw
+        .process
+        .stderr_so_far()
+        .contains("refused a POST /mcp (origin)"));
+    drop(agent);
+    gw.process.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_answers_only_the_credential_that_created_it() {
+    // Loopback, no token required: the session is still held to its creator's credential.
+    let gw = HttpGateway::spawn(&[], &[]).await;
+    let created = gw
+        .raw_initialize(&[("Authorization", "Bearer agent-a")])
+        .await;
+    assert_eq!(created.status, 200, "{}", created.text());
+    let sid = created
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+    let list = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let proto = ("MCP-Protocol-Version", "2025-06-18");
+    let initialized = gw
+        .raw_post(
+            &[
+                ("Authorization", "Bearer agent-a"),
+                ("Mcp-Session-Id", &sid),
+                proto,
+            ],
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        )
+        .await;
+    assert_eq!(initialized.status, 202, "{}", initialized.text());
+    for other in [vec![("Authorization", "Bearer agent-b")], vec![]] {
+        let mut headers = other.clone();
+        headers.extend([("Mcp-Session-Id", sid.as_str()), proto]);
+        let a = gw.raw_post(&headers, list).await;
+        assert_eq!(a.status, 404, "{other:?}: {}", a.text());
+    }
+    let own = gw
+        .raw_post(
+            &[
+                ("Authorization", "Bearer agent-a"),
+                ("Mcp-Session-Id", &sid),
+                proto,
+            ],
+            list,
+        )
+        .await;
+    assert_eq!(own.status, 200, "{}", own.text());
+    assert!(own.text().contains("evidence_summary"));
+    let status = gw.status(&[]).await;
+    assert_eq!(status["mcp"]["sessionsStarted"], 1, "{status}");
+    let metrics = cdp_relay_tests::http::request(&gw.authority(), "GET", "/relay/v1/metrics", &[])
+        .await
+        .text();
+    assert!(
+        metrics.contains(r#"cdp_relay_mcp_requests_refused_total{reason="session_credential"} 2"#),
+        "{metrics}"
+    );
+    gw.process.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_session_limit_initialize_gets_503_and_the_running_session_is_untouched() {
+    let gw = HttpGateway::spawn(&["--max-sessions", "1"], &[]).await;
+    let ready =
+        cdp_relay_tests::http::request(&gw.authority(), "GET", "/relay/v1/ready", &[]).await;
+    assert_eq!(ready.status, 200);
+    let first = gw.connect(None).await;
+    let ready =
+        cdp_relay_tests::http::request(&gw.authority(), "GET", "/relay/v1/ready", &[]).await;
+    assert_eq!(ready.status, 503, "not ready at the limit");
+    let over = gw.raw_initialize(&[]).await;
+    assert_eq!(over.status, 503, "{}", over.text());
+    let body = over.json();
+    assert_eq!(body["id"], 1, "{body}");
+    let message = body["error"]["message"].as_str().expect("a JSON-RPC error");
+    assert!(message.contains("--max-sessions 1"), "{message}");
+    // The running session still answers.
+    let params = CallToolRequestParams::new("relay_endpoint");
+    let r = within("relay_endpoint", first.call_tool(params))
+        .await
+        .expect("call");
+    assert_ne!(r.is_error, Some(true), "{}", text_of(&r));
+    let status = gw.status(&[]).await;
+    assert_eq!(status["mcp"]["sessionsStarted"], 1, "{status}");
+    within("close", first.cancel()).await.expect("close");
+    gw.status_until("the place to free up", |s| s["mcp"]["sessionsOpen"] == 0)
+        .await;
+    let ready =
+        cdp_relay_tests::http::request(&gw.authority(), "GET", "/relay/v1/ready", &[]).await;
+    assert_eq!(ready.status, 200);
+    gw.process.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_short_sessions_in_a_row_leave_fds_and_memory_flat() {
+    let gw = HttpGateway::spawn(&[], &[]).await;
+    let pid = gw.process.pid();
+    let mut baseline = None;
+    for i in 0..30 {
+        let agent = gw.connect(None).await;
+        let r = within(
+            "relay_endpoint",
+            agent.call_tool(CallToolRequestParams::new("relay_endpoint")),
+        )
+        .await
+        .expect("call");
+        assert_ne!(r.is_error, Some(true));
+        within("close", agent.cancel()).await.expect("close");
+        gw.status_until("the session to end", |s| s["mcp"]["sessionsOpen"] == 0)
+            .await;
+        if i == 4 {
+            baseline = Some((gw.fd_count(), rss_kib(pid)));
+        }
+    }
+    let (fds, rss) = baseline.expect("baseline");
+    let (fds_after, rss_after) = (gw.fd_count(), rss_kib(pid));
+    eprintln!("30 sessions: fds {fds} -> {fds_after}, RSS {rss} KiB -> {rss_after} KiB");
+    assert!(fds_after <= fds + 2, "fds grew: {fds} -> {fds_after}");
+    assert!(
+        rss_after <= rss + 8 * 1024,
+        "RSS grew by more than 8 MiB over 25 sessions: {rss} -> {rss_after} KiB"
+    );
+    assert_eq!(gw.descendants(), vec![]);
+    gw.process.stop().await;
 }
