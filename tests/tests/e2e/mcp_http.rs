@@ -180,6 +180,25 @@ async fn isolation(server: Server, n: usize) {
     }
     pages_seen.sort_unstable();
     assert_eq!(pages_seen, (0..n).collect::<Vec<_>>());
+    // `cdp-relay runs` lists every session's run with its MCP session id.
+    let listed = std::process::Command::new(cdp_relay_tests::relay_binary())
+        .arg("runs")
+        .arg("--evidence-dir")
+        .arg(gw.evidence.path())
+        .output()
+        .expect("cdp-relay runs");
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    for (dir, session) in &runs {
+        let run = dir.file_name().expect("run id").to_string_lossy();
+        let line = listed
+            .lines()
+            .find(|l| l.starts_with(&*run))
+            .unwrap_or_else(|| panic!("{run} not listed:\n{listed}"));
+        assert!(
+            line.contains(session.as_deref().expect("session")),
+            "{line}"
+        );
+    }
     Arc::try_unwrap(gw)
         .ok()
         .expect("one owner")
@@ -558,4 +577,155 @@ async fn thirty_short_sessions_in_a_row_leave_fds_and_memory_flat() {
     );
     assert_eq!(gw.descendants(), vec![]);
     gw.process.stop().await;
+}
+
+/// Proportional set size of `pid` in KiB (`/proc/PID/smaps_rollup`), 0 when unreadable.
+fn pss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Pss:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// CPU seconds (user + system) used so far by `pid` and every process below it.
+fn cpu_seconds(pid: u32) -> f64 {
+    let ticks = |p: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| {
+                let (_, rest) = s.rsplit_once(')')?;
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+            })
+            .unwrap_or(0)
+    };
+    let all: u64 = std::iter::once(pid)
+        .chain(
+            cdp_relay_tests::mcp_http::descendants(pid)
+                .into_iter()
+                .map(|(p, _)| p),
+        )
+        .map(ticks)
+        .sum();
+    all as f64 / 100.0
+}
+
+/// 4 chrome-devtools-mcp sessions, each doing one navigation and one snapshot per second for
+/// 20 s: the CPU they take together, per session.
+async fn load(site: &Site) {
+    let gw = Arc::new(HttpGateway::spawn(&[], &chrome_devtools_mcp()).await);
+    let mut agents = Vec::new();
+    for _ in 0..4 {
+        agents.push(Arc::new(gw.connect(None).await));
+    }
+    let pid = gw.process.pid();
+    let before = cpu_seconds(pid);
+    let t0 = std::time::Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, agent) in agents.iter().enumerate() {
+        let (agent, url) = (agent.clone(), format!("{}/s{i}", site.origin));
+        tasks.spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+            for _ in 0..20 {
+                tick.tick().await;
+                call(&agent, Server::ChromeDevtools.navigate(&url)).await;
+                call(&agent, ("take_snapshot", json!({}))).await;
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    let cores = (cpu_seconds(pid) - before) / t0.elapsed().as_secs_f64();
+    eprintln!("4 sessions x (navigate + take_snapshot per second): {cores:.2} cores together, {:.2} per session", cores / 4.0);
+    for a in agents {
+        if let Ok(a) = Arc::try_unwrap(a) {
+            let _ = a.cancel().await;
+        }
+    }
+    if let Ok(gw) = Arc::try_unwrap(gw) {
+        gw.process.stop().await;
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The numbers of BENCHMARKS.md ("The gateway over HTTP"): session start (initialize → first
+/// tool call answered) per server, memory per open session (PSS of everything it started plus
+/// the gateway's RSS growth), and a tool call's time over HTTP and over stdio. Prints only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a measurement: run with --ignored --nocapture"]
+async fn measure_sessions() {
+    let site = site().await;
+    for server in [Server::ChromeDevtools, Server::Playwright] {
+        let out = tempfile::tempdir().expect("out");
+        let gw = HttpGateway::spawn(&[], &server.command(out.path())).await;
+        let before = rss_kib(gw.process.pid());
+        let mut starts = Vec::new();
+        let mut agents = Vec::new();
+        for i in 0..4 {
+            let t = std::time::Instant::now();
+            let agent = gw.connect(None).await;
+            call(&agent, server.navigate(&format!("{}/s{i}", site.origin))).await;
+            starts.push(t.elapsed().as_secs_f64());
+            agents.push(agent);
+        }
+        let pss: u64 = gw.descendants().iter().map(|(p, _)| pss_kib(*p)).sum();
+        let growth = rss_kib(gw.process.pid()).saturating_sub(before);
+        eprintln!(
+            "{server:?}: session start (initialize -> navigation answered) {:?} s; 4 sessions: children PSS {} MiB + gateway growth {} MiB = {} MiB per session",
+            starts.iter().map(|s| (s * 100.0).round() / 100.0).collect::<Vec<_>>(),
+            pss / 1024,
+            growth / 1024,
+            (pss + growth) / 1024 / 4
+        );
+        for a in agents {
+            let _ = a.cancel().await;
+        }
+        gw.process.stop().await;
+    }
+    load(&site).await;
+    // A cheap call (list_pages), 40 times, over HTTP and over stdio.
+    let gw = HttpGateway::spawn(&[], &chrome_devtools_mcp()).await;
+    let agent = gw.connect(None).await;
+    let mut http = Vec::new();
+    for _ in 0..40 {
+        let t = std::time::Instant::now();
+        call(&agent, ("list_pages", json!({}))).await;
+        http.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let _ = agent.cancel().await;
+    gw.process.stop().await;
+    let mut args = vec!["--".to_owned()];
+    args.extend(chrome_devtools_mcp());
+    let stdio = cdp_relay_tests::mcp::McpGateway::spawn(&args, &[]).await;
+    let mut piped = Vec::new();
+    for _ in 0..40 {
+        let t = std::time::Instant::now();
+        stdio.call("list_pages", json!({})).await;
+        piped.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    eprintln!(
+        "list_pages: median {:.1} ms over HTTP, {:.1} ms over stdio",
+        median(http),
+        median(piped)
+    );
+}
+
+/// The eight at once: over this machine's two cores when both run (BENCHMARKS.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "eight browsers at once: a larger machine's test; run with --ignored"]
+async fn eight_sessions_of_chrome_devtools_mcp_share_nothing() {
+    isolation(Server::ChromeDevtools, 8).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "eight browsers at once: a larger machine's test; run with --ignored"]
+async fn eight_sessions_of_playwright_mcp_share_nothing() {
+    isolation(Server::Playwright, 8).await;
 }
