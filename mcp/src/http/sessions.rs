@@ -490,4 +490,30 @@ mod tests {
         assert_ne!(a, b);
         cdp_evidence::validate_id("session", &a).unwrap();
     }
+
+    #[test]
+    fn a_session_answers_only_its_creators_credential() {
+        use cdp_relay_proxy::Token;
+        let slot = super::Slot::new("s".into());
+        assert!(!slot.credential_matches(None), "not before initialize");
+        slot.credential.set(Some(Token::of("Bearer a"))).ok();
+        assert!(slot.credential_matches(Some("Bearer a")));
+        assert!(!slot.credential_matches(Some("Bearer b")));
+        assert!(!slot.credential_matches(None));
+        let open = super::Slot::new("t".into());
+        open.credential.set(None).ok();
+        assert!(open.credential_matches(None));
+        assert!(
+            !open.credential_matches(Some("Bearer a")),
+            "none then is none now"
+        );
+    }
+
+    #[test]
+    fn the_first_reason_given_wins() {
+        let slot = super::Slot::new("s".into());
+        slot.mark(super::StopReason::Deleted);
+        slot.mark(super::StopReason::ServerExited);
+        assert_eq!(slot.take_reason(), Some(super::StopReason::Deleted));
+    }
 }

@@ -729,3 +729,26 @@ async fn eight_sessions_of_chrome_devtools_mcp_share_nothing() {
 async fn eight_sessions_of_playwright_mcp_share_nothing() {
     isolation(Server::Playwright, 8).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_server_cannot_start_is_a_clear_error_and_leaves_nothing() {
+    let gw = HttpGateway::spawn(&[], &["/nonexistent/mcp-server".to_owned()]).await;
+    let a = gw.raw_initialize(&[]).await;
+    let text = a.text();
+    assert!(
+        text.contains("\"error\"") && text.contains("could not start this session"),
+        "{}: {text}",
+        a.status
+    );
+    let status = gw
+        .status_until("the failed session to be gone", |s| {
+            s["mcp"]["sessionsOpen"] == 0
+        })
+        .await;
+    assert_eq!(status["sessions"], json!([]), "{status}");
+    assert_eq!(gw.descendants(), vec![], "its browser was stopped");
+    // The place is free again: a second attempt gets the same answer, not 503.
+    let again = gw.raw_initialize(&[]).await;
+    assert_ne!(again.status, 503);
+    gw.process.stop().await;
+}
