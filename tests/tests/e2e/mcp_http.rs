@@ -10,11 +10,11 @@
 //!   `initialize` gets 503 and a JSON-RPC error while the running session is untouched.
 //! - Many short sessions in a row leave the gateway's fd count and RSS flat.
 
-use cdp_relay_tests::mcp::{chrome_devtools_mcp, playwright_mcp, text_of};
+use cdp_relay_tests::mcp::{chrome_devtools_mcp, playwright_mcp, resource_text, text_of};
 use cdp_relay_tests::mcp_http::{Agent, HttpGateway};
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::{rss_kib, within};
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -104,6 +104,30 @@ async fn isolation(server: Server, n: usize) {
                 server.evaluate("() => 'seen ' + document.cookie + ' keys ' + Object.keys(localStorage).sort().join(',')"),
             )
             .await;
+            // Evidence shows this session's run only, though every run shares the root.
+            let all_runs: Vec<String> = gw
+                .runs()
+                .iter()
+                .map(|(d, _)| d.file_name().expect("id").to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(all_runs.len(), n, "every session's run exists now");
+            let listed = within("evidence://runs", agent.read_resource(ReadResourceRequestParams::new("evidence://runs")))
+                .await
+                .expect("evidence://runs");
+            let listed: Value = serde_json::from_str(&resource_text(&listed)).expect("JSON");
+            assert_eq!(listed.as_array().map(Vec::len), Some(1), "session {i} lists {listed}");
+            let readable: Vec<&String> = {
+                let mut ok = Vec::new();
+                for run in &all_runs {
+                    let uri = format!("evidence://runs/{run}/manifest.json");
+                    if agent.read_resource(ReadResourceRequestParams::new(uri)).await.is_ok() {
+                        ok.push(run);
+                    }
+                }
+                ok
+            };
+            assert_eq!(readable.len(), 1, "session {i} reads the runs {readable:?}");
+            assert_eq!(listed[0]["id"], readable[0].as_str());
             within("closing the session", agent.cancel())
                 .await
                 .expect("close");
