@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::process::Command;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use super::transport::AgentLink;
 
@@ -314,26 +315,32 @@ fn drain_stderr(
     clean: Arc<dyn Fn(&str) -> String + Send + Sync>,
     tail: Arc<Mutex<Vec<String>>>,
 ) {
-    tokio::spawn(async move {
-        let mut lines = super::transport::Lines::new(stderr, STDERR_LINE, true);
-        loop {
-            let line = match lines.next().await {
-                Ok(super::transport::Next::Eof) | Err(_) => return,
-                Ok(super::transport::Next::Line) => clean(&String::from_utf8_lossy(lines.line())),
-                Ok(super::transport::Next::Over { bytes, .. }) => {
-                    over_long_stderr(lines.line(), bytes, &*clean)
+    tokio::spawn(
+        async move {
+            let mut lines = super::transport::Lines::new(stderr, STDERR_LINE, true);
+            loop {
+                let line = match lines.next().await {
+                    Ok(super::transport::Next::Eof) | Err(_) => return,
+                    Ok(super::transport::Next::Line) => {
+                        clean(&String::from_utf8_lossy(lines.line()))
+                    }
+                    Ok(super::transport::Next::Over { bytes, .. }) => {
+                        over_long_stderr(lines.line(), bytes, &*clean)
+                    }
+                };
+                {
+                    let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                    if tail.len() == STDERR_TAIL {
+                        tail.remove(0);
+                    }
+                    tail.push(line.chars().take(200).collect());
                 }
-            };
-            {
-                let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
-                if tail.len() == STDERR_TAIL {
-                    tail.remove(0);
-                }
-                tail.push(line.chars().take(200).collect());
+                tracing::info!(target: "cdp_relay_mcp::server", "{line}");
             }
-            tracing::info!(target: "cdp_relay_mcp::server", "{line}");
         }
-    });
+        // Over HTTP, the session's span: each line names its session.
+        .in_current_span(),
+    );
 }
 
 /// The head of an over-long stderr line, cut back to a whitespace so that no secret is cut in

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// By default, how long the wrapped server gets to answer a tool call.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
@@ -287,7 +288,8 @@ impl Gateway {
                 );
             }
             shared.record_exit(&exit);
-        });
+        }
+        .in_current_span());
     }
 
     /// Resolves when the wrapped server exits without being asked to; never without one.

@@ -235,11 +235,16 @@ async fn mcp(req: Request<Incoming>, state: &State) -> Response<Body> {
             );
         };
         slot.touch();
-        if parts.method == Method::DELETE {
+        let delete = parts.method == Method::DELETE;
+        if delete {
             slot.mark(crate::StopReason::Deleted);
         }
-        let req = Request::from_parts(parts, body);
-        return state.mcp.handle(req).await;
+        let answer = state.mcp.handle(Request::from_parts(parts, body)).await;
+        if delete && !answer.status().is_success() {
+            // rmcp refused the DELETE: the session goes on, and a later end has its own reason.
+            slot.unmark();
+        }
+        return answer;
     }
     if parts.method != Method::POST {
         let req = Request::from_parts(parts, body);

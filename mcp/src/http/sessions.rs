@@ -105,6 +105,11 @@ impl Slot {
         r.get_or_insert(why);
     }
 
+    /// Forgets a reason given too early (a DELETE rmcp refused).
+    pub(crate) fn unmark(&self) {
+        self.take_reason();
+    }
+
     fn take_reason(&self) -> Option<StopReason> {
         self.reason.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
