@@ -776,3 +776,51 @@ async fn a_session_whose_server_cannot_start_is_a_clear_error_and_leaves_nothing
     assert_ne!(again.status, 503);
     gw.process.stop().await;
 }
+
+#[test]
+fn the_kubernetes_example_runs_flags_the_binary_accepts() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../deploy/kubernetes/mcp-gateway.yaml");
+    let yaml = std::fs::read_to_string(&path).expect("deploy/kubernetes/mcp-gateway.yaml");
+    // The container's command: the `- ` items between `command:` and `ports:`.
+    let command: Vec<String> = yaml
+        .lines()
+        .skip_while(|l| l.trim() != "command:")
+        .skip(1)
+        .take_while(|l| l.trim() != "ports:")
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .map(|a| a.trim_matches('"').to_owned())
+        .collect();
+    let at = command
+        .iter()
+        .position(|a| a == "cdp-relay")
+        .expect("cdp-relay in the command");
+    let ours: Vec<&String> = command[at + 1..]
+        .iter()
+        .take_while(|a| *a != "--")
+        .collect();
+    assert!(
+        ours.iter().any(|a| *a == "--listen") && ours[0] == "mcp",
+        "{ours:?}"
+    );
+    let out = std::process::Command::new(cdp_relay_tests::relay_binary())
+        .args(&ours)
+        .arg("--help")
+        .output()
+        .expect("run cdp-relay");
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{ours:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in ["CDP_RELAY_TOKEN_FILE", "CDP_RELAY_EVIDENCE_DIR"] {
+        assert!(
+            yaml.contains(name) && help.contains(&format!("[env: {name}")),
+            "{name}"
+        );
+    }
+    for probe in ["/relay/v1/ready", "/relay/v1/live"] {
+        assert!(yaml.contains(probe), "{probe}");
+    }
+}
