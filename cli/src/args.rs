@@ -17,7 +17,8 @@ pub struct Usage(pub String);
 #[derive(Debug, Clone, Args)]
 pub struct RelayArgs {
     /// Address to listen on. Port 0 picks a free port; the endpoint is printed on stdout.
-    /// Default: 127.0.0.1:9223 (`mcp`: 127.0.0.1:0, any free port).
+    /// Default: 127.0.0.1:9223. `mcp --listen ADDR` serves MCP over Streamable HTTP at
+    /// http://ADDR/mcp instead of stdio (each session's relay takes a free loopback port).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
 

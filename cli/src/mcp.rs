@@ -96,9 +96,8 @@ pub struct McpArgs {
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub session_idle: Option<u64>,
 
-    /// `--listen ADDR` serves MCP over Streamable HTTP at http://ADDR/mcp (printed as the only
-    /// stdout line) instead of stdio; each session's own relay then listens on a free loopback
-    /// port. The token, --allow-host and --allow-origin rules apply to that endpoint.
+    // `--listen ADDR` (a relay flag) serves MCP over Streamable HTTP at http://ADDR/mcp instead
+    // of stdio; the token, --allow-host and --allow-origin rules then apply to that endpoint.
     #[command(flatten)]
     pub relay: RelayArgs,
 
@@ -458,6 +457,45 @@ mod tests {
         ])
         .is_err());
         assert!(parse(&["cdp-relay", "mcp", "--init-timeout", "0"]).is_err());
+    }
+
+    #[test]
+    fn http_flags_need_listen_and_http_refuses_a_shared_browser_or_run() {
+        for args in [
+            &["cdp-relay", "mcp", "--max-sessions", "2"][..],
+            &["cdp-relay", "mcp", "--session-idle", "60"],
+            &[
+                "cdp-relay",
+                "mcp",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                "http://127.0.0.1:9",
+            ],
+            &[
+                "cdp-relay",
+                "mcp",
+                "--listen",
+                "127.0.0.1:0",
+                "--session",
+                "shared",
+            ],
+        ] {
+            let e = super::run(parse(args).unwrap()).unwrap_err();
+            assert!(
+                e.downcast_ref::<crate::args::Usage>().is_some(),
+                "{args:?}: {e}"
+            );
+        }
+        assert!(parse(&[
+            "cdp-relay",
+            "mcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-sessions",
+            "0"
+        ])
+        .is_err());
     }
 
     #[test]
