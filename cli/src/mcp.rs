@@ -205,6 +205,65 @@ impl Relayed {
         })
     }
 
+    /// Hands the browser and recording to a task that watches the browser until asked to stop:
+    /// the stop (which waits until all is stopped), and what resolves with how the browser
+    /// exited when it did so unasked (as `serve` notices it on stdio).
+    fn watched(
+        mut self,
+    ) -> (
+        Box<dyn FnOnce() -> cdp_relay_mcp::BoxFuture<()> + Send>,
+        cdp_relay_mcp::BoxFuture<String>,
+    ) {
+        let (stop_tx, mut stop_rx) =
+            tokio::sync::oneshot::channel::<tokio::sync::oneshot::Sender<()>>();
+        let (exit_tx, exit_rx) = tokio::sync::oneshot::channel::<String>();
+        tokio::spawn(async move {
+            let mut exit_tx = Some(exit_tx);
+            let done = loop {
+                tokio::select! {
+                    done = &mut stop_rx => break done.ok(),
+                    status = async {
+                        match self.browser.as_mut() {
+                            Some(b) => b.wait().await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        let how = match status {
+                            Ok(s) => s.to_string(),
+                            Err(e) => format!("lost track of it: {e}"),
+                        };
+                        if let Some(tx) = exit_tx.take() {
+                            let _ = tx.send(how);
+                        }
+                        if let Some(b) = self.browser.take() {
+                            b.shutdown().await;
+                        }
+                    }
+                }
+            };
+            self.stop().await;
+            if let Some(done) = done {
+                let _ = done.send(());
+            }
+        });
+        let stop: Box<dyn FnOnce() -> cdp_relay_mcp::BoxFuture<()> + Send> = Box::new(move || {
+            Box::pin(async move {
+                let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+                if stop_tx.send(done_tx).is_ok() {
+                    let _ = done_rx.await;
+                }
+            })
+        });
+        let exited: cdp_relay_mcp::BoxFuture<String> = Box::pin(async move {
+            match exit_rx.await {
+                Ok(how) => how,
+                // Stopped as asked: never "exited".
+                Err(_) => std::future::pending().await,
+            }
+        });
+        (stop, exited)
+    }
+
     /// Finalizes the run (render, prune, upload), stops the relay and the browser.
     async fn stop(self) {
         let stopped = self.recording.stop_recording().await;
@@ -367,14 +426,19 @@ async fn serve_http(args: McpArgs, variables: Variables) -> anyhow::Result<ExitC
                 .await
                 .map_err(|e| format!("{e:#}"))?;
             let cdp_url = relayed.recording.endpoint().to_owned();
+            let endpoints = Endpoints {
+                ws_url: cdp_relay_mcp::browser_ws_url(&cdp_url).await,
+                cdp_url,
+            };
+            let evidence = relayed.recording.evidence().cloned();
+            let evidence_root = relayed.evidence_root.clone();
+            let (stop, exited) = relayed.watched();
             Ok(cdp_relay_mcp::SessionBrowser {
-                endpoints: Endpoints {
-                    ws_url: cdp_relay_mcp::browser_ws_url(&cdp_url).await,
-                    cdp_url,
-                },
-                evidence: relayed.recording.evidence().cloned(),
-                evidence_root: relayed.evidence_root.clone(),
-                stop: Box::new(move || Box::pin(relayed.stop())),
+                endpoints,
+                evidence,
+                evidence_root,
+                stop,
+                exited: Some(exited),
             })
         })
     });

@@ -51,6 +51,9 @@ pub struct SessionBrowser {
     pub evidence_root: Option<PathBuf>,
     /// Finalizes the run (render, upload when configured) and stops the relay and browser.
     pub stop: Box<dyn FnOnce() -> BoxFuture<()> + Send>,
+    /// Resolves with how the browser exited when it did so without being stopped (recorded
+    /// as `browserExited`, an error; the session goes on, its evidence tools still work).
+    pub exited: Option<BoxFuture<String>>,
 }
 
 impl std::fmt::Debug for SessionBrowser {

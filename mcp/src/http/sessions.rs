@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
+use tracing::Instrument;
 
 /// A place among `--max-sessions`, held from the admitted `initialize` until the session ends.
 pub(crate) struct Ticket(Arc<AtomicUsize>);
@@ -57,6 +58,8 @@ pub(crate) struct Slot {
     /// Why it ends, when that is known before rmcp closes it (DELETE, its server exited).
     reason: Mutex<Option<StopReason>>,
     ending: AtomicBool,
+    /// Cancelled once the session has ended: its watchers stop with it.
+    ended: tokio_util::sync::CancellationToken,
     ticket: Mutex<Option<Ticket>>,
     pub(crate) requests: AtomicU64,
 }
@@ -72,6 +75,7 @@ impl Slot {
             last_seen: Mutex::new(Instant::now()),
             reason: Mutex::new(None),
             ending: AtomicBool::new(false),
+            ended: tokio_util::sync::CancellationToken::new(),
             ticket: Mutex::new(None),
             requests: AtomicU64::new(0),
         }
@@ -219,7 +223,8 @@ impl Hub {
         if let Some(g) = slot.gateway.get() {
             return Ok(g.clone());
         }
-        let browser = (self.start)(slot.id.to_string()).await?;
+        let mut browser = (self.start)(slot.id.to_string()).await?;
+        let exited = browser.exited.take();
         let mut config = self.config.clone();
         config.evidence_root = browser.evidence.as_ref().and(browser.evidence_root.clone());
         config.session = Some(slot.id.to_string());
@@ -241,12 +246,31 @@ impl Hub {
             return Err("the session ended while it was starting".into());
         }
         tracing::info!(session = %slot.id, "mcp: session started ({} open)", self.admitted());
+        if let Some(exited) = exited {
+            let (g, ended) = (gateway.clone(), slot.ended.clone());
+            tokio::spawn(
+                async move {
+                    tokio::select! {
+                        () = ended.cancelled() => {}
+                        how = exited => {
+                            tracing::warn!("mcp: the session's browser exited ({how}); the evidence tools still work");
+                            g.browser_exited(&how, false);
+                        }
+                    }
+                }
+                .in_current_span(),
+            );
+        }
         let hub = self.clone();
         let (slot2, g) = (slot.clone(), gateway.clone());
         tokio::spawn(async move {
-            g.server_gone().await;
-            slot2.mark(StopReason::ServerExited);
-            let _ = hub.close_session(&slot2.id).await;
+            tokio::select! {
+                () = slot2.ended.cancelled() => {}
+                () = g.server_gone() => {
+                    slot2.mark(StopReason::ServerExited);
+                    let _ = hub.close_session(&slot2.id).await;
+                }
+            }
         });
         Ok(gateway)
     }
@@ -270,6 +294,7 @@ impl Hub {
         self.stop_parts(&slot, why).await;
         slot.ticket.lock().unwrap_or_else(|e| e.into_inner()).take();
         self.counts.ended(why.name());
+        slot.ended.cancel();
         tracing::info!(session = %slot.id, reason = why.name(), "mcp: session ended ({})", why.name());
     }
 
