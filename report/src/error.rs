@@ -32,4 +32,13 @@ pub enum ReportError {
         #[source]
         source: cdp_evidence::Error,
     },
+    /// An export (a trace archive) could not be written.
+    #[error("cannot write {what}: {source}")]
+    Export {
+        /// What was being written.
+        what: &'static str,
+        /// What went wrong.
+        #[source]
+        source: std::io::Error,
+    },
 }

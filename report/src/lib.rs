@@ -50,6 +50,7 @@
 
 mod error;
 mod frames;
+pub mod har;
 mod html;
 mod limits;
 mod model;
@@ -59,6 +60,8 @@ pub mod replay;
 mod summary;
 mod text;
 mod timeline;
+pub mod trace;
+mod whole;
 
 pub use error::ReportError;
 pub use options::Options;

@@ -54,7 +54,7 @@ fn evidence_reason(e: &cdp_evidence::Error) -> String {
 pub(crate) fn load(run: &RunDir, dir_name: &str, options: &Options) -> Report {
     let mut notes = Vec::new();
     let manifest = read_manifest(run, &mut notes);
-    let (mut tl, mut journal) = read_journal(run, manifest.as_ref(), options);
+    let (mut tl, mut journal) = read_journal(run, manifest.as_ref(), options.caps());
     notes.extend(journal.missing_note());
     let frames = frames::embed(&mut tl, run, options);
     timeline::link_frames_after(&mut tl);
@@ -144,10 +144,10 @@ fn read_manifest(run: &RunDir, notes: &mut Vec<Note>) -> Option<Manifest> {
 /// The timeline, from two streaming passes over the journal (never the whole file in memory);
 /// the second reads no further than the first did, so a journal still being written gives one
 /// consistent model. Beside it, what the first pass found about the journal's lines.
-fn read_journal(
+pub(crate) fn read_journal(
     run: &RunDir,
     manifest: Option<&Manifest>,
-    options: &Options,
+    caps: timeline::Caps,
 ) -> (Timeline, JournalFacts) {
     let parse_time = |s: Option<&String>| s.and_then(|s| time::parse_rfc3339_millis(s));
     let start = parse_time(manifest.and_then(|m| m.started_at.as_ref()));
@@ -172,7 +172,7 @@ fn read_journal(
             _ => {}
         }
     };
-    let tl = timeline::build_from(&mut source, start, end, options.caps());
+    let tl = timeline::build_from(&mut source, start, end, caps);
     (tl, journal)
 }
 
@@ -302,8 +302,8 @@ fn marker_notes(m: &timeline::Markers) -> Vec<Note> {
 
 /// What reading the journal said about its lines (not its records).
 #[derive(Default)]
-struct JournalFacts {
-    corrupt: usize,
+pub(crate) struct JournalFacts {
+    pub(crate) corrupt: usize,
     corrupt_lines: Vec<u64>,
     torn_tail: Option<TornTail>,
     /// No journal (`Some(None)`), or one refused for a reason.

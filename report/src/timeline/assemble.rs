@@ -339,6 +339,7 @@ impl Assembly {
             outcome: seen.status,
             error: seen.error,
             at_ms: seen.at_ms,
+            duration_ms: r.duration_ms,
         };
         e.kept
             .get_or_insert_with(|| TopN::new(cap))

@@ -76,7 +76,29 @@ impl Default for Caps {
     }
 }
 
+/// What the exports (a Playwright trace, a HAR) keep whole: every step, failure, browser action
+/// and frame of any run a person or a viewer would open, and still a bound for a runaway one
+/// (the rest is counted, as in the report). No tables or jump list: the exports have none.
+const WHOLE: usize = 500_000;
+
 impl Caps {
+    /// The caps of the exports: everything, up to [`WHOLE`] of each; plumbing as in the report
+    /// (it is only an action's log there).
+    pub(crate) fn whole() -> Caps {
+        Caps {
+            steps: WHOLE,
+            failures_per_step: WHOLE,
+            failures_total: WHOLE,
+            effects_per_step: WHOLE,
+            effects_total: WHOLE,
+            frames_per_step: WHOLE,
+            frames_total: WHOLE,
+            table_rows: 0,
+            jump: 0,
+            ..Caps::default()
+        }
+    }
+
     /// A per-step cap shrunk so that `slots` steps list at most `total` together (at least 1
     /// each while the per-step cap allows any).
     pub(crate) fn share(per_step: usize, total: usize, slots: usize) -> usize {

@@ -50,6 +50,7 @@ pub(crate) struct Effect {
     pub outcome: Outcome,
     pub error: Option<String>,
     pub at_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
 }
 
 impl Effect {

@@ -43,7 +43,7 @@ mod types;
 
 pub(crate) use crate::limits::*;
 pub(crate) use caps::{Caps, MAX_MARKER_ENTRIES, MAX_RECORD_ARTIFACTS};
-pub(crate) use mcp::ToolCall;
+pub(crate) use mcp::{Effect, ToolCall};
 pub(crate) use role::*;
 pub(crate) use select::FailureTotals;
 pub(crate) use types::*;
