@@ -318,7 +318,13 @@ impl Builder {
             return;
         }
         let call_id = format!("call@{index}");
-        let end = at + s.duration_ms.unwrap_or(0);
+        let mut end = at + s.duration_ms.unwrap_or(0);
+        // A tool call lasts until its last browser action ends (a viewer nests them by time).
+        if let What::ToolCall(call) = &s.what {
+            for e in &call.effects {
+                end = end.max(e.at_ms.unwrap_or(at) + e.duration_ms.unwrap_or(0));
+            }
+        }
         let mut log: Vec<(u64, String)> = Vec::new();
         if !s.time_known {
             log.push((at, "time unknown: placed after the step before it".into()));
