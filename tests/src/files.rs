@@ -131,3 +131,73 @@ mod tests {
         assert_eq!(log_leak("no time 739418", "739418"), Some("no time 739418"));
     }
 }
+
+/// How a planted value can be spelled in an export: as it is, JSON-escaped, percent-encoded
+/// (as a form and as a URL component), and in base64 (standard and URL-safe) at each of the
+/// three alignments it can have inside a longer base64 text. A sweep searches every byte of
+/// every file for each of them.
+pub fn spellings(v: &str) -> Vec<String> {
+    use base64::Engine as _;
+    let pct = |keep: &dyn Fn(u8) -> bool, space_plus: bool| -> String {
+        v.bytes()
+            .map(|b| match b {
+                b' ' if space_plus => "+".to_owned(),
+                b if keep(b) => (b as char).to_string(),
+                b => format!("%{b:02X}"),
+            })
+            .collect()
+    };
+    let alnum = |b: u8| b.is_ascii_alphanumeric();
+    let mut all = vec![
+        v.to_owned(),
+        serde_json::to_string(v).expect("a string")[1..]
+            .trim_end_matches('"')
+            .to_owned(),
+        pct(&|b| alnum(b) || b"*-._".contains(&b), true),
+        pct(&|b| alnum(b) || b"-_.!~*'()".contains(&b), false),
+    ];
+    for engine in [
+        &base64::engine::general_purpose::STANDARD,
+        &base64::engine::general_purpose::URL_SAFE,
+    ] {
+        for shift in 0..3usize {
+            let mut bytes = vec![0u8; shift];
+            bytes.extend_from_slice(v.as_bytes());
+            let enc = engine.encode(&bytes);
+            // The characters that depend only on the value: past the shift's bytes, before
+            // the last (partial) group.
+            let skip = (shift * 4).div_ceil(3);
+            let keep = (bytes.len() / 3) * 4;
+            if keep > skip + 4 {
+                all.push(enc[skip..keep].to_owned());
+            }
+        }
+    }
+    all.sort();
+    all.dedup();
+    all
+}
+
+#[cfg(test)]
+mod spelling_tests {
+    use super::{leaks, spellings};
+    use base64::Engine as _;
+
+    #[test]
+    fn a_value_inside_base64_at_any_alignment_is_found() {
+        let secret = "demo-Passw0rd!";
+        for prefix in ["", "x", "xy", "xyz"] {
+            let blob =
+                base64::engine::general_purpose::STANDARD.encode(format!("{prefix}{secret}tail"));
+            assert!(
+                spellings(secret).iter().any(|s| leaks(blob.as_bytes(), s)),
+                "{prefix:?}: {blob}"
+            );
+        }
+        let quoted = format!("a\"{secret}");
+        let json = serde_json::to_string(&serde_json::json!({ "k": quoted })).unwrap();
+        assert!(!json.contains(quoted.as_str()));
+        assert!(spellings(&quoted).iter().any(|s| json.contains(s.as_str())));
+        assert!(spellings("a b&c").contains(&"a+b%26c".to_owned()));
+    }
+}

@@ -12,6 +12,7 @@ pub mod fake;
 pub mod feedback_pages;
 pub mod files;
 mod fixtures;
+pub mod har;
 pub mod http;
 pub mod mcp;
 pub mod mcp_http;

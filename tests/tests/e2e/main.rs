@@ -41,6 +41,7 @@ mod otp_boxes;
 mod report_browser;
 mod secrets_bounds;
 mod targets;
+mod trace_export;
 mod upload;
 mod url_spellings;
 mod verdict_truth;
