@@ -7,6 +7,8 @@
 //! evidence://runs/{runId}/actions.jsonl
 //! evidence://runs/{runId}/manifest.json
 //! evidence://runs/{runId}/replay.spec.ts         the run as a Playwright test (`cdp-relay export`)
+//! evidence://runs/{runId}/trace.zip              the run as a Playwright trace (a blob)
+//! evidence://runs/{runId}/run.har                the run's requests as HAR 1.2
 //! evidence://runs/{runId}/artifacts/{name}       images as blobs with their MIME type
 //! ```
 //!
@@ -17,8 +19,8 @@
 //! [`cdp_evidence::RunDir`] (`openat`, no symlink followed). An artifact is served only when
 //! the run's journal lists it, and only with a single link (a hard link planted in
 //! `artifacts/` may be any file of the filesystem). The summary and report of a run still
-//! recording are rendered in memory on each read, and the replay test of any run is written in
-//! memory on each read; nothing here writes.
+//! recording are rendered in memory on each read, and the replay test, the trace and the HAR
+//! of any run are written in memory on each read; nothing here writes.
 
 use cdp_evidence::{RunDir, Store};
 use rmcp::model::{
@@ -33,7 +35,7 @@ pub(crate) const PREFIX: &str = "evidence://runs";
 pub(crate) const MAX_BYTES: u64 = 64 << 20;
 
 /// The files of a run that are resources.
-const FILES: [(&str, &str, &str); 5] = [
+const FILES: [(&str, &str, &str); 7] = [
     (
         cdp_report::SUMMARY_FILE,
         "text/markdown",
@@ -58,6 +60,16 @@ const FILES: [(&str, &str, &str); 5] = [
         cdp_report::replay::SPEC_FILE,
         "text/x-typescript",
         "The run as a Playwright test that replays it (typed text from environment variables)",
+    ),
+    (
+        cdp_report::trace::TRACE_FILE,
+        "application/zip",
+        "The run as a Playwright trace (open it with npx playwright show-trace)",
+    ),
+    (
+        cdp_report::har::HAR_FILE,
+        "application/json",
+        "The run's failed requests as HAR 1.2 (origin and path only)",
     ),
 ];
 
@@ -86,7 +98,7 @@ pub(crate) fn is_ours(uri: &str) -> bool {
 
 fn refused() -> ErrorData {
     ErrorData::invalid_params(
-        "not an evidence resource: use evidence://runs or evidence://runs/{runId}/{summary.md|report.html|actions.jsonl|manifest.json|replay.spec.ts|artifacts/NAME}",
+        "not an evidence resource: use evidence://runs or evidence://runs/{runId}/{summary.md|report.html|actions.jsonl|manifest.json|replay.spec.ts|trace.zip|run.har|artifacts/NAME}",
         None,
     )
 }
@@ -219,6 +231,9 @@ impl Evidence<'_> {
                         export.text,
                     )]));
                 }
+                if let Some(content) = export(uri, &id, &dir, name, mime)? {
+                    return Ok(ReadResourceResult::new(vec![content]));
+                }
                 let running = self.current.as_deref() == Some(id.as_str());
                 let rendered = matches!(name, cdp_report::SUMMARY_FILE | cdp_report::HTML_FILE);
                 let bytes = if rendered && running {
@@ -300,6 +315,41 @@ impl Evidence<'_> {
         };
         Ok(ReadResourceResult::new(vec![content]))
     }
+}
+
+/// The trace or the HAR of a run, built on read from its journal; `None` for another file.
+fn export(
+    uri: &str,
+    id: &str,
+    dir: &RunDir,
+    name: &str,
+    mime: &str,
+) -> Result<Option<ResourceContents>, ErrorData> {
+    let failed = || ErrorData::internal_error(format!("run {id} cannot be exported"), None);
+    if name == cdp_report::har::HAR_FILE {
+        let har = cdp_report::har::export(dir.path()).map_err(|_| failed())?;
+        return Ok(Some(text_contents(uri, mime, har.text)));
+    }
+    if name != cdp_report::trace::TRACE_FILE {
+        return Ok(None);
+    }
+    let (bytes, _) = cdp_report::trace::to_memory(dir.path()).map_err(|_| failed())?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "the trace of run {id} is too large to serve ({} MiB): write it with cdp-relay export {id} --format trace --out run.zip",
+                bytes.len() >> 20
+            ),
+            None,
+        ));
+    }
+    use base64::Engine as _;
+    Ok(Some(ResourceContents::BlobResourceContents {
+        uri: uri.to_owned(),
+        mime_type: Some(mime.to_owned()),
+        blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+        meta: None,
+    }))
 }
 
 /// True when a record of the run's journal names `artifacts/{name}` (read line by line, as
@@ -489,6 +539,52 @@ mod tests {
             assert!(text.contains(run.id()), "{text}");
         }
         assert!(!std::fs::exists(run.dir().join("replay.spec.ts")).unwrap());
+    }
+
+    #[test]
+    fn the_trace_and_the_har_of_a_run_are_built_on_read() {
+        use cdp_evidence::{Action, Record, RecordKind};
+        use cdp_sanitize::SafeText;
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(cdp_evidence::EvidenceConfig::at(tmp.path())).unwrap();
+        let run = store.join_session("s", "relay").unwrap();
+        run.append(Record::new(
+            SafeText::literal("cdp"),
+            RecordKind::Action(Action::new(SafeText::literal("Page.reload"))),
+        ))
+        .unwrap();
+        let evidence = Evidence {
+            store: &store,
+            current: Some(run.id().to_owned()),
+            session: None,
+        };
+        for id in ["current", run.id()] {
+            let read = evidence.read(&format!("{PREFIX}/{id}/trace.zip")).unwrap();
+            let ResourceContents::BlobResourceContents {
+                blob, mime_type, ..
+            } = &read.contents[0]
+            else {
+                panic!("not a blob")
+            };
+            assert_eq!(mime_type.as_deref(), Some("application/zip"));
+            use base64::Engine as _;
+            let zip = base64::engine::general_purpose::STANDARD
+                .decode(blob)
+                .unwrap();
+            assert!(zip.starts_with(b"PK\x03\x04"), "a zip archive");
+            let text = String::from_utf8_lossy(&zip);
+            assert!(text.contains("Reloaded the page"), "{text}");
+            let read = evidence.read(&format!("{PREFIX}/{id}/run.har")).unwrap();
+            let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else {
+                panic!("not text")
+            };
+            let har: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(har["log"]["version"], "1.2");
+        }
+        for name in ["trace.zip", "run.har"] {
+            assert!(!std::fs::exists(run.dir().join(name)).unwrap());
+        }
+        assert!(parse("evidence://runs/current/../trace.zip").is_err());
     }
 
     #[test]

@@ -104,6 +104,12 @@ fn header(r: &Report) -> Markup {
                     "Replay it as a Playwright test (typed text from environment variables): "
                     code.run-text { "cdp-relay export " (r.run_id) " --out " (crate::replay::SPEC_FILE) }
                 }
+                p.meta.replay {
+                    "Open it in Playwright's trace viewer: "
+                    code.run-text { "cdp-relay export " (r.run_id) " --format trace --out run.zip" }
+                    ", then "
+                    code.run-text { "npx playwright show-trace run.zip" }
+                }
                 dl.figures {
                     div { dt { "Steps" } dd { (tl.real_steps()) } }
                     div.bad[totals.requests > 0] { dt { "Failed requests" } dd { (totals.requests) } }

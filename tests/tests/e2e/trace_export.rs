@@ -190,6 +190,15 @@ async fn the_demos_trace_opens_in_playwrights_trace_cli_with_the_journals_counts
     let stderr = export(&run_dir, "trace", &zip_path);
     assert!(stderr.contains("npx playwright show-trace"), "{stderr}");
 
+    // report.html names the command that gets the trace, and the one that opens it.
+    let html = std::fs::read_to_string(run_dir.join("report.html")).expect("report.html");
+    let run_id = run_dir.file_name().expect("a name").to_string_lossy();
+    assert!(
+        html.contains(&format!("cdp-relay export {run_id} --format trace --out run.zip"))
+            && html.contains("npx playwright show-trace run.zip"),
+        "report.html names no trace command"
+    );
+
     let j = journal(&run_dir);
     let steps = cdp_report::render_to_memory(&run_dir, &cdp_report::Options::default())
         .expect("render")
