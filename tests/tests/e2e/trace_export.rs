@@ -6,12 +6,18 @@
 //! `show-trace` on loopback and loaded in headless Chromium, lists the same actions. The HAR
 //! reads as HAR 1.2 (the typed model in `tests/src/har.rs`) with the journal's requests, in
 //! order. No byte of any zip entry or of the HAR holds what the demo typed, the token in a
-//! request's query or the session cookie, in any spelling.
+//! request's query or the session cookie, in any spelling. An agent's run through the MCP
+//! gateway (chrome-devtools-mcp) exports, and serves as `evidence://runs/current/trace.zip`, a
+//! trace whose top-level actions are its steps and whose `fill_form` call has its three typing
+//! steps as children, with nothing it typed.
 
 use cdp_evidence::{RunDir, Status, StoredPayload, StoredRecord, Verified, Word};
-use cdp_relay_tests::files::{leaks, spellings};
+use cdp_relay_tests::files::{leaks, spellings, Scratch};
 use cdp_relay_tests::har::Har;
+use cdp_relay_tests::mcp::{chrome_devtools_mcp, element, text_of, McpGateway, SIGN_IN_FORM};
+use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::{clients_dir, only_run, relay_binary, within};
+use serde_json::json;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -194,8 +200,9 @@ async fn the_demos_trace_opens_in_playwrights_trace_cli_with_the_journals_counts
     let html = std::fs::read_to_string(run_dir.join("report.html")).expect("report.html");
     let run_id = run_dir.file_name().expect("a name").to_string_lossy();
     assert!(
-        html.contains(&format!("cdp-relay export {run_id} --format trace --out run.zip"))
-            && html.contains("npx playwright show-trace run.zip"),
+        html.contains(&format!(
+            "cdp-relay export {run_id} --format trace --out run.zip"
+        )) && html.contains("npx playwright show-trace run.zip"),
         "report.html names no trace command"
     );
 
@@ -406,4 +413,165 @@ async fn the_trace_viewer_served_on_loopback_lists_the_demos_steps() {
     );
     let png = std::fs::read(&shot).expect("the screenshot");
     assert!(png.starts_with(b"\x89PNG"), "a screenshot of the viewer");
+}
+
+// What the agent types through the gateway (planted: no trace may hold them).
+const AGENT_USER: &str = "trace.agent@example.test";
+const AGENT_PASSWORD: &str = "Tr4ce-Gateway-Passw0rd";
+const AGENT_OTP: &str = "738204";
+
+/// A sign-in page that logs an error and whose sign-in request fails with a 500.
+fn failing_sign_in() -> std::collections::HashMap<&'static str, Route> {
+    let script = r#"<script>
+console.error('sign-in widget failed to load');
+document.getElementById('f').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const r = await fetch('/api/session?next=%2Fhome', { method: 'POST' });
+  document.title = r.ok ? 'Welcome' : 'Sign-in failed';
+  document.body.insertAdjacentHTML('beforeend', '<h1>' + document.title + '</h1>');
+});
+</script>"#;
+    let mut r = std::collections::HashMap::new();
+    r.insert(
+        "/login",
+        Route::ok(
+            "text/html",
+            format!("<!doctype html><title>Sign in</title>\n{SIGN_IN_FORM}\n{script}"),
+        ),
+    );
+    r.insert(
+        "/api/session",
+        Route::ok("application/json", "{\"error\":\"down\"}").status(500),
+    );
+    r
+}
+
+/// The rows of `trace actions` that are children (indented under their parent's title).
+fn child_rows(listing: &str) -> Vec<&str> {
+    rows(listing)
+        .into_iter()
+        .filter(|r| {
+            // `  N. M:SS.mmm  title`: a child's title is indented by two more spaces.
+            let after_ts = r.trim_start().splitn(3, ' ').nth(2).unwrap_or("");
+            after_ts.starts_with("   ")
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_chrome_devtools_mcp_runs_trace_has_its_tool_calls_with_their_browser_actions() {
+    let site = Site::start(failing_sign_in()).await;
+    let scratch = Scratch::new();
+    let mut args = vec!["--".to_owned()];
+    args.extend(chrome_devtools_mcp());
+    let gw = McpGateway::spawn(&args, &[("TMPDIR", scratch.path().as_os_str())]).await;
+    let url = format!("{}/login", site.origin);
+    let nav = gw
+        .call("navigate_page", json!({"type": "url", "url": url}))
+        .await;
+    assert_ne!(nav.is_error, Some(true), "{}", text_of(&nav));
+    let snapshot = text_of(&gw.call("take_snapshot", json!({})).await);
+    let fields = json!({"elements": [
+        {"uid": element(&snapshot, "textbox \"Email\""), "value": AGENT_USER},
+        {"uid": element(&snapshot, "textbox \"Password\""), "value": AGENT_PASSWORD},
+        {"uid": element(&snapshot, "textbox \"One-time code\""), "value": AGENT_OTP}
+    ]});
+    let filled = gw.call("fill_form", fields).await;
+    assert_ne!(filled.is_error, Some(true), "{}", text_of(&filled));
+    let sign_in = element(&snapshot, "button \"Sign in\"");
+    let clicked = gw.call("click", json!({"uid": sign_in})).await;
+    assert_ne!(clicked.is_error, Some(true), "{}", text_of(&clicked));
+    let failed = gw
+        .call("wait_for", json!({"text": ["Sign-in failed"]}))
+        .await;
+    assert_ne!(failed.is_error, Some(true), "{}", text_of(&failed));
+
+    // The resource, built on read while the run is recorded.
+    let read = gw
+        .read("evidence://runs/current/trace.zip")
+        .await
+        .expect("the trace resource");
+    let rmcp::model::ResourceContents::BlobResourceContents { blob, .. } = &read.contents[0] else {
+        panic!("not a blob: {read:?}")
+    };
+    use base64::Engine as _;
+    let resource = base64::engine::general_purpose::STANDARD
+        .decode(blob)
+        .expect("base64");
+    let closed = gw.close().await;
+    let run_dir = closed.runs().remove(0);
+
+    let work = tempfile::tempdir().expect("work");
+    let during = work.path().join("during.zip");
+    std::fs::write(&during, &resource).expect("write during.zip");
+    let info = trace_cli(work.path(), &["open", "during.zip"]).await;
+    assert!(figure(&info, "Actions:") >= 5, "{info}");
+
+    let zip_path = work.path().join("run.zip");
+    let stderr = export(&run_dir, "trace", &zip_path);
+    let j = journal(&run_dir);
+    let steps = cdp_report::render_to_memory(&run_dir, &cdp_report::Options::default())
+        .expect("render")
+        .figures
+        .steps;
+    let info = trace_cli(work.path(), &["open", "run.zip"]).await;
+    assert_eq!(figure(&info, "Network:"), j.requests.len(), "{info}");
+    assert!(!j.requests.is_empty(), "the sign-in request failed: {j:?}");
+    assert_eq!(figure(&info, "Console:"), j.console, "{info}");
+    assert!(j.console > 0, "the page logged an error: {j:?}");
+    assert_eq!(figure(&info, "Errors:"), j.failed_steps, "{info}");
+    let listing = trace_cli(work.path(), &["actions"]).await;
+    let children = child_rows(&listing);
+    assert_eq!(
+        rows(&listing).len() - children.len(),
+        steps,
+        "the top-level actions are the report's steps:\n{listing}"
+    );
+    assert_eq!(figure(&info, "Actions:"), rows(&listing).len(), "{info}");
+    // The fill_form call, then its three typing steps as its children.
+    let all = rows(&listing);
+    let fill = all
+        .iter()
+        .position(|r| r.contains("fill_form"))
+        .unwrap_or_else(|| panic!("no fill_form call:\n{listing}"));
+    let typed: Vec<&&str> = all[fill + 1..]
+        .iter()
+        .take_while(|r| children.contains(r))
+        .filter(|r| r.contains("Typed "))
+        .collect();
+    assert_eq!(
+        typed.len(),
+        3,
+        "three fields typed under fill_form:\n{listing}"
+    );
+    let requests = trace_cli(work.path(), &["requests"]).await;
+    assert!(
+        rows(&requests)
+            .iter()
+            .any(|r| r.contains("POST") && r.contains("session") && r.contains("500")),
+        "{requests}"
+    );
+    assert!(!requests.contains("next="), "no query: {requests}");
+
+    for (name, bytes) in [
+        ("the resource", resource),
+        ("run.zip", std::fs::read(&zip_path).expect("read")),
+    ] {
+        for (entry, data) in zip_entries(&bytes)
+            .iter()
+            .chain([(name.to_owned(), bytes.clone())].iter())
+        {
+            for planted in [AGENT_USER, AGENT_PASSWORD, AGENT_OTP] {
+                for spelling in spellings(planted) {
+                    assert!(
+                        !leaks(data, &spelling),
+                        "{planted} ({spelling}) in {name}: {entry}"
+                    );
+                }
+            }
+        }
+    }
+    for planted in [AGENT_USER, AGENT_PASSWORD, AGENT_OTP] {
+        assert!(!leaks(stderr.as_bytes(), planted), "{stderr}");
+    }
 }
