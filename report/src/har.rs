@@ -263,7 +263,7 @@ pub fn export(run_dir: &Path) -> Result<HarExport, ReportError> {
     let w = whole::load(run_dir)?;
     let tl = &w.timeline;
     let entries: Vec<Entry> = tl.failures.iter().filter_map(|f| entry(tl, f)).collect();
-    let pages = pages(tl, &entries);
+    let pages = pages(tl);
     let figures = HarFigures {
         entries: entries.len(),
         pages: pages.len(),
@@ -298,16 +298,18 @@ fn comment(run_id: &str, still_recording: bool) -> String {
     c
 }
 
-/// One HAR page per tab an entry names, titled by the first page known for it.
-fn pages(tl: &Timeline, entries: &[Entry]) -> Vec<HarPage> {
+/// One HAR page per tab an entry names, titled by the page its first request happened on.
+fn pages(tl: &Timeline) -> Vec<HarPage> {
     let mut out: Vec<HarPage> = Vec::new();
-    for s in &tl.steps {
-        let Some(page) = &s.page else { continue };
+    for f in &tl.failures {
+        if !matches!(f.what, FailWhat::Request { .. }) {
+            continue;
+        }
+        let step = tl.step_of(f);
+        let Some(page) = &step.page else { continue };
         let Some(tab) = page.tab else { continue };
         let id = page_ref(tab);
-        if out.iter().any(|p| p.id == id)
-            || !entries.iter().any(|e| e.pageref.as_ref() == Some(&id))
-        {
+        if out.iter().any(|p| p.id == id) {
             continue;
         }
         let title = page
@@ -316,7 +318,7 @@ fn pages(tl: &Timeline, entries: &[Entry]) -> Vec<HarPage> {
             .or_else(|| page.url.clone())
             .unwrap_or_else(|| format!("tab {tab}"));
         out.push(HarPage {
-            started_date_time: iso(s.at_ms.or(tl.start_ms).unwrap_or(0)),
+            started_date_time: iso(step.at_ms.or(tl.start_ms).unwrap_or(0)),
             id,
             title: line(&title, 200),
             page_timings: PageTimings {

@@ -5,7 +5,7 @@
 //! holds (counted here from the journal's typed records); its trace viewer, served by
 //! `show-trace` on loopback and loaded in headless Chromium, lists the same actions. The HAR
 //! reads as HAR 1.2 (the typed model in `tests/src/har.rs`) with the journal's requests, in
-//! order. No byte of any zip entry or of the HAR holds what the demo typed, the token in a
+//! order, and Chrome DevTools' own HAR importer (bundled in Chromium) imports the same ones. No byte of any zip entry or of the HAR holds what the demo typed, the token in a
 //! request's query or the session cookie, in any spelling. An agent's run through the MCP
 //! gateway (chrome-devtools-mcp) exports, and serves as `evidence://runs/current/trace.zip`, a
 //! trace whose top-level actions are its steps and whose `fill_form` call has its three typing
@@ -311,6 +311,44 @@ async fn the_demos_har_is_har_1_2_with_the_journals_requests_and_no_secret() {
     }
     assert_no_planted("run.har", text.as_bytes());
     assert_no_planted("export's stderr", stderr.as_bytes());
+
+    // Chrome DevTools' own importer (the frontend bundled in Chromium) takes the same requests.
+    let out = within(
+        "DevTools' HAR importer",
+        tokio::process::Command::new("node")
+            .arg(clients_dir().join("devtools_har.mjs"))
+            .arg(&har_path)
+            .current_dir(clients_dir())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("run devtools_har.mjs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "DevTools cannot import the HAR: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let imported: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().expect("a line")).expect("JSON");
+    let imported: Vec<(String, String, Option<u16>)> = imported["requests"]
+        .as_array()
+        .expect("requests")
+        .iter()
+        .map(|r| {
+            let status = r["status"].as_u64().filter(|s| *s > 0).map(|s| s as u16);
+            (
+                r["method"].as_str().expect("method").to_owned(),
+                r["url"].as_str().expect("url").to_owned(),
+                status,
+            )
+        })
+        .collect();
+    assert_eq!(
+        imported, j.requests,
+        "DevTools imports the journal's requests"
+    );
 }
 
 /// `playwright show-trace --host 127.0.0.1 --port 0 FILE`: the viewer's server, killed on drop.
