@@ -32,6 +32,7 @@
 
 #![forbid(unsafe_code)]
 
+mod exports;
 mod mcp;
 mod mcp_feedback;
 mod mcp_inputs;
@@ -73,6 +74,9 @@ enum Which {
     /// `cdp-relay report` on runs too big to show whole, and Chromium loading the result (not
     /// part of `all`).
     Report,
+    /// `cdp-relay export --format trace|har` on the demo's run and on 147,000 console errors
+    /// (not part of `all`).
+    Exports,
 }
 
 /// Measures the relay side by side with a direct connection, nginx and node-http-proxy, and
@@ -150,7 +154,7 @@ fn preflight(args: &Args, clients: &Path) -> Result<(), String> {
     }
     let needs_node = !matches!(
         args.which,
-        Which::Observer | Which::Report | Which::McpInputs
+        Which::Observer | Which::Report | Which::Exports | Which::McpInputs
     ) && !args.no_node_peer;
     if needs_node && !clients.join("node_modules").join("http-proxy").is_dir() {
         return Err(format!(
@@ -261,6 +265,10 @@ async fn main() -> ExitCode {
     if which == Which::Report {
         println!("### Rendering runs too big to show whole\n");
         println!("{}", report::run(smoke).await);
+    }
+    if which == Which::Exports {
+        println!("### Exporting a run as a Playwright trace and a HAR\n");
+        println!("{}", exports::run(smoke));
     }
     ExitCode::SUCCESS
 }

@@ -69,7 +69,7 @@ impl Journal {
 
 /// 100,000 distinct console errors under a handful of steps (the field test's noisy page, with
 /// every message different so nothing folds).
-fn console_storm(dir: &Path, errors: u64) -> u64 {
+pub(crate) fn console_storm(dir: &Path, errors: u64) -> u64 {
     let mut j = Journal::create(dir, "20260314T092653000Z-00000000000c0001");
     let mut at = 0;
     for step in 0..10u64 {
