@@ -37,8 +37,9 @@ pub struct ExportArgs {
     #[arg(long, value_enum, default_value_t = ExportFormat::Playwright)]
     pub format: ExportFormat,
 
-    /// Write to FILE instead of stdout (e.g. replay.spec.ts, run.zip, run.har).
-    #[arg(long, short, value_name = "FILE")]
+    /// Write to FILE instead of stdout (e.g. replay.spec.ts, run.zip, run.har); a trace is
+    /// only written to a file.
+    #[arg(long, short, value_name = "FILE", required_if_eq("format", "trace"))]
     pub out: Option<PathBuf>,
 
     /// A step that cannot be replayed marks the test fixme there (it stops, reported as skipped)
@@ -99,7 +100,9 @@ fn trace(run_dir: &Path, out: Option<&Path>) -> anyhow::Result<bool> {
         .with_context(|| format!("cannot write {}", out.display()))?;
     let f = cdp_report::trace::write(run_dir, tmp.as_file_mut())
         .with_context(|| format!("cannot export {}", run_dir.display()))?;
-    tmp.as_file().sync_all().ok();
+    tmp.as_file()
+        .sync_all()
+        .with_context(|| format!("cannot write {}", out.display()))?;
     tmp.persist(out)
         .with_context(|| format!("cannot write {}", out.display()))?;
     let left_out = if f.frames_left_out > 0 {

@@ -195,6 +195,19 @@ async fn the_demos_trace_opens_in_playwrights_trace_cli_with_the_journals_counts
     let zip_path = work.path().join("run.zip");
     let stderr = export(&run_dir, "trace", &zip_path);
     assert!(stderr.contains("npx playwright show-trace"), "{stderr}");
+    // A zip never goes to a terminal: without --out the export is a usage error naming it.
+    let no_out = std::process::Command::new(relay_binary())
+        .arg("export")
+        .arg(&run_dir)
+        .args(["--format", "trace"])
+        .output()
+        .expect("run cdp-relay export");
+    let said = String::from_utf8_lossy(&no_out.stderr);
+    assert!(
+        no_out.status.code() == Some(64) && no_out.stdout.is_empty() && said.contains("--out"),
+        "{said}"
+    );
+    assert_eq!(said.trim().lines().count(), 1, "one line: {said}");
 
     // report.html names the command that gets the trace, and the one that opens it.
     let html = std::fs::read_to_string(run_dir.join("report.html")).expect("report.html");
