@@ -536,6 +536,9 @@ async fn a_chrome_devtools_mcp_runs_trace_has_its_tool_calls_with_their_browser_
         .call("wait_for", json!({"text": ["Sign-in failed"]}))
         .await;
     assert_ne!(failed.is_error, Some(true), "{}", text_of(&failed));
+    // A call that fails: an element the page never had.
+    let missing = gw.call("click", json!({"uid": "9_999"})).await;
+    assert_eq!(missing.is_error, Some(true), "{}", text_of(&missing));
 
     // The resource, built on read while the run is recorded.
     let read = gw
@@ -571,7 +574,16 @@ async fn a_chrome_devtools_mcp_runs_trace_has_its_tool_calls_with_their_browser_
     assert_eq!(figure(&info, "Console:"), j.console, "{info}");
     assert!(j.console > 0, "the page logged an error: {j:?}");
     assert_eq!(figure(&info, "Errors:"), j.failed_steps, "{info}");
+    assert!(j.failed_steps > 0, "the failed click: {j:?}");
     let listing = trace_cli(work.path(), &["actions"]).await;
+    let failed_rows = trace_cli(work.path(), &["actions", "--errors-only"]).await;
+    assert_eq!(rows(&failed_rows).len(), j.failed_steps, "{failed_rows}");
+    assert!(
+        rows(&failed_rows).iter().all(|r| r.contains("click")),
+        "{failed_rows}"
+    );
+    let errors = trace_cli(work.path(), &["errors"]).await;
+    assert_eq!(errors.matches('✗').count(), j.failed_steps, "{errors}");
     let children = child_rows(&listing);
     assert_eq!(
         rows(&listing).len() - children.len(),
