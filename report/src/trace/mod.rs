@@ -13,9 +13,9 @@
 //!   report's model; images are the run's own artifacts, opened confined and checked to be the
 //!   image they claim to be.
 //! - **The archive.** `trace.trace` and `trace.network` (newline-delimited JSON events, format
-//!   version [`events::VERSION`]) and `resources/<sha1>` for each distinct frame, stored (the
-//!   images are compressed already). Entries have fixed times: the same run exports to the
-//!   same bytes.
+//!   version [`events::VERSION`]), deflated, and `resources/<sha1>` for each distinct frame,
+//!   stored (the images are compressed already). Entries have fixed times: the same run
+//!   exports to the same bytes.
 
 mod dims;
 mod events;
@@ -92,6 +92,7 @@ pub fn write<W: Write + Seek>(run_dir: &Path, out: W) -> Result<TraceFigures, Re
     let stored = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Stored)
         .large_file(true);
+    let deflated = stored.compression_method(zip::CompressionMethod::Deflated);
     let mut trace = built.trace;
     let mut written = HashSet::new();
     let mut frame_bytes = 0u64;
@@ -126,7 +127,7 @@ pub fn write<W: Write + Seek>(run_dir: &Path, out: W) -> Result<TraceFigures, Re
         });
     }
     for (name, lines) in [("trace.trace", &trace), ("trace.network", &built.network)] {
-        zip.start_file(name, stored).map_err(archive)?;
+        zip.start_file(name, deflated).map_err(archive)?;
         for event in lines {
             serde_json::to_writer(&mut zip, event).map_err(|e| io(e.into()))?;
             zip.write_all(b"\n").map_err(io)?;
