@@ -29,7 +29,8 @@ try {
   );
   // Select the first action: the viewer shows its frame (no DOM snapshot in the run).
   await titles.first().click();
-  await page.waitForTimeout(500);
+  // Its Call tab shows its time once it is selected.
+  await page.getByText('duration:').filter({ visible: true }).first().waitFor({ timeout: 30000 });
   const all = await titles.allInnerTexts();
   const body = await page.locator('body').innerText();
   await page.screenshot({ path: screenshot });
