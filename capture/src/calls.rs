@@ -39,7 +39,7 @@
 //! page id) says so ([`ToolCalls::acts_on`]): overlapping calls are then told apart by their
 //! pages from their first record on.
 
-use crate::facts::{is_typing, CallFacts};
+use crate::facts::{is_browser_action, is_typing, CallFacts};
 use cdp_evidence::{ActionId, ActionMethod, Record, RecordKind, Source};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -215,6 +215,8 @@ impl ToolCalls {
                 record.link_tool_call(call.id.clone());
                 if typing {
                     call.facts.add_typing(record, false);
+                } else if is_browser_action(record) {
+                    call.facts.add_action(record);
                 }
             }
             Choice::Several(indices) => {

@@ -22,6 +22,8 @@ pub const MAX_TYPING: usize = 16;
 pub const MAX_UNLANDED: usize = 64;
 /// Failures kept per call; beyond, counted.
 pub const MAX_FAILURES: usize = 5;
+/// Other browser actions (navigations, clicks, key presses, …) kept per call; beyond, counted.
+pub const MAX_ACTIONS: usize = 16;
 
 /// A record linked to a call.
 #[derive(Clone, Debug)]
@@ -54,6 +56,11 @@ pub struct CallFacts {
     pub not_landed: usize,
     /// Failures beyond [`MAX_FAILURES`].
     pub more_failures: usize,
+    /// Its browser actions other than typing and frames (navigations, clicks, presses, …),
+    /// linked to it alone, in the order they were linked; up to [`MAX_ACTIONS`].
+    pub actions: Vec<Linked>,
+    /// Actions beyond [`MAX_ACTIONS`].
+    pub more_actions: usize,
 }
 
 impl CallFacts {
@@ -106,6 +113,17 @@ impl CallFacts {
         }
     }
 
+    pub(crate) fn add_action(&mut self, record: &Record) {
+        if self.actions.len() < MAX_ACTIONS {
+            self.actions.push(Linked {
+                record: record.clone(),
+                shared: false,
+            });
+        } else {
+            self.more_actions += 1;
+        }
+    }
+
     pub(crate) fn add_failure(&mut self, record: &Record, shared: bool) {
         if self.failures.len() < MAX_FAILURES {
             self.failures.push(Linked {
@@ -121,6 +139,13 @@ impl CallFacts {
 /// A typing step (`"method": "type"`).
 pub(crate) fn is_typing(record: &Record) -> bool {
     matches!(record.kind(), RecordKind::Action(a) if a.method == ActionMethod::Type)
+}
+
+/// A browser action of the call's other than typing: a navigation, a click, a key press, …
+/// (not a kept frame, not a record of the call's own producer).
+pub(crate) fn is_browser_action(record: &Record) -> bool {
+    matches!(record.kind(), RecordKind::Action(a)
+        if !matches!(a.method.known(), Some(ActionMethod::Type | ActionMethod::Frame)))
 }
 
 fn verdict_of(record: &Record) -> Option<Verified> {

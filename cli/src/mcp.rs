@@ -15,7 +15,9 @@
 use super::signals::Shutdown;
 use crate::args::{RelayArgs, Usage};
 use cdp_relay::{Browser, EvidenceNeed, LaunchConfig, Recording};
-use cdp_relay_mcp::{ChildCommand, Endpoints, Gateway, GatewayConfig, StopReason, Variables};
+use cdp_relay_mcp::{
+    ChildCommand, Endpoints, Gateway, GatewayConfig, StopReason, Telemetry, Variables,
+};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -98,6 +100,13 @@ pub struct McpArgs {
 
     // `--listen ADDR` (a relay flag) serves MCP over Streamable HTTP at http://ADDR/mcp instead
     // of stdio; the token, --allow-host and --allow-origin rules then apply to that endpoint.
+    /// Send an OpenTelemetry span per MCP request (a tool call's browser effects as its events)
+    /// to this OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 (`/v1/traces` is added). Default:
+    /// $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then $OTEL_EXPORTER_OTLP_ENDPOINT; unset, nothing
+    /// is sent. $OTEL_SERVICE_NAME names the service (default cdp-relay).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+
     #[command(flatten)]
     pub relay: RelayArgs,
 
@@ -122,8 +131,14 @@ pub enum UnverifiedTyping {
 pub(crate) fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     // Read before anything starts: a bad variable is a usage error, not a half-started browser.
     let variables = variables(&args.var_file)?;
+    let otlp =
+        cdp_relay_mcp::traces_endpoint(args.otlp_endpoint.as_deref(), |k| std::env::var(k).ok())
+            .map_err(Usage)?;
     let rt = crate::args::runtime(args.relay.threads)?;
     let out = if args.relay.listen.is_some() {
+        if otlp.is_some() {
+            tracing::warn!("mcp: spans are not sent for --listen yet (stdio only); --otlp-endpoint and OTEL_EXPORTER_OTLP_* are ignored");
+        }
         rt.block_on(serve_http(args, variables))
     } else if args.max_sessions.is_some() || args.session_idle.is_some() {
         Err(
@@ -131,7 +146,7 @@ pub(crate) fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
                 .into(),
         )
     } else {
-        rt.block_on(serve(args, variables))
+        rt.block_on(serve(args, variables, otlp))
     };
     // A read of stdin may still be parked in a blocking thread: do not wait for it.
     rt.shutdown_timeout(Duration::from_millis(200));
@@ -282,7 +297,22 @@ impl Relayed {
     }
 }
 
-async fn serve(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> {
+/// The spans' exporter for `--otlp-endpoint` (or the standard variables).
+fn start_telemetry(url: &url::Url) -> anyhow::Result<Telemetry> {
+    let service = Telemetry::service_name(|k| std::env::var(k).ok());
+    let t = Telemetry::start(url, &service).map_err(Usage)?;
+    tracing::info!(
+        "mcp: spans go to {} (OTLP/HTTP) as service {service}",
+        url.origin().ascii_serialization()
+    );
+    Ok(t)
+}
+
+async fn serve(
+    args: McpArgs,
+    variables: Variables,
+    otlp: Option<url::Url>,
+) -> anyhow::Result<ExitCode> {
     let mut shutdown = Shutdown::listen();
     let mut config = gateway_config(&args, variables);
     let McpArgs {
@@ -293,6 +323,7 @@ async fn serve(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> 
         relay,
         ..
     } = args;
+    let telemetry = otlp.as_ref().map(start_telemetry).transpose()?;
     let launch = LaunchConfig {
         browser,
         headed,
@@ -307,6 +338,7 @@ async fn serve(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> 
     };
     let handle = relayed.recording.evidence().cloned();
     config.evidence_root = handle.as_ref().and(relayed.evidence_root.clone());
+    config.telemetry = telemetry;
     let gateway = match Gateway::start(config, endpoints, handle).await {
         Ok(g) => g,
         Err(e) => {
@@ -385,6 +417,7 @@ fn gateway_config(args: &McpArgs, variables: Variables) -> GatewayConfig {
         variables,
         call_timeout: (args.call_timeout > 0).then(|| Duration::from_secs(args.call_timeout)),
         session: None,
+        telemetry: None,
     }
 }
 

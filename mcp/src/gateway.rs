@@ -7,6 +7,7 @@ use super::error::Error;
 use super::journal::{self, Recorder};
 use super::note::Feedback;
 use super::shared::Shared;
+use super::telemetry::Telemetry;
 use super::transport::{self, AgentLink, MAX_MESSAGE_BYTES};
 use super::vars::Variables;
 use super::{inputs, tools};
@@ -54,6 +55,8 @@ pub struct GatewayConfig {
     /// The MCP session this gateway serves (Streamable HTTP; its run's `session`): the
     /// evidence tools and resources then show this session's runs only. `None` on stdio.
     pub session: Option<String>,
+    /// Spans of the agent's requests over OTLP (`--otlp-endpoint`). By default, none.
+    pub telemetry: Option<Telemetry>,
 }
 
 impl Default for GatewayConfig {
@@ -67,6 +70,7 @@ impl Default for GatewayConfig {
             variables: Variables::default(),
             call_timeout: Some(DEFAULT_CALL_TIMEOUT),
             session: None,
+            telemetry: None,
         }
     }
 }
@@ -220,6 +224,7 @@ impl Gateway {
                 stopping: AtomicBool::new(false),
                 exit_recorded: AtomicBool::new(false),
                 session: config.session,
+                telemetry: config.telemetry,
             }),
         };
         if let Some(child) = &gateway.shared.child {
@@ -432,6 +437,9 @@ impl Gateway {
         }
         // Everything recorded is in the journal before the pipeline finishes.
         shared.recorder.flush().await;
+        if let Some(t) = &shared.telemetry {
+            t.stop().await;
+        }
     }
 
     /// Records that the browser the gateway's relay launched exited.

@@ -29,6 +29,8 @@
 //!   server's notifications forwarded in order with backpressure, lines bounded and an
 //!   over-long one answered with an error, duplicate request ids of the agent refused; where
 //!   the agent is once it has connected; [`transport()`] for other MCP clients.
+//! - `telemetry.rs`: OpenTelemetry spans of the agent's requests (`--otlp-endpoint`), a tool
+//!   call's browser effects as their events; the trace context passed on to the server.
 //! - `inputs.rs`: recorded inputs — `${NAME}` variables (`vars.rs`) resolved just before a call
 //!   is forwarded, `recordAs` names (`record_as.rs`), the values rewritten to `${NAME}` in
 //!   everything the agent reads (`rewrite.rs`, `spellings.rs`), pictures that may show one
@@ -62,6 +64,7 @@ mod server;
 mod shared;
 mod spellings;
 mod summary;
+mod telemetry;
 mod tools;
 mod transport;
 mod vars;
@@ -76,6 +79,7 @@ pub use http::{
     DEFAULT_SESSION_IDLE, SESSIONS_PER_CORE, SESSION_MEMORY_BYTES,
 };
 pub use note::{Feedback, DEFAULT_FEEDBACK_WAIT};
+pub use telemetry::{traces_endpoint, Telemetry};
 pub use transport::{transport, MAX_MESSAGE_BYTES};
 pub use vars::{VarError, VarSource, Variables, ENV_PREFIX as VAR_ENV_PREFIX};
 

@@ -16,6 +16,7 @@
 use super::gateway::Gateway;
 use super::journal::{Call, Outcome};
 use super::note::{self, Intent, Sources};
+use super::telemetry::{self, RequestSpan};
 use super::{resources, tools};
 use cdp_evidence::{LifecycleEvent, Status};
 use rmcp::model::{
@@ -174,6 +175,36 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// The span of one request of the agent (a no-op one when telemetry is off).
+    fn span(
+        &self,
+        method: &'static str,
+        tool: Option<&str>,
+        resource: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> RequestSpan {
+        let tool = tool.map(|t| self.shared.clean(t));
+        let resource = resource.map(|u| self.shared.clean(u));
+        let protocol = context
+            .peer
+            .peer_info()
+            .map(|i| i.protocol_version.to_string());
+        let mut span = RequestSpan::begin(
+            self.shared.telemetry.as_ref(),
+            &telemetry::Request {
+                method,
+                tool: tool.as_deref(),
+                id: &context.id,
+                meta: &context.meta,
+                session: self.shared.session.as_deref(),
+                protocol: protocol.as_deref(),
+                resource: resource.as_deref(),
+            },
+        );
+        span.run(self.shared.recorder.handle());
+        span
+    }
+
     /// Why a call's context was cancelled, in words: the agent cancelled it, or its session
     /// ended under it (the agent left, the gateway stopped).
     fn interruption(&self, id: &rmcp::model::RequestId) -> String {
@@ -344,8 +375,11 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
+        let span = self.span("initialize", None, None, &context);
         let _ = self.shared.link.peer.set(context.peer.clone());
-        self.negotiate_initialize(&request)
+        let answer = self.negotiate_initialize(&request);
+        span.end(telemetry::error_type(&answer, |_| false));
+        answer
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -362,14 +396,16 @@ impl ServerHandler for Gateway {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
-        let mut result = self
+        let span = self.span("tools/list", None, None, &context);
+        let asked = self
             .ask(None, |peer| async move { peer.list_tools(request).await })
             .await
-            .transpose()?
-            .unwrap_or_default();
+            .transpose();
+        span.end(telemetry::error_type(&asked, |_| false));
+        let mut result = asked?.unwrap_or_default();
         self.hide_borrowed(&mut result.tools);
         self.shared.inputs.augment(&mut result.tools);
         if first_page {
@@ -383,81 +419,20 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if tools::NAMES.contains(&request.name.as_ref()) {
-            return Ok(tools::call(&self.shared, request).await.into());
+        let span = self.span("tools/call", Some(&request.name), None, &context);
+        let mut call = None;
+        let answer = self
+            .call_tool_traced(request, context, &span, &mut call)
+            .await;
+        let error = telemetry::error_type(
+            &answer,
+            |r| matches!(r, CallToolResponse::Complete(c) if c.is_error == Some(true)),
+        );
+        match call {
+            Some(id) => span.end_call(error, self.shared.recorder.handle(), &id),
+            None => span.end(error),
         }
-        let Some(server) = self.shared.child.as_deref().map(|c| c.name.clone()) else {
-            // No wrapped server: only the gateway's own tools exist.
-            let call = self.shared.recorder.begin(
-                super::journal::GATEWAY_TOOL,
-                &request.name,
-                request.arguments.as_ref(),
-            );
-            let e = format!("no tool named {}", self.shared.clean(&request.name));
-            call.end(Outcome::error(e.clone()));
-            return Err(ErrorData::invalid_params(e, None));
-        };
-        // `${NAME}` resolved and `recordAs` taken out (inputs.rs); a refusal is recorded there.
-        let request = match super::inputs::before_call(
-            &self.shared.inputs,
-            &self.shared.recorder,
-            &server,
-            request,
-        ) {
-            Ok(request) => request,
-            Err(refused) => return Ok((*refused).into()),
-        };
-        // A call that names a path inside the evidence root is refused, and recorded.
-        if let Some(refused) = tools::refuse_evidence_paths(&self.shared, &server, &request) {
-            return Ok(refused.into());
-        }
-        let call = self
-            .shared
-            .recorder
-            .begin(&server, &request.name, request.arguments.as_ref());
-        self.bind_page(&call, request.arguments.as_ref());
-        let feedback = self.shared.feedback;
-        let intent = (feedback.enabled && self.shared.recorder.handle().is_some())
-            .then(|| Intent::of(&request.name, request.arguments.as_ref()));
-        let request_name = request.name.to_string();
-        let answer = self.forward_call(request, &context).await;
-        call.answered();
-        let answer = match answer {
-            Ok(mut result) => {
-                self.shared.page_ids.learn(&result);
-                // The call's record keeps the server's result, not what the gateway adds.
-                let mut outcome = match super::journal::result_error_text(&result) {
-                    Some(text) => Outcome::error(text),
-                    None if result.is_error == Some(true) => Outcome::error("the tool failed"),
-                    None => Outcome::ok(None),
-                };
-                outcome.result = Some(super::journal::result_shape(&result));
-                super::inputs::after_answer(
-                    &self.shared.inputs,
-                    &self.shared.recorder,
-                    &mut result,
-                )
-                .await;
-                if let (Some(intent), Some(h)) = (intent, self.shared.recorder.handle()) {
-                    let learned = note::wait_for_evidence(
-                        &Sources::of(h),
-                        &self.shared.pending_verdicts,
-                        (call.id(), &request_name),
-                        &intent,
-                        call.started(),
-                        feedback.wait,
-                    )
-                    .await;
-                    if note::append(&mut result, call.id(), &learned) && feedback.strict {
-                        result.is_error = Some(true);
-                    }
-                }
-                Ok((result, outcome))
-            }
-            Err(e) => Err(e),
-        };
-        self.shared.agent.done(&context.id);
-        self.ended(call, &request_name, answer)
+        answer
     }
 
     async fn list_resources(
@@ -504,40 +479,12 @@ impl ServerHandler for Gateway {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        if resources::is_ours(&request.uri) {
-            let (Some(store), Some(h)) = (&self.shared.store, self.shared.recorder.handle()) else {
-                return Err(ErrorData::resource_not_found(
-                    "evidence is off for this gateway",
-                    None,
-                ));
-            };
-            // What is queued for the journal is part of what the agent asks for.
-            self.shared.recorder.flush().await;
-            resources::settle(h).await;
-            let current = Some(h.status().run_id);
-            let uri = request.uri.clone();
-            // File reads and rendering block: keep them off the runtime's workers.
-            let store = store.clone();
-            let session = self.shared.session.clone();
-            return tokio::task::spawn_blocking(move || {
-                resources::Evidence {
-                    store: &store,
-                    current,
-                    session,
-                }
-                .read(&uri)
-            })
-            .await
-            .map_err(|_| ErrorData::internal_error("the evidence reader failed", None))?
-            .map(Into::into);
-        }
-        self.ask(None, |peer| async move {
-            peer.read_resource_once(request).await
-        })
-        .await
-        .unwrap_or_else(|| Err(not_running_resource()))
+        let span = self.span("resources/read", None, Some(&request.uri), &context);
+        let answer = self.read_resource_traced(request).await;
+        span.end(telemetry::error_type(&answer, |_| false));
+        answer
     }
 
     async fn subscribe(
@@ -621,5 +568,134 @@ impl ServerHandler for Gateway {
         })
         .await
         .unwrap_or(Ok(()))
+    }
+}
+
+impl Gateway {
+    /// A tool call of the agent: the gateway's own tools answered here, the server's recorded
+    /// around the forwarding. `call_id`: the call's record, for its span's effects.
+    async fn call_tool_traced(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        span: &RequestSpan,
+        call_id: &mut Option<cdp_evidence::ActionId>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if tools::NAMES.contains(&request.name.as_ref()) {
+            return Ok(tools::call(&self.shared, request).await.into());
+        }
+        let Some(server) = self.shared.child.as_deref().map(|c| c.name.clone()) else {
+            // No wrapped server: only the gateway's own tools exist.
+            let call = self.shared.recorder.begin(
+                super::journal::GATEWAY_TOOL,
+                &request.name,
+                request.arguments.as_ref(),
+            );
+            let e = format!("no tool named {}", self.shared.clean(&request.name));
+            call.end(Outcome::error(e.clone()));
+            return Err(ErrorData::invalid_params(e, None));
+        };
+        // `${NAME}` resolved and `recordAs` taken out (inputs.rs); a refusal is recorded there.
+        let request = match super::inputs::before_call(
+            &self.shared.inputs,
+            &self.shared.recorder,
+            &server,
+            request,
+        ) {
+            Ok(request) => request,
+            Err(refused) => return Ok((*refused).into()),
+        };
+        // A call that names a path inside the evidence root is refused, and recorded.
+        if let Some(refused) = tools::refuse_evidence_paths(&self.shared, &server, &request) {
+            return Ok(refused.into());
+        }
+        let mut request = request;
+        let call = self
+            .shared
+            .recorder
+            .begin(&server, &request.name, request.arguments.as_ref());
+        *call_id = Some(call.id().clone());
+        self.bind_page(&call, request.arguments.as_ref());
+        let feedback = self.shared.feedback;
+        let intent = (feedback.enabled && self.shared.recorder.handle().is_some())
+            .then(|| Intent::of(&request.name, request.arguments.as_ref()));
+        let request_name = request.name.to_string();
+        span.propagate(&mut request.meta);
+        let answer = self.forward_call(request, &context).await;
+        call.answered();
+        let answer = match answer {
+            Ok(mut result) => {
+                self.shared.page_ids.learn(&result);
+                // The call's record keeps the server's result, not what the gateway adds.
+                let mut outcome = match super::journal::result_error_text(&result) {
+                    Some(text) => Outcome::error(text),
+                    None if result.is_error == Some(true) => Outcome::error("the tool failed"),
+                    None => Outcome::ok(None),
+                };
+                outcome.result = Some(super::journal::result_shape(&result));
+                super::inputs::after_answer(
+                    &self.shared.inputs,
+                    &self.shared.recorder,
+                    &mut result,
+                )
+                .await;
+                if let (Some(intent), Some(h)) = (intent, self.shared.recorder.handle()) {
+                    let learned = note::wait_for_evidence(
+                        &Sources::of(h),
+                        &self.shared.pending_verdicts,
+                        (call.id(), &request_name),
+                        &intent,
+                        call.started(),
+                        feedback.wait,
+                    )
+                    .await;
+                    if note::append(&mut result, call.id(), &learned) && feedback.strict {
+                        result.is_error = Some(true);
+                    }
+                }
+                Ok((result, outcome))
+            }
+            Err(e) => Err(e),
+        };
+        self.shared.agent.done(&context.id);
+        self.ended(call, &request_name, answer)
+    }
+
+    async fn read_resource_traced(
+        &self,
+        request: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if resources::is_ours(&request.uri) {
+            let (Some(store), Some(h)) = (&self.shared.store, self.shared.recorder.handle()) else {
+                return Err(ErrorData::resource_not_found(
+                    "evidence is off for this gateway",
+                    None,
+                ));
+            };
+            // What is queued for the journal is part of what the agent asks for.
+            self.shared.recorder.flush().await;
+            resources::settle(h).await;
+            let current = Some(h.status().run_id);
+            let uri = request.uri.clone();
+            // File reads and rendering block: keep them off the runtime's workers.
+            let store = store.clone();
+            let session = self.shared.session.clone();
+            return tokio::task::spawn_blocking(move || {
+                resources::Evidence {
+                    store: &store,
+                    current,
+                    session,
+                }
+                .read(&uri)
+            })
+            .await
+            .map_err(|_| ErrorData::internal_error("the evidence reader failed", None))?
+            .map(Into::into);
+        }
+        self.ask(None, |peer| async move {
+            peer.read_resource_once(request).await
+        })
+        .await
+        .unwrap_or_else(|| Err(not_running_resource()))
     }
 }

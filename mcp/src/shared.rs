@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub(crate) exit_recorded: AtomicBool,
     /// The MCP session served (HTTP): only its runs are shown. `None`: every run (stdio).
     pub(crate) session: Option<String>,
+    /// Spans of the agent's requests (`--otlp-endpoint`); `None`: none are made.
+    pub(crate) telemetry: Option<super::telemetry::Telemetry>,
 }
 
 impl Shared {
