@@ -92,7 +92,7 @@ fn origin(url: &url::Url) -> String {
 struct Counts {
     exported: AtomicU64,
     dropped: AtomicU64,
-    /// Spans handed to the batch processor and not yet taken by an export.
+    /// Spans handed to the batch processor whose export has not ended (sent or dropped).
     queued: AtomicUsize,
     warned: AtomicBool,
     endpoint: String,
@@ -120,8 +120,8 @@ struct CountingExporter {
 impl SpanExporter for CountingExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let n = batch.len();
-        self.counts.queued.fetch_sub(n, Ordering::Relaxed);
         let result = self.inner.export(batch).await;
+        self.counts.queued.fetch_sub(n, Ordering::Relaxed);
         match &result {
             Ok(()) => {
                 self.counts.exported.fetch_add(n as u64, Ordering::Relaxed);
@@ -212,10 +212,9 @@ impl Telemetry {
     /// Starts the exporter for `endpoint` (see [`traces_endpoint`]); `service` is the spans'
     /// `service.name`. Nothing is sent until a span ends.
     pub fn start(endpoint: &url::Url, service: &str) -> Result<Telemetry, String> {
-        if endpoint.scheme() == "https" {
-            // reqwest's rustls takes the process's default provider (as the uploads do).
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
+        // reqwest's rustls takes the process's default provider (as the uploads do); its client
+        // is not built without one, even for http.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
@@ -299,10 +298,11 @@ impl Telemetry {
             tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT))
                 .await;
         tracing::info!(
-            "otlp: {} spans sent to {}, {} dropped",
+            "otlp: {} spans sent to {}, {} dropped, {} unsent at exit",
             self.exported(),
             self.inner.counts.endpoint,
-            self.dropped()
+            self.dropped(),
+            self.inner.counts.queued.load(Ordering::Relaxed)
         );
     }
 

@@ -16,6 +16,7 @@ pub mod har;
 pub mod http;
 pub mod mcp;
 pub mod mcp_http;
+pub mod otlp;
 pub mod pages;
 pub mod pixels;
 pub mod planted;

@@ -10,7 +10,8 @@
 //! message notification, then done), `change_tools` (a `tools/list_changed` notification, then
 //! done), `crash` (exits with status 3 mid-call), `flood {progress, logs}` (that many progress
 //! and log notifications, interleaved and numbered, then done), `huge {bytes}` (a text result of
-//! that many bytes), `hang` (never answers; says on stderr when it is cancelled).
+//! that many bytes), `hang` (never answers; says on stderr when it is cancelled), `trace_context`
+//! (the `traceparent` and `tracestate` of the request's `_meta`, as JSON).
 //!
 //! Flags: `--never-init` (reads but never answers `initialize`), `--offer NAME` (also offer a
 //! tool named NAME), `--offer-later NAME` (offer it only after `change_tools`), `--stderr TEXT`
@@ -72,6 +73,11 @@ fn tools(extra: Option<&str>) -> Vec<Tool> {
         Tool::new("log", "Sends a log message, then returns", obj(json!({}))),
         Tool::new("change_tools", "Says its tool list changed", obj(json!({}))),
         Tool::new("crash", "Exits mid-call", obj(json!({}))),
+        Tool::new(
+            "trace_context",
+            "Returns the W3C trace context of the request's _meta",
+            obj(json!({})),
+        ),
         Tool::new(
             "flood",
             "Sends numbered progress and log notifications, then returns",
@@ -260,6 +266,13 @@ impl ServerHandler for Fake {
                 text("changed")
             }
             "crash" => std::process::exit(3),
+            "trace_context" => text(
+                json!({
+                    "traceparent": context.meta.get_traceparent(),
+                    "tracestate": context.meta.get_tracestate(),
+                })
+                .to_string(),
+            ),
             "flood" => {
                 let progress = args.get("progress").and_then(Value::as_u64).unwrap_or(0);
                 let logs = args.get("logs").and_then(Value::as_u64).unwrap_or(0);

@@ -37,6 +37,7 @@ mod mcp_privacy;
 mod mcp_transport;
 mod network_outcomes;
 mod observer;
+mod otlp;
 mod otp_boxes;
 mod report_browser;
 mod secrets_bounds;

@@ -1,0 +1,422 @@
+//! `cdp-relay mcp --otlp-endpoint`: the spans a loopback OTLP/HTTP receiver (`tests/src/otlp.rs`)
+//! gets — one per MCP request, named and attributed as the OpenTelemetry MCP convention says,
+//! parented to the agent's `traceparent`, whose context the wrapped server receives — with the
+//! scripted server for the trace context and the errors, and with chrome-devtools-mcp and a
+//! real Chromium for a call's browser effects as span events and a planted-secret sweep of every
+//! byte the receiver got. A receiver that is down or hangs slows no call.
+
+use cdp_relay_tests::files::{leaks, Scratch};
+use cdp_relay_tests::mcp::{chrome_devtools_mcp, element, text_of, McpGateway, SIGN_IN_FORM};
+use cdp_relay_tests::otlp::{attr, hex, Mode, Receiver, Span};
+use cdp_relay_tests::site::{Route, Site};
+use cdp_relay_tests::within;
+use rmcp::model::{CallToolRequestParams, RequestMetaObject};
+use rmcp::ServiceError;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+const FAKE: &str = env!("CARGO_BIN_EXE_mcp-fake");
+const AGENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const AGENT_SPAN: &str = "00f067aa0ba902b7";
+/// `opentelemetry.proto.trace.v1.Span.SpanKind.SPAN_KIND_SERVER`.
+const KIND_SERVER: i32 = 2;
+/// `Status.StatusCode.STATUS_CODE_ERROR`.
+const STATUS_ERROR: i32 = 2;
+
+fn fake_args(endpoint: &str, scratch: &Scratch) -> Vec<String> {
+    vec![
+        "--otlp-endpoint".into(),
+        endpoint.into(),
+        "--".into(),
+        FAKE.into(),
+        // The fake names the scratch directory: `Scratch::assert_clean` finds it if left.
+        "--tag".into(),
+        scratch.path().display().to_string(),
+    ]
+}
+
+fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
+    spans.iter().filter(|s| s.name == name).collect()
+}
+
+fn one<'a>(spans: &'a [Span], name: &str) -> &'a Span {
+    let found = named(spans, name);
+    assert_eq!(found.len(), 1, "one span named {name}: {:#?}", names(spans));
+    found[0]
+}
+
+fn names(spans: &[Span]) -> Vec<&str> {
+    spans.iter().map(|s| s.name.as_str()).collect()
+}
+
+/// A call with the agent's W3C trace context in `_meta`.
+async fn call_traced(
+    gw: &McpGateway,
+    tool: &str,
+) -> Result<rmcp::model::CallToolResult, ServiceError> {
+    let mut meta = RequestMetaObject::new();
+    meta.set_traceparent(format!("00-{AGENT_TRACE}-{AGENT_SPAN}-01"));
+    meta.set_tracestate("vendor=planted-free");
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    params.meta = Some(meta);
+    within(tool, gw.client().call_tool(params)).await
+}
+
+#[tokio::test]
+async fn one_span_per_request_after_the_mcp_convention_parented_to_the_agents_traceparent() {
+    within("otlp spans", async {
+        let receiver = Receiver::start(Mode::Accept).await;
+        let scratch = Scratch::new();
+        let gw = McpGateway::spawn(
+            &fake_args(&receiver.url(), &scratch),
+            &[
+                ("TMPDIR", scratch.path().as_os_str()),
+                ("OTEL_SERVICE_NAME", "otlp-e2e".as_ref()),
+            ],
+        )
+        .await;
+        gw.client().list_all_tools().await.expect("tools/list");
+        let seen = call_traced(&gw, "trace_context")
+            .await
+            .expect("trace_context");
+        let seen: Value = serde_json::from_str(&text_of(&seen)).expect("the fake's JSON");
+        let failed = gw.call("fail", json!({})).await;
+        assert_eq!(failed.is_error, Some(true));
+        let code = match gw.try_call("rpc_error", json!({})).await {
+            Err(ServiceError::McpError(e)) => e.code.0,
+            other => panic!("a JSON-RPC error, not {other:?}"),
+        };
+        let run = gw.runs().pop().expect("a run");
+        let closed = gw.close().await;
+        let spans = receiver
+            .wait_for(|s| {
+                s.iter()
+                    .filter(|s| s.name.starts_with("tools/call "))
+                    .count()
+                    >= 3
+            })
+            .await;
+
+        // One span per tool call, each a SERVER span named `tools/call {tool}`.
+        let calls: Vec<&Span> = spans
+            .iter()
+            .filter(|s| s.name.starts_with("tools/call"))
+            .collect();
+        assert_eq!(calls.len(), 3, "{:?}", names(&spans));
+        let traced = one(&spans, "tools/call trace_context");
+        assert_eq!(traced.kind, KIND_SERVER);
+        // Parented to the agent's context; the server got the span's own.
+        assert_eq!(hex(&traced.trace_id), AGENT_TRACE);
+        assert_eq!(hex(&traced.parent_span_id), AGENT_SPAN);
+        assert_eq!(
+            seen["traceparent"],
+            format!("00-{AGENT_TRACE}-{}-01", hex(&traced.span_id)),
+            "the wrapped server's _meta"
+        );
+        assert_eq!(seen["tracestate"], "vendor=planted-free");
+        assert_eq!(traced.trace_state, "vendor=planted-free");
+        let run_id = run
+            .file_name()
+            .expect("a run id")
+            .to_string_lossy()
+            .into_owned();
+        for (key, want) in [
+            ("mcp.method.name", "tools/call"),
+            ("gen_ai.tool.name", "trace_context"),
+            ("gen_ai.operation.name", "execute_tool"),
+            ("network.transport", "pipe"),
+            ("cdp_relay.run.id", run_id.as_str()),
+            (
+                "cdp_relay.report.uri",
+                &format!("evidence://runs/{run_id}/report.html"),
+            ),
+        ] {
+            assert_eq!(attr(traced, key).as_deref(), Some(want), "{key}");
+        }
+        assert!(attr(traced, "jsonrpc.request.id").is_some_and(|id| !id.is_empty()));
+        assert_eq!(attr(traced, "error.type"), None);
+        assert_ne!(traced.status.as_ref().map_or(0, |s| s.code), STATUS_ERROR);
+
+        // Without the agent's context, a trace of its own; failures say their error.type.
+        let fail = one(&spans, "tools/call fail");
+        assert!(fail.parent_span_id.is_empty());
+        assert_ne!(hex(&fail.trace_id), AGENT_TRACE);
+        assert_eq!(attr(fail, "error.type").as_deref(), Some("tool_error"));
+        assert_eq!(fail.status.as_ref().map(|s| s.code), Some(STATUS_ERROR));
+        let rpc = one(&spans, "tools/call rpc_error");
+        assert_eq!(attr(rpc, "error.type"), Some(code.to_string()));
+        assert_eq!(rpc.status.as_ref().map(|s| s.code), Some(STATUS_ERROR));
+        // Requests other than calls: the method alone.
+        for method in ["initialize", "tools/list"] {
+            let s = one(&spans, method);
+            assert_eq!(attr(s, "mcp.method.name").as_deref(), Some(method));
+            assert_eq!(attr(s, "gen_ai.tool.name"), None);
+        }
+        assert!(receiver.service_names().iter().all(|n| n == "otlp-e2e"));
+        assert!(
+            closed
+                .stderr
+                .contains(&format!("otlp: {} spans sent", spans.len())),
+            "{}",
+            closed.stderr
+        );
+        scratch.assert_clean();
+    })
+    .await;
+}
+
+/// A receiver on a port nothing listens on: the port of one just closed.
+async fn closed_port() -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = l.local_addr().expect("addr");
+    drop(l);
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn a_receiver_that_is_down_or_hangs_slows_no_call_and_its_spans_are_counted() {
+    within("otlp receiver down or hanging", async {
+        let hanging = Receiver::start(Mode::Hang).await;
+        for (what, endpoint) in [("down", closed_port().await), ("hanging", hanging.url())] {
+            let scratch = Scratch::new();
+            let gw = McpGateway::spawn(
+                &fake_args(&endpoint, &scratch),
+                &[("TMPDIR", scratch.path().as_os_str())],
+            )
+            .await;
+            let calls = 20;
+            let mut slowest = Duration::ZERO;
+            // Long enough for several exports to fail or hang (a batch leaves every 500 ms, a
+            // call's span 2 s after its answer).
+            let began = Instant::now();
+            let mut n = 0;
+            while n < calls || began.elapsed() < Duration::from_secs(4) {
+                let t = Instant::now();
+                let r = gw.call("echo", json!({"text": "x"})).await;
+                slowest = slowest.max(t.elapsed());
+                assert_eq!(text_of(&r), "x");
+                n += 1;
+            }
+            // The exporter gives up after 5 s: a call that waited for it would take that long.
+            assert!(
+                slowest < Duration::from_secs(4),
+                "{what}: a call took {slowest:?}"
+            );
+            let closed = gw.close().await;
+            let last = closed
+                .stderr
+                .lines()
+                .find(|l| l.contains("otlp: ") && l.contains("spans sent"))
+                .unwrap_or_else(|| panic!("{what}: no count line:\n{}", closed.stderr));
+            let count = |word: &str| -> u64 {
+                let before = last.split(word).next().expect("split");
+                before
+                    .split_whitespace()
+                    .last()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("{what}: {word} in {last}"))
+            };
+            // initialize and every call: none sent, each dropped or unsent, none lost unsaid.
+            assert_eq!(count(" spans sent"), 0, "{last}");
+            assert_eq!(
+                count(" dropped") + count(" unsent"),
+                n + 1,
+                "{what}: {last}"
+            );
+            let warnings = closed.stderr.matches("are dropped").count();
+            assert!(
+                warnings <= 1,
+                "{what}: one warning at most:\n{}",
+                closed.stderr
+            );
+            if what == "down" {
+                assert_eq!(warnings, 1, "{}", closed.stderr);
+            }
+            scratch.assert_clean();
+        }
+        assert!(hanging.requests() > 0, "the hanging receiver was tried");
+    })
+    .await;
+}
+
+const USER: &str = "ada.otlp-planted@example.test";
+const PASSWORD: &str = "Pl4nted-Otlp-Passw0rd";
+const OTP: &str = "582913";
+const QUERY_TOKEN: &str = "qtok_OtlpPlanted7Hq2";
+const BEARER: &str = "bearer_OtlpPlanted3nV6";
+const COOKIE: &str = "ck_OtlpPlanted9wE2r";
+const ACCOUNT: &str = "ACCT-OTLP-PLANTED-7741";
+
+fn site_routes() -> HashMap<&'static str, Route> {
+    let login = format!(
+        r#"<!doctype html><title>Sign in</title>
+{SIGN_IN_FORM}
+<script>
+document.getElementById('f').addEventListener('submit', async (e) => {{
+  e.preventDefault();
+  const user = document.getElementById('user').value;
+  const pw = document.getElementById('password').value;
+  const otp = document.getElementById('otp').value;
+  try {{
+    await fetch('/api/login?token={QUERY_TOKEN}', {{
+      method: 'POST',
+      headers: {{'Authorization': 'Bearer {BEARER}'}},
+      body: JSON.stringify({{user, pw, otp}})
+    }});
+  }} catch (_) {{}}
+  console.error('login failed for ' + user + ' with ' + pw + ' and ' + otp + ' account {ACCOUNT}');
+}});
+</script>"#
+    );
+    let mut r = HashMap::new();
+    r.insert(
+        "/login",
+        Route::ok("text/html", login).header(format!("Set-Cookie: session={COOKIE}; Path=/")),
+    );
+    r.insert("/api/login", Route::ok("text/plain", "down").status(500));
+    r
+}
+
+/// Every spelling of `v` a span could carry it in.
+fn spellings(v: &str) -> Vec<String> {
+    use base64::Engine as _;
+    let json = serde_json::to_string(v).expect("json");
+    let url: String = v
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    vec![
+        v.to_owned(),
+        json[1..json.len() - 1].to_owned(),
+        url,
+        base64::engine::general_purpose::STANDARD.encode(v),
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v),
+    ]
+}
+
+fn events<'a>(span: &'a Span, name: &str) -> Vec<&'a cdp_relay_tests::otlp::Event> {
+    span.events.iter().filter(|e| e.name == name).collect()
+}
+
+fn event_attr(e: &cdp_relay_tests::otlp::Event, key: &str) -> Option<String> {
+    cdp_relay_tests::otlp::string_attr(&e.attributes, key)
+}
+
+#[tokio::test]
+async fn a_calls_browser_effects_are_its_span_events_and_no_planted_secret_reaches_a_span() {
+    within("otlp with chrome-devtools-mcp", async {
+        let receiver = Receiver::start(Mode::Accept).await;
+        let site = Site::start(site_routes()).await;
+        let scratch = Scratch::new();
+        let mut args = vec![
+            "--otlp-endpoint".to_owned(),
+            receiver.url(),
+            "--".to_owned(),
+        ];
+        args.extend(chrome_devtools_mcp());
+        let gw = McpGateway::spawn(&args, &[("TMPDIR", scratch.path().as_os_str())]).await;
+        gw.call(
+            "evidence_register_secret",
+            json!({"name": "ACCOUNT_NUMBER", "value": ACCOUNT}),
+        )
+        .await;
+        let url = format!("{}/login?token={QUERY_TOKEN}", site.origin);
+        let nav = gw
+            .call("navigate_page", json!({"type": "url", "url": url}))
+            .await;
+        assert_ne!(nav.is_error, Some(true), "{}", text_of(&nav));
+        let snapshot = text_of(&gw.call("take_snapshot", json!({})).await);
+        let (email, password, otp, sign_in) = (
+            element(&snapshot, "textbox \"Email\""),
+            element(&snapshot, "textbox \"Password\""),
+            element(&snapshot, "textbox \"One-time code\""),
+            element(&snapshot, "button \"Sign in\""),
+        );
+        let filled = gw
+            .call(
+                "fill_form",
+                json!({"elements": [
+                    {"uid": email, "value": USER},
+                    {"uid": password, "value": PASSWORD},
+                    {"uid": otp, "value": OTP}
+                ]}),
+            )
+            .await;
+        assert_ne!(filled.is_error, Some(true), "{}", text_of(&filled));
+        let clicked = gw.call("click", json!({"uid": sign_in})).await;
+        assert_ne!(clicked.is_error, Some(true), "{}", text_of(&clicked));
+        let closed = gw.close().await;
+        let spans = receiver
+            .wait_for(|s| s.iter().any(|s| s.name == "tools/call click"))
+            .await;
+
+        // navigate_page: a navigation, to the page without its query.
+        let nav = one(&spans, "tools/call navigate_page");
+        let navigations = events(nav, "cdp_relay.navigation");
+        assert!(!navigations.is_empty(), "{:#?}", nav.events);
+        let to = event_attr(navigations[0], "url.full").expect("a url");
+        assert!(to.starts_with(&format!("{}/login", site.origin)), "{to}");
+        // fill_form: one typing event per field, its length and verdict, never its text.
+        let fill = one(&spans, "tools/call fill_form");
+        let typing = events(fill, "cdp_relay.typing");
+        let mut lengths: Vec<String> = typing
+            .iter()
+            .filter_map(|e| event_attr(e, "cdp_relay.input.chars"))
+            .collect();
+        lengths.sort();
+        let mut want: Vec<String> = [USER, PASSWORD, OTP]
+            .iter()
+            .map(|v| v.len().to_string())
+            .collect();
+        want.sort();
+        assert_eq!(lengths, want, "{:#?}", fill.events);
+        assert!(typing
+            .iter()
+            .all(|e| event_attr(e, "cdp_relay.typing.verified").is_some()));
+        // click: the click, then the failed request (origin + path) and the console error.
+        let click = one(&spans, "tools/call click");
+        assert!(
+            !events(click, "cdp_relay.action").is_empty(),
+            "{:#?}",
+            click.events
+        );
+        let failed = events(click, "cdp_relay.request_failed");
+        assert!(
+            failed.iter().any(|e| event_attr(e, "url.full").as_deref()
+                == Some(&format!("{}/api/login", site.origin))
+                && event_attr(e, "http.response.status_code").as_deref() == Some("500")),
+            "{:#?}",
+            click.events
+        );
+        assert!(
+            !events(click, "cdp_relay.console_error").is_empty(),
+            "{:#?}",
+            click.events
+        );
+
+        // No planted value, in any spelling, in any byte the receiver got.
+        let bytes = receiver.bytes();
+        assert!(!bytes.is_empty());
+        let mut hits = Vec::new();
+        for secret in [USER, PASSWORD, OTP, QUERY_TOKEN, BEARER, COOKIE, ACCOUNT] {
+            for spelled in spellings(secret) {
+                if leaks(&bytes, &spelled) {
+                    hits.push(spelled);
+                }
+            }
+        }
+        assert!(hits.is_empty(), "planted values in the spans: {hits:?}");
+        assert!(closed.stderr.contains("otlp: "), "{}", closed.stderr);
+        scratch.assert_clean();
+    })
+    .await;
+}
