@@ -618,6 +618,41 @@ mod tests {
     }
 
     #[test]
+    fn a_call_keeps_its_own_actions_but_not_its_typing_frames_or_shared_ones() {
+        let s = Sanitizer::new();
+        let calls = ToolCalls::default();
+        let a = ActionId::at(at(100));
+        calls.begin(a.clone(), at(100));
+        linked(&calls, action(&s, "Page.navigate", 110, None));
+        linked(&calls, action(&s, "click", 120, None));
+        linked(&calls, action(&s, "type", 130, None));
+        linked(&calls, action(&s, "frame", 140, None));
+        let facts = calls.facts(&a).expect("remembered");
+        let methods: Vec<&str> = facts
+            .actions
+            .iter()
+            .map(|l| match l.record.kind() {
+                RecordKind::Action(x) => x.method.as_str(),
+                _ => "not an action",
+            })
+            .collect();
+        assert_eq!(methods, ["Page.navigate", "click"]);
+        assert_eq!(facts.typing.len(), 1);
+        // Beyond the bound, counted.
+        for i in 0..crate::facts::MAX_ACTIONS {
+            linked(&calls, action(&s, "click", 150 + i as u64, None));
+        }
+        let facts = calls.facts(&a).expect("remembered");
+        assert_eq!(facts.actions.len(), crate::facts::MAX_ACTIONS);
+        assert_eq!(facts.more_actions, 2);
+        // Two calls in flight: an action either could have made is neither's alone.
+        let b = ActionId::at(at(300));
+        calls.begin(b.clone(), at(300));
+        linked(&calls, action(&s, "click", 310, None));
+        assert_eq!(calls.facts(&b).expect("b").actions.len(), 0);
+    }
+
+    #[test]
     fn overlapping_calls_are_told_apart_by_the_page_they_act_on() {
         let s = Sanitizer::new();
         let calls = ToolCalls::default();

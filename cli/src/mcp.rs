@@ -189,11 +189,18 @@ impl Relayed {
         relay: RelayArgs,
         upstream: Option<String>,
         launch: LaunchConfig,
+        telemetry: Option<&Telemetry>,
     ) -> anyhow::Result<Relayed> {
         // As `launch`: the observer is on by default for a browser we start; as `serve`, off
         // for a browser someone else runs.
         let observe = upstream.is_none();
-        let config = relay.into_config_listening(upstream, observe, DEFAULT_LISTEN)?;
+        let mut config = relay.into_config_listening(upstream, observe, DEFAULT_LISTEN)?;
+        if let Some(t) = telemetry.cloned() {
+            config.status_fields.push(cdp_relay::StatusField {
+                name: "otlp",
+                read: std::sync::Arc::new(move || t.status()),
+            });
+        }
         let evidence_root = config
             .evidence
             .enabled
@@ -330,7 +337,7 @@ async fn serve(
         extra_args: browser_arg,
         browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
     };
-    let mut relayed = Relayed::start(relay, upstream, launch).await?;
+    let mut relayed = Relayed::start(relay, upstream, launch, telemetry.as_ref()).await?;
     let cdp_url = relayed.recording.endpoint().to_owned();
     let endpoints = Endpoints {
         ws_url: cdp_relay_mcp::browser_ws_url(&cdp_url).await,
@@ -455,7 +462,7 @@ async fn serve_http(args: McpArgs, variables: Variables) -> anyhow::Result<ExitC
         let (mut relay, launch) = (session_relay.clone(), launch.clone());
         Box::pin(async move {
             relay.evidence.session = Some(session);
-            let relayed = Relayed::start(relay, None, launch)
+            let relayed = Relayed::start(relay, None, launch, None)
                 .await
                 .map_err(|e| format!("{e:#}"))?;
             let cdp_url = relayed.recording.endpoint().to_owned();

@@ -103,7 +103,7 @@ impl Counts {
         self.dropped.fetch_add(n as u64, Ordering::Relaxed);
         if !self.warned.swap(true, Ordering::Relaxed) {
             tracing::warn!(
-                "otlp: spans for {} are dropped ({why}); tool calls and frames go on, the count is in the gateway's last line",
+                "otlp: spans for {} are dropped ({why}); tool calls go on; the count is in /relay/v1/status (otlp) and the gateway's last line",
                 self.endpoint
             );
         }
@@ -276,6 +276,18 @@ impl Telemetry {
     /// Spans the receiver took so far.
     pub fn exported(&self) -> u64 {
         self.inner.counts.exported.load(Ordering::Relaxed)
+    }
+
+    /// The counts for `/relay/v1/status` (`otlp`): where spans go (its origin), how many were
+    /// sent, dropped, and are queued or being sent now.
+    pub fn status(&self) -> serde_json::Value {
+        let c = &self.inner.counts;
+        serde_json::json!({
+            "endpoint": c.endpoint,
+            "sent": c.exported.load(Ordering::Relaxed),
+            "dropped": c.dropped.load(Ordering::Relaxed),
+            "queued": c.queued.load(Ordering::Relaxed),
+        })
     }
 
     /// Ends the spans still waiting for effects, sends what is queued (for at most a few

@@ -29,6 +29,8 @@ pub struct RelayApi {
     /// Evidence was asked for (so a relay recording nothing is not ready).
     evidence_wanted: bool,
     uploads: Option<UploadsHandle>,
+    /// The owner's own fields of the status answer.
+    extra: Vec<crate::config::StatusField>,
 }
 
 impl RelayApi {
@@ -39,7 +41,14 @@ impl RelayApi {
             evidence,
             evidence_wanted,
             uploads: None,
+            extra: Vec::new(),
         }
+    }
+
+    /// Adds the owner's fields to the status answer (after the relay's own, which win).
+    pub fn with_status_fields(mut self, fields: Vec<crate::config::StatusField>) -> RelayApi {
+        self.extra = fields;
+        self
     }
 
     /// Reports `uploads` in the status answer and the metrics.
@@ -66,6 +75,11 @@ impl Api for RelayApi {
         fields.insert("evidence".into(), json(serde_json::to_value(&evidence)));
         let uploads = self.uploads.as_ref().map(UploadsHandle::status);
         fields.insert("uploads".into(), json(serde_json::to_value(&uploads)));
+        for extra in &self.extra {
+            fields
+                .entry(extra.name.to_owned())
+                .or_insert_with(|| (extra.read)());
+        }
         fields
     }
 

@@ -18,6 +18,26 @@ pub struct Config {
     /// uploading before it exits (what is left is uploaded at the next start). By default,
     /// 25 s: inside Kubernetes' default 30 s termination grace.
     pub shutdown_grace: Duration,
+    /// Fields the relay's owner adds to `/relay/v1/status` (the MCP gateway's span counts).
+    /// By default, none.
+    pub status_fields: Vec<StatusField>,
+}
+
+/// A field of `/relay/v1/status` that the relay's owner keeps, read at each request.
+#[derive(Clone)]
+pub struct StatusField {
+    /// The field's name (a camelCase word, not one of the relay's own).
+    pub name: &'static str,
+    /// Its value now.
+    pub read: std::sync::Arc<dyn Fn() -> serde_json::Value + Send + Sync>,
+}
+
+impl fmt::Debug for StatusField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StatusField")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Default of [`Config::shutdown_grace`].
@@ -34,6 +54,7 @@ impl Config {
             proxy: ProxyConfig::new(upstream, policy, max_message_size)?,
             evidence: EvidenceSettings::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            status_fields: Vec::new(),
         })
     }
 }

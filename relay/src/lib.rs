@@ -51,7 +51,8 @@ pub use cdp_relay_proxy::{
     DEFAULT_MAX_MESSAGE_SIZE,
 };
 pub use config::{
-    Config, EvidenceSettings, LaunchConfig, SecretValue, UploadSettings, DEFAULT_SHUTDOWN_GRACE,
+    Config, EvidenceSettings, LaunchConfig, SecretValue, StatusField, UploadSettings,
+    DEFAULT_SHUTDOWN_GRACE,
 };
 pub use error::Error;
 pub use launch::Browser;

@@ -62,6 +62,7 @@ impl Recording {
             proxy,
             evidence,
             shutdown_grace,
+            status_fields,
         } = config;
         let upstream = proxy
             .upstream
@@ -87,6 +88,7 @@ impl Recording {
         if let Some(u) = &uploader {
             api = api.with_uploads(u.handle());
         }
+        api = api.with_status_fields(status_fields);
         let relay = relay.with_api(Arc::new(api));
         let (endpoint, local, stats) = (relay.endpoint(), relay.local_addr(), relay.stats());
         let (stop, stopped) = oneshot::channel::<()>();

@@ -205,6 +205,22 @@ async fn a_receiver_that_is_down_or_hangs_slows_no_call_and_its_spans_are_counte
                 slowest < Duration::from_secs(4),
                 "{what}: a call took {slowest:?}"
             );
+            // The relay's status has the counts while the gateway runs.
+            let ep = gw.call("relay_endpoint", json!({})).await;
+            let v = ep.structured_content.expect("structured");
+            let relay = v["cdpUrl"]
+                .as_str()
+                .expect("cdpUrl")
+                .trim_start_matches("http://");
+            let status = cdp_relay_tests::http::get(relay, "/relay/v1/status")
+                .await
+                .json();
+            let otlp = &status["otlp"];
+            assert_eq!(otlp["sent"], 0, "{what}: {status}");
+            assert_eq!(otlp["endpoint"], endpoint.as_str(), "{what}: {status}");
+            let counted =
+                otlp["dropped"].as_u64().unwrap_or(0) + otlp["queued"].as_u64().unwrap_or(0);
+            assert!(counted > 0, "{what}: {status}");
             let closed = gw.close().await;
             let last = closed
                 .stderr
@@ -219,11 +235,12 @@ async fn a_receiver_that_is_down_or_hangs_slows_no_call_and_its_spans_are_counte
                     .and_then(|n| n.parse().ok())
                     .unwrap_or_else(|| panic!("{what}: {word} in {last}"))
             };
-            // initialize and every call: none sent, each dropped or unsent, none lost unsaid.
+            // initialize and every call (relay_endpoint too): none sent, each dropped or
+            // unsent, none lost unsaid.
             assert_eq!(count(" spans sent"), 0, "{last}");
             assert_eq!(
                 count(" dropped") + count(" unsent"),
-                n + 1,
+                n + 2,
                 "{what}: {last}"
             );
             let warnings = closed.stderr.matches("are dropped").count();

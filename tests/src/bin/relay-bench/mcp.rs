@@ -2,7 +2,9 @@
 //! once) called directly by an rmcp client, and the same server wrapped by `cdp-relay mcp`
 //! (evidence on: every call is recorded), rounds interleaved with the order rotated. A trivial
 //! tool (`echo`) and a screenshot-sized result (`image`, 256 KiB of PNG, 341 KiB of base64), then
-//! the gateway's peak memory for one 20 MiB result and what of it reached the evidence.
+//! the gateway's peak memory for one 20 MiB result and what of it reached the evidence. A third
+//! path is the gateway with OpenTelemetry export on (`--otlp-endpoint`, a loopback receiver that
+//! decodes every span), in the same rounds.
 
 use crate::stats::{percentile, ratio, rotation};
 use cdp_relay_tests::mcp::McpGateway;
@@ -71,23 +73,44 @@ pub async fn run(rounds: usize, calls: usize, shots: usize, extra: &[&str]) -> S
     args.push("--".into());
     args.push(fake.display().to_string());
     let gw = McpGateway::spawn(&args, &[]).await;
+    let receiver =
+        cdp_relay_tests::otlp::Receiver::start(cdp_relay_tests::otlp::Mode::Accept).await;
+    let mut otlp_args = vec!["--otlp-endpoint".to_owned(), receiver.url()];
+    otlp_args.extend(args.iter().cloned());
+    let gw_otlp = McpGateway::spawn(&otlp_args, &[]).await;
 
     // [path][workload] samples, in µs.
-    let mut echo: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
-    let mut shot: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
-    // Warm both paths.
+    let mut echo: Vec<Vec<f64>> = vec![Vec::new(), Vec::new(), Vec::new()];
+    let mut shot: Vec<Vec<f64>> = vec![Vec::new(), Vec::new(), Vec::new()];
+    // Warm every path.
     let mut sink = Vec::new();
     time_calls(&direct, "echo", json!({"text": "x"}), 100, &mut sink).await;
     time_calls(gw.client(), "echo", json!({"text": "x"}), 100, &mut sink).await;
+    time_calls(
+        gw_otlp.client(),
+        "echo",
+        json!({"text": "x"}),
+        100,
+        &mut sink,
+    )
+    .await;
     for r in 0..rounds {
-        for i in rotation(r, 2) {
+        for i in rotation(r, 3) {
             let (e, s) = (&mut echo[i], &mut shot[i]);
-            if i == 0 {
-                time_calls(&direct, "echo", json!({"text": "x"}), calls, e).await;
-                time_calls(&direct, "image", json!({"bytes": SHOT}), shots, s).await;
-            } else {
-                time_calls(gw.client(), "echo", json!({"text": "x"}), calls, e).await;
-                time_calls(gw.client(), "image", json!({"bytes": SHOT}), shots, s).await;
+            match i {
+                0 => {
+                    time_calls(&direct, "echo", json!({"text": "x"}), calls, e).await;
+                    time_calls(&direct, "image", json!({"bytes": SHOT}), shots, s).await;
+                }
+                1 => {
+                    time_calls(gw.client(), "echo", json!({"text": "x"}), calls, e).await;
+                    time_calls(gw.client(), "image", json!({"bytes": SHOT}), shots, s).await;
+                }
+                _ => {
+                    let c = gw_otlp.client();
+                    time_calls(c, "echo", json!({"text": "x"}), calls, e).await;
+                    time_calls(c, "image", json!({"bytes": SHOT}), shots, s).await;
+                }
             }
         }
         eprintln!("mcp: round {}/{rounds} done", r + 1);
@@ -117,6 +140,14 @@ pub async fn run(rounds: usize, calls: usize, shots: usize, extra: &[&str]) -> S
         .map(|(_, b)| b.len() as u64)
         .sum();
     let _ = direct.cancel().await;
+    let otlp_closed = gw_otlp.close().await;
+    let otlp_line = otlp_closed
+        .stderr
+        .lines()
+        .find(|l| l.contains("otlp: ") && l.contains("spans sent"))
+        .map(|l| l[l.find("otlp: ").unwrap_or(0)..].to_owned())
+        .unwrap_or_else(|| "no count line".to_owned());
+    let spans_received = receiver.spans().len();
 
     let mut out = String::new();
     let _ = writeln!(
@@ -129,7 +160,11 @@ pub async fn run(rounds: usize, calls: usize, shots: usize, extra: &[&str]) -> S
         "| path | echo p50 (µs) | echo p99 (µs) | image p50 (µs) | image p99 (µs) |"
     );
     let _ = writeln!(out, "|---|---:|---:|---:|---:|");
-    let names = ["direct (rmcp client → mcp-fake)", "through `cdp-relay mcp`"];
+    let names = [
+        "direct (rmcp client → mcp-fake)",
+        "through `cdp-relay mcp`",
+        "through `cdp-relay mcp --otlp-endpoint` (loopback receiver)",
+    ];
     for (i, name) in names.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -149,6 +184,14 @@ pub async fn run(rounds: usize, calls: usize, shots: usize, extra: &[&str]) -> S
         ratio(percentile(&shot[1], 0.5), percentile(&shot[0], 0.5)),
         percentile(&echo[1], 0.99) - percentile(&echo[0], 0.99),
         percentile(&shot[1], 0.99) - percentile(&shot[0], 0.99),
+    );
+    let _ = writeln!(
+        out,
+        "\nOTLP export on, against the gateway with it off, at p50: echo {:+.0} µs, image {:+.0} µs; at p99: echo {:+.0} µs, image {:+.0} µs. The receiver decoded {spans_received} spans; the gateway said `{otlp_line}`.",
+        percentile(&echo[2], 0.5) - percentile(&echo[1], 0.5),
+        percentile(&shot[2], 0.5) - percentile(&shot[1], 0.5),
+        percentile(&echo[2], 0.99) - percentile(&echo[1], 0.99),
+        percentile(&shot[2], 0.99) - percentile(&shot[1], 0.99),
     );
     let _ = writeln!(
         out,
