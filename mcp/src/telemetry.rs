@@ -520,6 +520,8 @@ impl RequestSpan {
                 () = tokio::time::sleep(cdp_capture::calls::AFTERMATH) => {}
                 _ = stopping.wait_for(|s| *s) => {}
             }
+            // What the relay has read by now is written, so linked to its call (bounded).
+            super::resources::settle(&h).await;
             if let Some(facts) = h.calls().facts(&call) {
                 add_effects(&mut span, &facts);
             }

@@ -374,6 +374,8 @@ async fn a_calls_browser_effects_are_its_span_events_and_no_planted_secret_reach
         assert_ne!(filled.is_error, Some(true), "{}", text_of(&filled));
         let clicked = gw.call("click", json!({"uid": sign_in})).await;
         assert_ne!(clicked.is_error, Some(true), "{}", text_of(&clicked));
+        // Stopping ends the spans at once; what the relay had read of the click by then (its
+        // request failed, the page logged the error before the click was answered) is linked.
         let closed = gw.close().await;
         let spans = receiver
             .wait_for(|s| s.iter().any(|s| s.name == "tools/call click"))
