@@ -231,16 +231,6 @@ async fn isolation(server: Server, n: usize) {
         .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn four_sessions_of_chrome_devtools_mcp_share_nothing() {
-    isolation(Server::ChromeDevtools, 4).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn four_sessions_of_playwright_mcp_share_nothing() {
-    isolation(Server::Playwright, 4).await;
-}
-
 /// A session's id, from the status page (the only one open).
 async fn only_session(gw: &HttpGateway, headers: &[(&str, &str)]) -> String {
     let status = gw.status(headers).await;
@@ -571,11 +561,11 @@ async fn over_the_session_limit_initialize_gets_503_and_the_running_session_is_u
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn thirty_short_sessions_in_a_row_leave_fds_and_memory_flat() {
+async fn a_hundred_short_sessions_in_a_row_leave_fds_and_memory_flat() {
     let gw = HttpGateway::spawn(&[], &[]).await;
     let pid = gw.process.pid();
     let mut baseline = None;
-    for i in 0..30 {
+    for i in 0..100 {
         let agent = gw.connect(None).await;
         let r = within(
             "relay_endpoint",
@@ -598,11 +588,11 @@ async fn thirty_short_sessions_in_a_row_leave_fds_and_memory_flat() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let (fds_after, rss_after) = (gw.fd_count(), rss_kib(pid));
-    eprintln!("30 sessions: fds {fds} -> {fds_after}, RSS {rss} KiB -> {rss_after} KiB");
+    eprintln!("100 sessions: fds {fds} -> {fds_after}, RSS {rss} KiB -> {rss_after} KiB");
     assert!(fds_after <= fds, "fds grew: {fds} -> {fds_after}");
     assert!(
         rss_after <= rss + 8 * 1024,
-        "RSS grew by more than 8 MiB over 25 sessions: {rss} -> {rss_after} KiB"
+        "RSS grew by more than 8 MiB over 95 sessions: {rss} -> {rss_after} KiB"
     );
     assert_eq!(gw.descendants(), vec![]);
     gw.process.stop().await;
@@ -746,15 +736,14 @@ async fn measure_sessions() {
     );
 }
 
-/// The eight at once: over this machine's two cores when both run (BENCHMARKS.md).
+/// Eight agents at once, each with its own server and browser (both servers' tests together
+/// took 26 s on two cores beside a clippy build).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "eight browsers at once: a larger machine's test; run with --ignored"]
 async fn eight_sessions_of_chrome_devtools_mcp_share_nothing() {
     isolation(Server::ChromeDevtools, 8).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "eight browsers at once: a larger machine's test; run with --ignored"]
 async fn eight_sessions_of_playwright_mcp_share_nothing() {
     isolation(Server::Playwright, 8).await;
 }
