@@ -14,7 +14,9 @@
 use cdp_evidence::{RunDir, Status, StoredPayload, StoredRecord, Verified, Word};
 use cdp_relay_tests::files::{leaks, spellings, Scratch};
 use cdp_relay_tests::har::Har;
-use cdp_relay_tests::mcp::{chrome_devtools_mcp, element, text_of, McpGateway, SIGN_IN_FORM};
+use cdp_relay_tests::mcp::{
+    chrome_devtools_mcp, element, playwright_mcp, text_of, McpGateway, SIGN_IN_FORM,
+};
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::{clients_dir, only_run, relay_binary, within};
 use serde_json::json;
@@ -509,36 +511,104 @@ fn child_rows(listing: &str) -> Vec<&str> {
         .collect()
 }
 
+#[derive(Clone, Copy)]
+enum Server {
+    ChromeDevtools,
+    Playwright,
+}
+
 #[tokio::test]
 async fn a_chrome_devtools_mcp_runs_trace_has_its_tool_calls_with_their_browser_actions() {
-    let site = Site::start(failing_sign_in()).await;
-    let scratch = Scratch::new();
-    let mut args = vec!["--".to_owned()];
-    args.extend(chrome_devtools_mcp());
-    let gw = McpGateway::spawn(&args, &[("TMPDIR", scratch.path().as_os_str())]).await;
-    let url = format!("{}/login", site.origin);
+    gateway_run_trace(Server::ChromeDevtools).await;
+}
+
+#[tokio::test]
+async fn a_playwright_mcp_runs_trace_has_its_tool_calls_with_their_browser_actions() {
+    gateway_run_trace(Server::Playwright).await;
+}
+
+/// Signs in with each server's own tools (a fill_form of three fields, a click the site answers
+/// with a 500, a wait), then clicks an element the page never had: a failed call.
+async fn sign_in_and_fail(gw: &McpGateway, server: Server, url: &str) -> String {
+    let pw = matches!(server, Server::Playwright);
+    let tool = |cdm: &'static str, pwm: &'static str| if pw { pwm } else { cdm };
     let nav = gw
-        .call("navigate_page", json!({"type": "url", "url": url}))
+        .call(
+            tool("navigate_page", "browser_navigate"),
+            if pw {
+                json!({"url": url})
+            } else {
+                json!({"type": "url", "url": url})
+            },
+        )
         .await;
     assert_ne!(nav.is_error, Some(true), "{}", text_of(&nav));
-    let snapshot = text_of(&gw.call("take_snapshot", json!({})).await);
-    let fields = json!({"elements": [
-        {"uid": element(&snapshot, "textbox \"Email\""), "value": AGENT_USER},
-        {"uid": element(&snapshot, "textbox \"Password\""), "value": AGENT_PASSWORD},
-        {"uid": element(&snapshot, "textbox \"One-time code\""), "value": AGENT_OTP}
-    ]});
-    let filled = gw.call("fill_form", fields).await;
+    let snapshot = text_of(
+        &gw.call(tool("take_snapshot", "browser_snapshot"), json!({}))
+            .await,
+    );
+    let (email, password, otp, sign_in) = (
+        element(&snapshot, "textbox \"Email\""),
+        element(&snapshot, "textbox \"Password\""),
+        element(&snapshot, "textbox \"One-time code\""),
+        element(&snapshot, "button \"Sign in\""),
+    );
+    let fields = if pw {
+        json!({"fields": [
+            {"name": "Email", "type": "textbox", "target": email, "value": AGENT_USER},
+            {"name": "Password", "type": "textbox", "target": password, "value": AGENT_PASSWORD},
+            {"name": "One-time code", "type": "textbox", "target": otp, "value": AGENT_OTP}
+        ]})
+    } else {
+        json!({"elements": [
+            {"uid": email, "value": AGENT_USER},
+            {"uid": password, "value": AGENT_PASSWORD},
+            {"uid": otp, "value": AGENT_OTP}
+        ]})
+    };
+    let fill = tool("fill_form", "browser_fill_form");
+    let filled = gw.call(fill, fields).await;
     assert_ne!(filled.is_error, Some(true), "{}", text_of(&filled));
-    let sign_in = element(&snapshot, "button \"Sign in\"");
-    let clicked = gw.call("click", json!({"uid": sign_in})).await;
+    let click = tool("click", "browser_click");
+    let target = |t: &str| {
+        if pw {
+            json!({"element": "Sign in button", "target": t})
+        } else {
+            json!({"uid": t})
+        }
+    };
+    let clicked = gw.call(click, target(&sign_in)).await;
     assert_ne!(clicked.is_error, Some(true), "{}", text_of(&clicked));
     let failed = gw
-        .call("wait_for", json!({"text": ["Sign-in failed"]}))
+        .call(
+            tool("wait_for", "browser_wait_for"),
+            if pw {
+                json!({"text": "Sign-in failed"})
+            } else {
+                json!({"text": ["Sign-in failed"]})
+            },
+        )
         .await;
     assert_ne!(failed.is_error, Some(true), "{}", text_of(&failed));
     // A call that fails: an element the page never had.
-    let missing = gw.call("click", json!({"uid": "9_999"})).await;
+    let missing = gw
+        .call(click, target(if pw { "e999" } else { "9_999" }))
+        .await;
     assert_eq!(missing.is_error, Some(true), "{}", text_of(&missing));
+    fill.to_owned()
+}
+
+async fn gateway_run_trace(server: Server) {
+    let site = Site::start(failing_sign_in()).await;
+    let scratch = Scratch::new();
+    let output = tempfile::tempdir().expect("output dir");
+    let mut args = vec!["--".to_owned()];
+    args.extend(match server {
+        Server::ChromeDevtools => chrome_devtools_mcp(),
+        Server::Playwright => playwright_mcp(output.path()),
+    });
+    let gw = McpGateway::spawn(&args, &[("TMPDIR", scratch.path().as_os_str())]).await;
+    let fill = sign_in_and_fail(&gw, server, &format!("{}/login", site.origin)).await;
 
     // The resource, built on read while the run is recorded.
     let read = gw
@@ -595,8 +665,8 @@ async fn a_chrome_devtools_mcp_runs_trace_has_its_tool_calls_with_their_browser_
     let all = rows(&listing);
     let fill = all
         .iter()
-        .position(|r| r.contains("fill_form"))
-        .unwrap_or_else(|| panic!("no fill_form call:\n{listing}"));
+        .position(|r| r.contains(&fill))
+        .unwrap_or_else(|| panic!("no {fill} call:\n{listing}"));
     let typed: Vec<&&str> = all[fill + 1..]
         .iter()
         .take_while(|r| children.contains(r))
@@ -605,7 +675,7 @@ async fn a_chrome_devtools_mcp_runs_trace_has_its_tool_calls_with_their_browser_
     assert_eq!(
         typed.len(),
         3,
-        "three fields typed under fill_form:\n{listing}"
+        "three fields typed under {fill}:\n{listing}"
     );
     let requests = trace_cli(work.path(), &["requests"]).await;
     assert!(
