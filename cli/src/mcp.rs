@@ -136,10 +136,7 @@ pub(crate) fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
             .map_err(Usage)?;
     let rt = crate::args::runtime(args.relay.threads)?;
     let out = if args.relay.listen.is_some() {
-        if otlp.is_some() {
-            tracing::warn!("mcp: spans are not sent for --listen yet (stdio only); --otlp-endpoint and OTEL_EXPORTER_OTLP_* are ignored");
-        }
-        rt.block_on(serve_http(args, variables))
+        rt.block_on(serve_http(args, variables, otlp))
     } else if args.max_sessions.is_some() || args.session_idle.is_some() {
         Err(
             Usage("--max-sessions and --session-idle apply to HTTP only: add --listen ADDR".into())
@@ -345,7 +342,7 @@ async fn serve(
     };
     let handle = relayed.recording.evidence().cloned();
     config.evidence_root = handle.as_ref().and(relayed.evidence_root.clone());
-    config.telemetry = telemetry;
+    config.telemetry = telemetry.clone();
     let gateway = match Gateway::start(config, endpoints, handle).await {
         Ok(g) => g,
         Err(e) => {
@@ -399,6 +396,9 @@ async fn serve(
     gateway.stop(why).await;
     session.close().await;
     relayed.stop().await;
+    if let Some(t) = telemetry {
+        t.shutdown().await;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -430,7 +430,11 @@ fn gateway_config(args: &McpArgs, variables: Variables) -> GatewayConfig {
 
 /// `mcp --listen`: MCP over Streamable HTTP, a browser, relay, wrapped server and run per
 /// session, started on its `initialize` with the same flags as stdio's one.
-async fn serve_http(args: McpArgs, variables: Variables) -> anyhow::Result<ExitCode> {
+async fn serve_http(
+    args: McpArgs,
+    variables: Variables,
+    otlp: Option<url::Url>,
+) -> anyhow::Result<ExitCode> {
     let mut shutdown = Shutdown::listen();
     if args.upstream.is_some() {
         return Err(Usage("--upstream cannot be shared by HTTP sessions (each gets its own browser); drop --upstream or --listen".into()).into());
@@ -482,8 +486,12 @@ async fn serve_http(args: McpArgs, variables: Variables) -> anyhow::Result<ExitC
             })
         })
     });
+    // One exporter; each session's gateway gets its own handle on it.
+    let telemetry = otlp.as_ref().map(start_telemetry).transpose()?;
+    let mut gateway_config = gateway_config(&args, variables);
+    gateway_config.telemetry = telemetry.clone();
     let config = cdp_relay_mcp::HttpConfig {
-        gateway: gateway_config(&args, variables),
+        gateway: gateway_config,
         policy,
         max_sessions: args
             .max_sessions
@@ -506,6 +514,9 @@ async fn serve_http(args: McpArgs, variables: Variables) -> anyhow::Result<ExitC
         idle.as_secs()
     );
     gateway.serve(shutdown.recv()).await;
+    if let Some(t) = telemetry {
+        t.shutdown().await;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

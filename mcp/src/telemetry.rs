@@ -184,19 +184,25 @@ impl SpanProcessor for BoundedProcessor {
     }
 }
 
-/// The gateway's exporter of spans: cheap to clone.
+/// The gateway's exporter of spans: cheap to clone. Over HTTP each MCP session holds its own
+/// handle ([`Telemetry::for_session`]): one exporter, each session's calls ended with it.
 #[derive(Clone)]
 pub struct Telemetry {
     inner: Arc<Inner>,
+    calls: Arc<Calls>,
 }
 
 struct Inner {
     provider: SdkTracerProvider,
     tracer: SdkTracer,
     counts: Arc<Counts>,
-    /// Set when the gateway stops: calls' spans waiting for late effects end at once.
+}
+
+/// One gateway's calls whose spans still wait for late effects.
+#[derive(Default)]
+struct Calls {
+    /// Set when the gateway stops: its calls' spans end at once.
     stopping: tokio::sync::watch::Sender<bool>,
-    /// Calls' spans waiting for late effects.
     pending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
@@ -249,15 +255,13 @@ impl Telemetry {
             .with_resource(resource)
             .build();
         let tracer = opentelemetry::trace::TracerProvider::tracer(&provider, "cdp-relay");
-        let (stopping, _) = tokio::sync::watch::channel(false);
         Ok(Telemetry {
             inner: Arc::new(Inner {
                 provider,
                 tracer,
                 counts,
-                stopping,
-                pending: Mutex::new(Vec::new()),
             }),
+            calls: Arc::default(),
         })
     }
 
@@ -290,13 +294,21 @@ impl Telemetry {
         })
     }
 
-    /// Ends the spans still waiting for effects, sends what is queued (for at most a few
-    /// seconds) and stops the exporter's thread. Says on stderr what was sent and dropped.
+    /// A handle on the same exporter for one more gateway (an HTTP session): its
+    /// [`stop`](Self::stop) ends its own calls' spans, not the others'.
+    pub fn for_session(&self) -> Telemetry {
+        Telemetry {
+            inner: self.inner.clone(),
+            calls: Arc::default(),
+        }
+    }
+
+    /// Ends this handle's spans still waiting for effects (a gateway stopping).
     pub async fn stop(&self) {
-        let _ = self.inner.stopping.send(true);
+        let _ = self.calls.stopping.send(true);
         let pending = std::mem::take(
             &mut *self
-                .inner
+                .calls
                 .pending
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
@@ -304,6 +316,12 @@ impl Telemetry {
         for task in pending {
             let _ = task.await;
         }
+    }
+
+    /// Stops this handle's calls, sends what is queued (for at most a few seconds) and stops
+    /// the exporter's thread, for every handle. Says on stderr what was sent and dropped.
+    pub async fn shutdown(&self) {
+        self.stop().await;
         let provider = self.inner.provider.clone();
         // The SDK's shutdown blocks on its exporter thread.
         let _ =
@@ -320,7 +338,7 @@ impl Telemetry {
 
     fn keep(&self, task: tokio::task::JoinHandle<()>) {
         let mut pending = self
-            .inner
+            .calls
             .pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -514,7 +532,7 @@ impl RequestSpan {
             return;
         };
         let call = call.clone();
-        let mut stopping = t.inner.stopping.subscribe();
+        let mut stopping = t.calls.stopping.subscribe();
         let task = tokio::spawn(async move {
             tokio::select! {
                 () = tokio::time::sleep(cdp_capture::calls::AFTERMATH) => {}

@@ -6,6 +6,7 @@
 //! a session's service stops, and so do we for the other reasons.
 
 use super::super::gateway::{Gateway, GatewayConfig, StopReason};
+use super::super::telemetry::Telemetry;
 use super::{SessionBrowser, StartBrowser};
 use cdp_relay_proxy::Token;
 use futures_util::Stream;
@@ -228,6 +229,7 @@ impl Hub {
         let mut config = self.config.clone();
         config.evidence_root = browser.evidence.as_ref().and(browser.evidence_root.clone());
         config.session = Some(slot.id.to_string());
+        config.telemetry = self.config.telemetry.as_ref().map(Telemetry::for_session);
         let started =
             Gateway::start(config, browser.endpoints.clone(), browser.evidence.clone()).await;
         let gateway = match started {

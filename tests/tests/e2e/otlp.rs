@@ -442,3 +442,93 @@ async fn a_calls_browser_effects_are_its_span_events_and_no_planted_secret_reach
     })
     .await;
 }
+
+/// Over Streamable HTTP: one exporter for the gateway, each session's calls its own spans,
+/// named by its `mcp.session.id`, each parented to its agent's context, which its own wrapped
+/// server receives; a session ending does not end the exporter for the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_each_sessions_calls_are_spans_with_its_session_id() {
+    within("otlp spans over HTTP", async {
+        let receiver = Receiver::start(Mode::Accept).await;
+        let scratch = Scratch::new();
+        let url = receiver.url();
+        let tag = scratch.path().display().to_string();
+        let gw = cdp_relay_tests::mcp_http::HttpGateway::spawn(
+            &["--otlp-endpoint", &url],
+            &[FAKE.into(), "--tag".into(), tag],
+        )
+        .await;
+        let (first, second) = (gw.connect(None).await, gw.connect(None).await);
+        let mut seen = Vec::new();
+        for agent in [&first, &second] {
+            let mut meta = RequestMetaObject::new();
+            meta.set_traceparent(format!("00-{AGENT_TRACE}-{AGENT_SPAN}-01"));
+            let mut params = CallToolRequestParams::new("trace_context");
+            params.meta = Some(meta);
+            let r = within("trace_context", agent.call_tool(params))
+                .await
+                .expect("trace_context");
+            seen.push(serde_json::from_str::<Value>(&text_of(&r)).expect("the fake's JSON"));
+        }
+        let status = gw.status(&[]).await;
+        let mut ids: Vec<String> = status["sessions"]
+            .as_array()
+            .expect("sessions")
+            .iter()
+            .map(|s| s["id"].as_str().expect("id").to_owned())
+            .collect();
+        ids.sort();
+        assert_eq!(ids.len(), 2, "{status}");
+        // The first session ends; the second's next call is still exported.
+        within("close", first.cancel()).await.expect("close");
+        gw.status_until("the first session to end", |s| {
+            s["mcp"]["sessionsOpen"] == 1
+        })
+        .await;
+        let after = within(
+            "trace_context",
+            second.call_tool(CallToolRequestParams::new("trace_context")),
+        )
+        .await
+        .expect("after the first ended");
+        assert_ne!(after.is_error, Some(true));
+        let spans = receiver
+            .wait_for(|s| {
+                s.iter()
+                    .filter(|s| s.name == "tools/call trace_context")
+                    .count()
+                    >= 3
+            })
+            .await;
+        let calls = named(&spans, "tools/call trace_context");
+        assert_eq!(calls.len(), 3, "{:?}", names(&spans));
+        let mut by_session: Vec<String> = calls
+            .iter()
+            .map(|s| attr(s, "mcp.session.id").expect("mcp.session.id"))
+            .collect();
+        by_session.sort();
+        by_session.dedup();
+        assert_eq!(by_session, ids, "each call names its own session");
+        for s in &calls {
+            assert_eq!(attr(s, "network.transport").as_deref(), Some("tcp"));
+            assert!(attr(s, "cdp_relay.run.id").is_some_and(|r| !r.is_empty()));
+        }
+        // Each wrapped server got the context of its own session's span.
+        let traced: Vec<&&Span> = calls
+            .iter()
+            .filter(|s| hex(&s.parent_span_id) == AGENT_SPAN)
+            .collect();
+        assert_eq!(traced.len(), 2, "two calls carried the agent's context");
+        for s in traced {
+            assert_eq!(hex(&s.trace_id), AGENT_TRACE);
+            let want = format!("00-{AGENT_TRACE}-{}-01", hex(&s.span_id));
+            assert!(
+                seen.iter().any(|v| v["traceparent"] == want),
+                "{want} reached its server: {seen:?}"
+            );
+        }
+        drop(second);
+        gw.process.stop().await;
+    })
+    .await;
+}
