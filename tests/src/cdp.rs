@@ -107,6 +107,32 @@ impl Cdp {
         }
     }
 
+    /// Sends a command and returns its `result` with the events that arrived before it (a
+    /// command can cause events the browser sends ahead of its reply: a fetch it starts).
+    pub async fn call_keeping_events(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> (Value, Vec<Value>) {
+        let reply = self.client.call_raw(method, params, None, CALL_TIMEOUT);
+        let mut kept = Vec::new();
+        let raw = match self
+            .events
+            .during(reply, |e| {
+                kept.push(serde_json::from_str(e.text()).expect("CDP JSON"));
+            })
+            .await
+        {
+            Ok(text) => text.to_string(),
+            Err(e) => panic!("no answer to {method}: {e}"),
+        };
+        let v: Value = serde_json::from_str(&raw).expect("JSON");
+        if let Some(e) = v.get("error") {
+            panic!("{method} failed: {e}");
+        }
+        (v["result"].clone(), kept)
+    }
+
     /// Sends a command and returns its `result` (panics on a CDP error).
     pub async fn call(&mut self, method: &str, params: Value) -> Value {
         self.call_in(method, params, None).await

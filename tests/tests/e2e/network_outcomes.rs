@@ -24,15 +24,26 @@ fn routes() -> HashMap<&'static str, Route> {
     ])
 }
 
-/// The next `Network.loadingFailed` or `responseReceived` for a URL ending in `path`.
-async fn outcome(cdp: &mut Cdp, path: &str) -> serde_json::Value {
+/// Runs `expression` in the page, then returns the `Network.loadingFailed` or `loadingFinished`
+/// of the request for a URL ending in `path` it starts. The events that arrive before the
+/// evaluation's reply count too: Chromium can report a fetch the expression started first.
+async fn outcome(cdp: &mut Cdp, expression: &str, path: &str) -> serde_json::Value {
+    let (_, early) = cdp
+        .call_keeping_events("Runtime.evaluate", json!({ "expression": expression }))
+        .await;
     let mut ids = Vec::new();
+    let mut early = early.into_iter();
     within(path, async {
         loop {
-            let Some(e) = cdp.events.recv().await else {
-                panic!("the connection ended waiting for {path}");
+            let v = match early.next() {
+                Some(v) => v,
+                None => {
+                    let Some(e) = cdp.events.recv().await else {
+                        panic!("the connection ended waiting for {path}");
+                    };
+                    serde_json::from_str(e.text()).expect("CDP JSON")
+                }
             };
-            let v: serde_json::Value = serde_json::from_str(e.text()).expect("CDP JSON");
             let p = &v["params"];
             match v["method"].as_str() {
                 Some("Network.requestWillBeSent")
@@ -88,22 +99,22 @@ async fn posted_forms(observe: bool) {
     .await;
     cdp.event("Page.loadEventFired").await;
 
-    cdp.call(
-        "Runtime.evaluate",
-        json!({"expression": "document.getElementById('save').requestSubmit()"}),
+    let saved = outcome(
+        &mut cdp,
+        "document.getElementById('save').requestSubmit()",
+        "/api/save",
     )
     .await;
-    let saved = outcome(&mut cdp, "/api/save").await;
     // What the fix is about: Chromium does report this as a failed load.
     assert_eq!(saved["method"], "Network.loadingFailed", "{saved}");
     assert_eq!(saved["params"]["errorText"], "net::ERR_ABORTED", "{saved}");
 
-    cdp.call(
-        "Runtime.evaluate",
-        json!({"expression": "fetch('/api/broken').catch(() => {})"}),
+    outcome(
+        &mut cdp,
+        "fetch('/api/broken').catch(() => {})",
+        "/api/broken",
     )
     .await;
-    outcome(&mut cdp, "/api/broken").await;
     // Stopping writes what the observer still holds (a failure waiting for its frame).
     drop(cdp);
     relay.stop().await;
