@@ -167,20 +167,23 @@ pub fn render_to_memory(run_dir: &Path, options: &Options) -> Result<Output, Rep
     render_run(&run, run_dir, options)
 }
 
-fn open(run_dir: &Path) -> Result<RunDir, ReportError> {
-    RunDir::open(run_dir).map_err(|source| ReportError::Open {
+/// Opens the run in `run_dir` (nothing below it followed through a symlink), refusing a
+/// directory that holds neither a manifest nor a journal: what the report and the exports read.
+pub(crate) fn open(run_dir: &Path) -> Result<RunDir, ReportError> {
+    let run = RunDir::open(run_dir).map_err(|source| ReportError::Open {
         path: run_dir.to_path_buf(),
         source,
-    })
-}
-
-fn render_run(run: &RunDir, run_dir: &Path, options: &Options) -> Result<Output, ReportError> {
+    })?;
     let has = |name: &str| std::fs::symlink_metadata(run_dir.join(name)).is_ok();
     if !has(cdp_evidence::MANIFEST_FILE) && !has(cdp_evidence::JOURNAL_FILE) {
         return Err(ReportError::NotARun {
             path: run_dir.to_path_buf(),
         });
     }
+    Ok(run)
+}
+
+fn render_run(run: &RunDir, run_dir: &Path, options: &Options) -> Result<Output, ReportError> {
     let dir_name = run_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

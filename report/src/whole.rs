@@ -23,16 +23,7 @@ pub(crate) struct Whole {
 
 /// Opens the run in `run_dir` (confined, as the report does) and reads it whole.
 pub(crate) fn load(run_dir: &Path) -> Result<Whole, ReportError> {
-    let run = RunDir::open(run_dir).map_err(|source| ReportError::Open {
-        path: run_dir.to_path_buf(),
-        source,
-    })?;
-    let has = |name: &str| std::fs::symlink_metadata(run_dir.join(name)).is_ok();
-    if !has(cdp_evidence::MANIFEST_FILE) && !has(cdp_evidence::JOURNAL_FILE) {
-        return Err(ReportError::NotARun {
-            path: run_dir.to_path_buf(),
-        });
-    }
+    let run = crate::open(run_dir)?;
     // A manifest that cannot be read leaves the journal to read by its default name.
     let manifest = run.manifest().ok().flatten();
     let (timeline, journal) = model::read_journal(&run, manifest.as_ref(), Caps::whole());

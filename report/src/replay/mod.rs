@@ -44,7 +44,7 @@ mod tests;
 
 use crate::text::line;
 use crate::ReportError;
-use cdp_evidence::{JournalLine, RunDir, RunStatus, Word};
+use cdp_evidence::{JournalLine, RunStatus, Word};
 use std::path::Path;
 
 /// The file name the export has as an MCP resource, in report.html's link and by default.
@@ -136,16 +136,7 @@ pub fn export(run_dir: &Path, format: Format) -> Result<Export, ReportError> {
 /// nothing below it is followed through a symlink); writes nothing.
 pub fn export_with(run_dir: &Path, options: ExportOptions) -> Result<Export, ReportError> {
     let Format::Playwright = options.format;
-    let run = RunDir::open(run_dir).map_err(|source| ReportError::Open {
-        path: run_dir.to_path_buf(),
-        source,
-    })?;
-    let has = |name: &str| std::fs::symlink_metadata(run_dir.join(name)).is_ok();
-    if !has(cdp_evidence::MANIFEST_FILE) && !has(cdp_evidence::JOURNAL_FILE) {
-        return Err(ReportError::NotARun {
-            path: run_dir.to_path_buf(),
-        });
-    }
+    let run = crate::open(run_dir)?;
     // A manifest that cannot be read leaves the journal to read by its default name.
     let manifest = run.manifest().ok().flatten();
     let mut events = read::Events::default();
