@@ -66,7 +66,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 pub use traffic::typed::NAMED_KEYS;
 use traffic::{TrafficOptions, TrafficReader};
-pub use writer::{Emit, Finalized, NewArtifact, RunWriter, WriterSummary};
+pub use writer::{Emit, Finalized, NewArtifact, RunRef, RunWriter, WriteObserver, WriterSummary};
 
 /// What a pipeline records and where (the relay's evidence settings, less what only the relay
 /// does with them).
@@ -133,6 +133,8 @@ pub struct Hooks {
     pub hold: Option<Arc<dyn RetentionHold>>,
     /// Called with a run's directory once it is finalized, before retention prunes.
     pub finalized: Option<Finalized>,
+    /// Told every batch once it is in the journal, and every run's end (spans of the run).
+    pub written: Option<Arc<dyn WriteObserver>>,
 }
 
 impl std::fmt::Debug for Hooks {
@@ -140,6 +142,7 @@ impl std::fmt::Debug for Hooks {
         f.debug_struct("Hooks")
             .field("hold", &self.hold)
             .field("finalized", &self.finalized.is_some())
+            .field("written", &self.written.is_some())
             .finish()
     }
 }
@@ -390,7 +393,7 @@ impl Pipeline {
             sanitizer.clone(),
             pages.clone(),
             calls.clone(),
-            hooks.finalized,
+            (hooks.finalized, hooks.written),
         )
         .map_err(|e| off(&format!("cannot start the evidence writer thread: {e}")))?;
         let (tap, rx) = Tap::channel(QUEUE_CAPACITY);

@@ -48,6 +48,14 @@ pub struct RelayArgs {
     #[arg(long)]
     pub insecure_no_auth: bool,
 
+    /// Send OpenTelemetry spans to this OTLP/HTTP receiver, e.g. http://127.0.0.1:4318
+    /// (`/v1/traces` is added): `launch` and `serve` a span per run and per client connection,
+    /// `mcp` a span per MCP request; browser effects are their events. Default:
+    /// $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then $OTEL_EXPORTER_OTLP_ENDPOINT; unset, nothing is
+    /// sent. $OTEL_SERVICE_NAME names the service (default cdp-relay).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+
     /// Largest websocket message accepted in each direction, in bytes.
     #[arg(long, default_value_t = cdp_relay::DEFAULT_MAX_MESSAGE_SIZE, value_name = "BYTES")]
     pub max_message_size: usize,
@@ -173,6 +181,7 @@ impl EvidenceArgs {
             secrets: Vec::new(),
             upload: self.upload.settings()?,
             journal_budget_bytes: self.journal_budget,
+            written: None,
         };
         for (name, value) in secrets::from_env(&self.secret_env)? {
             settings.add_secret(&name, value)?;

@@ -12,6 +12,7 @@ mod evidence;
 mod export;
 mod logging;
 mod mcp;
+mod otlp;
 mod relay;
 mod report;
 mod sanitize;
@@ -98,11 +99,13 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => {
             let threads = args.relay.threads;
+            let otlp = otlp::endpoint(args.relay.otlp_endpoint.as_deref())?;
             let config = args.relay.into_config(Some(args.upstream), false)?;
-            runtime(threads)?.block_on(relay::serve(config))
+            runtime(threads)?.block_on(relay::serve(config, otlp))
         }
         Command::Launch(args) => {
             let threads = args.relay.threads;
+            let otlp = otlp::endpoint(args.relay.otlp_endpoint.as_deref())?;
             let config = args.relay.into_config(None, true)?;
             let mut extra_args = args.extra_args;
             if args.browser_no_sandbox {
@@ -114,7 +117,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 extra_args,
                 browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
             };
-            runtime(threads)?.block_on(relay::launch(config, launch))
+            runtime(threads)?.block_on(relay::launch(config, launch, otlp))
         }
         Command::Mcp(args) => mcp::run(args),
         Command::Demo(args) => demo::run(args),

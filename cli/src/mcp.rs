@@ -100,13 +100,6 @@ pub struct McpArgs {
 
     // `--listen ADDR` (a relay flag) serves MCP over Streamable HTTP at http://ADDR/mcp instead
     // of stdio; the token, --allow-host and --allow-origin rules then apply to that endpoint.
-    /// Send an OpenTelemetry span per MCP request (a tool call's browser effects as its events)
-    /// to this OTLP/HTTP receiver, e.g. http://127.0.0.1:4318 (`/v1/traces` is added). Default:
-    /// $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then $OTEL_EXPORTER_OTLP_ENDPOINT; unset, nothing
-    /// is sent. $OTEL_SERVICE_NAME names the service (default cdp-relay).
-    #[arg(long, value_name = "URL")]
-    pub otlp_endpoint: Option<String>,
-
     #[command(flatten)]
     pub relay: RelayArgs,
 
@@ -131,9 +124,7 @@ pub enum UnverifiedTyping {
 pub(crate) fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     // Read before anything starts: a bad variable is a usage error, not a half-started browser.
     let variables = variables(&args.var_file)?;
-    let otlp =
-        cdp_relay_mcp::traces_endpoint(args.otlp_endpoint.as_deref(), |k| std::env::var(k).ok())
-            .map_err(Usage)?;
+    let otlp = crate::otlp::endpoint(args.relay.otlp_endpoint.as_deref())?;
     let rt = crate::args::runtime(args.relay.threads)?;
     let out = if args.relay.listen.is_some() {
         rt.block_on(serve_http(args, variables, otlp))
@@ -192,11 +183,10 @@ impl Relayed {
         // for a browser someone else runs.
         let observe = upstream.is_none();
         let mut config = relay.into_config_listening(upstream, observe, DEFAULT_LISTEN)?;
-        if let Some(t) = telemetry.cloned() {
-            config.status_fields.push(cdp_relay::StatusField {
-                name: "otlp",
-                read: std::sync::Arc::new(move || t.status()),
-            });
+        if let Some(t) = telemetry {
+            config
+                .status_fields
+                .push(crate::otlp::status_field(t.exporter()));
         }
         let evidence_root = config
             .evidence
@@ -301,15 +291,9 @@ impl Relayed {
     }
 }
 
-/// The spans' exporter for `--otlp-endpoint` (or the standard variables).
+/// The gateway's spans for `--otlp-endpoint` (or the standard variables).
 fn start_telemetry(url: &url::Url) -> anyhow::Result<Telemetry> {
-    let service = Telemetry::service_name(|k| std::env::var(k).ok());
-    let t = Telemetry::start(url, &service).map_err(Usage)?;
-    tracing::info!(
-        "mcp: spans go to {} (OTLP/HTTP) as service {service}",
-        url.origin().ascii_serialization()
-    );
-    Ok(t)
+    Ok(Telemetry::new(crate::otlp::start(url, "mcp")?))
 }
 
 async fn serve(

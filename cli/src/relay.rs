@@ -6,7 +6,7 @@ use cdp_relay_proxy::upstream::probe;
 use std::process::ExitCode;
 
 /// `cdp-relay serve`: probe the upstream, bind, print the endpoint, serve until a signal.
-pub(crate) async fn serve(config: Config) -> anyhow::Result<ExitCode> {
+pub(crate) async fn serve(mut config: Config, otlp: Option<url::Url>) -> anyhow::Result<ExitCode> {
     let upstream = config
         .proxy
         .upstream
@@ -14,18 +14,26 @@ pub(crate) async fn serve(config: Config) -> anyhow::Result<ExitCode> {
         .ok_or_else(|| crate::args::Usage("serve needs --upstream".into()))?;
     let mut shutdown = super::signals::Shutdown::listen();
     probe(&upstream).await?;
+    let spans = crate::otlp::run_spans(&mut config, otlp.as_ref())?;
     let recording = Recording::start(config, EvidenceNeed::BestEffort).await?;
     announce(&recording);
     let name = shutdown.recv().await;
     tracing::info!("{name} received; shutting down");
     recording.stop().await;
+    // After the run's end: its span is ended and queued.
+    crate::otlp::shutdown(spans).await;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `cdp-relay launch`: start the browser, relay it, print the endpoint, and tear everything
 /// down on Ctrl-C, SIGTERM or browser exit.
-pub(crate) async fn launch(config: Config, launch: LaunchConfig) -> anyhow::Result<ExitCode> {
+pub(crate) async fn launch(
+    mut config: Config,
+    launch: LaunchConfig,
+    otlp: Option<url::Url>,
+) -> anyhow::Result<ExitCode> {
     let mut shutdown = super::signals::Shutdown::listen();
+    let spans = crate::otlp::run_spans(&mut config, otlp.as_ref())?;
     let path = std::env::var_os("PATH");
     let (mut browser, recording) =
         Recording::launch(config, &launch, path, EvidenceNeed::BestEffort).await?;
@@ -40,6 +48,7 @@ pub(crate) async fn launch(config: Config, launch: LaunchConfig) -> anyhow::Resu
     // The browser goes while the run uploads: both fit in the shutdown grace.
     let stopped = recording.stop_recording().await;
     tokio::join!(browser.shutdown(), stopped.finish_uploads());
+    crate::otlp::shutdown(spans).await;
     match outcome {
         None => Ok(ExitCode::SUCCESS),
         Some(Ok(status)) if status.success() => {

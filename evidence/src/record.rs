@@ -319,6 +319,11 @@ impl Record {
         self.source.as_ref()
     }
 
+    /// Its status (`status`): what [`Record::status`] set, else its kind's default.
+    pub fn recorded_status(&self) -> Status {
+        self.status
+    }
+
     /// The handle of the target the record is about (`target.targetId`), if it names one.
     pub fn target_handle(&self) -> Option<&str> {
         self.target

@@ -79,7 +79,7 @@ pub use http::{
     DEFAULT_SESSION_IDLE, SESSIONS_PER_CORE, SESSION_MEMORY_BYTES,
 };
 pub use note::{Feedback, DEFAULT_FEEDBACK_WAIT};
-pub use telemetry::{traces_endpoint, Telemetry};
+pub use telemetry::Telemetry;
 pub use transport::{transport, MAX_MESSAGE_BYTES};
 pub use vars::{VarError, VarSource, Variables, ENV_PREFIX as VAR_ENV_PREFIX};
 

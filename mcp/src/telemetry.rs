@@ -13,189 +13,27 @@
 //! typing with its verdict and length, failed requests with the sanitized URL, console errors.
 //! Never the call's arguments or its result.
 //!
-//! Export never slows a call: spans end into a bounded queue that a thread of the SDK's batch
-//! processor empties; a span that finds the queue full, or whose batch the receiver refused or
-//! did not take in time, is dropped and counted ([`Telemetry::dropped`]), with one warning.
+//! Export never slows a call: the spans go through `cdp-relay-otel`'s [`Exporter`] (a bounded
+//! queue; what cannot be sent is dropped and counted, with one warning).
 
 use cdp_capture::facts::{CallFacts, Linked};
 use cdp_capture::PipelineHandle;
-use cdp_evidence::{ActionId, RecordKind, Verified};
+use cdp_evidence::ActionId;
+use cdp_relay_otel::Exporter;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue};
-use opentelemetry_otlp::WithExportConfig;
-use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{
-    BatchConfigBuilder, BatchSpanProcessor, SdkTracer, SdkTracerProvider, SpanData, SpanExporter,
-    SpanProcessor,
-};
 use rmcp::model::{ErrorData, NumberOrString, RequestMetaObject};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
-
-/// Spans waiting for export; one that finds the queue full is dropped and counted.
-const MAX_QUEUE: usize = 2048;
-/// How long one export may take before its spans are dropped and counted.
-const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long stopping waits for the last spans to leave.
-const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
-/// Longest console text in an event, in characters (as the agent's note quotes it).
-const MAX_TEXT: usize = 200;
-
-/// The standard variables (the OTLP exporter's specification).
-pub const ENV_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
-/// The traces endpoint, used as it is (no path added).
-pub const ENV_TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
-/// The `service.name` of the spans; by default `cdp-relay`.
-pub const ENV_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
-
-/// Where spans go: `--otlp-endpoint` (a base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT`: `/v1/traces`
-/// is added unless the path already ends with it), else `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as
-/// it is, else `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces`. `None`: nothing is sent.
-pub fn traces_endpoint(
-    flag: Option<&str>,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Option<url::Url>, String> {
-    let nonempty = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
-    let (raw, whence, add_path) = match (
-        flag.filter(|f| !f.trim().is_empty()),
-        nonempty(env(ENV_TRACES_ENDPOINT)),
-        nonempty(env(ENV_ENDPOINT)),
-    ) {
-        (Some(f), _, _) => (f.to_owned(), "--otlp-endpoint", true),
-        (None, Some(t), _) => (t, ENV_TRACES_ENDPOINT, false),
-        (None, None, Some(b)) => (b, ENV_ENDPOINT, true),
-        (None, None, None) => return Ok(None),
-    };
-    let mut url = url::Url::parse(raw.trim())
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
-        .ok_or_else(|| {
-            format!("{whence}: not an http:// or https:// URL; give the OTLP/HTTP receiver's address, e.g. http://127.0.0.1:4318")
-        })?;
-    if add_path && !url.path().trim_end_matches('/').ends_with("/v1/traces") {
-        let path = format!("{}/v1/traces", url.path().trim_end_matches('/'));
-        url.set_path(&path);
-    }
-    Ok(Some(url))
-}
-
-/// `scheme://host:port` of an endpoint, for messages: no credentials, no path.
-fn origin(url: &url::Url) -> String {
-    url.origin().ascii_serialization()
-}
-
-/// What was sent and what was lost.
-#[derive(Debug, Default)]
-struct Counts {
-    exported: AtomicU64,
-    dropped: AtomicU64,
-    /// Spans handed to the batch processor whose export has not ended (sent or dropped).
-    queued: AtomicUsize,
-    warned: AtomicBool,
-    endpoint: String,
-}
-
-impl Counts {
-    fn drop_spans(&self, n: usize, why: &str) {
-        self.dropped.fetch_add(n as u64, Ordering::Relaxed);
-        if !self.warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                "otlp: spans for {} are dropped ({why}); tool calls go on; the count is in /relay/v1/status (otlp) and the gateway's last line",
-                self.endpoint
-            );
-        }
-    }
-}
-
-/// The OTLP exporter, counting what it sends and what it drops.
-#[derive(Debug)]
-struct CountingExporter {
-    inner: opentelemetry_otlp::SpanExporter,
-    counts: Arc<Counts>,
-}
-
-impl SpanExporter for CountingExporter {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let n = batch.len();
-        let result = self.inner.export(batch).await;
-        self.counts.queued.fetch_sub(n, Ordering::Relaxed);
-        match &result {
-            Ok(()) => {
-                self.counts.exported.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            Err(_) => self
-                .counts
-                .drop_spans(n, "the receiver refused them or did not answer"),
-        }
-        result
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
-        self.inner.set_resource(resource);
-    }
-}
-
-/// The batch processor behind our own bound: a span that would overflow its queue is dropped
-/// here, where it is counted (the SDK's own count is not readable).
-#[derive(Debug)]
-struct BoundedProcessor {
-    inner: BatchSpanProcessor,
-    counts: Arc<Counts>,
-}
-
-impl SpanProcessor for BoundedProcessor {
-    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &Context) {
-        self.inner.on_start(span, cx);
-    }
-
-    fn on_end(&self, span: SpanData) {
-        if self.counts.queued.fetch_add(1, Ordering::Relaxed) >= MAX_QUEUE {
-            self.counts.queued.fetch_sub(1, Ordering::Relaxed);
-            self.counts.drop_spans(
-                1,
-                "the export queue is full: the receiver is slower than the calls",
-            );
-            return;
-        }
-        self.inner.on_end(span);
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
-        self.inner.set_resource(resource);
-    }
-}
+use std::time::SystemTime;
 
 /// The gateway's exporter of spans: cheap to clone. Over HTTP each MCP session holds its own
 /// handle ([`Telemetry::for_session`]): one exporter, each session's calls ended with it.
 #[derive(Clone)]
 pub struct Telemetry {
-    inner: Arc<Inner>,
+    exporter: Exporter,
     calls: Arc<Calls>,
-}
-
-struct Inner {
-    provider: SdkTracerProvider,
-    tracer: SdkTracer,
-    counts: Arc<Counts>,
 }
 
 /// One gateway's calls whose spans still wait for late effects.
@@ -209,98 +47,29 @@ struct Calls {
 impl std::fmt::Debug for Telemetry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Telemetry")
-            .field("endpoint", &self.inner.counts.endpoint)
+            .field("exporter", &self.exporter)
             .finish_non_exhaustive()
     }
 }
 
 impl Telemetry {
-    /// Starts the exporter for `endpoint` (see [`traces_endpoint`]); `service` is the spans'
-    /// `service.name`. Nothing is sent until a span ends.
-    pub fn start(endpoint: &url::Url, service: &str) -> Result<Telemetry, String> {
-        // reqwest's rustls takes the process's default provider (as the uploads do); its client
-        // is not built without one, even for http.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_endpoint(endpoint.as_str())
-            .with_timeout(EXPORT_TIMEOUT)
-            .build()
-            .map_err(|e| format!("--otlp-endpoint {}: {e}", origin(endpoint)))?;
-        let counts = Arc::new(Counts {
-            endpoint: origin(endpoint),
-            ..Counts::default()
-        });
-        let batch = BatchSpanProcessor::builder(CountingExporter {
-            inner: exporter,
-            counts: counts.clone(),
-        })
-        .with_batch_config(
-            BatchConfigBuilder::default()
-                .with_max_queue_size(MAX_QUEUE)
-                .with_scheduled_delay(Duration::from_millis(500))
-                .build(),
-        )
-        .build();
-        let resource = opentelemetry_sdk::Resource::builder_empty()
-            .with_service_name(service.to_owned())
-            .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
-            .build();
-        let provider = SdkTracerProvider::builder()
-            .with_span_processor(BoundedProcessor {
-                inner: batch,
-                counts: counts.clone(),
-            })
-            .with_resource(resource)
-            .build();
-        let tracer = opentelemetry::trace::TracerProvider::tracer(&provider, "cdp-relay");
-        Ok(Telemetry {
-            inner: Arc::new(Inner {
-                provider,
-                tracer,
-                counts,
-            }),
+    /// The gateway's spans through `exporter`.
+    pub fn new(exporter: Exporter) -> Telemetry {
+        Telemetry {
+            exporter,
             calls: Arc::default(),
-        })
+        }
     }
 
-    /// The spans' `service.name`: `OTEL_SERVICE_NAME`, else `cdp-relay`.
-    pub fn service_name(env: impl Fn(&str) -> Option<String>) -> String {
-        env(ENV_SERVICE_NAME)
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| "cdp-relay".to_owned())
-    }
-
-    /// Spans dropped so far (queue full, receiver down or too slow).
-    pub fn dropped(&self) -> u64 {
-        self.inner.counts.dropped.load(Ordering::Relaxed)
-    }
-
-    /// Spans the receiver took so far.
-    pub fn exported(&self) -> u64 {
-        self.inner.counts.exported.load(Ordering::Relaxed)
-    }
-
-    /// The counts for `/relay/v1/status` (`otlp`): where spans go (its origin), how many were
-    /// sent, dropped, and are queued or being sent now.
-    pub fn status(&self) -> serde_json::Value {
-        let c = &self.inner.counts;
-        serde_json::json!({
-            "endpoint": c.endpoint,
-            "sent": c.exported.load(Ordering::Relaxed),
-            "dropped": c.dropped.load(Ordering::Relaxed),
-            "queued": c.queued.load(Ordering::Relaxed),
-        })
+    /// The exporter the spans go through.
+    pub fn exporter(&self) -> &Exporter {
+        &self.exporter
     }
 
     /// A handle on the same exporter for one more gateway (an HTTP session): its
     /// [`stop`](Self::stop) ends its own calls' spans, not the others'.
     pub fn for_session(&self) -> Telemetry {
-        Telemetry {
-            inner: self.inner.clone(),
-            calls: Arc::default(),
-        }
+        Telemetry::new(self.exporter.clone())
     }
 
     /// Ends this handle's spans still waiting for effects (a gateway stopping).
@@ -322,18 +91,9 @@ impl Telemetry {
     /// the exporter's thread, for every handle. Says on stderr what was sent and dropped.
     pub async fn shutdown(&self) {
         self.stop().await;
-        let provider = self.inner.provider.clone();
+        let exporter = self.exporter.clone();
         // The SDK's shutdown blocks on its exporter thread.
-        let _ =
-            tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT))
-                .await;
-        tracing::info!(
-            "otlp: {} spans sent to {}, {} dropped, {} unsent at exit",
-            self.exported(),
-            self.inner.counts.endpoint,
-            self.dropped(),
-            self.inner.counts.queued.load(Ordering::Relaxed)
-        );
+        let _ = tokio::task::spawn_blocking(move || exporter.shutdown_blocking()).await;
     }
 
     fn keep(&self, task: tokio::task::JoinHandle<()>) {
@@ -471,13 +231,12 @@ impl RequestSpan {
                 cx: parent,
             };
         };
-        let span = t
-            .inner
-            .tracer
+        let tracer = t.exporter.tracer();
+        let span = tracer
             .span_builder(span_name(r.method, r.tool))
             .with_kind(SpanKind::Server)
             .with_attributes(request_attributes(r))
-            .start_with_context(&t.inner.tracer, &parent);
+            .start_with_context(tracer, &parent);
         let cx = Context::new().with_remote_span_context(span.span_context().clone());
         RequestSpan {
             span: Some((span, t.clone())),
@@ -585,80 +344,13 @@ fn add_effects(span: &mut opentelemetry_sdk::trace::Span, facts: &CallFacts) {
     }
 }
 
-fn capped(s: &str) -> String {
-    let out: String = s.chars().take(MAX_TEXT).collect();
-    out.replace(['\n', '\r'], " ")
-}
-
-/// A linked record as a span event: its name and attributes, from the sanitized record's own
-/// types only (the same words the journal and the agent's note use).
+/// A linked record as a span event (`cdp_relay_otel::record_event`), marked when another call
+/// could have caused it too.
 fn effect_event(l: &Linked) -> Option<(&'static str, Vec<KeyValue>)> {
-    let mut attrs = Vec::new();
+    let (name, mut attrs) = cdp_relay_otel::record_event(&l.record)?;
     if l.shared {
-        attrs.push(KeyValue::new("cdp_relay.shared", true));
+        attrs.insert(0, KeyValue::new("cdp_relay.shared", true));
     }
-    let name = match l.record.kind() {
-        RecordKind::Action(a) => {
-            attrs.push(KeyValue::new(
-                "cdp_relay.action",
-                a.method.as_str().to_owned(),
-            ));
-            if let Some(url) = &a.url {
-                attrs.push(KeyValue::new("url.full", url.as_str().to_owned()));
-            }
-            if let Some(i) = &a.input {
-                attrs.push(KeyValue::new("cdp_relay.input.chars", i.chars() as i64));
-                attrs.push(KeyValue::new(
-                    "cdp_relay.input.type",
-                    i.input_type().as_str().to_owned(),
-                ));
-            }
-            if let Some(v) = &a.verification {
-                let verified = match v.verified {
-                    Verified::True => "true",
-                    Verified::False => "false",
-                    Verified::Indeterminate => "indeterminate",
-                };
-                attrs.push(KeyValue::new("cdp_relay.typing.verified", verified));
-                attrs.push(KeyValue::new(
-                    "cdp_relay.typing.reason",
-                    v.reason.as_str().to_owned(),
-                ));
-            }
-            match a.method.known() {
-                Some(cdp_evidence::ActionMethod::Type) => "cdp_relay.typing",
-                Some(
-                    cdp_evidence::ActionMethod::PageNavigate
-                    | cdp_evidence::ActionMethod::PageReload
-                    | cdp_evidence::ActionMethod::PageNavigateToHistoryEntry,
-                ) => "cdp_relay.navigation",
-                _ => "cdp_relay.action",
-            }
-        }
-        RecordKind::Network(n) => {
-            attrs.push(KeyValue::new(
-                "http.request.method",
-                n.method().as_str().to_owned(),
-            ));
-            attrs.push(KeyValue::new("url.full", n.url().as_str().to_owned()));
-            if let Some(s) = n.status() {
-                attrs.push(KeyValue::new("http.response.status_code", i64::from(s)));
-            }
-            if let Some(e) = n.error_text() {
-                attrs.push(KeyValue::new("error.type", e.as_str().to_owned()));
-            }
-            "cdp_relay.request_failed"
-        }
-        RecordKind::Console(c) => {
-            attrs.push(KeyValue::new("cdp_relay.console.level", c.level.as_str()));
-            attrs.push(KeyValue::new(
-                "cdp_relay.console.text",
-                capped(c.text.as_str()),
-            ));
-            "cdp_relay.console_error"
-        }
-        _ => return None,
-    };
     Some((name, attrs))
 }
 

@@ -84,6 +84,9 @@ pub struct EvidenceSettings {
     /// lifecycle records are appended, and the run is marked truncated. By default, 32 MiB;
     /// `--journal-budget` sets it.
     pub journal_budget_bytes: u64,
+    /// Told every batch the run writer writes and every run's end (the spans of `launch` and
+    /// `serve` with `--otlp-endpoint`). By default, none.
+    pub written: Option<std::sync::Arc<dyn cdp_capture::WriteObserver>>,
 }
 
 /// Uploading finalized runs to object storage (`--evidence-upload`; see `docs/deploy.md`).
@@ -145,6 +148,7 @@ impl Default for EvidenceSettings {
             secrets: Vec::new(),
             upload: None,
             journal_budget_bytes: cdp_evidence::DEFAULT_JOURNAL_BUDGET_BYTES,
+            written: None,
         }
     }
 }

@@ -284,6 +284,7 @@ fn start_pipeline(
             uploads_on: settings.upload.is_some(),
         })),
         finalized: Some(Arc::new(render_report)),
+        written: settings.written.clone(),
     };
     match Pipeline::start(&settings.capture(), hooks) {
         Ok(p) => {

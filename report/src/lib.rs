@@ -55,6 +55,7 @@ mod html;
 mod limits;
 mod model;
 mod notes;
+mod open;
 mod options;
 pub mod replay;
 mod summary;
@@ -64,6 +65,7 @@ pub mod trace;
 mod whole;
 
 pub use error::ReportError;
+use open::open;
 pub use options::Options;
 
 /// A string from a run made safe to print on one line of a terminal or a page, as the report
@@ -165,22 +167,6 @@ pub fn render_with(run_dir: &Path, options: &Options) -> Result<Rendered, Report
 pub fn render_to_memory(run_dir: &Path, options: &Options) -> Result<Output, ReportError> {
     let run = open(run_dir)?;
     render_run(&run, run_dir, options)
-}
-
-/// Opens the run in `run_dir` (nothing below it followed through a symlink), refusing a
-/// directory that holds neither a manifest nor a journal: what the report and the exports read.
-pub(crate) fn open(run_dir: &Path) -> Result<RunDir, ReportError> {
-    let run = RunDir::open(run_dir).map_err(|source| ReportError::Open {
-        path: run_dir.to_path_buf(),
-        source,
-    })?;
-    let has = |name: &str| std::fs::symlink_metadata(run_dir.join(name)).is_ok();
-    if !has(cdp_evidence::MANIFEST_FILE) && !has(cdp_evidence::JOURNAL_FILE) {
-        return Err(ReportError::NotARun {
-            path: run_dir.to_path_buf(),
-        });
-    }
-    Ok(run)
 }
 
 fn render_run(run: &RunDir, run_dir: &Path, options: &Options) -> Result<Output, ReportError> {

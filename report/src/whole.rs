@@ -23,7 +23,7 @@ pub(crate) struct Whole {
 
 /// Opens the run in `run_dir` (confined, as the report does) and reads it whole.
 pub(crate) fn load(run_dir: &Path) -> Result<Whole, ReportError> {
-    let run = crate::open(run_dir)?;
+    let run = crate::open::open(run_dir)?;
     // A manifest that cannot be read leaves the journal to read by its default name.
     let manifest = run.manifest().ok().flatten();
     let (timeline, journal) = model::read_journal(&run, manifest.as_ref(), Caps::whole());

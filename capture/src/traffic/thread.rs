@@ -337,7 +337,7 @@ mod tests {
                 sanitizer.clone(),
                 pages.clone(),
                 crate::calls::ToolCalls::default(),
-                None,
+                (None, None),
             )
             .expect("writer");
             let (tap, rx) = Tap::channel(capacity);

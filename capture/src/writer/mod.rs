@@ -27,6 +27,26 @@ use tokio::sync::mpsc::{self, error::TrySendError};
 /// The owner's step after a run is finalized, with the run's directory.
 pub type Finalized = Arc<dyn Fn(&Path) + Send + Sync>;
 
+/// The run records are written to, as an observer is told it.
+#[derive(Clone, Copy, Debug)]
+pub struct RunRef<'a> {
+    /// The run's id.
+    pub id: &'a str,
+    /// Its directory.
+    pub dir: &'a Path,
+}
+
+/// Sees what the writer wrote, on the writer thread: each batch once it is in the journal, and
+/// each run's end. It is called between writes, so it must return at once (hand the records
+/// to a bounded queue, never to a socket). What it sees is what the journal holds: sanitized.
+pub trait WriteObserver: Send + Sync + std::fmt::Debug {
+    /// `records` are in `run`'s journal now, in this order.
+    fn written(&self, run: RunRef<'_>, records: &[Record]);
+    /// The writer is done with `run`: finalized (`true`), or left for the session's next run
+    /// or unfinalizable (`false`).
+    fn ended(&self, run: RunRef<'_>, finalized: bool);
+}
+
 /// A record for the journal, possibly with an artifact to store first and attach.
 #[derive(Debug)]
 pub enum Emit {
@@ -293,7 +313,7 @@ pub(crate) fn start(
     sanitizer: Arc<Sanitizer>,
     pages: Arc<Pages>,
     calls: ToolCalls,
-    finalized: Option<Finalized>,
+    (finalized, observer): (Option<Finalized>, Option<Arc<dyn WriteObserver>>),
 ) -> std::io::Result<(RunWriter, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let current = Arc::new(Mutex::new(CurrentRun {
@@ -320,6 +340,7 @@ pub(crate) fn start(
         pages,
         calls,
         finalized,
+        observer,
         unsaid: Vec::new(),
         said: 0,
         appended: 0,

@@ -171,3 +171,72 @@ fn a_stopped_writer_says_so() {
     let refused = writer.append_records_blocking(vec![record(&s, "late", json!({}), "device")]);
     assert!(matches!(refused, Err(AppendError::Stopped)), "{refused:?}");
 }
+
+/// What an observer was told, in order: `written <run> <kinds>` and `ended <run> <finalized>`.
+#[derive(Debug, Default)]
+struct Told(std::sync::Mutex<Vec<String>>);
+
+impl super::WriteObserver for Told {
+    fn written(&self, run: super::RunRef<'_>, records: &[Record]) {
+        let kinds: Vec<&str> = records.iter().map(|r| r.kind().name()).collect();
+        self.0
+            .lock()
+            .expect("told")
+            .push(format!("written {} {}", run.id, kinds.join(",")));
+    }
+
+    fn ended(&self, run: super::RunRef<'_>, finalized: bool) {
+        assert!(run.dir.ends_with(run.id), "{}", run.dir.display());
+        self.0
+            .lock()
+            .expect("told")
+            .push(format!("ended {} {finalized}", run.id));
+    }
+}
+
+#[test]
+fn the_observer_sees_each_write_in_its_run_and_each_runs_end() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let told = std::sync::Arc::new(Told::default());
+    let settings = Settings {
+        session: Some("observed".into()),
+        ..Settings::at(tmp.path())
+    };
+    let hooks = Hooks {
+        written: Some(told.clone()),
+        ..Hooks::default()
+    };
+    let pipeline = Pipeline::start(&settings, hooks).expect("pipeline");
+    let writer = pipeline.handle().writer().clone();
+    let s = Sanitizer::new();
+    let store = Store::open(EvidenceConfig::at(tmp.path())).expect("store");
+    let first = writer
+        .append_records_blocking(vec![
+            record(&s, "one", json!({}), "device"),
+            record(&s, "two", json!({}), "device"),
+        ])
+        .expect("append");
+    // A refused write is not told: nothing was written.
+    store
+        .active_run("observed", "device")
+        .expect("active run")
+        .expect("one")
+        .finalize(Totals::default())
+        .expect("finalize");
+    let second = writer
+        .append_records_blocking(vec![record(&s, "three", json!({}), "device")])
+        .expect("append");
+    finish(pipeline);
+    let told = told.0.lock().expect("told").clone();
+    let (a, b) = (&first.run_id, &second.run_id);
+    assert_eq!(
+        told,
+        [
+            format!("written {a} one,two"),
+            format!("ended {a} false"),
+            format!("written {b} three"),
+            format!("ended {b} true"),
+        ],
+        "{told:#?}"
+    );
+}

@@ -41,6 +41,8 @@ pub(super) struct Writer {
     pub(super) calls: ToolCalls,
     /// The owner's step after a run is finalized (the relay renders its report).
     pub(super) finalized: Option<super::Finalized>,
+    /// Told each batch written and each run's end (the relay's spans).
+    pub(super) observer: Option<Arc<dyn super::WriteObserver>>,
     /// Losses not yet said in the journal: (pieces, why).
     pub(super) unsaid: Vec<(u64, DropReason)>,
     /// Pieces said in `evidenceDropped` markers so far.
@@ -145,12 +147,19 @@ impl Writer {
             let appended = if n_markers == 0 {
                 // The common case: the records where they are (moving each record into a
                 // second batch and back cost an eighth of the writer's instructions).
-                self.run.append_all(records)
+                let appended = self.run.append_all(records);
+                if appended.is_ok() {
+                    self.observe(records);
+                }
+                appended
             } else {
                 // Markers first, in the same write: a loss is said only with what follows it.
                 let mut batch = markers;
                 batch.append(records);
                 let appended = self.run.append_all(&batch);
+                if appended.is_ok() {
+                    self.observe(&batch);
+                }
                 // Give the records back (the markers are rebuilt from `unsaid` on a retry).
                 records.extend(batch.drain(n_markers..));
                 appended
@@ -170,6 +179,19 @@ impl Writer {
                     _ => return Err(e),
                 },
             }
+        }
+    }
+
+    fn observe(&self, written: &[Record]) {
+        if let Some(o) = &self.observer {
+            o.written(self.run_ref(), written);
+        }
+    }
+
+    fn run_ref(&self) -> super::RunRef<'_> {
+        super::RunRef {
+            id: self.run.id(),
+            dir: self.run.dir(),
         }
     }
 
@@ -274,6 +296,9 @@ impl Writer {
         let Some(run) = self.join_next() else {
             return false;
         };
+        if let Some(o) = &self.observer {
+            o.ended(self.run_ref(), false);
+        }
         match ended {
             RunEnded::Finalized => tracing::info!(
                 "evidence: run {old_id} was finalized by another producer; continuing in run {}",
@@ -339,6 +364,9 @@ impl Writer {
         let finalized = self.finalize(&totals);
         if let (true, Some(then)) = (finalized, &self.finalized) {
             then(self.run.dir());
+        }
+        if let Some(o) = &self.observer {
+            o.ended(self.run_ref(), finalized);
         }
         // Retention: keep the newest finalized runs; running and legacy runs are never touched.
         match self.store.prune() {

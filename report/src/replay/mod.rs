@@ -136,7 +136,7 @@ pub fn export(run_dir: &Path, format: Format) -> Result<Export, ReportError> {
 /// nothing below it is followed through a symlink); writes nothing.
 pub fn export_with(run_dir: &Path, options: ExportOptions) -> Result<Export, ReportError> {
     let Format::Playwright = options.format;
-    let run = crate::open(run_dir)?;
+    let run = crate::open::open(run_dir)?;
     // A manifest that cannot be read leaves the journal to read by its default name.
     let manifest = run.manifest().ok().flatten();
     let mut events = read::Events::default();

@@ -6,6 +6,7 @@
 //! byte the receiver got. A receiver that is down or hangs slows no call.
 
 use cdp_relay_tests::files::{leaks, Scratch};
+use cdp_relay_tests::http::get;
 use cdp_relay_tests::mcp::{chrome_devtools_mcp, element, text_of, McpGateway, SIGN_IN_FORM};
 use cdp_relay_tests::otlp::{attr, hex, Mode, Receiver, Span};
 use cdp_relay_tests::site::{Route, Site};
@@ -529,6 +530,192 @@ async fn over_http_each_sessions_calls_are_spans_with_its_session_id() {
         }
         drop(second);
         gw.process.stop().await;
+    })
+    .await;
+}
+
+/// `launch --otlp-endpoint` with Playwright signing in through it: one span for the run (its id
+/// and report, its counts), one per client connection as its child, and the run's browser
+/// effects as their events — as many typing steps with the same verdicts, and as many failures,
+/// as the journal holds — and no planted value in any spelling (the password also rides in the
+/// form's GET query) in any byte the receiver got.
+#[tokio::test]
+async fn launch_spans_its_run_and_each_client_connection_with_the_journals_effects() {
+    within("otlp with launch", async {
+        const USER: &str = "otlp.planted@example.com";
+        const PASSWORD: &str = "Otlp-Pl4nted+pw/=";
+        let receiver = Receiver::start(Mode::Accept).await;
+        let site = Site::start(cdp_relay_tests::pages::login_routes()).await;
+        let evidence = tempfile::tempdir().expect("tempdir");
+        let dir = evidence.path().to_string_lossy().into_owned();
+        let url = receiver.url();
+        let relay = cdp_relay_tests::RelayProcess::spawn(
+            &[
+                "launch",
+                "--listen",
+                "127.0.0.1:0",
+                "--evidence-dir",
+                &dir,
+                "--otlp-endpoint",
+                &url,
+            ],
+            &[],
+        )
+        .await;
+        let status = within("the observer to attach", async {
+            loop {
+                let s = get(&relay.authority(), "/relay/v1/status").await.json();
+                if s["evidence"]["observedPages"].as_u64().unwrap_or(0) >= 1 {
+                    return s;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        assert_eq!(
+            status["otlp"]["endpoint"].as_str(),
+            Some(url.trim_end_matches('/')),
+            "{status}"
+        );
+        let cfg = json!({"endpoint": relay.endpoint, "site": site.origin, "user": USER,
+                         "password": PASSWORD, "reuseTab": true});
+        let run = cdp_relay_tests::run_node_client("login.mjs", &cfg.to_string()).await;
+        assert!(run.ok, "login.mjs failed:\n{}", run.stderr);
+        let stderr = relay.stop().await;
+        let spans = receiver
+            .wait_for(|s| s.iter().any(|s| s.name == "cdp_relay.run"))
+            .await;
+
+        let run_dir = std::fs::read_dir(evidence.path().join("runs"))
+            .expect("runs")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.is_dir())
+            .expect("a run");
+        let run_id = run_dir
+            .file_name()
+            .expect("id")
+            .to_string_lossy()
+            .into_owned();
+        let journal = cdp_evidence::parse_journal(
+            &std::fs::read(run_dir.join("actions.jsonl")).expect("journal"),
+        );
+        let records = &journal.records;
+        let connected = records
+            .iter()
+            .filter(|r| r.kind == "lifecycle" && r.payload["event"] == "clientConnected")
+            .count();
+        let mut typed: Vec<String> = records
+            .iter()
+            .filter(|r| r.kind == "action" && r.payload["method"] == "type")
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r.payload["input"]["chars"], r.payload["verification"]["verified"]
+                )
+                .replace('"', "")
+            })
+            .collect();
+        let failures = records
+            .iter()
+            .filter(|r| {
+                r.kind == "network" || (r.kind == "console" && r.payload["level"] != "warning")
+            })
+            .count();
+        assert!(typed.len() >= 2 && failures >= 3, "{records:#?}");
+
+        for s in &spans {
+            let events: Vec<&str> = s.events.iter().map(|e| e.name.as_str()).collect();
+            eprintln!("{}: {events:?}", s.name);
+        }
+        let run_span = one(&spans, "cdp_relay.run");
+        assert_eq!(attr(run_span, "cdp_relay.run.id"), Some(run_id.clone()));
+        let report = attr(run_span, "cdp_relay.report.uri").expect("report");
+        assert!(
+            report.starts_with("file://")
+                && report.ends_with(&format!("/runs/{run_id}/report.html")),
+            "{report}"
+        );
+        assert_eq!(
+            attr(run_span, "cdp_relay.run.finalized").as_deref(),
+            Some("true")
+        );
+        assert_eq!(
+            attr(run_span, "cdp_relay.failures"),
+            Some(failures.to_string())
+        );
+        assert_eq!(
+            run_span.status.as_ref().map(|s| s.code),
+            Some(STATUS_ERROR),
+            "a run with failures is an error"
+        );
+        let conns = named(&spans, "cdp_relay.connection");
+        assert_eq!(conns.len(), connected, "{:#?}", names(&spans));
+        assert_eq!(
+            attr(run_span, "cdp_relay.connections"),
+            Some(connected.to_string())
+        );
+        for c in &conns {
+            assert_eq!(c.trace_id, run_span.trace_id);
+            assert_eq!(c.parent_span_id, run_span.span_id);
+            assert_eq!(c.kind, KIND_SERVER);
+            assert_eq!(attr(c, "cdp_relay.run.id"), Some(run_id.clone()));
+            assert!(attr(c, "cdp_relay.connection.end").is_some(), "{c:#?}");
+        }
+        // Every effect once, on the run's span or a connection's.
+        let all: Vec<&cdp_relay_tests::otlp::Event> = std::iter::once(run_span)
+            .chain(conns.iter().copied())
+            .flat_map(|s| s.events.iter())
+            .collect();
+        let mut typing: Vec<String> = all
+            .iter()
+            .filter(|e| e.name == "cdp_relay.typing")
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    event_attr(e, "cdp_relay.input.chars").unwrap_or_default(),
+                    event_attr(e, "cdp_relay.typing.verified").unwrap_or_default()
+                )
+            })
+            .collect();
+        typing.sort();
+        typed.sort();
+        assert_eq!(typing, typed, "the typing steps and their verdicts");
+        let failed = all
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.name.as_str(),
+                    "cdp_relay.request_failed" | "cdp_relay.console_error"
+                )
+            })
+            .count();
+        assert_eq!(failed, failures, "{all:#?}");
+        assert!(
+            all.iter().any(|e| e.name == "cdp_relay.request_failed"
+                && event_attr(e, "url.full").as_deref()
+                    == Some(&format!("{}/api/profile", site.origin))
+                && event_attr(e, "http.response.status_code").as_deref() == Some("500")),
+            "{all:#?}"
+        );
+
+        let bytes = receiver.bytes();
+        let mut hits = Vec::new();
+        for secret in [USER, PASSWORD] {
+            for spelled in spellings(secret) {
+                if leaks(&bytes, &spelled) || stderr.contains(&spelled) {
+                    hits.push(spelled);
+                }
+            }
+        }
+        assert!(
+            hits.is_empty(),
+            "planted values in the spans or stderr: {hits:?}"
+        );
+        assert!(
+            stderr.contains("otlp: ") && stderr.contains(" 0 dropped"),
+            "{stderr}"
+        );
     })
     .await;
 }
