@@ -27,6 +27,11 @@
 //!   by key goes on in the next call): that its step is still being typed, or that it continues
 //!   an earlier call's step; the verdict comes in a later result.
 //!
+//! A failure the run links to a call after its answer (the page logs the error a moment after
+//! the request the click started failed) is told in the next result, marked as that call's
+//! ([`PendingVerdicts::late_failures`]): what a call caused is never left untold because the
+//! server answered first.
+//!
 //! Every deadline is checked: a wait that runs out is said, never taken for "nothing typed".
 //! What the lines say, and the `_meta` words beside the journal's verdict words, are in
 //! docs/security.md ("What the agent hears").
@@ -188,12 +193,28 @@ const MAX_PENDING: usize = 16;
 /// `calls::REMEMBER`).
 const PENDING_FOR: Duration = cdp_capture::calls::REMEMBER;
 
-/// Calls whose typing was not told in full in their own result, so that a later call's result
-/// tells the rest: a key-by-key call, a call whose verdicts came too late, a call whose traffic
-/// the relay had not read in time.
+/// How long after its answer a call's failures are looked for: the run links an effect to a
+/// call up to `AFTERMATH` after it ended, and writes it a moment later.
+const LATE_FOR: Duration = cdp_capture::calls::AFTERMATH.saturating_add(Duration::from_secs(3));
+
+/// What earlier calls have not told yet, so that a later call's result tells it: typing not
+/// told in full (a key-by-key call, a call whose verdicts came too late, a call whose traffic
+/// the relay had not read in time), and failures linked to a call after its answer.
 #[derive(Debug, Default)]
 pub(crate) struct PendingVerdicts {
     calls: std::sync::Mutex<std::collections::VecDeque<PendingCall>>,
+    answered: std::sync::Mutex<std::collections::VecDeque<Answered>>,
+}
+
+/// A call answered lately, with the failures its result told.
+#[derive(Debug)]
+struct Answered {
+    id: ActionId,
+    /// The tool's name, sanitized.
+    tool: String,
+    /// Failures told so far (kept and counted).
+    told: usize,
+    at: std::time::Instant,
 }
 
 #[derive(Debug)]
@@ -265,6 +286,68 @@ impl PendingVerdicts {
     }
 }
 
+impl PendingVerdicts {
+    /// Remembers call `id` (of `tool`), answered with `told` failures told.
+    fn answered(&self, id: &ActionId, tool: String, told: usize) {
+        let mut calls = self
+            .answered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if calls.len() >= MAX_PENDING {
+            calls.pop_front();
+        }
+        calls.push_back(Answered {
+            id: id.clone(),
+            tool,
+            told,
+            at: std::time::Instant::now(),
+        });
+    }
+
+    /// Failures linked to calls answered lately since they were last told, each marked as its
+    /// call's; a call whose time for effects is over is forgotten.
+    fn late_failures(&self, calls: &ToolCalls) -> Vec<Told> {
+        let mut answered = self
+            .answered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out = Vec::new();
+        answered.retain_mut(|call| {
+            let Some(facts) = calls.facts(&call.id) else {
+                return false;
+            };
+            let total = facts.failures.len() + facts.more_failures;
+            if total > call.told {
+                let kept = facts.failures.iter().skip(call.told);
+                let n_kept = facts.failures.len().saturating_sub(call.told);
+                for l in kept {
+                    out.push(after_answer(&call.tool, &call.id, failure(l)));
+                }
+                let more = total - call.told - n_kept;
+                if more > 0 {
+                    let told = Told {
+                        line: format!("- {more} more failures (evidence_summary lists them)"),
+                        meta: json!({"kind": "more", "count": more}),
+                    };
+                    out.push(after_answer(&call.tool, &call.id, told));
+                }
+                call.told = total;
+            }
+            call.at.elapsed() < LATE_FOR
+        });
+        out
+    }
+}
+
+/// `told`, a failure linked to an earlier call after its answer.
+fn after_answer(tool: &str, id: &ActionId, mut told: Told) -> Told {
+    let rest = told.line.trim_start_matches("- ");
+    told.line = format!("- after call {tool} was answered: {rest}");
+    told.meta["earlier"] = Value::Bool(true);
+    told.meta["call"] = Value::String(id.as_str().to_owned());
+    told
+}
+
 /// `told` as an earlier call's.
 fn earlier(tool: &str, id: &ActionId, mut told: Told) -> Told {
     let rest = told.line.trim_start_matches("- typing");
@@ -282,6 +365,8 @@ pub(crate) struct CallEvidence {
     notes: Vec<Told>,
     /// Earlier calls' typing, told now.
     earlier: Vec<Told>,
+    /// Failures linked to earlier calls after their answers, told now.
+    late: Vec<Told>,
 }
 
 /// Waits (bounded by `wait`) for what the evidence learns about call `id` (of `tool`, begun at
@@ -339,14 +424,17 @@ pub(crate) async fn wait_for_evidence(
         open > 0
     };
     let earlier = pending.news(src.calls, caught_up);
+    let late = pending.late_failures(src.calls);
+    let tool = src.sanitizer.text_capped(tool, 64).into_string();
+    pending.answered(id, tool.clone(), facts.failures.len() + facts.more_failures);
     if verdicts_to_come {
-        let tool = src.sanitizer.text_capped(tool, 64).into_string();
         pending.remember(id, tool, facts.typing_steps(), caught_up);
     }
     CallEvidence {
         facts,
         notes,
         earlier,
+        late,
     }
 }
 
@@ -560,7 +648,11 @@ fn more_typing(facts: &CallFacts) -> Option<String> {
 /// judged, listed or not). Nothing is appended when there is nothing to tell.
 pub(crate) fn append(result: &mut CallToolResult, id: &ActionId, learned: &CallEvidence) -> bool {
     let facts = &learned.facts;
-    if facts.is_empty() && learned.notes.is_empty() && learned.earlier.is_empty() {
+    if facts.is_empty()
+        && learned.notes.is_empty()
+        && learned.earlier.is_empty()
+        && learned.late.is_empty()
+    {
         return false;
     }
     let mut lines = vec!["cdp-relay evidence for this call:".to_owned()];
@@ -602,6 +694,10 @@ pub(crate) fn append(result: &mut CallToolResult, id: &ActionId, learned: &CallE
             "- {} more failures (evidence_summary lists them)",
             facts.more_failures
         ));
+    }
+    for told in &learned.late {
+        lines.push(told.line.clone());
+        failures.push(told.meta.clone());
     }
     result.content.push(ContentBlock::text(lines.join("\n")));
     let meta = json!({

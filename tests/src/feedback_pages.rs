@@ -86,7 +86,7 @@ pub fn typing_page(token: &str, closed_port: u16) -> String {
 <label for="postcode">Postcode</label><input id="postcode" name="postcode">
 <label for="sign">Call sign</label><input id="sign" name="sign">
 <label for="team">Team name</label><input id="team" name="team">
-<button id="save">Save</button> <button id="sync">Sync</button>
+<button id="save">Save</button> <button id="sync">Sync</button> <button id="later">Later</button>
 <p id="out"></p>
 <script>
   // Controlled: digits only, as a framework re-setting the value from its state.
@@ -123,6 +123,10 @@ pub fn typing_page(token: &str, closed_port: u16) -> String {
     const r = await fetch('/api/save?token={token}', {{method: 'POST'}});
     console.error('save failed (' + r.status + ') for ' + document.getElementById('plain').value + ' token {token}');
     out.textContent = 'save answered ' + r.status;
+  }});
+  // An error the page reports well after the click was answered (either server's).
+  document.getElementById('later').addEventListener('click', () => {{
+    setTimeout(() => console.error('reported later: token {token}'), 1200);
   }});
   document.getElementById('sync').addEventListener('click', async () => {{
     try {{ await fetch('http://127.0.0.1:{closed_port}/sync'); out.textContent = 'synced'; }}

@@ -116,6 +116,7 @@ fn verdicts_and_failures_are_told_in_words_and_under_meta() {
         facts,
         notes: vec![not_verified_yet(Duration::from_millis(1000))],
         earlier: Vec::new(),
+        late: Vec::new(),
     };
     let mut r = result();
     let id = ActionId::at(SystemTime::now());
@@ -394,6 +395,60 @@ async fn a_verdict_that_comes_late_is_owed_and_told_by_a_later_call() {
         text.contains("- earlier typing (call fill), 9 chars (email field): did NOT land"),
         "{text}"
     );
+}
+
+/// The page logs its error a moment after the click's answer: the run links it to the click, and
+/// the next result tells it as the click's, once.
+#[tokio::test]
+async fn a_failure_linked_after_the_answer_is_told_by_the_next_result_as_its_calls() {
+    let p = Parts::new();
+    let owed = PendingVerdicts::default();
+    p.order.handled_below(u64::MAX);
+    let wait = Duration::from_millis(100);
+    let (click, since) = p.call();
+    let none = Intent::of("click", None);
+    let learned =
+        wait_for_evidence(&p.sources(), &owed, (&click, "click"), &none, since, wait).await;
+    let mut r = result();
+    assert!(!append(&mut r, &click, &learned));
+    assert!(r.meta.is_none(), "nothing to tell yet: {r:?}");
+    let answered = SystemTime::now();
+    p.calls.end(&click, answered);
+    let console = Console::new(ConsoleLevel::Error, SafeText::literal("save failed (500)"));
+    let late = Record::new(SafeText::literal("cdp"), RecordKind::Console(console))
+        .started_at(answered + Duration::from_millis(20));
+    // As the pipeline does on seeing it (before any frame of it is taken).
+    p.calls.note_failure(&late);
+
+    let snapshot = Intent::of("take_snapshot", None);
+    let mut told = Vec::new();
+    for _ in 0..2 {
+        let (next, since) = p.call();
+        let learned = wait_for_evidence(
+            &p.sources(),
+            &owed,
+            (&next, "take_snapshot"),
+            &snapshot,
+            since,
+            wait,
+        )
+        .await;
+        let mut r = result();
+        append(&mut r, &next, &learned);
+        told.push(r.meta.is_some().then(|| note_of(&r)));
+        p.calls.end(&next, SystemTime::now());
+    }
+    let (text, meta) = told[0].clone().expect("the next result tells it");
+    assert!(
+        text.contains("- after call click was answered: console error: save failed (500)"),
+        "{text}"
+    );
+    assert_eq!(
+        meta["failures"],
+        json!([{"kind": "console", "level": "error", "text": "save failed (500)",
+                "earlier": true, "call": click.as_str()}])
+    );
+    assert_eq!(told[1], None, "told once");
 }
 
 /// Text of a call no key carried, with the relay's own observer off: said, not silent.

@@ -27,6 +27,8 @@ struct Args {
     console: u64,
     large: u64,
     json: bool,
+    /// `launch --otlp-endpoint`'s run spans on, exported to a loopback receiver.
+    spans: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -36,6 +38,7 @@ fn parse_args() -> Result<Args, String> {
         console: 5_000,
         large: 20,
         json: false,
+        spans: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -50,8 +53,9 @@ fn parse_args() -> Result<Args, String> {
             "--console" => a.console = num("--console")?,
             "--large" => a.large = num("--large")?,
             "--json" => a.json = true,
+            "--spans" => a.spans = true,
             "-h" | "--help" => {
-                println!("usage: evidence-cost [--round-trips N] [--network N] [--console N] [--large N] [--json]");
+                println!("usage: evidence-cost [--round-trips N] [--network N] [--console N] [--large N] [--json] [--spans]");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other:?}; see --help")),
@@ -142,7 +146,8 @@ fn thread_cpu() -> BTreeMap<String, u64> {
         let dir = task.path();
         let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
         let name = name.trim();
-        if !name.starts_with("cdp-relay-") {
+        // The span exporter's batch thread (`OpenTelemetry.Traces.BatchProcessor`, cut to 15).
+        if !name.starts_with("cdp-relay-") && !name.starts_with("OpenTelemetry") {
             continue;
         }
         let ns = std::fs::read_to_string(dir.join("schedstat"))
@@ -165,11 +170,29 @@ fn main() {
     let messages = workload(&args);
     let dir = tempfile::tempdir().expect("a temporary evidence directory");
     let settings = Settings::at(dir.path());
-    let rt = tokio::runtime::Builder::new_current_thread()
+    // A worker of its own: the receiver answers while this thread offers.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .expect("runtime");
-    let pipeline = Pipeline::start(&settings, Hooks::default()).expect("start the pipeline");
+    let mut hooks = Hooks::default();
+    let mut spans = None;
+    if args.spans {
+        let receiver = rt.block_on(cdp_relay_tests::otlp::Receiver::start(
+            cdp_relay_tests::otlp::Mode::Accept,
+        ));
+        let url = cdp_relay_otel::traces_endpoint(Some(&receiver.url()), |_| None)
+            .expect("the receiver's URL")
+            .expect("an endpoint");
+        let exporter =
+            cdp_relay_otel::Exporter::start(&url, "evidence-cost").expect("the exporter");
+        hooks.written = Some(std::sync::Arc::new(cdp_relay_otel::RunSpans::new(
+            exporter.clone(),
+        )));
+        spans = Some((receiver, exporter));
+    }
+    let pipeline = Pipeline::start(&settings, hooks).expect("start the pipeline");
     let tap = pipeline.handle().tap().clone();
     let run_dir = pipeline.handle().status().run_dir;
     tap.opened(1, "/devtools/page/8E5B0E1C2F4D43A1B0B7A3F2E6D9C4B1".into());
@@ -201,6 +224,15 @@ fn main() {
     tap.closed(1, SessionEnd::ClientClosed);
     let dropped = tap.dropped();
     rt.block_on(pipeline.finish());
+    if let Some((receiver, exporter)) = &spans {
+        exporter.shutdown_blocking();
+        let events: usize = receiver.spans().iter().map(|s| s.events.len()).sum();
+        println!(
+            "spans: {} received ({events} events), {} dropped",
+            receiver.spans().len(),
+            exporter.dropped()
+        );
+    }
     let journal = std::fs::read_to_string(run_dir.join("actions.jsonl")).unwrap_or_default();
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
     for line in journal.lines() {

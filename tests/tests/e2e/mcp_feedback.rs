@@ -222,6 +222,7 @@ struct Page {
     fields: HashMap<&'static str, String>,
     save: String,
     sync: String,
+    later: String,
 }
 
 impl Page {
@@ -245,6 +246,7 @@ impl Page {
                 .collect(),
             save: element(&snapshot, "button \"Save\""),
             sync: element(&snapshot, "button \"Sync\""),
+            later: element(&snapshot, "button \"Later\""),
         }
     }
 
@@ -444,6 +446,20 @@ async fn verdicts_failures_and_sweep(
     let sync = c.call(server.click(&page.sync, "Sync")).await;
     received.push(("click Save".into(), save.clone()));
     received.push(("click Sync".into(), sync.clone()));
+    // A failure the run links to a call after its answer: the next result tells it, as its.
+    let later = c.call(server.click(&page.later, "Later")).await;
+    gw.journal_until("the error reported later", |records| {
+        records.iter().any(|r| {
+            r.kind == "console"
+                && r.payload["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("reported later"))
+        })
+    })
+    .await;
+    let next = c.call(server.snapshot()).await;
+    received.push(("click Later".into(), later.clone()));
+    received.push(("the snapshot after Later".into(), next.clone()));
 
     // evidence_summary reads the journal: once every typing step with its verdict is written.
     let steps = typed
@@ -581,20 +597,36 @@ async fn verdicts_failures_and_sweep(
     );
     let (sync_text, sync_meta) =
         feedback(&sync).unwrap_or_else(|| panic!("nothing appended to Sync: {sync:?}"));
+    eprintln!("{server:?} Sync: {sync_text}\n{sync_meta}");
     // The page's error, as the journal has it: the typed text and the planted token by name.
+    // The page logs it once the request failed, which may be after the server answered the
+    // click: then the next result (Sync's) tells it as Save's. Once, either way.
     let console = "save failed (500) for ${TYPED_1} token ${FEEDBACK_PLANTED_TOKEN}";
+    let own = save_text.contains(&format!("- console error: {console}"));
+    let click = server.click("", "").0;
+    let late = sync_text.contains(&format!(
+        "- after call {click} was answered: console error: {console}"
+    ));
+    assert!(own != late, "told once: {save_text}\n{sync_text}");
+    let (told_in, entry) = if own {
+        (
+            &save_meta,
+            json!({"kind": "console", "level": "error", "text": console}),
+        )
+    } else {
+        (
+            &sync_meta,
+            json!({"kind": "console", "level": "error", "text": console,
+                   "earlier": true, "call": save_meta["call"]}),
+        )
+    };
     assert!(
-        save_text.contains(&format!("- console error: {console}")),
-        "{save_text}"
-    );
-    assert!(
-        save_meta["failures"]
+        told_in["failures"]
             .as_array()
             .expect("failures")
-            .contains(&json!({"kind": "console", "level": "error", "text": console})),
-        "{save_meta}"
+            .contains(&entry),
+        "{told_in}"
     );
-    eprintln!("{server:?} Sync: {sync_text}\n{sync_meta}");
     let sync_url = format!("http://127.0.0.1:{port}/sync");
     assert!(
         sync_text.contains(&format!(
@@ -611,6 +643,40 @@ async fn verdicts_failures_and_sweep(
                 == &json!({"kind": "network", "method": "GET", "url": sync_url,
                        "errorText": "net::ERR_CONNECTION_REFUSED"})),
         "{sync_meta}"
+    );
+    // Reported 1.2 s after the click: after either server answered it, unless the machine is so
+    // loaded that the answer came later still; told once, by the click's result or the next.
+    let reported = "reported later: token ${FEEDBACK_PLANTED_TOKEN}";
+    let click = server.click("", "").0;
+    let own = feedback(&later).filter(|(t, _)| t.contains(&format!("- console error: {reported}")));
+    let (next_text, next_meta) = feedback(&next).unwrap_or_default();
+    let late = next_text.contains(&format!(
+        "- after call {click} was answered: console error: {reported}"
+    ));
+    eprintln!("{server:?} after Later (late: {late}): {next_text}\n{next_meta}");
+    assert!(own.is_some() != late, "told once: {later:?}\n{next:?}");
+    let journal_call = records
+        .iter()
+        .find(|r| r.kind == "console" && r.payload["text"] == reported)
+        .and_then(|r| r.payload["toolCall"].as_str())
+        .expect("the journal links it to a call");
+    let (told_in, entry) = match &own {
+        Some((_, meta)) => (
+            meta,
+            json!({"kind": "console", "level": "error", "text": reported}),
+        ),
+        None => (
+            &next_meta,
+            json!({"kind": "console", "level": "error", "text": reported,
+                   "earlier": true, "call": journal_call}),
+        ),
+    };
+    assert!(
+        told_in["failures"]
+            .as_array()
+            .expect("failures")
+            .contains(&entry),
+        "{told_in}"
     );
     for (_, m) in [(&save_text, &save_meta), (&sync_text, &sync_meta)] {
         assert_eq!(m["typing"].as_array().map(Vec::len).unwrap_or(0), 0, "{m}");
