@@ -457,16 +457,34 @@ fn choose(calls: &VecDeque<Call>, t: SystemTime, grace: Duration, page: Option<&
         })
         .collect();
     let possible: Vec<usize> = match page {
-        Some(page) if candidates.len() > 1 => {
+        Some(page) if !candidates.is_empty() => {
             let here: Vec<usize> = candidates
                 .iter()
                 .copied()
                 .filter(|&i| calls[i].could_act_on(page))
                 .collect();
-            if here.is_empty() {
-                candidates
-            } else {
+            if !here.is_empty() {
                 here
+            } else {
+                // No call in flight acts on that page: a call that did and ended within the
+                // grace is the likelier cause, even if another call started since (a frame of a
+                // failure on page B, taken as a call on page A begins). Else the page is one the
+                // calls were not seen on yet (a popup a click opened): theirs.
+                let ended_there: Vec<usize> = (0..started)
+                    .filter(|&i| {
+                        calls[i].end.is_some_and(|end| t <= end + grace)
+                            && calls[i]
+                                .pages
+                                .iter()
+                                .chain(&calls[i].maybe)
+                                .any(|p| p == page)
+                    })
+                    .collect();
+                if ended_there.is_empty() {
+                    candidates
+                } else {
+                    ended_there
+                }
             }
         }
         _ => candidates,
@@ -695,6 +713,34 @@ mod tests {
         let mut r = action(&s, "Input.insertText", 40, Some(PAGE_A));
         calls.link(&mut r);
         assert_eq!(r.tool_call(), Some(&a));
+    }
+
+    /// Round after round on two pages: a frame of B's failure, taken as the next round's call
+    /// on page A began (B's own next call not begun yet), is B's: A is known to act elsewhere.
+    #[test]
+    fn an_effect_on_a_page_no_call_in_flight_acts_on_is_the_ended_call_that_did() {
+        let s = Sanitizer::new();
+        let calls = ToolCalls::default();
+        let b = ActionId::at(at(0));
+        calls.begin(b.clone(), at(0));
+        // Each call's first command binds it to its page.
+        linked(&calls, action(&s, "Runtime.evaluate", 5, Some(PAGE_B)));
+        calls.end(&b, at(10));
+        let a = ActionId::at(at(20));
+        calls.begin(a.clone(), at(20));
+        linked(&calls, action(&s, "Runtime.evaluate", 21, Some(PAGE_A)));
+        assert_eq!(
+            linked(&calls, console(&s, 25, Some(PAGE_B))),
+            Some(b.clone())
+        );
+        // A page neither was seen on (a popup A's click opened): A's, in flight.
+        assert_eq!(
+            linked(&calls, console(&s, 26, Some("target:popup"))),
+            Some(a.clone())
+        );
+        // Past B's grace, A in flight is all there is.
+        let late = 10 + AFTERMATH.as_millis() as u64 + 1;
+        assert_eq!(linked(&calls, console(&s, late, Some(PAGE_B))), Some(a));
     }
 
     fn candidates(calls: &ToolCalls, mut r: Record) -> Vec<ActionId> {
