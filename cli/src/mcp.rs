@@ -237,10 +237,7 @@ impl Relayed {
                             None => std::future::pending().await,
                         }
                     } => {
-                        let how = match status {
-                            Ok(s) => s.to_string(),
-                            Err(e) => format!("lost track of it: {e}"),
-                        };
+                        let how = exit_words(status);
                         if let Some(tx) = exit_tx.take() {
                             let _ = tx.send(how);
                         }
@@ -273,6 +270,15 @@ impl Relayed {
         (stop, exited)
     }
 
+    /// Where the wrapped server finds the browser: the relay's endpoint and its websocket URL.
+    async fn endpoints(&self) -> Endpoints {
+        let cdp_url = self.recording.endpoint().to_owned();
+        Endpoints {
+            ws_url: cdp_relay_mcp::browser_ws_url(&cdp_url).await,
+            cdp_url,
+        }
+    }
+
     /// Finalizes the run (render, prune, upload), stops the relay and the browser.
     async fn stop(self) {
         let stopped = self.recording.stop_recording().await;
@@ -291,6 +297,24 @@ impl Relayed {
     }
 }
 
+/// The browser `mcp` launches, from its flags (stdio's one, or each HTTP session's).
+fn launch_config(args: &McpArgs) -> LaunchConfig {
+    LaunchConfig {
+        browser: args.browser.clone(),
+        headed: args.headed,
+        extra_args: args.browser_arg.clone(),
+        browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
+    }
+}
+
+/// How the browser exited, for the log and the lifecycle record.
+fn exit_words(status: std::io::Result<std::process::ExitStatus>) -> String {
+    match status {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("lost track of it: {e}"),
+    }
+}
+
 /// The gateway's spans for `--otlp-endpoint` (or the standard variables).
 fn start_telemetry(url: &url::Url) -> anyhow::Result<Telemetry> {
     Ok(Telemetry::new(crate::otlp::start(url, "mcp")?))
@@ -303,27 +327,13 @@ async fn serve(
 ) -> anyhow::Result<ExitCode> {
     let mut shutdown = Shutdown::listen();
     let mut config = gateway_config(&args, variables);
-    let McpArgs {
-        upstream,
-        browser,
-        headed,
-        browser_arg,
-        relay,
-        ..
-    } = args;
     let telemetry = otlp.as_ref().map(start_telemetry).transpose()?;
-    let launch = LaunchConfig {
-        browser,
-        headed,
-        extra_args: browser_arg,
-        browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
-    };
+    let launch = launch_config(&args);
+    let McpArgs {
+        upstream, relay, ..
+    } = args;
     let mut relayed = Relayed::start(relay, upstream, launch, telemetry.as_ref()).await?;
-    let cdp_url = relayed.recording.endpoint().to_owned();
-    let endpoints = Endpoints {
-        ws_url: cdp_relay_mcp::browser_ws_url(&cdp_url).await,
-        cdp_url,
-    };
+    let endpoints = relayed.endpoints().await;
     let handle = relayed.recording.evidence().cloned();
     config.evidence_root = handle.as_ref().and(relayed.evidence_root.clone());
     config.telemetry = telemetry.clone();
@@ -364,10 +374,7 @@ async fn serve(
                     None => std::future::pending().await,
                 }
             } => {
-                let how = match status {
-                    Ok(s) => s.to_string(),
-                    Err(e) => format!("lost track of it: {e}"),
-                };
+                let how = exit_words(status);
                 tracing::warn!("mcp: the browser exited ({how}); the evidence tools still work");
                 gateway.browser_exited(&how, false);
                 // Keep serving: the agent can still read and finalize the evidence.
@@ -440,12 +447,7 @@ async fn serve_http(
     session_relay.token_file = None;
     session_relay.allow_host.clear();
     session_relay.allow_origin.clear();
-    let launch = LaunchConfig {
-        browser: args.browser.clone(),
-        headed: args.headed,
-        extra_args: args.browser_arg.clone(),
-        browser_env: std::env::var_os("CDP_RELAY_BROWSER").map(PathBuf::from),
-    };
+    let launch = launch_config(&args);
     let start: cdp_relay_mcp::StartBrowser = std::sync::Arc::new(move |session: String| {
         let (mut relay, launch) = (session_relay.clone(), launch.clone());
         Box::pin(async move {
@@ -453,11 +455,7 @@ async fn serve_http(
             let relayed = Relayed::start(relay, None, launch, None)
                 .await
                 .map_err(|e| format!("{e:#}"))?;
-            let cdp_url = relayed.recording.endpoint().to_owned();
-            let endpoints = Endpoints {
-                ws_url: cdp_relay_mcp::browser_ws_url(&cdp_url).await,
-                cdp_url,
-            };
+            let endpoints = relayed.endpoints().await;
             let evidence = relayed.recording.evidence().cloned();
             let evidence_root = relayed.evidence_root.clone();
             let (stop, exited) = relayed.watched();

@@ -206,6 +206,24 @@ pub fn only_run(evidence: &Path) -> PathBuf {
     runs[0].clone()
 }
 
+/// Runs `cdp-relay demo` into the evidence root `evidence` (it must succeed); its one run.
+pub async fn demo_run(evidence: &Path) -> PathBuf {
+    let out = within(
+        "cdp-relay demo",
+        tokio::process::Command::new(relay_binary())
+            .args(["demo", "--evidence-dir"])
+            .arg(evidence)
+            .env_remove("RUST_LOG")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("run cdp-relay demo");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "demo failed:\n{stderr}");
+    only_run(evidence)
+}
+
 /// The `cdp-relay` binary of the same build profile: beside a test's `deps/` directory, or beside
 /// a binary such as `relay-bench`. `cargo test --workspace` and `scripts/test.sh` build it.
 /// `CDP_RELAY_TEST_BINARY` names another one (a release build, for a measurement).

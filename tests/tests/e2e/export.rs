@@ -19,8 +19,8 @@ use cdp_relay_tests::mcp::{
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::target_pages::{shop, shop_routes, LogSite};
 use cdp_relay_tests::{
-    clients_dir, collect_stderr, export_spec, only_run, relay_binary, run_node_client, within,
-    Chromium, RelayFixture, RelayProcess,
+    clients_dir, collect_stderr, demo_run, export_spec, only_run, relay_binary, run_node_client,
+    within, Chromium, RelayFixture, RelayProcess,
 };
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -43,25 +43,6 @@ fn typed_value(input_type: &str) -> &'static str {
         "search" => SEARCH,
         other => panic!("the demo types into no {other} field"),
     }
-}
-
-/// `cdp-relay demo` to the end; returns its run directory.
-async fn demo_run(evidence: &Path) -> PathBuf {
-    let out = within(
-        "cdp-relay demo",
-        tokio::process::Command::new(relay_binary())
-            .args(["demo", "--evidence-dir"])
-            .arg(evidence)
-            .env_remove("RUST_LOG")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("run cdp-relay demo");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "demo failed:\n{stderr}");
-    let report = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    report.parent().expect("run dir").to_path_buf()
 }
 
 /// A demo kept open after its script: its site keeps serving (the closest thing to the demo

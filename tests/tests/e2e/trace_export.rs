@@ -18,7 +18,7 @@ use cdp_relay_tests::mcp::{
     chrome_devtools_mcp, element, playwright_mcp, text_of, McpGateway, SIGN_IN_FORM,
 };
 use cdp_relay_tests::site::{Route, Site};
-use cdp_relay_tests::{clients_dir, only_run, relay_binary, within};
+use cdp_relay_tests::{clients_dir, demo_run, relay_binary, within};
 use serde_json::json;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -42,24 +42,6 @@ fn playwright_cli() -> PathBuf {
         .join("@playwright")
         .join("test")
         .join("cli.js")
-}
-
-/// `cdp-relay demo` to the end; its run directory.
-async fn demo_run(evidence: &Path) -> PathBuf {
-    let out = within(
-        "cdp-relay demo",
-        tokio::process::Command::new(relay_binary())
-            .args(["demo", "--evidence-dir"])
-            .arg(evidence)
-            .env_remove("RUST_LOG")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("run cdp-relay demo");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "demo failed:\n{stderr}");
-    only_run(evidence)
 }
 
 /// `cdp-relay export RUN --format FORMAT --out OUT`; its stderr (the export must succeed).
