@@ -33,6 +33,33 @@ pub const SIGN_IN_FORM: &str = r#"<form id="f">
   <button type="submit">Sign in</button>
 </form>"#;
 
+/// The sign-in page whose submit posts the three fields to `/api/login?token={query_token}` with
+/// `Authorization: Bearer {bearer}`, then logs an error naming them and `also`, then runs `then`
+/// (JavaScript): planted values in a query, a header, a body and a console message at once.
+pub fn sign_in_page(query_token: &str, bearer: &str, also: &str, then: &str) -> String {
+    format!(
+        r#"<!doctype html><title>Sign in</title>
+{SIGN_IN_FORM}
+<script>
+document.getElementById('f').addEventListener('submit', async (e) => {{
+  e.preventDefault();
+  const user = document.getElementById('user').value;
+  const pw = document.getElementById('password').value;
+  const otp = document.getElementById('otp').value;
+  try {{
+    await fetch('/api/login?token={query_token}', {{
+      method: 'POST',
+      headers: {{'Authorization': 'Bearer {bearer}', 'Content-Type': 'application/json'}},
+      body: JSON.stringify({{user, pw, otp}})
+    }});
+  }} catch (_) {{}}
+  console.error('login failed for ' + user + ' with ' + pw + ' and ' + otp{also});
+  {then}
+}});
+</script>"#
+    )
+}
+
 /// A reader that keeps a copy of every byte read through it.
 struct Tapped<R> {
     inner: R,

@@ -12,8 +12,8 @@
 use cdp_evidence::StoredRecord;
 use cdp_relay_tests::files::{all_files, leaks, Scratch};
 use cdp_relay_tests::mcp::{
-    chrome_devtools_mcp, element, journal, mcp_calls, playwright_mcp, resource_text, text_of,
-    Closed, McpGateway, SIGN_IN_FORM,
+    chrome_devtools_mcp, element, journal, mcp_calls, playwright_mcp, resource_text, sign_in_page,
+    text_of, Closed, McpGateway,
 };
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::within;
@@ -44,27 +44,7 @@ fn planted() -> [&'static str; 8] {
 }
 
 fn site_routes() -> HashMap<&'static str, Route> {
-    let login = format!(
-        r#"<!doctype html><title>Sign in</title>
-{SIGN_IN_FORM}
-<script>
-document.getElementById('f').addEventListener('submit', async (e) => {{
-  e.preventDefault();
-  const user = document.getElementById('user').value;
-  const pw = document.getElementById('password').value;
-  const otp = document.getElementById('otp').value;
-  try {{
-    await fetch('/api/login?token={QUERY_TOKEN}', {{
-      method: 'POST',
-      headers: {{'Authorization': 'Bearer {BEARER}', 'Content-Type': 'application/json'}},
-      body: JSON.stringify({{user, pw, otp}})
-    }});
-  }} catch (_) {{}}
-  console.error('login failed for ' + user + ' with ' + pw + ' and ' + otp);
-  location.href = '/welcome';
-}});
-</script>"#
-    );
+    let login = sign_in_page(QUERY_TOKEN, BEARER, "", "location.href = '/welcome';");
     let welcome = format!(
         r#"<!doctype html><title>Welcome</title><h1>Welcome back</h1>
 <p>Account {ACCOUNT}</p><img src="/missing.png" alt="avatar">

@@ -7,7 +7,7 @@
 
 use cdp_relay_tests::files::{leaks, Scratch};
 use cdp_relay_tests::http::get;
-use cdp_relay_tests::mcp::{chrome_devtools_mcp, element, text_of, McpGateway, SIGN_IN_FORM};
+use cdp_relay_tests::mcp::{chrome_devtools_mcp, element, sign_in_page, text_of, McpGateway};
 use cdp_relay_tests::otlp::{attr, hex, Mode, Receiver, Span};
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::within;
@@ -272,26 +272,7 @@ const COOKIE: &str = "ck_OtlpPlanted9wE2r";
 const ACCOUNT: &str = "ACCT-OTLP-PLANTED-7741";
 
 fn site_routes() -> HashMap<&'static str, Route> {
-    let login = format!(
-        r#"<!doctype html><title>Sign in</title>
-{SIGN_IN_FORM}
-<script>
-document.getElementById('f').addEventListener('submit', async (e) => {{
-  e.preventDefault();
-  const user = document.getElementById('user').value;
-  const pw = document.getElementById('password').value;
-  const otp = document.getElementById('otp').value;
-  try {{
-    await fetch('/api/login?token={QUERY_TOKEN}', {{
-      method: 'POST',
-      headers: {{'Authorization': 'Bearer {BEARER}'}},
-      body: JSON.stringify({{user, pw, otp}})
-    }});
-  }} catch (_) {{}}
-  console.error('login failed for ' + user + ' with ' + pw + ' and ' + otp + ' account {ACCOUNT}');
-}});
-</script>"#
-    );
+    let login = sign_in_page(QUERY_TOKEN, BEARER, &format!(" + ' account {ACCOUNT}'"), "");
     let mut r = HashMap::new();
     r.insert(
         "/login",
