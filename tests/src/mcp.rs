@@ -15,7 +15,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::Stdio;
@@ -58,6 +58,31 @@ document.getElementById('f').addEventListener('submit', async (e) => {{
 }});
 </script>"#
     )
+}
+
+/// Through chrome-devtools-mcp behind `gw`: opens `url` (a [`sign_in_page`]), fills the three
+/// fields in one `fill_form` and clicks Sign in; each call must succeed.
+pub async fn sign_in_with_chrome_devtools_mcp(gw: &McpGateway, url: &str, values: [&str; 3]) {
+    let nav = gw
+        .call("navigate_page", json!({"type": "url", "url": url}))
+        .await;
+    assert_ne!(nav.is_error, Some(true), "{}", text_of(&nav));
+    let snapshot = text_of(&gw.call("take_snapshot", json!({})).await);
+    let fields = [
+        "textbox \"Email\"",
+        "textbox \"Password\"",
+        "textbox \"One-time code\"",
+    ];
+    let elements: Vec<Value> = fields
+        .iter()
+        .zip(values)
+        .map(|(field, value)| json!({"uid": element(&snapshot, field), "value": value}))
+        .collect();
+    let filled = gw.call("fill_form", json!({ "elements": elements })).await;
+    assert_ne!(filled.is_error, Some(true), "{}", text_of(&filled));
+    let sign_in = element(&snapshot, "button \"Sign in\"");
+    let clicked = gw.call("click", json!({"uid": sign_in})).await;
+    assert_ne!(clicked.is_error, Some(true), "{}", text_of(&clicked));
 }
 
 /// A reader that keeps a copy of every byte read through it.

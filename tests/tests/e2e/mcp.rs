@@ -13,7 +13,7 @@ use cdp_evidence::StoredRecord;
 use cdp_relay_tests::files::{all_files, leaks, Scratch};
 use cdp_relay_tests::mcp::{
     chrome_devtools_mcp, element, journal, mcp_calls, playwright_mcp, resource_text, sign_in_page,
-    text_of, Closed, McpGateway,
+    sign_in_with_chrome_devtools_mcp, text_of, Closed, McpGateway,
 };
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::within;
@@ -292,33 +292,8 @@ async fn chrome_devtools_mcp_through_the_gateway() {
         .await;
         gw.call("evidence_mark_step", json!({"label": "log in"}))
             .await;
-        let nav = gw
-            .call(
-                "navigate_page",
-                json!({"type": "url", "url": format!("{}/login?token={QUERY_TOKEN}", site.origin)}),
-            )
-            .await;
-        assert_ne!(nav.is_error, Some(true), "{}", text_of(&nav));
-        let snapshot = text_of(&gw.call("take_snapshot", json!({})).await);
-        let (email, password, otp, sign_in) = (
-            element(&snapshot, "textbox \"Email\""),
-            element(&snapshot, "textbox \"Password\""),
-            element(&snapshot, "textbox \"One-time code\""),
-            element(&snapshot, "button \"Sign in\""),
-        );
-        let filled = gw
-            .call(
-                "fill_form",
-                json!({"elements": [
-                    {"uid": email, "value": USER},
-                    {"uid": password, "value": PASSWORD},
-                    {"uid": otp, "value": OTP}
-                ]}),
-            )
-            .await;
-        assert_ne!(filled.is_error, Some(true), "{}", text_of(&filled));
-        let clicked = gw.call("click", json!({"uid": sign_in})).await;
-        assert_ne!(clicked.is_error, Some(true), "{}", text_of(&clicked));
+        let url = format!("{}/login?token={QUERY_TOKEN}", site.origin);
+        sign_in_with_chrome_devtools_mcp(&gw, &url, [USER, PASSWORD, OTP]).await;
         let welcome = gw.call("wait_for", json!({"text": ["Welcome back"]})).await;
         assert_ne!(welcome.is_error, Some(true), "{}", text_of(&welcome));
         let requests = text_of(&gw.call("list_network_requests", json!({})).await);

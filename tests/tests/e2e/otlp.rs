@@ -7,7 +7,9 @@
 
 use cdp_relay_tests::files::{leaks, Scratch};
 use cdp_relay_tests::http::get;
-use cdp_relay_tests::mcp::{chrome_devtools_mcp, element, sign_in_page, text_of, McpGateway};
+use cdp_relay_tests::mcp::{
+    chrome_devtools_mcp, sign_in_page, sign_in_with_chrome_devtools_mcp, text_of, McpGateway,
+};
 use cdp_relay_tests::otlp::{attr, hex, Mode, Receiver, Span};
 use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::within;
@@ -333,30 +335,7 @@ async fn a_calls_browser_effects_are_its_span_events_and_no_planted_secret_reach
         )
         .await;
         let url = format!("{}/login?token={QUERY_TOKEN}", site.origin);
-        let nav = gw
-            .call("navigate_page", json!({"type": "url", "url": url}))
-            .await;
-        assert_ne!(nav.is_error, Some(true), "{}", text_of(&nav));
-        let snapshot = text_of(&gw.call("take_snapshot", json!({})).await);
-        let (email, password, otp, sign_in) = (
-            element(&snapshot, "textbox \"Email\""),
-            element(&snapshot, "textbox \"Password\""),
-            element(&snapshot, "textbox \"One-time code\""),
-            element(&snapshot, "button \"Sign in\""),
-        );
-        let filled = gw
-            .call(
-                "fill_form",
-                json!({"elements": [
-                    {"uid": email, "value": USER},
-                    {"uid": password, "value": PASSWORD},
-                    {"uid": otp, "value": OTP}
-                ]}),
-            )
-            .await;
-        assert_ne!(filled.is_error, Some(true), "{}", text_of(&filled));
-        let clicked = gw.call("click", json!({"uid": sign_in})).await;
-        assert_ne!(clicked.is_error, Some(true), "{}", text_of(&clicked));
+        sign_in_with_chrome_devtools_mcp(&gw, &url, [USER, PASSWORD, OTP]).await;
         // Stopping ends the spans at once; what the relay had read of the click by then (its
         // request failed, the page logged the error before the click was answered) is linked.
         let closed = gw.close().await;
