@@ -821,8 +821,28 @@ fn field_element(snapshot: &str, label: &str) -> String {
     element(&only_fields, &quoted)
 }
 
-/// Fills the twenty fields of `/form20` in one call.
+/// Fills the twenty fields of `/form20` in one call. A server that gave up on a field it could
+/// not interact with in time (chrome-devtools-mcp's own timeout, on a loaded machine) has typed
+/// part of the form only: the verdicts of such a call are not the ones this test is about, so
+/// the form is opened and filled again (three times at most), the attempts said on stderr.
 async fn twenty_fields(c: &Caller<'_>, server: Server, origin: &str) -> CallToolResult {
+    for attempt in 1..=3 {
+        let r = twenty_fields_once(c, server, origin).await;
+        let server_text = r
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.clone())
+            .unwrap_or_default();
+        if attempt == 3 || !server_text.contains("did not become interactive") {
+            return r;
+        }
+        eprintln!("{server:?} twenty fields, attempt {attempt}: the server gave up: {server_text}");
+    }
+    unreachable!("the third attempt returns")
+}
+
+async fn twenty_fields_once(c: &Caller<'_>, server: Server, origin: &str) -> CallToolResult {
     let nav = c.call(server.navigate(&format!("{origin}/form20"))).await;
     assert_ne!(nav.is_error, Some(true), "{}", text_of(&nav));
     let snapshot = text_of(&c.call(server.snapshot()).await);
