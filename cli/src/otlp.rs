@@ -41,12 +41,12 @@ pub(crate) fn run_spans(
     let Some(url) = url else {
         return Ok(None);
     };
-    let exporter = start(url, "relay")?;
-    if config.evidence.enabled {
-        config.evidence.written = Some(Arc::new(RunSpans::new(exporter.clone())));
-    } else {
-        tracing::warn!("relay: --otlp-endpoint has nothing to send with evidence off (--no-evidence): the spans are built from the run");
+    if !config.evidence.enabled {
+        tracing::warn!("relay: --otlp-endpoint sends nothing with evidence off (--no-evidence): the spans are built from the run");
+        return Ok(None);
     }
+    let exporter = start(url, "relay")?;
+    config.evidence.written = Some(Arc::new(RunSpans::new(exporter.clone())));
     config.status_fields.push(status_field(&exporter));
     Ok(Some(exporter))
 }

@@ -13,18 +13,19 @@ fn capped(s: &str) -> String {
 
 /// `record` as a span event: its name and attributes, from the sanitized record's own types
 /// only (the same words the journal and the agent's note use). `None` for what is no browser
-/// effect (lifecycle, markers, producers' own kinds).
+/// effect (a kept frame, lifecycle, markers, producers' own kinds).
 ///
 /// | record | event | attributes |
 /// |---|---|---|
 /// | typing step | `cdp_relay.typing` | `cdp_relay.action`, `cdp_relay.input.chars`, `cdp_relay.input.type`, `cdp_relay.typing.verified`, `cdp_relay.typing.reason` |
 /// | navigation | `cdp_relay.navigation` | `cdp_relay.action`, `url.full` |
-/// | other action | `cdp_relay.action` | `cdp_relay.action`, `url.full` when it has one |
+/// | other action but a frame | `cdp_relay.action` | `cdp_relay.action`, `url.full` when it has one |
 /// | failed request | `cdp_relay.request_failed` | `http.request.method`, `url.full`, `http.response.status_code` or `error.type` |
 /// | console | `cdp_relay.console_error` (`cdp_relay.console_warning` for a warning) | `cdp_relay.console.level`, `cdp_relay.console.text` (200 characters) |
 pub fn record_event(record: &Record) -> Option<(&'static str, Vec<KeyValue>)> {
     let mut attrs = Vec::new();
     let name = match record.kind() {
+        RecordKind::Action(a) if a.method.known() == Some(ActionMethod::Frame) => return None,
         RecordKind::Action(a) => {
             attrs.push(KeyValue::new(
                 "cdp_relay.action",

@@ -189,31 +189,34 @@ impl RunSpan {
                 }
                 _ => {}
             },
-            RecordKind::Network(_) | RecordKind::Console(_) | RecordKind::Action(_) => {
-                match record.kind() {
-                    RecordKind::Network(_) => self.failures += 1,
-                    RecordKind::Console(c) if c.level != ConsoleLevel::Warning => {
-                        self.failures += 1
-                    }
-                    _ => {}
+            RecordKind::Network(_) => {
+                self.failures += 1;
+                self.effect(record);
+            }
+            RecordKind::Console(c) => {
+                if c.level != ConsoleLevel::Warning {
+                    self.failures += 1;
                 }
-                if let RecordKind::Action(a) = record.kind() {
-                    if a.method.known() == Some(cdp_evidence::ActionMethod::Frame) {
-                        return;
-                    }
-                    if a.verification
-                        .as_ref()
-                        .is_some_and(|v| v.verified == cdp_evidence::Verified::False)
-                    {
-                        self.not_landed += 1;
-                    }
+                self.effect(record);
+            }
+            RecordKind::Action(a) => {
+                if a.verification
+                    .as_ref()
+                    .is_some_and(|v| v.verified == cdp_evidence::Verified::False)
+                {
+                    self.not_landed += 1;
                 }
-                match self.only_conn(record.target_handle()) {
-                    Some(c) => c.span.event(record),
-                    None => self.span.event(record),
-                }
+                self.effect(record);
             }
             _ => {}
+        }
+    }
+
+    /// `record`'s event, on the one span that alone can have caused it.
+    fn effect(&mut self, record: &Record) {
+        match self.only_conn(record.target_handle()) {
+            Some(c) => c.span.event(record),
+            None => self.span.event(record),
         }
     }
 

@@ -87,3 +87,14 @@ fn the_service_name_is_the_variables_or_ours() {
         "checkout-agent"
     );
 }
+
+#[test]
+fn a_kept_frame_is_no_event_and_a_click_is_one() {
+    use cdp_evidence::{Action, ActionMethod, Record, RecordKind};
+    use cdp_sanitize::SafeText;
+    let action =
+        |m: ActionMethod| Record::new(SafeText::literal("cdp"), RecordKind::Action(Action::new(m)));
+    assert!(record_event(&action(ActionMethod::Frame)).is_none());
+    let (name, _) = record_event(&action(ActionMethod::Click)).expect("an event");
+    assert_eq!(name, "cdp_relay.action");
+}

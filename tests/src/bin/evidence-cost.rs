@@ -170,12 +170,18 @@ fn main() {
     let messages = workload(&args);
     let dir = tempfile::tempdir().expect("a temporary evidence directory");
     let settings = Settings::at(dir.path());
-    // A worker of its own: the receiver answers while this thread offers.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    // With spans, a worker of its own: the receiver answers while this thread offers.
+    let rt = if args.spans {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    }
+    .expect("runtime");
     let mut hooks = Hooks::default();
     let mut spans = None;
     if args.spans {
