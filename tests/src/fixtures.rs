@@ -206,6 +206,22 @@ pub fn only_run(evidence: &Path) -> PathBuf {
     runs[0].clone()
 }
 
+/// Waits until the observer of the relay at `authority` covers at least `pages` pages (its
+/// status's `evidence.observedPages`): typing into a tab it is not attached to yet is recorded as
+/// typing into a field of unknown kind.
+pub async fn observing(authority: &str, pages: u64) {
+    within("the observer to attach", async {
+        loop {
+            let status = http::get(authority, "/relay/v1/status").await.json();
+            if status["evidence"]["observedPages"].as_u64().unwrap_or(0) >= pages {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}
+
 /// Runs `cdp-relay demo` into the evidence root `evidence` (it must succeed); its one run.
 pub async fn demo_run(evidence: &Path) -> PathBuf {
     let out = within(

@@ -38,18 +38,7 @@ async fn serve(chrome: &Chromium, observe: bool) -> (RelayProcess, tempfile::Tem
     }
     let relay = RelayProcess::serve(&chrome.http(), &extra).await;
     if observe {
-        within("the observer to attach", async {
-            loop {
-                let s = cdp_relay_tests::http::get(&relay.authority(), "/relay/v1/status")
-                    .await
-                    .json();
-                if s["evidence"]["observedPages"].as_u64().unwrap_or(0) >= 1 {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await;
+        cdp_relay_tests::observing(&relay.authority(), 1).await;
     }
     (relay, evidence)
 }

@@ -9,7 +9,6 @@ use cdp_relay_tests::site::{Route, Site};
 use cdp_relay_tests::{page_ws, within, Chromium, RelayProcess};
 use serde_json::json;
 use std::collections::HashMap;
-use std::time::Duration;
 
 const PAGE: &str = r#"<!doctype html><title>outcomes</title>
 <form id="save" method="post" action="/api/save"><button>save</button></form>
@@ -76,18 +75,7 @@ async fn posted_forms(observe: bool) {
     }
     let relay = RelayProcess::serve(&chrome.http(), &extra).await;
     if observe {
-        within("the observer to attach", async {
-            loop {
-                let s = cdp_relay_tests::http::get(&relay.authority(), "/relay/v1/status")
-                    .await
-                    .json();
-                if s["evidence"]["observedPages"].as_u64().unwrap_or(0) >= 1 {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await;
+        cdp_relay_tests::observing(&relay.authority(), 1).await;
     }
     let mut cdp = Cdp::connect(&page_ws(&relay.authority()).await).await;
     cdp.call("Network.enable", json!({})).await;

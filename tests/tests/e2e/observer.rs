@@ -27,20 +27,6 @@ fn settings(root: &Path, observe: bool) -> EvidenceSettings {
     }
 }
 
-/// Waits until the relay's observer covers at least `n` pages.
-async fn observing(relay: &RelayFixture, n: u64) {
-    within("the observer to attach", async {
-        loop {
-            let status = get(&relay.authority(), "/relay/v1/status").await.json();
-            if status["evidence"]["observedPages"].as_u64().unwrap_or(0) >= n {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-}
-
 /// Stops the relay (finalizing the run) and reads its journal, in `startedAt` order.
 async fn finish(relay: RelayFixture) -> (PathBuf, Vec<StoredRecord>) {
     let summary = relay.stop().await.expect("pipeline summary");
@@ -130,7 +116,7 @@ async fn verify_page() -> VerifyPage {
     let chrome = Chromium::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
-    observing(&relay, 1).await;
+    cdp_relay_tests::observing(&relay.authority(), 1).await;
     let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
     c.call(
         "Page.navigate",
@@ -203,7 +189,7 @@ async fn a_client_that_enables_nothing_still_leaves_failures_with_frames() {
             let relay =
                 RelayFixture::start_recording(&chrome.http(), settings(dir.path(), observe)).await;
             if observe {
-                observing(&relay, 1).await;
+                cdp_relay_tests::observing(&relay.authority(), 1).await;
             }
             let url = page_ws(&relay.authority()).await;
             let mut client = Cdp::connect(&url).await;
@@ -502,7 +488,7 @@ async fn typed_text_verdicts_per_case_and_client() {
             let dir = tempfile::tempdir().expect("tempdir");
             let relay =
                 RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
-            observing(&relay, 1).await;
+            cdp_relay_tests::observing(&relay.authority(), 1).await;
             let cfg = json!({
                 "endpoint": relay.endpoint(),
                 "direct": chrome.http(),
@@ -600,7 +586,7 @@ async fn real_clients_with_the_observer_on() {
             let dir = tempfile::tempdir().expect("tempdir");
             let relay =
                 RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
-            observing(&relay, 1).await;
+            cdp_relay_tests::observing(&relay.authority(), 1).await;
             let run = run_node_client(script, relay.endpoint()).await;
             assert!(run.ok, "{script} failed:\n{}", run.stderr);
             let report = run.report.expect("report");
@@ -625,7 +611,7 @@ async fn client_frames_and_ids_are_untouched_with_the_observer_on() {
         let chrome = Chromium::start().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
-        observing(&relay, 1).await;
+        cdp_relay_tests::observing(&relay.authority(), 1).await;
         let url = page_ws(&relay.authority()).await;
         let expr = json!({"expression": "'\\u00e9\"\\\\'.repeat(1024 * 1024) + '🙂'", "returnByValue": true});
         let direct_url = url.replace(&relay.authority(), &format!("127.0.0.1:{}", chrome.port()));
@@ -712,12 +698,12 @@ async fn a_browser_restarted_on_the_same_port_is_observed_again() {
         let dir = tempfile::tempdir().expect("tempdir");
         let upstream = format!("http://127.0.0.1:{port}");
         let relay = RelayFixture::start_recording(&upstream, settings(dir.path(), true)).await;
-        observing(&relay, 1).await;
+        cdp_relay_tests::observing(&relay.authority(), 1).await;
         let first = get(&relay.authority(), "/json/version").await.json();
         chrome.kill();
         drop(chrome);
         let _chrome = FixedPortChrome::start(port).await;
-        observing(&relay, 1).await;
+        cdp_relay_tests::observing(&relay.authority(), 1).await;
         let second = get(&relay.authority(), "/json/version").await.json();
         assert_ne!(
             first["webSocketDebuggerUrl"],
@@ -900,16 +886,7 @@ async fn a_login_flow_through_launch() {
             &[],
         )
         .await;
-        within("the observer to attach", async {
-            loop {
-                let s = get(&relay.authority(), "/relay/v1/status").await.json();
-                if s["evidence"]["observedPages"].as_u64().unwrap_or(0) >= 1 {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await;
+        cdp_relay_tests::observing(&relay.authority(), 1).await;
         // Into the tab the observer covers: a tab opened a moment before may not be set up yet.
         let cfg = json!({"endpoint": relay.endpoint, "site": site.origin, "user": USER, "password": PASSWORD, "reuseTab": true});
         let run = run_node_client("login.mjs", &cfg.to_string()).await;
@@ -989,7 +966,7 @@ async fn a_frame_withheld_after_a_password_is_recorded_while_failures_wait() {
         let chrome = Chromium::start().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let relay = RelayFixture::start_recording(&chrome.http(), settings(dir.path(), true)).await;
-        observing(&relay, 1).await;
+        cdp_relay_tests::observing(&relay.authority(), 1).await;
         let mut c = Cdp::connect(&page_ws(&relay.authority()).await).await;
         c.call(
             "Page.navigate",

@@ -520,16 +520,7 @@ async fn launch_spans_its_run_and_each_client_connection_with_the_journals_effec
             &[],
         )
         .await;
-        within("the observer to attach", async {
-            loop {
-                let s = get(&relay.authority(), "/relay/v1/status").await.json();
-                if s["evidence"]["observedPages"].as_u64().unwrap_or(0) >= 1 {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await;
+        cdp_relay_tests::observing(&relay.authority(), 1).await;
         sign_in_spans(relay, evidence.path(), &receiver).await;
     })
     .await;

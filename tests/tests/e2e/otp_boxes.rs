@@ -16,14 +16,12 @@
 use super::verdict_truth::{call, Server};
 use cdp_evidence::StoredRecord;
 use cdp_relay_tests::files::{all_files, leaks, Scratch};
-use cdp_relay_tests::http::get;
 use cdp_relay_tests::mcp::{element, journal, text_of, McpGateway};
 use cdp_relay_tests::site::Site;
 use cdp_relay_tests::typing_pages::typing_routes;
 use cdp_relay_tests::{export_spec, only_run, run_node_client, within, RelayProcess};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::time::Duration;
 
 /// The first line of the gateway's own content item.
 const HEADER: &str = "cdp-relay evidence for this call:";
@@ -105,16 +103,7 @@ async fn a_code_typed_box_by_box_through_launch_is_never_kept() {
             &[("TMPDIR", scratch.path().as_os_str())],
         )
         .await;
-        within("the observer to attach", async {
-            loop {
-                let s = get(&relay.authority(), "/relay/v1/status").await.json();
-                if s["evidence"]["observedPages"].as_u64().unwrap_or(0) >= 1 {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        })
-        .await;
+        cdp_relay_tests::observing(&relay.authority(), 1).await;
         let cfg = json!({
             "endpoint": relay.endpoint,
             "site": site.origin,

@@ -3,7 +3,7 @@
 //! they write, on the demo's run (`cdp-relay demo`, a real Chromium) and on a generated run of
 //! 147,000 distinct console errors (`report.rs`'s console storm, nothing folded).
 
-use crate::report::console_storm;
+use crate::report::{console_storm, timed};
 use cdp_relay_tests::relay_binary;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -11,32 +11,14 @@ use std::path::{Path, PathBuf};
 /// `cdp-relay export <dir> --format <format> --out <out>` under `/usr/bin/time`: (wall seconds,
 /// CPU seconds, peak RSS KiB, bytes written).
 fn export(dir: &Path, format: &str, out: &Path) -> Result<(f64, f64, u64, u64), String> {
-    let o = std::process::Command::new("/usr/bin/time")
-        .args(["-f", "@@time %e %U %S %M"])
-        .arg(relay_binary())
-        .arg("export")
+    let mut cmd = std::process::Command::new(relay_binary());
+    cmd.arg("export")
         .arg(dir)
         .args(["--format", format, "--out"])
-        .arg(out)
-        .output()
-        .map_err(|e| format!("cannot run /usr/bin/time (apt-get install time): {e}"))?;
-    let err = String::from_utf8_lossy(&o.stderr);
-    if !o.status.success() {
-        return Err(format!("cdp-relay export failed: {err}"));
-    }
-    let line = err
-        .lines()
-        .find_map(|l| l.strip_prefix("@@time "))
-        .ok_or("no timing line")?;
-    let n: Vec<f64> = line
-        .split_whitespace()
-        .map(|s| s.parse().map_err(|_| "bad timing line"))
-        .collect::<Result<_, _>>()?;
-    let [wall, user, sys, rss] = n[..] else {
-        return Err("bad timing line".into());
-    };
+        .arg(out);
+    let (wall, cpu, rss) = timed(cmd, "cdp-relay export")?;
     let bytes = std::fs::metadata(out).map_or(0, |m| m.len());
-    Ok((wall, user + sys, rss as u64, bytes))
+    Ok((wall, cpu, rss, bytes))
 }
 
 /// `cdp-relay demo` into `evidence`; its run directory.

@@ -129,19 +129,30 @@ fn long_run(dir: &Path, bytes: u64) -> u64 {
 /// `BENCH_RENDERER=<program>` renders with `<program> <dir>` instead (an older build, to
 /// compare).
 fn render(dir: &Path) -> Result<(f64, f64, u64), String> {
-    let mut cmd = std::process::Command::new("/usr/bin/time");
-    cmd.args(["-f", "@@time %e %U %S %M"]);
-    match std::env::var_os("BENCH_RENDERER") {
-        Some(other) => cmd.arg(other),
-        None => cmd.arg(relay_binary()).arg("report"),
+    let mut cmd = match std::env::var_os("BENCH_RENDERER") {
+        Some(other) => std::process::Command::new(other),
+        None => {
+            let mut c = std::process::Command::new(relay_binary());
+            c.arg("report");
+            c
+        }
     };
-    let out = cmd
-        .arg(dir)
+    cmd.arg(dir);
+    timed(cmd, "cdp-relay report")
+}
+
+/// Runs `cmd` under `/usr/bin/time`: (wall seconds, CPU seconds, peak RSS KiB); `what` names it
+/// when it fails.
+pub(crate) fn timed(cmd: std::process::Command, what: &str) -> Result<(f64, f64, u64), String> {
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "@@time %e %U %S %M"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
         .output()
         .map_err(|e| format!("cannot run /usr/bin/time (apt-get install time): {e}"))?;
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        return Err(format!("cdp-relay report failed: {err}"));
+        return Err(format!("{what} failed: {err}"));
     }
     let line = err
         .lines()
